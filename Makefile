@@ -1,0 +1,43 @@
+# The whole setup on a fresh machine is `make run` or `make test`; both build .venv when missing.
+PYTHON_BOOT := $(shell command -v python3.11 || command -v python3)
+VENV := .venv
+PY := $(VENV)/bin/python
+WORKSPACE ?= data/demo/workspace.toml
+PORT ?= 8501
+PYTEST_ARGS ?=
+
+.PHONY: run test lint bench demo browser-deps
+
+$(PY):
+	$(PYTHON_BOOT) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+
+$(VENV)/.run-deps: requirements.txt | $(PY)
+	$(PY) -m pip install -q -r requirements.txt
+	touch $@
+
+$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install -q -r requirements-dev.txt
+	touch $@ $(VENV)/.run-deps
+
+# Debian's chromium draws the browser tests and exports figures (kaleido); installed only when missing.
+browser-deps:
+	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/liberation ]; then \
+		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium fonts-liberation fonts-noto-cjk; \
+	fi
+
+run: $(VENV)/.run-deps browser-deps
+	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false -- --workspace $(WORKSPACE)
+
+test: $(VENV)/.dev-deps browser-deps
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: $(VENV)/.dev-deps
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
+
+bench: $(VENV)/.dev-deps
+	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
+
+demo: $(VENV)/.dev-deps
+	$(PY) -m analysis.demo ../shared/realdata data/demo

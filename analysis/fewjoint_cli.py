@@ -1,0 +1,113 @@
+"""The ``fewjoint`` sub-command: score a few-shot joint NLU system over seeds from the command line.
+
+``python -m analysis fewjoint --gold EPISODES --pred P1 [P2 ...] [--averaging episode|micro] [--json]``
+
+Prints a readable table (or, with ``--json``, the dict of ``FewJointResult.to_dict``); warnings go to
+stderr. ``InputError`` propagates to the top-level CLI, which prints its one-line message and exits 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from typing import Any
+
+from analysis.fewjoint import AVERAGINGS, METRICS, FewJointResult, load_fewjoint_system, score_fewjoint
+
+__all__ = ["register", "render_table", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``fewjoint`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    parser = subparsers.add_parser(
+        "fewjoint",
+        help="score few-shot joint NLU predictions (FewJoint): intent accuracy, slot F1, sentence accuracy",
+        description=(
+            "Score one system (one prediction file per seed, JSONL or conlleval text, auto-detected) "
+            "against MetaDialog episode gold. Only query utterances are scored."
+        ),
+    )
+    parser.add_argument(
+        "--gold", required=True, help="MetaDialog episode file, e.g. FewJoint1.1/5shot/test.json"
+    )
+    parser.add_argument("--pred", required=True, nargs="+", help="prediction files, one per seed")
+    parser.add_argument(
+        "--averaging",
+        choices=AVERAGINGS,
+        default="episode",
+        help="episode: per-episode intent accuracy and slot F1, then the mean (reference); micro: pooled",
+    )
+    parser.add_argument("--name", default="system", help="system name recorded in the results")
+    parser.add_argument(
+        "--shots", type=int, default=None, help="shot setting K (default: parsed from --gold)"
+    )
+    parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.set_defaults(func=run)
+
+
+def _fmt(value: Any) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.4f}"
+
+
+def render_table(result: FewJointResult) -> str:
+    """A plain-text report: headline metrics over seeds, per seed, per domain, alignment problems."""
+    data = result.to_dict()
+    shots = f", {result.shots}-shot" if result.shots is not None else ""
+    lines = [
+        f"FewJoint: {result.system}{shots}, {len(result.seeds)} seed(s), {result.n_queries} queries, "
+        f"averaging={result.averaging} (std: sample, ddof=1)",
+        "",
+        f"{'metric':<20}{'mean':>10}{'std':>10}  per seed",
+    ]
+    for metric in METRICS:
+        entry = data[metric]
+        per_seed = "  ".join(f"{seed}:{_fmt(v)}" for seed, v in entry["per_seed"].items())
+        lines.append(f"{metric:<20}{_fmt(entry['mean']):>10}{_fmt(entry['std']):>10}  {per_seed}")
+    lines += [
+        "",
+        f"{'domain':<20}{'queries':>8}{'intent acc':>12}{'slot F1':>10}{'sentence':>10}  (means over seeds)",
+    ]
+    for domain, entry in data["per_domain"].items():
+        lines.append(
+            f"{domain:<20}{entry['n_queries']:>8}{_fmt(entry['intent_accuracy']['mean']):>12}"
+            f"{_fmt(entry['slot_f1']['mean']):>10}{_fmt(entry['sentence_accuracy']['mean']):>10}"
+        )
+    lines += [
+        "",
+        "ill-formed BIO tags per seed: "
+        + ", ".join(
+            f"{seed}: {v['tags']} in {v['queries']} queries" for seed, v in data["ill_formed_bio"].items()
+        ),
+    ]
+    problems = {
+        seed: {k: n for k, n in counts.items() if n} for seed, counts in data["alignment"]["counts"].items()
+    }
+    if any(problems.values()):
+        lines.append(
+            "alignment problems: "
+            + "; ".join(
+                f"seed {seed}: " + ", ".join(f"{n} {k}" for k, n in c.items())
+                for seed, c in problems.items()
+                if c
+            )
+        )
+    else:
+        lines.append("alignment: every gold query has exactly one prediction in every seed")
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score and print; returns the exit code (0). ``InputError`` propagates to the caller."""
+    system = load_fewjoint_system(args.gold, args.pred, name=args.name, shots=args.shots)
+    result = score_fewjoint(system, averaging=args.averaging)
+    for warning in result.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, allow_nan=False))
+    else:
+        print(render_table(result))
+    return 0

@@ -1,0 +1,63 @@
+"""Every supported file format, detected or forced, parsed by one engine into canonical tables."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.formats.engine import Collector, ParsedFile
+from analysis.formats.reading import parse_records
+from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
+
+__all__ = ["FORMATS", "FormatSpec", "ParsedFile", "detect_format", "format_names", "parse_file"]
+
+
+def format_names() -> list[str]:
+    return [spec.name for spec in FORMATS]
+
+
+def detect_format(container: str, records: object) -> FormatSpec | None:
+    """The first declared format whose container matches and whose detector accepts the records."""
+    for spec in FORMATS:
+        if spec.container == container and spec.detect(records):
+            return spec
+    return None
+
+
+def parse_file(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> ParsedFile:
+    """Read one file (plain, .gz or .zip) as `fmt`, or as the format detected from its content.
+
+    Any problem, from a missing file to a wrong type deep inside a state, is an `InputError` whose
+    message names the file, the format and the first offending record.
+    """
+    name = str(path)
+    if fmt is not None and fmt not in FORMATS_BY_NAME:
+        raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")
+    container, records = parse_records(path, fmt=fmt, data=data)
+    if fmt is None:
+        spec = detect_format(container, records)
+        if spec is None:
+            raise InputError(name, None, _undetected(container, records))
+    else:
+        spec = FORMATS_BY_NAME[fmt]
+        if spec.container != container and not (spec.container == "jsonl" and container == "json"):
+            raise InputError(name, fmt, f"format {fmt} is {spec.container}, but the file reads as {container}")
+        if container == "json" and spec.container == "jsonl" and isinstance(records, list):
+            container = "jsonl"  # a JSON array of line records is accepted for JSONL formats
+        if not spec.detect(records):
+            raise InputError(name, fmt, f"content does not have the {fmt} shape: {spec.summary}; e.g. {spec.example}")
+    collector = Collector(name, spec.name, sides=("gold", "pred") if spec.sides == "both" else (spec.sides,))
+    spec.parse(records, collector)
+    return collector.finish()
+
+
+def _undetected(container: str, records: object) -> str:
+    if isinstance(records, dict) and not records:
+        shape = "an empty JSON object"
+    elif isinstance(records, list) and not records:
+        shape = "an empty list"
+    elif isinstance(records, dict):
+        shape = "a JSON object whose entries match no known format"
+    else:
+        shape = f"{container} records of no known shape"
+    return f"format not recognised ({shape}); known formats: {', '.join(format_names())} (python -m analysis formats)"

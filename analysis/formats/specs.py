@@ -1,0 +1,444 @@
+"""Declared formats: each is a detector plus a walk over records into the shared Collector."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from analysis.formats.engine import Collector, expect
+from analysis.formats.states import (
+    any_state,
+    multiwoz_metadata,
+    nested_state,
+    parse_span,
+    triple_strings,
+)
+
+# CrossWOZ's Chinese dialogue types and the short codes CrossWOZ-en and the paper use.
+CROSSWOZ_TYPES = {
+    "单领域": "S",
+    "独立多领域": "M",
+    "独立多领域+交通": "M+T",
+    "不独立多领域": "CM",
+    "不独立多领域+交通": "CM+T",
+}
+# Key pairs under which nested per-turn files hold (gold, prediction), most specific first.
+KEY_PAIRS = (("turn_belief", "pred_belief"), ("gold", "pred"), ("gt", "pr"))
+
+
+@dataclass(frozen=True)
+class FormatSpec:
+    name: str
+    container: str  # json, jsonl or csv
+    sides: str  # "both": gold and prediction; "gold": a gold-shaped single state; "pred": predictions only
+    summary: str
+    example: str
+    detect: Callable[[Any], bool]
+    parse: Callable[[Any, Collector], None]
+
+
+def _first(mapping: Any) -> Any:
+    if isinstance(mapping, dict) and mapping:
+        return next(iter(mapping.values()))
+    return None
+
+
+def _first_turn(records: Any) -> Any:
+    first = _first(records)
+    if isinstance(first, list) and first:
+        return first[0]
+    if isinstance(first, dict):
+        return _first(first)
+    return None
+
+
+def _dialogues(records: Any, c: Collector, shape: type) -> list[tuple[str, Any]]:
+    expect(c, records, dict, "the top level", None)
+    out = []
+    for dialogue_id, body in records.items():
+        c.at(dialogue_id)
+        expect(c, body, shape, "a dialogue")
+        out.append((str(dialogue_id), body))
+    return out
+
+
+# --- a. TRADE -------------------------------------------------------------------------------------
+
+
+def _detect_trade(records: Any) -> bool:
+    turn = _first_turn(records)
+    return (
+        isinstance(turn, dict)
+        and isinstance(turn.get("turn_belief"), list)
+        and ("pred_bs_ptr" in turn or "pred_belief" in turn)
+    )
+
+
+def _parse_trade(records: Any, c: Collector) -> None:
+    for dialogue_id, turns in _dialogues(records, c, dict):
+        for raw_turn, body in turns.items():
+            c.at(dialogue_id, raw_turn)
+            t = c.turn_index(raw_turn)
+            expect(c, body, dict, "a turn")
+            pred_key = "pred_bs_ptr" if "pred_bs_ptr" in body else "pred_belief"
+            for key in ("turn_belief", pred_key):
+                if key not in body:
+                    raise c.error("missing key", key)
+            c.add_turn(dialogue_id, t)
+            c.add_state("gold", dialogue_id, t, partial(triple_strings, body["turn_belief"], "turn_belief"))
+            c.add_state("pred", dialogue_id, t, partial(triple_strings, body[pred_key], pred_key))
+
+
+# --- b. mwzeval-style predictions ------------------------------------------------------------------
+
+
+def _detect_mwzeval(records: Any) -> bool:
+    turn = _first_turn(records)
+    return isinstance(turn, dict) and "state" in turn and not {"usr", "sys"} & turn.keys()
+
+
+def _parse_mwzeval(records: Any, c: Collector) -> None:
+    for dialogue_id, turns in _dialogues(records, c, list):
+        for t, body in enumerate(turns):
+            c.at(dialogue_id, t)
+            expect(c, body, dict, "a turn")
+            if "state" not in body:
+                raise c.error("missing key", "state")
+            c.add_turn(dialogue_id, t)
+            c.add_state("pred", dialogue_id, t, partial(nested_state, body["state"], "state"))
+
+
+# --- c. MultiWOZ raw dialogues ------------------------------------------------------------------
+
+
+def _detect_multiwoz(records: Any) -> bool:
+    first = _first(records)
+    return isinstance(first, dict) and isinstance(first.get("log"), list)
+
+
+def _parse_multiwoz(records: Any, c: Collector) -> None:
+    for dialogue_id, body in _dialogues(records, c, dict):
+        log = expect(c, body.get("log"), list, "log", "log")
+        if len(log) % 2:
+            c.at(dialogue_id, len(log) // 2)
+            raise c.error("log has an odd number of entries: the last user turn has no system reply", "log")
+        # Dialogue kind from the id prefix: SNG single-domain, MUL/PMUL multi-domain.
+        kind = next((p for p in ("PMUL", "MUL", "SNG", "SSNG", "WOZ") if dialogue_id.upper().startswith(p)), "")
+        for t in range(len(log) // 2):
+            c.at(dialogue_id, t)
+            user, system = log[2 * t], log[2 * t + 1]
+            expect(c, user, dict, "a log entry", "log")
+            expect(c, system, dict, "a log entry", "log")
+            c.add_turn(dialogue_id, t, user=user.get("text"), system=system.get("text"), type=kind)
+            c.add_state("gold", dialogue_id, t, partial(multiwoz_metadata, system.get("metadata"), "metadata"))
+
+
+# --- d. CrossWOZ raw dialogues ------------------------------------------------------------------
+
+
+def _detect_crosswoz(records: Any) -> bool:
+    first = _first(records)
+    return isinstance(first, dict) and isinstance(first.get("messages"), list)
+
+
+def _parse_crosswoz(records: Any, c: Collector) -> None:
+    for dialogue_id, body in _dialogues(records, c, dict):
+        messages = expect(c, body.get("messages"), list, "messages", "messages")
+        raw_type = body.get("type")
+        kind = CROSSWOZ_TYPES.get(raw_type, raw_type) if isinstance(raw_type, str) else ""
+        t = 0
+        for i, message in enumerate(messages):
+            c.at(dialogue_id, t)
+            expect(c, message, dict, "a message", "messages")
+            if message.get("role") != "usr":
+                continue
+            reply = messages[i + 1] if i + 1 < len(messages) else None
+            if not isinstance(reply, dict) or reply.get("role") != "sys":
+                raise c.error("user message is not followed by a system message holding the state", "messages")
+            if "sys_state_init" not in reply:
+                raise c.error("system message has no sys_state_init", "sys_state_init")
+            c.add_turn(dialogue_id, t, user=message.get("content"), system=reply.get("content"), type=kind)
+            state = reply["sys_state_init"]
+            c.add_state(
+                "gold",
+                dialogue_id,
+                t,
+                partial(nested_state, state, "sys_state_init", skip_slots=frozenset({"selectedResults"})),
+            )
+            t += 1
+
+
+# --- e. DSTC9 track-2 gold and submissions --------------------------------------------------------
+
+
+def _detect_dstc9_gold(records: Any) -> bool:
+    turn = _first_turn(records)
+    return isinstance(turn, dict) and "state" in turn and "usr" in turn
+
+
+def _parse_dstc9_gold(records: Any, c: Collector) -> None:
+    for dialogue_id, turns in _dialogues(records, c, list):
+        for t, body in enumerate(turns):
+            c.at(dialogue_id, t)
+            expect(c, body, dict, "a turn")
+            if "state" not in body:
+                raise c.error("missing key", "state")
+            following = turns[t + 1] if t + 1 < len(turns) else None
+            # `sys` is the reply *before* this user turn; our `system` column is the reply after it.
+            system = following.get("sys") if isinstance(following, dict) else None
+            attrs: dict[str, Any] = {"user": body.get("usr"), "system": system}
+            if isinstance(body.get("type"), str):
+                attrs["type"] = CROSSWOZ_TYPES.get(body["type"], body["type"])
+            c.add_turn(dialogue_id, t, **attrs)
+            c.add_state("gold", dialogue_id, t, partial(nested_state, body["state"], "state"))
+
+
+def _detect_dstc9_submission(records: Any) -> bool:
+    turn = _first_turn(records)
+    if not isinstance(turn, dict) or not turn:
+        return False
+    return all(isinstance(v, dict) and all(not isinstance(x, dict) for x in v.values()) for v in turn.values())
+
+
+def _parse_dstc9_submission(records: Any, c: Collector) -> None:
+    for dialogue_id, turns in _dialogues(records, c, list):
+        for t, state in enumerate(turns):
+            c.at(dialogue_id, t)
+            c.add_turn(dialogue_id, t)
+            c.add_state("pred", dialogue_id, t, partial(nested_state, state, "state"))
+
+
+# --- f. nested per-turn files with gold and prediction under a key pair ---------------------------
+
+
+def _key_pair(turn: Any) -> tuple[str, str] | None:
+    if isinstance(turn, dict):
+        for pair in KEY_PAIRS:
+            if pair[0] in turn and pair[1] in turn:
+                return pair
+    return None
+
+
+def _detect_nested(records: Any) -> bool:
+    turn = _first_turn(records)
+    return _key_pair(turn) is not None and not _detect_trade(records)
+
+
+def _parse_nested(records: Any, c: Collector) -> None:
+    pair = _key_pair(_first_turn(records))
+    assert pair is not None  # detection or the forced-format check guarantees it
+    gold_key, pred_key = pair
+    expect(c, records, dict, "the top level")
+    for dialogue_id, turns in records.items():
+        dialogue_id = str(dialogue_id)
+        c.at(dialogue_id)
+        if isinstance(turns, list):
+            items = []
+            for position, body in enumerate(turns):
+                c.at(dialogue_id, position)
+                expect(c, body, dict, "a turn")
+                items.append((body.get("turn", position), body))
+        elif isinstance(turns, dict):
+            items = list(turns.items())
+        else:
+            raise c.error("a dialogue must be a list of turns or an object keyed by turn")
+        for raw_turn, body in items:
+            c.at(dialogue_id, raw_turn)
+            t = c.turn_index(raw_turn)
+            expect(c, body, dict, "a turn")
+            for key in (gold_key, pred_key):
+                if key not in body:
+                    raise c.error("missing key", key)
+            c.add_turn(dialogue_id, t)
+            c.add_state("gold", dialogue_id, t, partial(any_state, body[gold_key], gold_key))
+            c.add_state("pred", dialogue_id, t, partial(any_state, body[pred_key], pred_key))
+
+
+# --- g. RiSAWOZ span strings ---------------------------------------------------------------------
+
+
+def _detect_risawoz_jsonl(records: Any) -> bool:
+    return (
+        isinstance(records, list)
+        and bool(records)
+        and {"dialogue_id", "turn_index", "gold", "prediction"} <= records[0].keys()
+    )
+
+
+def _parse_risawoz_jsonl(records: Any, c: Collector) -> None:
+    for line, record in enumerate(records, start=1):
+        c.at(record.get("dialogue_id", f"<line {line}>"), record.get("turn_index"))
+        for key in ("dialogue_id", "turn_index", "gold", "prediction"):
+            if key not in record:
+                raise c.error(f"line {line} lacks a required key", key)
+        dialogue_id = str(record["dialogue_id"])
+        t = c.turn_index(record["turn_index"], "turn_index")
+        gold, prediction = record["gold"], record["prediction"]
+        expect(c, gold, str, "gold span state", "gold")
+        expect(c, prediction, (str, type(None)), "prediction span state", "prediction")
+        c.add_turn(dialogue_id, t, user=_risawoz_user(record.get("input")))
+        c.add_state("gold", dialogue_id, t, partial(parse_span, gold, "gold"))
+        _add_prediction_span(c, dialogue_id, t, prediction or "null", "prediction")
+
+
+def _add_prediction_span(c: Collector, dialogue_id: str, t: int, span: str, field: str) -> None:
+    """A model's span may be garbled: keep what parses, count the turn, never fail the file."""
+    strict_ok = True
+    try:
+        parse_span(span, field)
+    except Exception:
+        strict_ok = False
+    if not strict_ok:
+        c.note("unparsable_prediction_turns")
+    c.add_state("pred", dialogue_id, t, partial(parse_span, span, field, lenient=True))
+
+
+def _risawoz_user(model_input: Any) -> str | None:
+    if not isinstance(model_input, str) or "USER:" not in model_input:
+        return None
+    return model_input.rsplit("USER:", 1)[1].replace("<endofhistory>", "").strip()
+
+
+def _detect_dialogues_predictions(records: Any) -> bool:
+    first = _first(records)
+    if not (isinstance(first, dict) and isinstance(first.get("turns"), dict)):
+        return False
+    turn = _first(first["turns"])
+    return isinstance(turn, dict) and isinstance(turn.get("state"), str | type(None))
+
+
+def _parse_dialogues_predictions(records: Any, c: Collector) -> None:
+    for dialogue_id, body in _dialogues(records, c, dict):
+        turns = expect(c, body.get("turns"), dict, "turns", "turns")
+        indices = [(c.turn_index(k), v) for k, v in turns.items()]
+        # stanford-oval/dialogues numbers turns from 1; ours start at 0.
+        base = 1 if indices and min(i for i, _ in indices) == 1 else 0
+        for index, turn in indices:
+            t = index - base
+            c.at(dialogue_id, t)
+            expect(c, turn, dict, "a turn")
+            span = turn.get("state")
+            expect(c, span, (str, type(None)), "state", "state")
+            c.add_turn(dialogue_id, t)
+            _add_prediction_span(c, dialogue_id, t, span or "null", "state")
+
+
+# --- h. our own JSONL and CSV ---------------------------------------------------------------------
+
+
+def _detect_jsonl(records: Any) -> bool:
+    return isinstance(records, list) and bool(records) and {"dialogue_id", "turn_index"} <= records[0].keys()
+
+
+def _parse_jsonl(records: Any, c: Collector) -> None:
+    sides = [s for s in ("gold", "pred") if s in records[0]]
+    if not sides:
+        raise c.error("line 1 has neither 'gold' nor 'pred'", "gold")
+    for line, record in enumerate(records, start=1):
+        c.at(record.get("dialogue_id", f"<line {line}>"), record.get("turn_index"))
+        for key in ("dialogue_id", "turn_index", *sides):
+            if key not in record:
+                raise c.error(f"line {line} lacks a required key", key)
+        dialogue_id = str(record["dialogue_id"])
+        t = c.turn_index(record["turn_index"], "turn_index")
+        attrs = {k: record[k] for k in ("user", "system") if k in record}
+        c.add_turn(dialogue_id, t, **attrs)
+        for side in sides:
+            c.add_state(side, dialogue_id, t, partial(any_state, record[side], side))
+
+
+CSV_COLUMNS = ("dialogue_id", "turn_index", "side", "domain", "slot", "value")
+
+
+def _detect_csv(records: Any) -> bool:
+    return isinstance(records, list) and (not records or set(CSV_COLUMNS) <= records[0].keys())
+
+
+def _parse_csv(records: Any, c: Collector) -> None:
+    if not records:
+        raise c.error("CSV has a header but no rows")
+    missing = [k for k in CSV_COLUMNS if k not in records[0]]
+    if missing:
+        raise c.error(f"CSV lacks columns {', '.join(missing)} (needs {', '.join(CSV_COLUMNS)})")
+    # Turns are listed by any row; a turn whose states are all empty is a row with empty domain/slot.
+    grouped: dict[tuple[str, int], dict[str, list[tuple[str, str, str, str]]]] = {}
+    for line, row in enumerate(records, start=2):
+        c.at(row["dialogue_id"], row["turn_index"])
+        t = c.turn_index(row["turn_index"], "turn_index")
+        side = row["side"]
+        if side not in ("gold", "pred", ""):
+            raise c.error(f"CSV line {line}: side must be 'gold' or 'pred', got {side!r}", "side")
+        entry = grouped.setdefault((row["dialogue_id"], t), {"gold": [], "pred": []})
+        if side and row["domain"] and row["slot"]:
+            relation = row.get("relation") or "="
+            entry[side].append((row["domain"], row["slot"], relation, row["value"] or ""))
+    for (dialogue_id, t), states in grouped.items():
+        c.add_turn(dialogue_id, t)
+        for side in ("gold", "pred"):
+            c.add_state(side, dialogue_id, t, partial(iter, states[side]))
+
+
+FORMATS: tuple[FormatSpec, ...] = (
+    FormatSpec(
+        "risawoz", "jsonl", "both", "X-RiSAWOZ per-turn JSONL with span-string gold and prediction",
+        '{"dialogue_id": "d1", "turn_index": 0, "gold": "( hotel ) area equal_to \\" east \\"", '
+        '"prediction": "null"}',
+        _detect_risawoz_jsonl, _parse_risawoz_jsonl,
+    ),
+    FormatSpec(
+        "jsonl", "jsonl", "both", "our JSONL: one turn a line, gold and pred as state objects or triple lists",
+        '{"dialogue_id": "MUL0001", "turn_index": 0, "gold": {"hotel": {"area": "east"}}, '
+        '"pred": [["hotel", "area", "east"]], "user": "a hotel in the east"}',
+        _detect_jsonl, _parse_jsonl,
+    ),
+    FormatSpec(
+        "csv", "csv", "both", "our CSV of triples: one row per (dialogue, turn, side, domain, slot)",
+        "dialogue_id,turn_index,side,domain,slot,value\\nMUL0001,0,gold,hotel,area,east",
+        _detect_csv, _parse_csv,
+    ),
+    FormatSpec(
+        "trade", "json", "both", "TRADE output: turn_belief and pred_bs_ptr (or pred_belief) triple strings",
+        '{"MUL0001.json": {"0": {"turn_belief": ["hotel-area-east"], "pred_bs_ptr": ["hotel-area-east"]}}}',
+        _detect_trade, _parse_trade,
+    ),
+    FormatSpec(
+        "dialogues", "json", "pred", "stanford-oval/dialogues predictions: span-string states keyed by turn",
+        '{"d1": {"turns": {"1": {"state": "( hotel ) area equal_to \\" east \\""}}}}',
+        _detect_dialogues_predictions, _parse_dialogues_predictions,
+    ),
+    FormatSpec(
+        "multiwoz", "json", "gold", "MultiWOZ / MultiWOZ-zh raw dialogues (ConvLab-2 test.json): log with metadata",
+        '{"MUL0001.json": {"goal": {}, "log": [{"text": "hi", "metadata": {}}, '
+        '{"text": "hello", "metadata": {"hotel": {"semi": {"area": "east"}, "book": {"booked": []}}}}]}}',
+        _detect_multiwoz, _parse_multiwoz,
+    ),
+    FormatSpec(
+        "crosswoz", "json", "gold", "CrossWOZ / CrossWOZ-en raw dialogues: messages with sys_state_init, type",
+        '{"1": {"type": "单领域", "messages": [{"role": "usr", "content": "..."}, '
+        '{"role": "sys", "content": "...", "sys_state_init": {"酒店": {"名称": ""}}}]}}',
+        _detect_crosswoz, _parse_crosswoz,
+    ),
+    FormatSpec(
+        "dstc9", "json", "gold", "DSTC9 track-2 gold: per turn sys, usr and the full state",
+        '{"MUL0001": [{"sys": null, "usr": "hi", "state": {"hotel": {"area": "east", "name": ""}}}]}',
+        _detect_dstc9_gold, _parse_dstc9_gold,
+    ),
+    FormatSpec(
+        "nested", "json", "both", "per-turn gold and prediction under gold/pred, gt/pr or turn_belief/pred_belief",
+        '{"MUL0001": [{"turn": 0, "gold": {"hotel": {"area": "east"}}, "pred": {"hotel": {"area": "west"}}}]}',
+        _detect_nested, _parse_nested,
+    ),
+    FormatSpec(
+        "mwzeval", "json", "pred", "mwzeval-style predictions: per dialogue a list of turns with a state",
+        '{"mul0001": [{"response": "...", "state": {"hotel": {"area": "east"}}}]}',
+        _detect_mwzeval, _parse_mwzeval,
+    ),
+    FormatSpec(
+        "dstc9-submission", "json", "pred", "DSTC9 track-2 submission: per dialogue a list of bare states",
+        '{"MUL0001": [{"hotel": {"area": "east", "name": ""}}]}',
+        _detect_dstc9_submission, _parse_dstc9_submission,
+    ),
+)
+FORMATS_BY_NAME = {spec.name: spec for spec in FORMATS}

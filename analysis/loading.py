@@ -1,0 +1,188 @@
+"""Files to a validated `Run`: parse gold and predictions, pair them on dialogue id and turn, report."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.errors import InputError
+from analysis.formats import ParsedFile, parse_file
+from analysis.formats.specs import FORMATS_BY_NAME
+from analysis.model import STATE_COLUMNS, AlignmentReport, Run, RunMeta
+
+EXAMPLES = 5
+
+
+def dialogue_key(ids: pd.Series) -> pd.Series:
+    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it)."""
+    return ids.astype("str").str.strip().str.lower().str.removesuffix(".json")
+
+
+def load_run(
+    pred: str | Path,
+    gold: str | Path | None = None,
+    *,
+    pred_format: str | None = None,
+    gold_format: str | None = None,
+    run_id: str | None = None,
+    system: str = "",
+    dataset: str = "",
+    language: str = "",
+    split: str = "test",
+    history: str = "predicted",
+    seed: int | None = None,
+    convention: str | None = None,
+    pred_data: bytes | None = None,
+    gold_data: bytes | None = None,
+) -> Run:
+    """Load one run. With `gold`, predictions pair with that file; otherwise the prediction file must
+    carry gold itself (TRADE, nested, RiSAWOZ, our JSONL/CSV), or be a gold-shaped file scored against
+    itself. `*_data` pass uploaded bytes instead of reading the path (the path still names the file).
+    """
+    pred_file = parse_file(pred, fmt=pred_format, data=pred_data)
+    gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
+    notes: dict[str, object] = dict(pred_file.notes)
+    if gold_file is None:
+        if pred_file.gold is not None and pred_file.pred is not None:
+            turns = pred_file.turns
+            gold_states, pred_states, listed = pred_file.gold, pred_file.pred, pred_file.listed_slots
+            report = _self_report(turns)
+            turns = turns.assign(pred_missing=False)
+        else:
+            spec = FORMATS_BY_NAME[pred_file.fmt]
+            if spec.sides == "pred":
+                raise InputError(
+                    str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)"
+                )
+            # A gold-shaped file given as predictions: its states are the predictions (self-scoring).
+            raise InputError(
+                str(pred),
+                pred_file.fmt,
+                "this file holds gold states only: pass it as --gold with a prediction file "
+                "(to score it against itself, pass it as both --pred and --gold)",
+            )
+    else:
+        if gold_file.gold is None:
+            raise InputError(str(gold), gold_file.fmt, "this file holds predictions only and cannot serve as gold")
+        if pred_file.pred is None and pred_file.gold is not None:
+            pred_side = pred_file.gold  # gold-shaped file used as predictions (e.g. scored against itself)
+        else:
+            pred_side = pred_file.pred
+        assert pred_side is not None
+        if pred_file.gold is not None and pred_file.pred is not None:
+            notes["embedded_gold_replaced_by"] = Path(str(gold)).name
+        turns, pred_states, report = align(gold_file, pred_file, pred_side)
+        gold_states, listed = gold_file.gold, gold_file.listed_slots
+        notes.update(gold_file.notes)
+    report.notes.update({k: v for k, v in notes.items() if v})
+    formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
+    sources = (str(pred),) if gold is None else (str(pred), str(gold))
+    meta = RunMeta(
+        run_id=run_id or Path(str(pred)).name.split(".")[0],
+        system=system or Path(str(pred)).name.split(".")[0],
+        dataset=dataset,
+        language=language,
+        split=split,
+        history=history,
+        seed=seed,
+        convention=convention or _default_convention(formats),
+        sources=sources,
+        formats=formats,
+    )
+    return Run(meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report)
+
+
+def _default_convention(formats: tuple[str, ...]) -> str:
+    """The convention a file's own community scores it under."""
+    if "trade" in formats:
+        return "trade"
+    if "mwzeval" in formats:
+        return "mwzeval"
+    if {"dstc9", "dstc9-submission"} & set(formats):
+        return "dstc9"
+    if {"risawoz", "dialogues"} & set(formats):
+        return "risawoz"
+    return "exact"
+
+
+def _self_report(turns: pd.DataFrame) -> AlignmentReport:
+    n_dialogues = int(turns["dialogue_id"].nunique())
+    return AlignmentReport(
+        gold_dialogues=n_dialogues, gold_turns=len(turns), pred_dialogues=n_dialogues, pred_turns=len(turns)
+    )
+
+
+def align(
+    gold_file: ParsedFile, pred_file: ParsedFile, pred_states: pd.DataFrame
+) -> tuple[pd.DataFrame, pd.DataFrame, AlignmentReport]:
+    """Pair predicted turns with gold turns; gold turns are the universe that gets scored."""
+    gold_turns = gold_file.turns.copy()
+    pred_turns = pred_file.turns[["dialogue_id", "turn_index"]].copy()
+    gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
+    pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
+    if pred_turns.duplicated(["_key", "turn_index"]).any():
+        row = pred_turns[pred_turns.duplicated(["_key", "turn_index"])].iloc[0]
+        raise InputError(
+            pred_file.path,
+            pred_file.fmt,
+            "two dialogues map to the same id once case and '.json' are ignored",
+            dialogue_id=str(row["dialogue_id"]),
+            turn=int(row["turn_index"]),
+        )
+    gold_ids = set(gold_turns["_key"])
+    pred_ids = set(pred_turns["_key"])
+    if not gold_ids & pred_ids:
+        example = pred_turns.iloc[0]
+        raise InputError(
+            pred_file.path,
+            pred_file.fmt,
+            f"no predicted dialogue id matches the gold file {Path(gold_file.path).name} "
+            f"(gold ids look like {gold_turns['dialogue_id'].iloc[0]!r})",
+            dialogue_id=str(example["dialogue_id"]),
+        )
+    merged = gold_turns.merge(
+        pred_turns.rename(columns={"dialogue_id": "_pred_id"}), on=["_key", "turn_index"], how="outer", indicator=True
+    )
+    missing = merged[merged["_merge"] == "left_only"]
+    extra = merged[merged["_merge"] == "right_only"]
+    gold_counts = gold_turns.groupby("_key").size()
+    pred_counts = pred_turns.groupby("_key").size()
+    both = gold_counts.index.intersection(pred_counts.index)
+    differ = both[(gold_counts[both] != pred_counts[both]).to_numpy()]
+    id_of = gold_turns.drop_duplicates("_key").set_index("_key")["dialogue_id"]
+    missing_dialogues = sorted(gold_ids - pred_ids)
+    extra_dialogues = sorted(pred_ids - gold_ids)
+    missing_in_known = missing[missing["_key"].isin(pred_ids)]
+    extra_in_known = extra[extra["_key"].isin(gold_ids)]
+    report = AlignmentReport(
+        gold_dialogues=len(gold_ids),
+        gold_turns=len(gold_turns),
+        pred_dialogues=len(pred_ids),
+        pred_turns=len(pred_turns),
+        missing_dialogues=[str(id_of[k]) for k in missing_dialogues],
+        extra_dialogues=sorted(
+            pred_turns.drop_duplicates("_key").set_index("_key").loc[extra_dialogues, "dialogue_id"].astype(str)
+        ),
+        missing_turns=len(missing),
+        missing_turn_examples=_examples(missing_in_known if len(missing_in_known) else missing, "dialogue_id"),
+        extra_turns=len(extra),
+        extra_turn_examples=_examples(extra_in_known if len(extra_in_known) else extra, "_pred_id"),
+        turn_count_mismatches=[(str(id_of[k]), int(gold_counts[k]), int(pred_counts[k])) for k in differ],
+    )
+    matched = merged[merged["_merge"] == "both"]
+    # Re-key predicted states to the gold dialogue ids, so both sides share one key.
+    rekey = matched[["_pred_id", "turn_index", "dialogue_id"]].rename(columns={"dialogue_id": "_gold_id"})
+    states = pred_states.merge(
+        rekey, left_on=["dialogue_id", "turn_index"], right_on=["_pred_id", "turn_index"], how="inner"
+    )
+    states = states.drop(columns=["dialogue_id", "_pred_id"]).rename(columns={"_gold_id": "dialogue_id"})
+    turns = gold_turns.drop(columns="_key")
+    matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
+    turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
+    return turns, states[STATE_COLUMNS], report
+
+
+def _examples(frame: pd.DataFrame, id_column: str) -> list[tuple[str, int]]:
+    head = frame.head(EXAMPLES)
+    return [(str(d), int(t)) for d, t in zip(head[id_column], head["turn_index"], strict=True)]

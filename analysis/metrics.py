@@ -1,0 +1,291 @@
+"""Metric functions over scored tables: per-turn facts first, then one aggregation for any `by=`.
+
+Every metric takes a `Scored` and keyword-only `by` (a column or list of columns of `turns` such as
+`run_id`, `turn_index`, `type`, or of `slots`: `domain`, `slot`). Without `by` it returns a float;
+with `by` a tidy frame with the `by` columns, the metric and `n_turns`. An empty slice gives NaN,
+never 0. Grouping by a slot-level column restricts each turn to that group's slots (see
+`joint_goal_accuracy`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from analysis.scoring import Scored
+
+SLOT_LEVEL = ("domain", "slot")
+By = str | Sequence[str] | None
+
+
+def _by_list(by: By) -> list[str]:
+    if by is None:
+        return []
+    return [by] if isinstance(by, str) else list(by)
+
+
+def _check_by(scored: Scored, by: list[str]) -> None:
+    known = set(scored.turns.columns) | set(SLOT_LEVEL)
+    unknown = [c for c in by if c not in known]
+    if unknown:
+        raise ValueError(
+            f"cannot group by {unknown}: by has to name columns of turns or slots, one of {sorted(known)}"
+        )
+
+
+def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
+    """One row per turn (or per turn and slot-level group) with the outcome counts of its slots.
+
+    Slot-level groups (`domain`, `slot`) keep only the turns where the group occurs in gold or
+    prediction, with counts restricted to its slots.
+    """
+    keys = _by_list(by)
+    _check_by(scored, keys)
+    slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    if not slot_keys:
+        return scored.turns
+    slots = scored.slots
+    outcome = slots["outcome"]
+    flags = pd.DataFrame(
+        {
+            "tid": slots["tid"].to_numpy(),
+            **{k: slots[k].to_numpy() for k in slot_keys},
+            "n_gold": slots["gold_value"].notna().to_numpy(),
+            "n_pred": slots["pred_value"].notna().to_numpy(),
+            "n_correct": (outcome == "correct").to_numpy(),
+            "n_wrong": (outcome == "wrong_value").to_numpy(),
+            "n_missed": (outcome == "missed").to_numpy(),
+            "n_spurious": (outcome == "spurious").to_numpy(),
+        }
+    )
+    facts = flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    facts = facts.merge(scored.turns[["tid", "run_id", *[k for k in turn_keys if k != "run_id"]]], on="tid")
+    facts["joint_correct"] = (facts["n_wrong"] + facts["n_missed"] + facts["n_spurious"]) == 0
+    return facts
+
+
+def _aggregate(facts: pd.DataFrame, value: pd.Series, keys: list[str], name: str) -> float | pd.DataFrame:
+    frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)}) if keys else None
+    if not keys:
+        return float(value.mean()) if len(value) else float("nan")
+    assert frame is not None
+    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)[name]
+    out = grouped.agg(["mean", "count"]).reset_index()
+    return out.rename(columns={"mean": name, "count": "n_turns"})
+
+
+def joint_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """Share of turns whose normalised predicted state equals the gold state; all turns count.
+
+    Grouped by `domain` (per-domain JGA): over turns where the domain occurs in gold or prediction,
+    correct when both states restricted to the domain are equal. (Alternatives in the literature
+    count only turns whose *gold* has the domain, or all turns; both inflate JGA for rare domains.)
+
+    >>> from analysis.testing import scored_from_states
+    >>> s = scored_from_states([{"hotel": {"area": "east"}}, {}, {"hotel": {"area": "west"}}],
+    ...                        [{"hotel": {"area": "east"}}, {}, {"hotel": {"area": "east"}}])
+    >>> round(joint_goal_accuracy(s), 4)
+    0.6667
+    """
+    keys = _by_list(by)
+    facts = turn_facts(scored, by=keys)
+    return _aggregate(facts, facts["joint_correct"], keys, "jga")
+
+
+def final_turn_jga(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """JGA over the last turn of every dialogue only (the state the system would act on)."""
+    keys = _by_list(by)
+    facts = turn_facts(scored, by=keys)
+    facts = facts.merge(scored.turns[["tid", "is_final"]], on="tid") if "is_final" not in facts else facts
+    final = facts[facts["is_final"]]
+    return _aggregate(final, final["joint_correct"], keys, "final_turn_jga")
+
+
+def jga_by_turn_depth(scored: Scored, *, by: By = None) -> pd.DataFrame:
+    """JGA per turn index (0 is the first user turn), optionally further split (e.g. by run)."""
+    result = joint_goal_accuracy(scored, by=[*_by_list(by), "turn_index"])
+    assert isinstance(result, pd.DataFrame)
+    return result
+
+
+def _prf(tp: pd.Series, fp: pd.Series, fn: pd.Series) -> tuple[pd.Series, pd.Series, pd.Series]:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        precision = tp / (tp + fp)
+        recall = tp / (tp + fn)
+        f1 = 2 * tp / (2 * tp + fp + fn)
+    return precision, recall, f1
+
+
+def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.DataFrame:
+    """Micro precision, recall and F1 over triples pooled across turns; a wrong value is one FP and
+    one FN. `support` is the number of gold triples. Undefined ratios (no gold, no prediction) are NaN.
+
+    >>> from analysis.testing import scored_from_states
+    >>> s = scored_from_states([{"hotel": {"area": "east", "stars": "4"}}], [{"hotel": {"area": "west"}}])
+    >>> {k: round(v, 4) for k, v in slot_prf_micro(s).items()}
+    {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'support': 2.0}
+    """
+    keys = _by_list(by)
+    facts = turn_facts(scored, by=keys)
+    counts = ["n_correct", "n_wrong", "n_missed", "n_spurious", "n_gold"]
+    sums = facts[counts].sum().to_frame().T if not keys else facts.groupby(keys, observed=True)[counts].sum()
+    tp = sums["n_correct"]
+    fp = sums["n_wrong"] + sums["n_spurious"]
+    fn = sums["n_wrong"] + sums["n_missed"]
+    precision, recall, f1 = _prf(tp, fp, fn)
+    out = pd.DataFrame(
+        {"precision": precision, "recall": recall, "f1": f1, "support": sums["n_gold"], "tp": tp, "fp": fp, "fn": fn}
+    )
+    if not keys:
+        row = out.iloc[0]
+        return {k: float(row[k]) for k in ("precision", "recall", "f1", "support")}
+    return out.reset_index()
+
+
+def per_slot_prf(scored: Scored, *, by: By = None) -> pd.DataFrame:
+    """Per (domain, slot) precision, recall, F1 and gold support, sorted by F1 ascending."""
+    result = slot_prf_micro(scored, by=[*_by_list(by), "domain", "slot"])
+    assert isinstance(result, pd.DataFrame)
+    return result.sort_values(["f1", "support"], ascending=[True, False], na_position="first", kind="stable")
+
+
+def slot_f1_seed(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """Slot F1 exactly as the crosswoz-dst-eval recipe: per turn, for each slot *name* in the gold
+    state, F1 of the value sets (slot names pool across domains: `hotel-area` and `restaurant-area`
+    are one slot, and equal values in two domains count once); the turn's score is the mean over
+    those slots, 0 for a turn with empty gold; the run's score is the mean over turns.
+
+    Values are compared after the convention (a prediction that matched gold under fuzzy matching or
+    an accepted alternative counts as the gold value). Grouped by a slot-level column, turns without
+    gold in the group are left out instead of scoring 0.
+
+    >>> from analysis.testing import scored_from_states
+    >>> s = scored_from_states([{"hotel": {"area": "east"}, "restaurant": {"area": "east"}}, {}],
+    ...                        [{"hotel": {"area": "east"}}, {}])
+    >>> slot_f1_seed(s)  # turn 1: area {east} vs {east} -> 1; turn 2: empty gold -> 0
+    0.5
+    """
+    return _set_f1(scored, by=by, key="slot", name="slot_f1_seed")
+
+
+def slot_f1_domain_slot(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """The seed recipe keyed by (domain, slot): per turn, the share of gold domain-slots predicted with
+    the right value; 0 for empty gold; mean over turns."""
+    return _set_f1(scored, by=by, key="domain_slot", name="slot_f1_domain_slot")
+
+
+def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFrame:
+    keys = _by_list(by)
+    _check_by(scored, keys)
+    slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    slots = scored.slots
+    resolved = slots["pred_value"].where(slots["outcome"] != "correct", slots["gold_value"])
+    name_cols = ["slot"] if key == "slot" else ["domain", "slot"]
+    group_cols = ["tid", *dict.fromkeys([*slot_keys, *name_cols])]
+    gold = slots.loc[slots["gold_value"].notna(), [*group_cols, "gold_value"]].rename(columns={"gold_value": "v"})
+    pred = slots.loc[resolved.notna(), group_cols].assign(v=resolved[resolved.notna()])
+    gold, pred = gold.drop_duplicates(), pred.drop_duplicates()
+    both = gold.merge(pred, on=[*group_cols, "v"], how="outer", indicator=True)
+    both["g"] = both["_merge"] != "right_only"
+    both["p"] = both["_merge"] != "left_only"
+    both["tp"] = both["_merge"] == "both"
+    per_name = both.groupby(group_cols, sort=False, observed=True)[["g", "p", "tp"]].sum()
+    per_name = per_name[per_name["g"] > 0]
+    per_name["f1"] = 2 * per_name["tp"] / (per_name["g"] + per_name["p"])
+    turn_group = ["tid", *slot_keys]
+    per_turn = per_name.groupby(turn_group, sort=False, observed=True)["f1"].mean().rename(name).reset_index()
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    turn_cols = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys])]]
+    if slot_keys:
+        facts = per_turn.merge(turn_cols, on="tid")
+    else:
+        facts = turn_cols.merge(per_turn, on="tid", how="left")
+        facts[name] = facts[name].fillna(0.0)  # the recipe's rule: a turn with empty gold scores 0
+    return _aggregate(facts, facts[name], keys, name)
+
+
+def joint_f1_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """TRADE's `compute_prf`: per-turn F1 over triples, averaged over turns; empty gold with empty
+    prediction scores 1, empty gold with any prediction 0, and a turn with no true positive 0."""
+    keys = _by_list(by)
+    facts = turn_facts(scored, by=keys)
+    tp = facts["n_correct"]
+    fp = facts["n_wrong"] + facts["n_spurious"]
+    fn = facts["n_wrong"] + facts["n_missed"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        f1 = (2 * tp / (2 * tp + fp + fn)).where(tp > 0, 0.0)
+    f1 = f1.where(facts["n_gold"] > 0, (facts["n_pred"] == 0).astype(float))
+    return _aggregate(facts, f1, keys, "joint_f1_trade")
+
+
+def _ontology_size(scored: Scored, keys: list[str]) -> pd.DataFrame | int:
+    onto = scored.ontology
+    slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    if not slot_keys:
+        return onto.groupby("run_id").size().rename("n_ontology").reset_index()
+    return onto.groupby(["run_id", *slot_keys]).size().rename("n_ontology").reset_index()
+
+
+def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """The multiwoz-dst-eval recipe: over every slot of the convention's ontology in every turn, the
+    share where the predicted value equals gold (both absent counts as correct). Predictions outside
+    the ontology do not count. True negatives dominate this number: an empty prediction scores about
+    0.8 on MultiWOZ.
+
+    Under a `listed` ontology (DSTC9) the slots a turn counts are the ones the gold file lists for
+    that turn (`n_listed`); errors are counted on slots listed anywhere in the file.
+    """
+    keys = _by_list(by)
+    _check_by(scored, keys)
+    slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    per_turn_listing = not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns
+    extra = ["n_listed"] if per_turn_listing else []
+    turns = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys, *extra])]]
+    errors = scored.slots.loc[
+        (scored.slots["outcome"] != "correct") & scored.slots["in_ontology"], ["tid", *slot_keys]
+    ]
+    n_ontology = _ontology_size(scored, keys)
+    assert isinstance(n_ontology, pd.DataFrame)
+    cells = turns.merge(n_ontology, on="run_id")  # one row per turn (and slot-level group)
+    if per_turn_listing:
+        # DSTC9: every slot the gold file lists for that turn counts, so the denominator is per turn.
+        listed = cells["n_listed"].fillna(0).to_numpy()
+        cells["n_ontology"] = np.where(listed > 0, listed, cells["n_ontology"].to_numpy())
+    err = errors.groupby(["tid", *slot_keys], observed=True).size().rename("n_err").reset_index()
+    cells = cells.merge(err, on=["tid", *slot_keys], how="left")
+    cells["n_err"] = cells["n_err"].fillna(0)
+    if not keys:
+        total = cells["n_ontology"].sum()
+        return float(1 - cells["n_err"].sum() / total) if total else float("nan")
+    sums = cells.groupby(keys, observed=True).agg(
+        n_err=("n_err", "sum"), cells=("n_ontology", "sum"), n_turns=("tid", "nunique")
+    )
+    sums["slot_accuracy"] = 1 - sums["n_err"] / sums["cells"].where(sums["cells"] > 0)
+    return sums[["slot_accuracy", "n_turns"]].reset_index()
+
+
+def slot_accuracy_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """TRADE's `compute_acc`: per turn (N - missed - wrong - spurious) / N with N the ontology size
+    (30 on MultiWOZ), so a predicted slot outside the ontology also costs one; averaged over turns.
+    TRADE's quirk of finding a slot by `rsplit('-', 1)` on the triple string is reproduced."""
+    keys = _by_list(by)
+    if any(k in SLOT_LEVEL for k in keys):
+        raise ValueError("slot_accuracy_trade is a per-turn formula over the whole ontology: by= takes turn columns")
+    facts = turn_facts(scored, by=keys)
+    sizes = _ontology_size(scored, [])
+    assert isinstance(sizes, pd.DataFrame)
+    n = facts[["run_id"]].merge(sizes, on="run_id", how="left")["n_ontology"].to_numpy(dtype=float)
+    errors = facts["n_missed"] + facts["n_wrong"] + facts["n_spurious"] + facts["n_trade_extra"]
+    return _aggregate(facts, (1 - errors / n), keys, "slot_accuracy_trade")
+
+
+def average_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """AGA: over turns with non-empty gold, the mean share of gold triples that are predicted."""
+    keys = _by_list(by)
+    facts = turn_facts(scored, by=keys)
+    facts = facts[facts["n_gold"] > 0]
+    return _aggregate(facts, facts["n_correct"] / facts["n_gold"], keys, "aga")

@@ -1,0 +1,143 @@
+"""The canonical run model every format loads into: metadata, a turns table and gold/pred state tables."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from analysis.errors import InputError
+
+HISTORY_MODES = ("predicted", "gold")
+TURN_KEY = ["dialogue_id", "turn_index"]
+STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
+
+
+@dataclass(frozen=True)
+class RunMeta:
+    """What a run is: which system produced it, on which data, and how its predictions were made.
+
+    `history` is `predicted` when the model saw its own previous state (JGA) and `gold` when it was
+    fed the gold previous state (GJGA); the two runs of one system pair up on the compounding page.
+    """
+
+    run_id: str
+    system: str = ""
+    dataset: str = ""
+    language: str = ""
+    split: str = "test"
+    history: str = "predicted"
+    seed: int | None = None
+    convention: str = "exact"
+    sources: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.history not in HISTORY_MODES:
+            raise ValueError(f"history must be one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class AlignmentReport:
+    """How predictions paired with gold. Nothing is dropped silently: every mismatch is counted here.
+
+    A gold turn without a prediction is scored as an empty prediction (`missing_turns`); a predicted
+    turn or dialogue without gold cannot be scored and is counted in `extra_turns` / `extra_dialogues`.
+    """
+
+    gold_dialogues: int = 0
+    gold_turns: int = 0
+    pred_dialogues: int = 0
+    pred_turns: int = 0
+    missing_dialogues: list[str] = field(default_factory=list)
+    extra_dialogues: list[str] = field(default_factory=list)
+    missing_turns: int = 0
+    missing_turn_examples: list[tuple[str, int]] = field(default_factory=list)
+    extra_turns: int = 0
+    extra_turn_examples: list[tuple[str, int]] = field(default_factory=list)
+    turn_count_mismatches: list[tuple[str, int, int]] = field(default_factory=list)
+    notes: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.missing_dialogues or self.extra_dialogues or self.missing_turns or self.extra_turns)
+
+    def warnings(self) -> list[str]:
+        """Human-readable lines for every mismatch, shown by the CLI and the dashboard."""
+        lines = []
+        if self.missing_dialogues:
+            lines.append(
+                f"{len(self.missing_dialogues)} gold dialogues have no predictions "
+                f"(scored as empty), e.g. {', '.join(self.missing_dialogues[:3])}"
+            )
+        if self.missing_turns:
+            ex = ", ".join(f"{d} turn {t}" for d, t in self.missing_turn_examples[:3])
+            lines.append(f"{self.missing_turns} gold turns have no prediction (scored as empty), e.g. {ex}")
+        if self.extra_dialogues:
+            lines.append(
+                f"{len(self.extra_dialogues)} predicted dialogues match no gold dialogue (not scored), "
+                f"e.g. {', '.join(self.extra_dialogues[:3])}"
+            )
+        if self.extra_turns:
+            ex = ", ".join(f"{d} turn {t}" for d, t in self.extra_turn_examples[:3])
+            lines.append(f"{self.extra_turns} predicted turns match no gold turn (not scored), e.g. {ex}")
+        if self.turn_count_mismatches:
+            d, g, p = self.turn_count_mismatches[0]
+            lines.append(
+                f"{len(self.turn_count_mismatches)} dialogues differ in turn count, e.g. {d}: {g} gold vs {p} predicted"
+            )
+        for key, value in self.notes.items():
+            if value:
+                lines.append(f"{key.replace('_', ' ')}: {value}")
+        return lines
+
+    def to_dict(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["ok"] = self.ok
+        out["warnings"] = self.warnings()
+        return out
+
+
+@dataclass
+class Run:
+    """One run before any convention: every gold turn, and raw gold and predicted states.
+
+    `turns`: one row per (dialogue_id, turn_index), with `user`, `system` (the reply after the user
+    turn), dialogue attributes such as `type`, and `pred_missing`. `gold` / `pred`: one row per raw
+    state entry (`STATE_COLUMNS`), empty strings already dropped. `listed_slots` holds every
+    (domain, slot) the gold file lists, empty ones included (the DSTC9 slot-accuracy ontology).
+    """
+
+    meta: RunMeta
+    turns: pd.DataFrame
+    gold: pd.DataFrame
+    pred: pd.DataFrame
+    listed_slots: frozenset[tuple[str, str]]
+    alignment: AlignmentReport
+
+    def __post_init__(self) -> None:
+        validate_run(self)
+
+
+def validate_run(run: Run) -> None:
+    """Structural checks, once at load: the invariants every metric relies on."""
+    where = ", ".join(run.meta.sources) or run.meta.run_id
+    fmt = "+".join(run.meta.formats) or None
+    missing = [c for c in [*TURN_KEY, "user", "system", "pred_missing"] if c not in run.turns.columns]
+    if missing:
+        raise InputError(where, fmt, f"turns table lacks columns {missing}")
+    duplicated = run.turns.duplicated(TURN_KEY)
+    if duplicated.any():
+        first = run.turns.loc[duplicated.idxmax()]
+        raise InputError(
+            where, fmt, "duplicate turn", dialogue_id=str(first["dialogue_id"]), turn=int(first["turn_index"])
+        )
+    for side, table in (("gold", run.gold), ("pred", run.pred)):
+        if list(table.columns[: len(STATE_COLUMNS)]) != STATE_COLUMNS:
+            raise InputError(where, fmt, f"{side} state table has columns {list(table.columns)}")
+        if table["value"].isna().any():
+            raise InputError(where, fmt, f"{side} state table holds missing values")

@@ -1,0 +1,221 @@
+"""A `Run` under a convention becomes scored tables: `turns` with per-turn counts and `slots` with outcomes."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+from rapidfuzz import fuzz
+from rapidfuzz.process import cpdist
+
+from analysis.conventions import MULTIWOZ30, Convention, get_convention, normalise_states
+from analysis.model import Run, RunMeta
+
+OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
+OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))
+SLOT_KEY = ["tid", "domain", "slot"]
+COUNT_COLUMNS = ["n_gold", "n_pred", "n_correct", "n_wrong", "n_missed", "n_spurious", "n_err_ontology", "n_trade_extra"]
+
+
+@dataclass
+class Scored:
+    """One or more runs scored under one convention; several runs are one concatenation on `run_id`.
+
+    `turns`: every turn, keyed by `tid` (unique across the runs), with `run_id`, `dialogue_id`,
+    `turn_index`, utterances, dialogue attributes, `is_final`, the counts in `COUNT_COLUMNS` and
+    `joint_correct`. `slots`: one row per (turn, domain, slot) present in gold or prediction with
+    `gold_value`, `pred_value` (normalised), `gold_display`/`pred_display` (as in the file),
+    `outcome` and `in_ontology`. `ontology` lists (run_id, domain, slot) for slot accuracy.
+    """
+
+    convention: Convention
+    metas: list[RunMeta]
+    turns: pd.DataFrame
+    slots: pd.DataFrame
+    ontology: pd.DataFrame
+    alignment: dict[str, dict] = field(default_factory=dict)
+
+    @property
+    def run_ids(self) -> list[str]:
+        return [m.run_id for m in self.metas]
+
+    def run(self, run_id: str) -> Scored:
+        """The scored tables of one run of a combination."""
+        meta = next(m for m in self.metas if m.run_id == run_id)
+        return Scored(
+            self.convention,
+            [meta],
+            self.turns[self.turns["run_id"] == run_id],
+            self.slots[self.slots["run_id"] == run_id],
+            self.ontology[self.ontology["run_id"] == run_id],
+            {run_id: self.alignment.get(run_id, {})},
+        )
+
+
+def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
+    """Normalise both sides under `convention` (default: the run's own), pair slots, classify outcomes."""
+    conv = get_convention(convention if convention is not None else run.meta.convention)
+    run_id = run.meta.run_id
+    turns = run.turns.copy()
+    turns.insert(0, "run_id", run_id)
+    turns.insert(1, "tid", np.arange(len(turns), dtype="int64"))
+    last = turns.groupby("dialogue_id", sort=False)["turn_index"].transform("max")
+    turns["is_final"] = turns["turn_index"] == last
+
+    keys = turns[["dialogue_id", "turn_index", "tid"]]
+    gold = normalise_states(run.gold, conv, side="gold").merge(keys, on=["dialogue_id", "turn_index"])
+    pred = normalise_states(run.pred, conv, side="pred").merge(keys, on=["dialogue_id", "turn_index"])
+    ontology = _ontology(run, conv, gold)
+    if conv.slot_scope == "ontology":
+        pred = pred.merge(ontology, on=["domain", "slot"], how="inner")
+    elif conv.slot_scope == "gold":
+        pred = pred.merge(gold[SLOT_KEY], on=SLOT_KEY, how="inner")
+    gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
+
+    slots = gold[[*SLOT_KEY, "dialogue_id", "turn_index", "value", "display", "alternatives"]].merge(
+        pred[[*SLOT_KEY, "dialogue_id", "turn_index", "value", "display"]],
+        on=[*SLOT_KEY, "dialogue_id", "turn_index"],
+        how="outer",
+        suffixes=("_g", "_p"),
+    )
+    slots = slots.rename(
+        columns={
+            "value_g": "gold_value",
+            "value_p": "pred_value",
+            "display_g": "gold_display",
+            "display_p": "pred_display",
+            "alternatives": "gold_alternatives",
+        }
+    )
+    slots["outcome"] = _outcomes(slots, conv)
+    onto_keys = pd.MultiIndex.from_frame(ontology[["domain", "slot"]])
+    slots["in_ontology"] = pd.MultiIndex.from_frame(slots[["domain", "slot"]]).isin(onto_keys)
+    slots["trade_extra"] = _trade_hyphen_quirk(slots)
+    slots.insert(0, "run_id", run_id)
+    slots = slots.sort_values(["tid", "domain", "slot"], kind="stable").reset_index(drop=True)
+
+    turns = _attach_counts(turns, slots)
+    ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
+    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: run.alignment.to_dict()})
+
+
+def _ontology(run: Run, conv: Convention, gold: pd.DataFrame) -> pd.DataFrame:
+    """The slot list that slot accuracy counts over (and `ontology` slot scope keeps)."""
+    if conv.ontology == "multiwoz30":
+        pairs = sorted(MULTIWOZ30)
+    elif conv.ontology == "listed" and run.listed_slots:
+        listed = pd.DataFrame(sorted(run.listed_slots), columns=["domain", "slot"]).assign(
+            relation="=", value="x", dialogue_id="", turn_index=0
+        )
+        named = normalise_states(listed, conv, side="gold")
+        pairs = sorted(set(zip(named["domain"], named["slot"], strict=True)))
+    else:
+        pairs = sorted(set(zip(gold["domain"], gold["slot"], strict=True)))
+    return pd.DataFrame(pairs, columns=["domain", "slot"], dtype="str")
+
+
+def _merge_duplicates(states: pd.DataFrame) -> pd.DataFrame:
+    """A triple list may name one slot twice: keep both values as one set-literal `a|b`."""
+    dup = states.duplicated(SLOT_KEY, keep=False)
+    if not dup.any():
+        return states
+    merged = (
+        states[dup]
+        .groupby(SLOT_KEY, sort=False)
+        .agg(
+            dialogue_id=("dialogue_id", "first"),
+            turn_index=("turn_index", "first"),
+            value=("value", lambda v: "|".join(sorted(set(v)))),
+            display=("display", lambda v: "|".join(sorted(set(v)))),
+            alternatives=("alternatives", "first"),
+        )
+        .reset_index()
+    )
+    return pd.concat([states[~dup], merged], ignore_index=True)
+
+
+def _outcomes(slots: pd.DataFrame, conv: Convention) -> pd.Categorical:
+    has_gold = slots["gold_value"].notna().to_numpy()
+    has_pred = slots["pred_value"].notna().to_numpy()
+    both = has_gold & has_pred
+    match = both & (slots["gold_value"] == slots["pred_value"]).fillna(False).to_numpy(dtype=bool)
+    alts = both & ~match & slots["gold_alternatives"].notna().to_numpy()
+    if alts.any():
+        idx = np.flatnonzero(alts)
+        choices = slots["gold_alternatives"].to_numpy()[idx]
+        preds = slots["pred_value"].to_numpy()[idx]
+        match[idx] = [p in c.split("|") for p, c in zip(preds, choices, strict=True)]
+    if conv.matching == "fuzzy":
+        rest = np.flatnonzero(both & ~match)
+        if len(rest):
+            gold_values = slots["gold_value"].to_numpy()[rest].tolist()
+            pred_values = slots["pred_value"].to_numpy()[rest].tolist()
+            scores = cpdist(pred_values, gold_values, scorer=fuzz.partial_ratio, workers=1)
+            match[rest] = np.asarray(scores) > conv.fuzzy_threshold
+    codes = np.where(match, 0, np.where(both, 1, np.where(has_gold, 2, 3)))
+    return pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)
+
+
+def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
+    """TRADE's compute_acc finds a wrong value's slot by `rsplit('-', 1)` of the whole triple string,
+    so a wrong value whose gold or predicted value holds a hyphen is charged twice. Reproduced."""
+    wrong = (slots["outcome"] == "wrong_value").to_numpy()
+    if not wrong.any():
+        return np.zeros(len(slots), dtype="int64")
+    gold_key = slots["gold_value"].str.rpartition("-")[0]
+    pred_key = slots["pred_value"].str.rpartition("-")[0]
+    differ = (gold_key != pred_key).fillna(False).to_numpy(dtype=bool)
+    return (wrong & differ).astype("int64")
+
+
+def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
+    outcome = slots["outcome"]
+    flags = pd.DataFrame(
+        {
+            "tid": slots["tid"].to_numpy(),
+            "n_gold": slots["gold_value"].notna().to_numpy(),
+            "n_pred": slots["pred_value"].notna().to_numpy(),
+            "n_correct": (outcome == "correct").to_numpy(),
+            "n_wrong": (outcome == "wrong_value").to_numpy(),
+            "n_missed": (outcome == "missed").to_numpy(),
+            "n_spurious": (outcome == "spurious").to_numpy(),
+            "n_err_ontology": ((outcome != "correct") & slots["in_ontology"]).to_numpy(),
+            "n_trade_extra": slots["trade_extra"].to_numpy(),
+        }
+    )
+    counts = flags.groupby("tid", sort=True).sum().astype("int64")
+    turns = turns.drop(columns=[c for c in COUNT_COLUMNS if c in turns.columns])
+    turns = turns.merge(counts, left_on="tid", right_index=True, how="left")
+    turns[COUNT_COLUMNS] = turns[COUNT_COLUMNS].fillna(0).astype("int64")
+    turns["joint_correct"] = (turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]) == 0
+    return turns
+
+
+def combine(scored: Sequence[Scored]) -> Scored:
+    """Concatenate scored runs (same convention) on `run_id`, re-keying `tid` to stay unique."""
+    if not scored:
+        raise ValueError("combine needs at least one scored run")
+    names = {s.convention.name for s in scored}
+    if len(names) > 1:
+        raise ValueError(f"runs scored under different conventions cannot be combined: {sorted(names)}")
+    ids = [m.run_id for s in scored for m in s.metas]
+    if len(ids) != len(set(ids)):
+        raise ValueError(f"run ids must be unique to combine runs, got {ids}")
+    turns, slots, offset = [], [], 0
+    for s in scored:
+        turns.append(s.turns.assign(tid=s.turns["tid"] + offset))
+        slots.append(s.slots.assign(tid=s.slots["tid"] + offset))
+        offset += int(s.turns["tid"].max()) + 1 if len(s.turns) else 0
+    alignment: dict[str, dict] = {}
+    for s in scored:
+        alignment.update(s.alignment)
+    return Scored(
+        scored[0].convention,
+        [m for s in scored for m in s.metas],
+        pd.concat(turns, ignore_index=True),
+        pd.concat(slots, ignore_index=True),
+        pd.concat([s.ontology for s in scored], ignore_index=True),
+        alignment,
+    )

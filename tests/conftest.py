@@ -1,0 +1,26 @@
+"""Shared fixtures: where the real evaluation files live, and skipping cleanly when they do not."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+REALDATA = Path(os.environ.get("DST_REALDATA", ROOT.parent / "shared" / "realdata")).resolve()
+
+
+def realdata_path(*parts: str) -> Path:
+    """Path of a file under ../shared/realdata, or skip the test saying what is missing and why."""
+    path = REALDATA.joinpath(*parts)
+    if not path.exists():
+        pytest.skip(f"real data file {path} is absent (tests on real files need ../shared/realdata)")
+    return path
+
+
+@pytest.fixture
+def realdata() -> Path:
+    if not REALDATA.is_dir():
+        pytest.skip(f"{REALDATA} is absent: tests on real files need ../shared/realdata beside the project")
+    return REALDATA
