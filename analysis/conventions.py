@@ -151,7 +151,9 @@ CONVENTIONS: dict[str, Convention] = {
         Convention(
             "risawoz",
             "RiSAWOZ / X-RiSAWOZ: states as sets of (domain, slot, relation, set of lower-cased `|` "
-            "alternatives); the relation must match too.",
+            "alternatives); the relation must match too. Only `null` is empty: a predicted value "
+            "`not mentioned` is a wrong prediction, not an absent slot.",
+            empty_values=frozenset({""}),
             normaliser=("strip", "lower"),
             multi_value="set",
             compare_relation=True,

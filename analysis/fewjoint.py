@@ -364,18 +364,14 @@ def _flatten(tag_lists: Sequence[Sequence[str]]) -> tuple[np.ndarray, np.ndarray
     return flat, lengths, offsets, sentence
 
 
-def _chunks_frame(tag_lists: Sequence[Sequence[str]]) -> pd.DataFrame:
-    """One row per chunk: ``sentence`` (position in ``tag_lists``), ``type``, ``start``, ``end``."""
+def _chunk_arrays(
+    tag_lists: Sequence[Sequence[str]],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per chunk: sentence (position in ``tag_lists``), type name, start and inclusive end in the sentence."""
     flat, lengths, offsets, sentence = _flatten(tag_lists)
     if flat.size == 0:
-        return pd.DataFrame(
-            {
-                "sentence": np.empty(0, np.int64),
-                "type": pd.Series([], dtype=object),
-                "start": np.empty(0, np.int64),
-                "end": np.empty(0, np.int64),
-            }
-        )
+        empty = np.empty(0, np.int64)
+        return empty, np.empty(0, dtype=object), empty, empty
     prefix, kind, names = _split_tags(flat)
     nonempty = lengths > 0
     first = np.zeros(flat.size, dtype=bool)
@@ -384,14 +380,13 @@ def _chunks_frame(tag_lists: Sequence[Sequence[str]]) -> pd.DataFrame:
     last[offsets[1:][nonempty] - 1] = True
     starts, ends = _chunk_bounds(prefix, kind, first, last)
     sent = sentence[starts]
-    return pd.DataFrame(
-        {
-            "sentence": sent,
-            "type": names[kind[ends]],
-            "start": starts - offsets[sent],
-            "end": ends - offsets[sent],
-        }
-    )
+    return sent, names[kind[ends]], starts - offsets[sent], ends - offsets[sent]
+
+
+def _chunks_frame(tag_lists: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """One row per chunk: ``sentence`` (position in ``tag_lists``), ``type``, ``start``, ``end``."""
+    sent, types, starts, ends = _chunk_arrays(tag_lists)
+    return pd.DataFrame({"sentence": sent, "type": types, "start": starts, "end": ends})
 
 
 def conlleval_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:
@@ -400,10 +395,8 @@ def conlleval_chunks(tags: Sequence[str]) -> list[tuple[str, int, int]]:
     >>> conlleval_chunks(["B-city", "I-city", "O", "I-date", "I-time", "B-date"])
     [('city', 0, 1), ('date', 3, 3), ('time', 4, 4), ('date', 5, 5)]
     """
-    frame = _chunks_frame([list(tags)])
-    return [
-        (str(t), int(s), int(e)) for t, s, e in zip(frame["type"], frame["start"], frame["end"], strict=True)
-    ]
+    _, types, starts, ends = _chunk_arrays([list(tags)])
+    return [(str(t), int(s), int(e)) for t, s, e in zip(types, starts, ends, strict=True)]
 
 
 def _ill_formed_per_sentence(tag_lists: Sequence[Sequence[str]]) -> np.ndarray:
@@ -846,7 +839,12 @@ def _align_seed(
     gold: FewJointGold, preds: pd.DataFrame, seed: str, path: str, fmt: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     gq = gold.queries.rename(columns={"tokens": "gold_tokens", "tags": "gold_tags", "intent": "gold_intent"})
+    gq = gq.assign(_gold_order=np.arange(len(gq)))
+    preds = preds.assign(_file_order=np.arange(len(preds)))
     merged = gq.merge(preds, on=KEY, how="outer", indicator=True, sort=False)
+    # Gold order first, then extras in file order: reports and tables read in the order of the files.
+    merged = merged.sort_values(["_gold_order", "_file_order"], na_position="last", kind="stable")
+    merged = merged.reset_index(drop=True)
     both = (merged["_merge"] == "both").to_numpy()
     has_tokens = merged["pred_tokens"].notna().to_numpy()
     text_differs = np.zeros(len(merged), dtype=bool)

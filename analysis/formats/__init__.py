@@ -47,7 +47,13 @@ def parse_file(path: str | Path, *, fmt: str | None = None, data: bytes | None =
         if not spec.detect(records):
             raise InputError(name, fmt, f"content does not have the {fmt} shape: {spec.summary}; e.g. {spec.example}")
     collector = Collector(name, spec.name, sides=("gold", "pred") if spec.sides == "both" else (spec.sides,))
-    spec.parse(records, collector)
+    try:
+        spec.parse(records, collector)
+    except InputError:
+        raise
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError) as exc:
+        # A shape no check anticipated: still one message at the record being read, never a traceback.
+        raise collector.error(f"unexpected structure ({type(exc).__name__}: {exc})") from None
     return collector.finish()
 
 

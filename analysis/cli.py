@@ -1,0 +1,128 @@
+"""Command line: `python -m analysis {metrics,formats,conventions,...}`; bad input exits 2 with one line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+from analysis.conventions import CONVENTIONS
+from analysis.errors import InputError
+from analysis.formats import FORMATS, format_names
+
+EXIT_BAD_INPUT = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        # One line on stderr, like every other bad-input message of this tool.
+        self.exit(EXIT_BAD_INPUT, f"{self.prog}: error: {message} (see --help)\n")
+
+
+def _metrics(args: argparse.Namespace) -> int:
+    from analysis.loading import load_run
+    from analysis.scoring import score_run
+    from analysis.suite import LABELS, metric_suite
+
+    run = load_run(
+        args.pred,
+        args.gold,
+        pred_format=args.format,
+        gold_format=args.gold_format,
+        history=args.history,
+    )
+    try:
+        scored = score_run(run, args.convention)
+    except ValueError as exc:  # an unknown --group-by or convention is the user's input too
+        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+    try:
+        result = metric_suite(scored, group_by=args.group_by)
+    except ValueError as exc:
+        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+    if args.json:
+        print(json.dumps(result, ensure_ascii=False, indent=2))
+        return 0
+    print(_table(result, LABELS))
+    return 0
+
+
+def _fmt(value: Any) -> str:
+    return "n/a" if value is None else f"{value:.4f}"
+
+
+def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
+    run = result["runs"][0]
+    lines = [
+        f"run {run['run_id']}  ({' + '.join(run['formats'])})  convention: {result['convention']}",
+        f"{result['n_dialogues']} dialogues, {result['n_turns']} turns",
+        "",
+    ]
+    width = max(len(v) for v in labels.values())
+    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels]
+    lines += ["", "JGA by turn:"]
+    lines += [f"  turn {t:>3}  {_fmt(v)}" for t, v in list(result["jga_by_turn"].items())[:25]]
+    lines += ["", "Per-domain JGA:"]
+    lines += [f"  {d:<20}  {_fmt(v)}" for d, v in result["per_domain_jga"].items()]
+    if "groups" in result:
+        lines += ["", f"JGA by {result['group_by']}:"]
+        lines += [f"  {g:<20}  {_fmt(v['jga'])}  ({v['n_turns']} turns)" for g, v in result["groups"].items()]
+    warnings = result["alignment"].get("warnings", [])
+    lines += ["", "Alignment: " + ("ok" if not warnings else "")]
+    lines += [f"  ! {w}" for w in warnings]
+    return "\n".join(lines)
+
+
+def _formats(args: argparse.Namespace) -> int:
+    for spec in FORMATS:
+        print(f"{spec.name:<17} {spec.summary}\n{'':<17} e.g. {spec.example}")
+    return 0
+
+
+def _conventions(args: argparse.Namespace) -> int:
+    if args.json:
+        print(json.dumps({n: c.describe() for n, c in CONVENTIONS.items()}, ensure_ascii=False, indent=2))
+        return 0
+    for name, conv in CONVENTIONS.items():
+        print(f"{name:<10} {conv.notes}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="python -m analysis", description="DST and few-shot joint NLU evaluation")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    m = sub.add_parser("metrics", help="every DST metric of one prediction file")
+    m.add_argument("--pred", required=True, help="prediction file (or a file holding gold and prediction)")
+    m.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
+    m.add_argument("--format", choices=format_names(), help="force the prediction file's format")
+    m.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
+    m.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
+    m.add_argument("--history", choices=["predicted", "gold"], default="predicted")
+    m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")
+    m.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
+    m.set_defaults(func=_metrics)
+    f = sub.add_parser("formats", help="list the supported formats with an example each")
+    f.set_defaults(func=_formats)
+    c = sub.add_parser("conventions", help="list the scoring conventions")
+    c.add_argument("--json", action="store_true")
+    c.set_defaults(func=_conventions)
+    for module in ("analysis.fewjoint_cli",):
+        try:
+            register = __import__(module, fromlist=["register"]).register
+        except ImportError:
+            continue
+        register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return int(args.func(args))
+    except InputError as exc:
+        print(str(exc), file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:  # output piped into `head`: not an error of ours
+        sys.stderr.close()
+        return 0

@@ -1,0 +1,89 @@
+"""The full metric suite of one scored run as one JSON-ready dict: what the CLI prints and pages show."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import pandas as pd
+
+from analysis import metrics as M
+from analysis.scoring import Scored
+
+# Headline metrics: (key, function, label). Labels are what tables and the dashboard show.
+HEADLINE: tuple[tuple[str, Any, str], ...] = (
+    ("jga", M.joint_goal_accuracy, "JGA"),
+    ("slot_f1_seed", M.slot_f1_seed, "Slot F1 (CrossWOZ-en recipe)"),
+    ("slot_f1_domain_slot", M.slot_f1_domain_slot, "Slot F1 (domain-slot keyed)"),
+    ("joint_f1_trade", M.joint_f1_trade, "Joint F1 (TRADE)"),
+    ("slot_accuracy", M.slot_accuracy, "Slot accuracy"),
+    ("slot_accuracy_trade", M.slot_accuracy_trade, "Slot accuracy (TRADE compute_acc)"),
+    ("aga", M.average_goal_accuracy, "AGA"),
+    ("final_turn_jga", M.final_turn_jga, "Final-turn JGA"),
+)
+LABELS = {key: label for key, _, label in HEADLINE} | {
+    "slot_precision": "Slot precision (micro)",
+    "slot_recall": "Slot recall (micro)",
+    "slot_f1_micro": "Slot F1 (micro)",
+}
+
+
+def _clean(value: Any) -> Any:
+    """JSON-safe: NaN becomes None, numpy scalars plain Python."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item"):
+        value = value.item()
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    return value
+
+
+def headline_metrics(scored: Scored) -> dict[str, float]:
+    """Every headline number of one run (or the pooled runs) under its convention."""
+    out: dict[str, float] = {}
+    for key, fn, _ in HEADLINE:
+        out[key] = float(fn(scored))
+    micro = M.slot_prf_micro(scored)
+    assert isinstance(micro, dict)
+    out["slot_precision"] = micro["precision"]
+    out["slot_recall"] = micro["recall"]
+    out["slot_f1_micro"] = micro["f1"]
+    return out
+
+
+def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, Any]:
+    """The CLI's `metrics --json` object; values are fractions in [0, 1]."""
+    turns = scored.turns
+    result: dict[str, Any] = {
+        "n_dialogues": int(turns[["run_id", "dialogue_id"]].drop_duplicates().shape[0]),
+        "n_turns": len(turns),
+        "convention": scored.convention.name,
+        "runs": [m.to_dict() for m in scored.metas],
+    }
+    result.update(headline_metrics(scored))
+    by_turn = M.jga_by_turn_depth(scored)
+    result["jga_by_turn"] = {int(t): v for t, v in zip(by_turn["turn_index"], by_turn["jga"], strict=True)}
+    per_domain = M.joint_goal_accuracy(scored, by="domain")
+    assert isinstance(per_domain, pd.DataFrame)
+    result["per_domain_jga"] = dict(zip(per_domain["domain"], per_domain["jga"], strict=True))
+    per_slot = M.per_slot_prf(scored).sort_values(["domain", "slot"])
+    result["per_slot"] = {
+        f"{d}-{s}": {"precision": p, "recall": r, "f1": f, "support": int(n)}
+        for d, s, p, r, f, n in zip(
+            per_slot["domain"], per_slot["slot"], per_slot["precision"], per_slot["recall"],
+            per_slot["f1"], per_slot["support"], strict=True,
+        )
+    }
+    result["alignment"] = scored.alignment if len(scored.metas) > 1 else next(iter(scored.alignment.values()), {})
+    if group_by:
+        groups = M.joint_goal_accuracy(scored, by=group_by)
+        assert isinstance(groups, pd.DataFrame)
+        result["group_by"] = group_by
+        result["groups"] = {
+            str(g): {"jga": j, "n_turns": int(n)}
+            for g, j, n in zip(groups[group_by], groups["jga"], groups["n_turns"], strict=True)
+        }
+    return _clean(result)
