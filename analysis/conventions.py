@@ -47,7 +47,21 @@ MULTIWOZ_SLOT_ALIASES = MappingProxyType(
 )
 # TRADE's 30 slots (hospital and police dropped), in the names above.
 MULTIWOZ30 = frozenset(
-    [("hotel", s) for s in ("pricerange", "type", "parking", "stay", "day", "people", "area", "stars", "internet", "name")]
+    [
+        ("hotel", s)
+        for s in (
+            "pricerange",
+            "type",
+            "parking",
+            "stay",
+            "day",
+            "people",
+            "area",
+            "stars",
+            "internet",
+            "name",
+        )
+    ]
     + [("train", s) for s in ("destination", "day", "departure", "arriveby", "people", "leaveat")]
     + [("attraction", s) for s in ("area", "name", "type")]
     + [("restaurant", s) for s in ("food", "pricerange", "area", "name", "time", "day", "people")]

@@ -32,7 +32,17 @@ def error_origins(scored: Scored) -> pd.DataFrame:
     slots = scored.slots
     errors = slots.loc[
         slots["outcome"] != "correct",
-        ["run_id", "tid", "dialogue_id", "turn_index", "domain", "slot", "gold_value", "pred_value", "outcome"],
+        [
+            "run_id",
+            "tid",
+            "dialogue_id",
+            "turn_index",
+            "domain",
+            "slot",
+            "gold_value",
+            "pred_value",
+            "outcome",
+        ],
     ]
     previous = errors.assign(turn_index=errors["turn_index"] + 1)[
         ["run_id", "dialogue_id", "turn_index", "domain", "slot", "gold_value", "pred_value", "outcome"]

@@ -186,8 +186,7 @@ class FewJointResult:
                 "mean": _json_float(row["mean"]),
                 "std": _json_float(row["std"]),
                 "per_seed": {
-                    str(s): _json_float(v)
-                    for s, v in zip(self.per_seed["seed"], self.per_seed[metric], strict=True)
+                    str(s): _json_float(v) for s, v in zip(self.per_seed["seed"], self.per_seed[metric], strict=True)
                 },
             }
         per_domain: dict[str, Any] = {}
@@ -210,8 +209,7 @@ class FewJointResult:
         counts = self.alignment.groupby(["seed", "kind"], observed=True).size()
         out["alignment"] = {
             "counts": {
-                str(seed): {k: int(counts.get((seed, k), 0)) for k in ALIGNMENT_CONSEQUENCES}
-                for seed in self.seeds
+                str(seed): {k: int(counts.get((seed, k), 0)) for k in ALIGNMENT_CONSEQUENCES} for seed in self.seeds
             },
             "records": [
                 {
@@ -429,9 +427,7 @@ def count_ill_formed(tags: Sequence[str]) -> int:
 
 def _check_tags(tags: Any, path: str, fmt: str, where: str, turn: int, fieldname: str) -> list[str]:
     if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
-        raise InputError(
-            path, fmt, "expected a list of tag strings", dialogue_id=where, turn=turn, field=fieldname
-        )
+        raise InputError(path, fmt, "expected a list of tag strings", dialogue_id=where, turn=turn, field=fieldname)
     for tag in tags:
         if not _TAG_RE.match(tag):
             raise InputError(
@@ -456,15 +452,12 @@ def _read_part(part: Any, path: str, domain: str, episode: int, name: str) -> li
         )
     ins, outs, labels = part["seq_ins"], part["seq_outs"], part["labels"]
     if not (isinstance(ins, list) and isinstance(outs, list) and isinstance(labels, list)):
-        raise InputError(
-            path, GOLD_FORMAT, f"{name} seq_ins/seq_outs/labels must be lists", dialogue_id=where
-        )
+        raise InputError(path, GOLD_FORMAT, f"{name} seq_ins/seq_outs/labels must be lists", dialogue_id=where)
     if not len(ins) == len(outs) == len(labels):
         raise InputError(
             path,
             GOLD_FORMAT,
-            f"{name} has {len(ins)} seq_ins, {len(outs)} seq_outs and {len(labels)} labels; "
-            "they must be equal",
+            f"{name} has {len(ins)} seq_ins, {len(outs)} seq_outs and {len(labels)} labels; they must be equal",
             dialogue_id=where,
         )
     rows = []
@@ -529,9 +522,7 @@ def load_fewjoint_gold(path: str | Path, *, shots: int | None = None) -> FewJoin
     support_rows: list[dict[str, Any]] = []
     for domain, episodes in raw.items():
         if not isinstance(episodes, list):
-            raise InputError(
-                spath, GOLD_FORMAT, "a domain must map to a list of episodes", dialogue_id=domain
-            )
+            raise InputError(spath, GOLD_FORMAT, "a domain must map to a list of episodes", dialogue_id=domain)
         for episode, content in enumerate(episodes):
             if not isinstance(content, dict) or not {"support", "query"} <= content.keys():
                 raise InputError(
@@ -600,9 +591,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise InputError(spath, fmt, f"line {line_no} is not valid JSON: {exc}") from None
         if not isinstance(obj, dict):
             raise InputError(spath, fmt, f"line {line_no} must be a JSON object")
-        missing = [
-            k for k in ("domain", "episode", "query_index", "pred_intent", "pred_tags") if k not in obj
-        ]
+        missing = [k for k in ("domain", "episode", "query_index", "pred_intent", "pred_tags") if k not in obj]
         if missing:
             raise InputError(
                 spath,
@@ -621,8 +610,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             raise InputError(
                 spath,
                 fmt,
-                f"line {line_no} scores a support utterance (split={split!r}); "
-                "FewJoint scores query utterances only",
+                f"line {line_no} scores a support utterance (split={split!r}); FewJoint scores query utterances only",
                 dialogue_id=where,
                 turn=obj.get("query_index", obj.get("support_index")),
                 field="split",
@@ -634,9 +622,7 @@ def _read_jsonl(path: Path) -> pd.DataFrame:
             )
         tags = _check_tags(obj["pred_tags"], spath, fmt, where, index, "pred_tags")
         tokens = obj.get("tokens")
-        if tokens is not None and (
-            not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens)
-        ):
+        if tokens is not None and (not isinstance(tokens, list) or not all(isinstance(t, str) for t in tokens)):
             raise InputError(
                 spath, fmt, "tokens must be a list of strings", dialogue_id=where, turn=index, field="tokens"
             )
@@ -766,9 +752,7 @@ def read_fewjoint_predictions(path: str | Path, *, fmt: str | None = None) -> tu
     path = Path(path)
     fmt = fmt or detect_prediction_format(path)
     if fmt not in PRED_FORMATS:
-        raise InputError(
-            str(path), fmt, f"unknown prediction format; expected one of {', '.join(PRED_FORMATS)}"
-        )
+        raise InputError(str(path), fmt, f"unknown prediction format; expected one of {', '.join(PRED_FORMATS)}")
     frame = _read_jsonl(path) if fmt == "jsonl" else _read_conlleval(path)
     if frame.empty:
         raise InputError(str(path), fmt, "no predictions in file")
@@ -851,9 +835,7 @@ def _align_seed(
     idx = np.flatnonzero(both & has_tokens)
     text_differs[idx] = [
         list(a) != list(b)
-        for a, b in zip(
-            merged["gold_tokens"].to_numpy()[idx], merged["pred_tokens"].to_numpy()[idx], strict=True
-        )
+        for a, b in zip(merged["gold_tokens"].to_numpy()[idx], merged["pred_tokens"].to_numpy()[idx], strict=True)
     ]
     merged["_text_differs"] = text_differs
     _refuse_support(gold, merged, path, fmt)
@@ -888,9 +870,7 @@ def _align_seed(
         sel = np.flatnonzero(both & ~count_bad & merged["file_gold_tags"].notna().to_numpy())
         gtag_bad[sel] = [
             list(a) != list(b)
-            for a, b in zip(
-                merged["gold_tags"].to_numpy()[sel], merged["file_gold_tags"].to_numpy()[sel], strict=True
-            )
+            for a, b in zip(merged["gold_tags"].to_numpy()[sel], merged["file_gold_tags"].to_numpy()[sel], strict=True)
         ]
         report(
             gtag_bad,
@@ -900,10 +880,7 @@ def _align_seed(
         gint_bad = (
             both
             & merged["file_gold_intent"].notna().to_numpy()
-            & (
-                merged["file_gold_intent"].astype(object).to_numpy()
-                != merged["gold_intent"].astype(object).to_numpy()
-            )
+            & (merged["file_gold_intent"].astype(object).to_numpy() != merged["gold_intent"].astype(object).to_numpy())
         )
         report(
             gint_bad,
@@ -1043,12 +1020,8 @@ def _query_table(system: FewJointSystem) -> tuple[pd.DataFrame, pd.DataFrame]:
         return out
 
     matched_key = matched.assign(correct=True)
-    pred_labelled = label(pred_chunks, "pred").merge(
-        matched_key, on=["sentence", "type", "start", "end"], how="left"
-    )
-    gold_labelled = label(gold_chunks, "gold").merge(
-        matched_key, on=["sentence", "type", "start", "end"], how="left"
-    )
+    pred_labelled = label(pred_chunks, "pred").merge(matched_key, on=["sentence", "type", "start", "end"], how="left")
+    gold_labelled = label(gold_chunks, "gold").merge(matched_key, on=["sentence", "type", "start", "end"], how="left")
     chunks = pd.concat([gold_labelled, pred_labelled], ignore_index=True)
     chunks["correct"] = chunks["correct"].fillna(False).astype(bool)
     return queries, chunks
@@ -1070,9 +1043,7 @@ def _aggregate(queries: pd.DataFrame, *, by: list[str], averaging: str) -> pd.Da
         pooled["intent_accuracy"] = _divide(pooled["n_intent_correct"], pooled["n_queries"])
         pooled["slot_precision"] = _divide(pooled["n_correct_chunks"], pooled["n_pred_chunks"])
         pooled["slot_recall"] = _divide(pooled["n_correct_chunks"], pooled["n_gold_chunks"])
-        pooled["slot_f1"] = slot_f1(
-            pooled["n_correct_chunks"], pooled["n_gold_chunks"], pooled["n_pred_chunks"]
-        )
+        pooled["slot_f1"] = slot_f1(pooled["n_correct_chunks"], pooled["n_gold_chunks"], pooled["n_pred_chunks"])
         pooled["n_episodes"] = (
             queries.groupby(by, observed=True, sort=True)[["domain", "episode"]]
             .apply(lambda g: len(g.drop_duplicates()))
@@ -1163,9 +1134,7 @@ def score_fewjoint(system: FewJointSystem, *, averaging: str = "episode") -> Few
         }
     )
 
-    per_domain = _aggregate(queries, by=["seed", "domain"], averaging=averaging)[
-        ["seed", "domain", *_RESULT_COLUMNS]
-    ]
+    per_domain = _aggregate(queries, by=["seed", "domain"], averaging=averaging)[["seed", "domain", *_RESULT_COLUMNS]]
     per_domain["averaging"] = averaging
     per_intent = _aggregate(queries, by=["seed", "domain", "gold_intent"], averaging=averaging)[
         ["seed", "domain", "gold_intent", *_RESULT_COLUMNS]
@@ -1175,9 +1144,7 @@ def score_fewjoint(system: FewJointSystem, *, averaging: str = "episode") -> Few
     per_slot_type = _per_slot_type(chunks)
     confusion = (
         queries.assign(
-            pred_intent=queries["pred_intent"]
-            .astype(object)
-            .where(queries["error_kind"] != "missing", "<missing>")
+            pred_intent=queries["pred_intent"].astype(object).where(queries["error_kind"] != "missing", "<missing>")
         )
         .groupby(["seed", "domain", "gold_intent", "pred_intent"], observed=True, sort=True)
         .size()
@@ -1197,8 +1164,7 @@ def score_fewjoint(system: FewJointSystem, *, averaging: str = "episode") -> Few
             warnings.append(f"seed {row.seed}: {row.n_missing} missing prediction(s) scored as wrong")
         if row.n_token_count:
             warnings.append(
-                f"seed {row.seed}: {row.n_token_count} prediction(s) with the wrong token count "
-                "scored as wrong"
+                f"seed {row.seed}: {row.n_token_count} prediction(s) with the wrong token count scored as wrong"
             )
         if row.n_ill_formed:
             warnings.append(

@@ -29,9 +29,7 @@ def register(subparsers: Any) -> None:
             "against MetaDialog episode gold. Only query utterances are scored."
         ),
     )
-    parser.add_argument(
-        "--gold", required=True, help="MetaDialog episode file, e.g. FewJoint1.1/5shot/test.json"
-    )
+    parser.add_argument("--gold", required=True, help="MetaDialog episode file, e.g. FewJoint1.1/5shot/test.json")
     parser.add_argument("--pred", required=True, nargs="+", help="prediction files, one per seed")
     parser.add_argument(
         "--averaging",
@@ -40,9 +38,7 @@ def register(subparsers: Any) -> None:
         help="episode: per-episode intent accuracy and slot F1, then the mean (reference); micro: pooled",
     )
     parser.add_argument("--name", default="system", help="system name recorded in the results")
-    parser.add_argument(
-        "--shots", type=int, default=None, help="shot setting K (default: parsed from --gold)"
-    )
+    parser.add_argument("--shots", type=int, default=None, help="shot setting K (default: parsed from --gold)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
     parser.set_defaults(func=run)
 
@@ -79,20 +75,14 @@ def render_table(result: FewJointResult) -> str:
     lines += [
         "",
         "ill-formed BIO tags per seed: "
-        + ", ".join(
-            f"{seed}: {v['tags']} in {v['queries']} queries" for seed, v in data["ill_formed_bio"].items()
-        ),
+        + ", ".join(f"{seed}: {v['tags']} in {v['queries']} queries" for seed, v in data["ill_formed_bio"].items()),
     ]
-    problems = {
-        seed: {k: n for k, n in counts.items() if n} for seed, counts in data["alignment"]["counts"].items()
-    }
+    problems = {seed: {k: n for k, n in counts.items() if n} for seed, counts in data["alignment"]["counts"].items()}
     if any(problems.values()):
         lines.append(
             "alignment problems: "
             + "; ".join(
-                f"seed {seed}: " + ", ".join(f"{n} {k}" for k, n in c.items())
-                for seed, c in problems.items()
-                if c
+                f"seed {seed}: " + ", ".join(f"{n} {k}" for k, n in c.items()) for seed, c in problems.items() if c
             )
         )
     else:

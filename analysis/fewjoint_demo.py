@@ -216,21 +216,13 @@ def demo_episodes() -> dict[str, list[dict[str, Any]]]:
     return out
 
 
-def _simulated_rows(
-    episodes: dict[str, list[dict[str, Any]]], seed: int, model: ErrorModel
-) -> list[dict[str, Any]]:
+def _simulated_rows(episodes: dict[str, list[dict[str, Any]]], seed: int, model: ErrorModel) -> list[dict[str, Any]]:
     rows = []
     number = 0
     for domain, domain_episodes in episodes.items():
         intents = sorted({label[0] for ep in domain_episodes for label in ep["query"]["labels"]})
         slot_types = sorted(
-            {
-                tag[2:]
-                for ep in domain_episodes
-                for tags in ep["query"]["seq_outs"]
-                for tag in tags
-                if tag != "O"
-            }
+            {tag[2:] for ep in domain_episodes for tags in ep["query"]["seq_outs"] for tag in tags if tag != "O"}
         )
         for episode, content in enumerate(domain_episodes):
             query = content["query"]

@@ -46,9 +46,7 @@ def leaderboard_bar(leaderboard: pd.DataFrame, *, metric: str = "sentence_accura
         raise ValueError(f"metric must be one of {', '.join(METRICS)}, got {metric!r}")
     rows = leaderboard.loc[leaderboard["metric"] == metric].copy()
     rows["shots_label"] = [_shots_label(s) for s in rows["shots"]]
-    order = (
-        rows.assign(k=rows["shots"].astype("Float64").fillna(np.inf)).sort_values("k")["shots_label"].unique()
-    )
+    order = rows.assign(k=rows["shots"].astype("Float64").fillna(np.inf)).sort_values("k")["shots_label"].unique()
     fig = go.Figure()
     mixed = rows["averaging"].nunique() > 1
     for (system, averaging), part in rows.groupby(["system", "averaging"], sort=True):
@@ -95,9 +93,7 @@ def breakdown_bar(
         .reset_index()
     )
     labels = (
-        stats["domain"]
-        if by == "domain"
-        else stats["domain"].astype(str) + " / " + stats["gold_intent"].astype(str)
+        stats["domain"] if by == "domain" else stats["domain"].astype(str) + " / " + stats["gold_intent"].astype(str)
     )
     fig = go.Figure(
         go.Bar(
@@ -149,8 +145,7 @@ def intent_confusion_heatmap(
     scope = f"domain {domain}" if domain else "all domains"
     seeds = f"seed {seed}" if seed is not None else f"{len(result.seeds)} seeds summed"
     fig.update_layout(
-        title=f"{result.system}: intent confusion ({scope}, {seeds}"
-        + (", row-normalised)" if normalize else ")"),
+        title=f"{result.system}: intent confusion ({scope}, {seeds}" + (", row-normalised)" if normalize else ")"),
         xaxis_title="predicted intent",
         yaxis={"title": "gold intent", "autorange": "reversed"},
     )
@@ -183,8 +178,7 @@ def slot_type_prf_bar(result: FewJointResult, *, top: int | None = None) -> go.F
         )
     fig.update_layout(
         barmode="group",
-        title=f"{result.system}: slot P/R/F1 per type "
-        f"(conlleval chunks, mean over {len(result.seeds)} seeds)",
+        title=f"{result.system}: slot P/R/F1 per type (conlleval chunks, mean over {len(result.seeds)} seeds)",
         xaxis_title="slot type (by gold support)",
         yaxis={"title": "score", "range": [0, 1.05]},
     )

@@ -53,7 +53,9 @@ def load_run(
             spec = FORMATS_BY_NAME[pred_file.fmt]
             if spec.sides == "pred":
                 raise InputError(
-                    str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)"
+                    str(pred),
+                    pred_file.fmt,
+                    "this file holds predictions only: pass the gold file too (--gold)",
                 )
             # A gold-shaped file given as predictions: its states are the predictions (self-scoring).
             raise InputError(
@@ -65,11 +67,8 @@ def load_run(
     else:
         if gold_file.gold is None:
             raise InputError(str(gold), gold_file.fmt, "this file holds predictions only and cannot serve as gold")
-        if pred_file.pred is None and pred_file.gold is not None:
-            pred_side = pred_file.gold  # gold-shaped file used as predictions (e.g. scored against itself)
-        else:
-            pred_side = pred_file.pred
-        assert pred_side is not None
+        # A gold-shaped file given as predictions contributes its states (e.g. scored against itself).
+        pred_side = pred_file.pred if pred_file.pred is not None else pred_file.states
         if pred_file.gold is not None and pred_file.pred is not None:
             notes["embedded_gold_replaced_by"] = Path(str(gold)).name
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
@@ -142,7 +141,10 @@ def align(
             dialogue_id=str(example["dialogue_id"]),
         )
     merged = gold_turns.merge(
-        pred_turns.rename(columns={"dialogue_id": "_pred_id"}), on=["_key", "turn_index"], how="outer", indicator=True
+        pred_turns.rename(columns={"dialogue_id": "_pred_id"}),
+        on=["_key", "turn_index"],
+        how="outer",
+        indicator=True,
     )
     missing = merged[merged["_merge"] == "left_only"]
     extra = merged[merged["_merge"] == "right_only"]

@@ -30,9 +30,7 @@ def _check_by(scored: Scored, by: list[str]) -> None:
     known = set(scored.turns.columns) | set(SLOT_LEVEL)
     unknown = [c for c in by if c not in known]
     if unknown:
-        raise ValueError(
-            f"cannot group by {unknown}: by has to name columns of turns or slots, one of {sorted(known)}"
-        )
+        raise ValueError(f"cannot group by {unknown}: by has to name columns of turns or slots, one of {sorted(known)}")
 
 
 def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
@@ -137,7 +135,15 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
     fn = sums["n_wrong"] + sums["n_missed"]
     precision, recall, f1 = _prf(tp, fp, fn)
     out = pd.DataFrame(
-        {"precision": precision, "recall": recall, "f1": f1, "support": sums["n_gold"], "tp": tp, "fp": fp, "fn": fn}
+        {
+            "precision": precision,
+            "recall": recall,
+            "f1": f1,
+            "support": sums["n_gold"],
+            "tp": tp,
+            "fp": fp,
+            "fn": fn,
+        }
     )
     if not keys:
         row = out.iloc[0]
@@ -245,9 +251,7 @@ def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     per_turn_listing = not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns
     extra = ["n_listed"] if per_turn_listing else []
     turns = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys, *extra])]]
-    errors = scored.slots.loc[
-        (scored.slots["outcome"] != "correct") & scored.slots["in_ontology"], ["tid", *slot_keys]
-    ]
+    errors = scored.slots.loc[(scored.slots["outcome"] != "correct") & scored.slots["in_ontology"], ["tid", *slot_keys]]
     n_ontology = _ontology_size(scored, keys)
     assert isinstance(n_ontology, pd.DataFrame)
     cells = turns.merge(n_ontology, on="run_id")  # one row per turn (and slot-level group)

@@ -16,7 +16,16 @@ from analysis.model import Run, RunMeta
 OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
 OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))
 SLOT_KEY = ["tid", "domain", "slot"]
-COUNT_COLUMNS = ["n_gold", "n_pred", "n_correct", "n_wrong", "n_missed", "n_spurious", "n_err_ontology", "n_trade_extra"]
+COUNT_COLUMNS = [
+    "n_gold",
+    "n_pred",
+    "n_correct",
+    "n_wrong",
+    "n_missed",
+    "n_spurious",
+    "n_err_ontology",
+    "n_trade_extra",
+]
 
 
 @dataclass

@@ -73,8 +73,13 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
     result["per_slot"] = {
         f"{d}-{s}": {"precision": p, "recall": r, "f1": f, "support": int(n)}
         for d, s, p, r, f, n in zip(
-            per_slot["domain"], per_slot["slot"], per_slot["precision"], per_slot["recall"],
-            per_slot["f1"], per_slot["support"], strict=True,
+            per_slot["domain"],
+            per_slot["slot"],
+            per_slot["precision"],
+            per_slot["recall"],
+            per_slot["f1"],
+            per_slot["support"],
+            strict=True,
         )
     }
     result["alignment"] = scored.alignment if len(scored.metas) > 1 else next(iter(scored.alignment.values()), {})

@@ -176,9 +176,7 @@ def test_gold_loads_queries_and_support(tiny_gold: Path) -> None:
     gold = load_fewjoint_gold(tiny_gold)
     assert gold.shots == 3
     assert len(gold.queries) == 5 and len(gold.support) == 3
-    assert list(gold.queries[["domain", "episode", "query_index"]].itertuples(index=False, name=None))[
-        :3
-    ] == [
+    assert list(gold.queries[["domain", "episode", "query_index"]].itertuples(index=False, name=None))[:3] == [
         ("weather", 0, 0),
         ("weather", 0, 1),
         ("weather", 1, 0),
@@ -322,9 +320,7 @@ def test_alignment_reports_and_scores_every_mismatch(tiny_gold: Path, tmp_path: 
     del rows[3]  # music/0/0 missing
     rows[2] = {**rows[2], "pred_tags": ["O", "O", "B-city", "O"]}  # weather/1/0: 4 tags for 3 tokens
     rows[1] = {**rows[1], "tokens": ["rain", "tomorrow"]}  # weather/0/1: same count, other text
-    rows.append(
-        {"domain": "music", "episode": 0, "query_index": 9, "pred_intent": "play", "pred_tags": ["O"]}
-    )
+    rows.append({"domain": "music", "episode": 0, "query_index": 9, "pred_intent": "play", "pred_tags": ["O"]})
     rows.append({"domain": "jazz", "episode": 0, "query_index": 0, "pred_intent": "play", "pred_tags": ["O"]})
     system = load_fewjoint_system(tiny_gold, [write_jsonl(tmp_path / "seed7.jsonl", rows)])
     found = {(r.kind, r.domain, r.episode, r.query_index) for r in system.alignment.itertuples()}
@@ -359,9 +355,7 @@ def test_alignment_reports_and_scores_every_mismatch(tiny_gold: Path, tmp_path: 
 def test_conlleval_gold_column_disagreement_is_reported(tiny_gold: Path, tmp_path: Path) -> None:
     path = write_conll(tmp_path / "seed1.txt", PREDS)
     text = (
-        path.read_text(encoding="utf-8")
-        .replace("jazz B-genre", "jazz O")
-        .replace("# intent: stop", "# intent: halt")
+        path.read_text(encoding="utf-8").replace("jazz B-genre", "jazz O").replace("# intent: stop", "# intent: halt")
     )
     path.write_text(text, encoding="utf-8")
     system = load_fewjoint_system(tiny_gold, [path])

@@ -65,8 +65,7 @@ def perturbed(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     queries = gold.queries
     intents = {d: sorted(p["intent"].unique()) for d, p in queries.groupby("domain")}
     slot_types = {
-        d: sorted({t[2:] for tags in p["tags"] for t in tags if t != "O"})
-        for d, p in queries.groupby("domain")
+        d: sorted({t[2:] for tags in p["tags"] for t in tags if t != "O"}) for d, p in queries.groupby("domain")
     }
     out = tmp_path_factory.mktemp("fewjoint_perturbed")
     paths, preds = [], {}
@@ -242,10 +241,7 @@ def test_micro_slot_f1_matches_seqeval_on_random_tags(data: st.DataObject) -> No
         pred_path = Path(tmp) / "seed1.jsonl"
         pred_path.write_text(
             "".join(
-                json.dumps(
-                    {"domain": "d", "episode": 0, "query_index": i, "pred_intent": "i", "pred_tags": p}
-                )
-                + "\n"
+                json.dumps({"domain": "d", "episode": 0, "query_index": i, "pred_intent": "i", "pred_tags": p}) + "\n"
                 for i, p in enumerate(pred)
             ),
             encoding="utf-8",
@@ -261,6 +257,4 @@ def test_micro_slot_f1_matches_seqeval_on_random_tags(data: st.DataObject) -> No
         assert np.isnan(row["slot_f1"])  # seqeval says 0 here; we say "no data"
     else:
         assert row["slot_f1"] == pytest.approx(seqeval_f1(gold, pred), abs=1e-12)
-    assert row["sentence_accuracy"] == pytest.approx(
-        np.mean([g == p for g, p in zip(gold, pred, strict=True)])
-    )
+    assert row["sentence_accuracy"] == pytest.approx(np.mean([g == p for g, p in zip(gold, pred, strict=True)]))

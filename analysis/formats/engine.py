@@ -90,9 +90,7 @@ class Collector:
                 raise self.error(f"utterance must be a string, got {type(value).__name__}", name)
         self.turn_rows.append({"dialogue_id": dialogue_id, "turn_index": turn_index, **attrs})
 
-    def add_state(
-        self, side: str, dialogue_id: str, turn_index: int, triples: Callable[[], Iterable[Triple]]
-    ) -> None:
+    def add_state(self, side: str, dialogue_id: str, turn_index: int, triples: Callable[[], Iterable[Triple]]) -> None:
         """Record one turn's state; empty values are dropped here but remembered as listed slots."""
         self.at(dialogue_id, turn_index)
         rows = self.state_rows[side]

@@ -61,7 +61,8 @@ def nested_state(state: Any, field: str, *, skip_slots: frozenset[str] = frozens
     for domain, slots in state.items():
         if not isinstance(slots, dict):
             raise StateProblem(
-                f"state of domain {domain!r} must be an object {{slot: value}}, got a {_json_type(slots)}", field
+                f"state of domain {domain!r} must be an object {{slot: value}}, got a {_json_type(slots)}",
+                field,
             )
         for slot, value in slots.items():
             if slot in skip_slots:
