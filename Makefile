@@ -20,12 +20,9 @@ $(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install -q -r requirements-dev.txt
 	touch $@ $(VENV)/.run-deps
 
-# Debian's chromium draws the browser tests and exports figures (kaleido); installed only when missing.
+# Debian packages (chromium, fonts, postgresql), installed only when missing: see the script.
 browser-deps:
-	@if [ ! -x /usr/bin/chromium ] || [ ! -d /usr/share/fonts/truetype/liberation ]; then \
-		SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-		$$SUDO apt-get update -q && $$SUDO apt-get install -y -q chromium fonts-liberation fonts-noto-cjk; \
-	fi
+	bash scripts/system-deps.sh
 
 run: $(VENV)/.run-deps browser-deps
 	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false -- --workspace $(WORKSPACE)

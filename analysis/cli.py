@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import sys
 from collections.abc import Sequence
@@ -107,10 +108,13 @@ def build_parser() -> argparse.ArgumentParser:
     c = sub.add_parser("conventions", help="list the scoring conventions")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_conventions)
-    for module in ("analysis.fewjoint_cli",):
+    # Sub-commands living in their own modules, each exposing register(subparsers).
+    for module in ("analysis.fewjoint_cli", "analysis.reconcile_cli", "analysis.report_cli"):
         try:
-            register = __import__(module, fromlist=["register"]).register
-        except ImportError:
+            register = importlib.import_module(module).register
+        except ModuleNotFoundError as exc:
+            if exc.name != module:
+                raise
             continue
         register(sub)
     return parser

@@ -1,0 +1,17 @@
+#!/usr/bin/env bash
+# Debian packages the project needs, installed only when missing:
+#   chromium + fonts   real-browser tests and figure export (kaleido finds /usr/bin/chromium)
+#   postgresql         the annotation store's concurrency tests run against a real server
+set -euo pipefail
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+[ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)
+[ -d /usr/share/fonts/opentype/noto ] || need+=(fonts-noto-cjk)
+ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" = 0 ] || SUDO=sudo
+  echo "installing Debian packages: ${need[*]}"
+  $SUDO apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -q "${need[@]}"
+fi
