@@ -183,33 +183,57 @@ def slot_f1_domain_slot(scored: Scored, *, by: By = None) -> float | pd.DataFram
     return _set_f1(scored, by=by, key="domain_slot", name="slot_f1_domain_slot")
 
 
+def _codes(frame: pd.DataFrame, columns: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Dense integer codes of the value combinations of `columns`, and the combinations themselves."""
+    if not columns:
+        return np.zeros(len(frame), dtype="int64"), pd.DataFrame(index=[0])
+    codes, uniques = pd.MultiIndex.from_frame(frame[columns]).factorize()
+    return codes.astype("int64"), uniques.to_frame(index=False, name=columns)
+
+
 def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFrame:
     keys = _by_list(by)
     _check_by(scored, keys)
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
     slots = scored.slots
-    resolved = slots["pred_value"].where(slots["outcome"] != "correct", slots["gold_value"])
-    name_cols = ["slot"] if key == "slot" else ["domain", "slot"]
-    group_cols = ["tid", *dict.fromkeys([*slot_keys, *name_cols])]
-    gold = slots.loc[slots["gold_value"].notna(), [*group_cols, "gold_value"]].rename(columns={"gold_value": "v"})
-    pred = slots.loc[resolved.notna(), group_cols].assign(v=resolved[resolved.notna()])
-    gold, pred = gold.drop_duplicates(), pred.drop_duplicates()
-    both = gold.merge(pred, on=[*group_cols, "v"], how="outer", indicator=True)
-    both["g"] = both["_merge"] != "right_only"
-    both["p"] = both["_merge"] != "left_only"
-    both["tp"] = both["_merge"] == "both"
-    per_name = both.groupby(group_cols, sort=False, observed=True)[["g", "p", "tp"]].sum()
-    per_name = per_name[per_name["g"] > 0]
-    per_name["f1"] = 2 * per_name["tp"] / (per_name["g"] + per_name["p"])
-    turn_group = ["tid", *slot_keys]
-    per_turn = per_name.groupby(turn_group, sort=False, observed=True)["f1"].mean().rename(name).reset_index()
+    correct = (slots["outcome"] == "correct").to_numpy()
+    # Integer codes: group s (slot-level by values), name n (slot name, or domain-slot), value v.
+    # Value and name codes come from scoring and are comparable within a run, hence within a turn.
+    s_code, s_values = _codes(slots, slot_keys)
+    n_code = slots["slot_code" if key == "slot" else "pair_code"].to_numpy()
+    gold_code = slots["gold_code"].to_numpy()
+    resolved = np.where(correct, gold_code, slots["pred_code"].to_numpy())  # a match counts as the gold value
+    n_s = len(s_values)
+    n_n = int(n_code.max()) + 1 if len(n_code) else 1
+    n_v = int(max(gold_code.max(initial=0), resolved.max(initial=0))) + 1
+    tid = slots["tid"].to_numpy()
+    group = (tid * n_s + s_code) * n_n + n_code  # one (turn, slot-level group, slot name) cell
+    has_gold = gold_code >= 0
+    has_pred = resolved >= 0
+    gold_k = np.unique(group[has_gold] * n_v + gold_code[has_gold])
+    pred_k = np.unique(group[has_pred] * n_v + resolved[has_pred])
+    cells = np.unique(np.concatenate([gold_k // n_v, pred_k // n_v]))
+    g_idx = np.searchsorted(cells, gold_k // n_v)
+    p_idx = np.searchsorted(cells, pred_k // n_v)
+    n_gold = np.bincount(g_idx, minlength=len(cells))
+    n_pred = np.bincount(p_idx, minlength=len(cells))
+    tp = np.bincount(g_idx, weights=np.isin(gold_k, pred_k), minlength=len(cells))
+    keep = n_gold > 0
+    f1 = 2 * tp[keep] / (n_gold[keep] + n_pred[keep])
+    turn_group = cells[keep] // n_n  # (turn, slot-level group)
+    groups, inverse = np.unique(turn_group, return_inverse=True)
+    score = np.bincount(inverse, weights=f1) / np.bincount(inverse)
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
     turn_cols = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys])]]
     if slot_keys:
-        facts = per_turn.merge(turn_cols, on="tid")
+        facts = pd.DataFrame({"tid": groups // n_s, name: score})
+        facts = pd.concat(
+            [facts, s_values.iloc[groups % n_s].reset_index(drop=True)], axis=1
+        ).merge(turn_cols, on="tid")
     else:
-        facts = turn_cols.merge(per_turn, on="tid", how="left")
-        facts[name] = facts[name].fillna(0.0)  # the recipe's rule: a turn with empty gold scores 0
+        # The recipe's rule: a turn with empty gold scores 0 (groups are turn ids here).
+        per_turn = pd.Series(score, index=groups // n_s)
+        facts = turn_cols.assign(**{name: per_turn.reindex(turn_cols["tid"].to_numpy(), fill_value=0.0).to_numpy()})
     return _aggregate(facts, facts[name], keys, name)
 
 

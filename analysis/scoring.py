@@ -16,6 +16,7 @@ from analysis.model import Run, RunMeta
 OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
 OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))
 SLOT_KEY = ["tid", "domain", "slot"]
+SEP = "\x1f"  # joins domain and slot into one pairing name; never part of a name
 COUNT_COLUMNS = [
     "n_gold",
     "n_pred",
@@ -77,33 +78,53 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     gold = normalise_states(run.gold, conv, side="gold").merge(keys, on=["dialogue_id", "turn_index"])
     pred = normalise_states(run.pred, conv, side="pred").merge(keys, on=["dialogue_id", "turn_index"])
     ontology = _ontology(run, conv, gold)
+
+    # Pair gold and prediction on one integer key (turn id x domain-slot code): joins on strings cost
+    # several times more, and this runs for every run under every convention.
+    names = pd.concat([gold["domain"] + SEP + gold["slot"], pred["domain"] + SEP + pred["slot"]], ignore_index=True)
+    codes, uniques = pd.factorize(names)
+    n_pairs = max(len(uniques), 1)
+    gold["_key"] = gold["tid"].to_numpy() * n_pairs + codes[: len(gold)]
+    pred["_key"] = pred["tid"].to_numpy() * n_pairs + codes[len(gold) :]
+    pair_domain, pair_slot = _split_pairs(uniques)
+    onto_names = set(ontology["domain"] + SEP + ontology["slot"])
+    pair_in_ontology = np.array([name in onto_names for name in uniques], dtype=bool)
     if conv.slot_scope == "ontology":
-        pred = pred.merge(ontology, on=["domain", "slot"], how="inner")
+        pred = pred[pair_in_ontology[pred["_key"].to_numpy() % n_pairs]]
     elif conv.slot_scope == "gold":
-        pred = pred.merge(gold[SLOT_KEY], on=SLOT_KEY, how="inner")
+        pred = pred[np.isin(pred["_key"].to_numpy(), gold["_key"].to_numpy())]
     gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
 
-    slots = gold[[*SLOT_KEY, "dialogue_id", "turn_index", "value", "display", "alternatives"]].merge(
-        pred[[*SLOT_KEY, "dialogue_id", "turn_index", "value", "display"]],
-        on=[*SLOT_KEY, "dialogue_id", "turn_index"],
-        how="outer",
-        suffixes=("_g", "_p"),
+    paired = gold[["_key", "value", "display", "alternatives"]].merge(
+        pred[["_key", "value", "display"]], on="_key", how="outer", suffixes=("_g", "_p"), sort=True
     )
-    slots = slots.rename(
-        columns={
-            "value_g": "gold_value",
-            "value_p": "pred_value",
-            "display_g": "gold_display",
-            "display_p": "pred_display",
-            "alternatives": "gold_alternatives",
+    key = paired["_key"].to_numpy()
+    tid = key // n_pairs
+    pair = key % n_pairs
+    slots = pd.DataFrame(
+        {
+            "run_id": pd.array([run_id], dtype="str").take(np.zeros(len(paired), dtype="int64")),
+            "tid": tid,
+            "domain": pd.array(pair_domain, dtype="str").take(pair),
+            "slot": pd.array(pair_slot, dtype="str").take(pair),
+            "dialogue_id": turns["dialogue_id"].astype("str").array.take(tid),
+            "turn_index": turns["turn_index"].to_numpy()[tid],
+            "gold_value": paired["value_g"].astype("str").array,
+            "gold_display": paired["display_g"].astype("str").array,
+            "gold_alternatives": paired["alternatives"].astype("str").array,
+            "pred_value": paired["value_p"].astype("str").array,
+            "pred_display": paired["display_p"].astype("str").array,
         }
     )
     slots["outcome"] = _outcomes(slots, conv)
-    onto_keys = pd.MultiIndex.from_frame(ontology[["domain", "slot"]])
-    slots["in_ontology"] = pd.MultiIndex.from_frame(slots[["domain", "slot"]]).isin(onto_keys)
+    slots["in_ontology"] = pair_in_ontology[pair]
+    # Integer codes for set-based metrics; valid for comparisons within a run (hence within a turn).
+    value_codes, _ = pd.factorize(pd.concat([slots["gold_value"], slots["pred_value"]], ignore_index=True))
+    slots["gold_code"] = value_codes[: len(slots)]
+    slots["pred_code"] = value_codes[len(slots) :]
+    slots["pair_code"] = pair
+    slots["slot_code"] = pd.factorize(slots["slot"])[0]
     slots["trade_extra"] = _trade_hyphen_quirk(slots)
-    slots.insert(0, "run_id", run_id)
-    slots = slots.sort_values(["tid", "domain", "slot"], kind="stable").reset_index(drop=True)
 
     turns = _attach_counts(turns, slots)
     ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
@@ -121,28 +142,35 @@ def _ontology(run: Run, conv: Convention, gold: pd.DataFrame) -> pd.DataFrame:
         named = normalise_states(listed, conv, side="gold")
         pairs = sorted(set(zip(named["domain"], named["slot"], strict=True)))
     else:
-        pairs = sorted(set(zip(gold["domain"], gold["slot"], strict=True)))
+        observed = gold[["domain", "slot"]].drop_duplicates()
+        pairs = sorted(zip(observed["domain"], observed["slot"], strict=True))
     return pd.DataFrame(pairs, columns=["domain", "slot"], dtype="str")
+
+
+def _split_pairs(uniques: pd.Index) -> tuple[np.ndarray, np.ndarray]:
+    parts = [str(name).split(SEP, 1) for name in uniques]
+    return (
+        np.array([p[0] for p in parts], dtype=object),
+        np.array([p[1] for p in parts], dtype=object),
+    )
 
 
 def _merge_duplicates(states: pd.DataFrame) -> pd.DataFrame:
     """A triple list may name one slot twice: keep both values as one set-literal `a|b`."""
-    dup = states.duplicated(SLOT_KEY, keep=False)
+    dup = states.duplicated("_key", keep=False)
     if not dup.any():
         return states
     merged = (
         states[dup]
-        .groupby(SLOT_KEY, sort=False)
+        .groupby("_key", sort=False)
         .agg(
-            dialogue_id=("dialogue_id", "first"),
-            turn_index=("turn_index", "first"),
             value=("value", lambda v: "|".join(sorted(set(v)))),
             display=("display", lambda v: "|".join(sorted(set(v)))),
             alternatives=("alternatives", "first"),
         )
         .reset_index()
     )
-    return pd.concat([states[~dup], merged], ignore_index=True)
+    return pd.concat([states.loc[~dup, merged.columns], merged], ignore_index=True)
 
 
 def _outcomes(slots: pd.DataFrame, conv: Convention) -> pd.Categorical:
@@ -170,34 +198,32 @@ def _outcomes(slots: pd.DataFrame, conv: Convention) -> pd.Categorical:
 def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
     """TRADE's compute_acc finds a wrong value's slot by `rsplit('-', 1)` of the whole triple string,
     so a wrong value whose gold or predicted value holds a hyphen is charged twice. Reproduced."""
-    wrong = (slots["outcome"] == "wrong_value").to_numpy()
-    if not wrong.any():
-        return np.zeros(len(slots), dtype="int64")
-    gold_key = slots["gold_value"].str.rpartition("-")[0]
-    pred_key = slots["pred_value"].str.rpartition("-")[0]
-    differ = (gold_key != pred_key).fillna(False).to_numpy(dtype=bool)
-    return (wrong & differ).astype("int64")
+    extra = np.zeros(len(slots), dtype="int64")
+    wrong = np.flatnonzero((slots["outcome"] == "wrong_value").to_numpy())
+    if len(wrong):
+        gold = slots["gold_value"].to_numpy()[wrong]
+        pred = slots["pred_value"].to_numpy()[wrong]
+        extra[wrong] = [g.rpartition("-")[0] != p.rpartition("-")[0] for g, p in zip(gold, pred, strict=True)]
+    return extra
 
 
 def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
-    outcome = slots["outcome"]
-    flags = pd.DataFrame(
-        {
-            "tid": slots["tid"].to_numpy(),
-            "n_gold": slots["gold_value"].notna().to_numpy(),
-            "n_pred": slots["pred_value"].notna().to_numpy(),
-            "n_correct": (outcome == "correct").to_numpy(),
-            "n_wrong": (outcome == "wrong_value").to_numpy(),
-            "n_missed": (outcome == "missed").to_numpy(),
-            "n_spurious": (outcome == "spurious").to_numpy(),
-            "n_err_ontology": ((outcome != "correct") & slots["in_ontology"]).to_numpy(),
-            "n_trade_extra": slots["trade_extra"].to_numpy(),
-        }
-    )
-    counts = flags.groupby("tid", sort=True).sum().astype("int64")
+    outcome = slots["outcome"].cat.codes.to_numpy()  # OUTCOMES order: correct, wrong, missed, spurious
+    tid = slots["tid"].to_numpy()
+    n = len(turns)
+    flags = {
+        "n_gold": slots["gold_value"].notna().to_numpy(),
+        "n_pred": slots["pred_value"].notna().to_numpy(),
+        "n_correct": outcome == 0,
+        "n_wrong": outcome == 1,
+        "n_missed": outcome == 2,
+        "n_spurious": outcome == 3,
+        "n_err_ontology": (outcome != 0) & slots["in_ontology"].to_numpy(),
+    }
     turns = turns.drop(columns=[c for c in COUNT_COLUMNS if c in turns.columns])
-    turns = turns.merge(counts, left_on="tid", right_index=True, how="left")
-    turns[COUNT_COLUMNS] = turns[COUNT_COLUMNS].fillna(0).astype("int64")
+    for name, flag in flags.items():
+        turns[name] = np.bincount(tid, weights=flag, minlength=n).astype("int64")
+    turns["n_trade_extra"] = np.bincount(tid, weights=slots["trade_extra"].to_numpy(), minlength=n).astype("int64")
     turns["joint_correct"] = (turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]) == 0
     return turns
 

@@ -1,0 +1,459 @@
+"""Statistics over scored runs: dialogue-level (cluster) bootstrap intervals, paired tests, seed summaries.
+
+Turns of one dialogue are correlated, so every interval here resamples **dialogues** (METRICS.md,
+"Statistics"). Each metric is first broken into per-turn numerators and denominators taken from the
+`analysis.metrics` functions themselves (called with `by=` the turn key, so no metric is implemented
+twice), summed per dialogue, and then every resample is one row of a (resamples x dialogues) matrix of
+dialogue counts: a resampled metric is a ratio of weighted sums, one matrix product for all resamples.
+
+* JGA, final-turn JGA, seed slot F1, joint F1, TRADE slot accuracy and AGA are means over turns:
+  numerator the per-turn score, denominator 1 per turn that counts.
+* Micro slot F1 / precision / recall: numerators 2tp / tp / tp, denominators 2tp+fp+fn / tp+fp / tp+fn.
+* Slot accuracy: numerator the correct cells, denominator the cells (ontology slots) per turn.
+
+Intervals are percentile intervals of the resampled estimates; the point estimate is the metrics
+module's own value. Dialogues are identified case-insensitively (`analysis.loading.dialogue_key`), so
+runs over the same dialogues (and the runs of one combination) share the resampled dialogues.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import metrics as M
+from analysis.diagnostics import agreement
+from analysis.loading import dialogue_key
+from analysis.scoring import Scored
+
+TURN_KEY = ["run_id", "dialogue_id", "turn_index"]
+METHOD = "cluster bootstrap over dialogues, percentile interval"
+PAIRED_METHOD = "paired cluster bootstrap over shared dialogues; p = 2 x min(share of resampled deltas <= 0, share >= 0), capped at 1"
+_TIE = 1e-12  # resampled deltas within this of 0 are ties (float noise of summing in another order)
+
+# Metrics that are a mean over turns: key -> (metric function, its column in a grouped result).
+_MEAN_OVER_TURNS: dict[str, tuple[Callable[..., Any], str]] = {
+    "jga": (M.joint_goal_accuracy, "jga"),
+    "final_turn_jga": (M.final_turn_jga, "final_turn_jga"),
+    "slot_f1_seed": (M.slot_f1_seed, "slot_f1_seed"),
+    "slot_f1_domain_slot": (M.slot_f1_domain_slot, "slot_f1_domain_slot"),
+    "joint_f1_trade": (M.joint_f1_trade, "joint_f1_trade"),
+    "slot_accuracy_trade": (M.slot_accuracy_trade, "slot_accuracy_trade"),
+    "aga": (M.average_goal_accuracy, "aga"),
+}
+_MICRO = {"slot_f1_micro": "f1", "slot_precision": "precision", "slot_recall": "recall"}
+METRICS = (*_MEAN_OVER_TURNS, *_MICRO, "slot_accuracy")
+
+
+@dataclass(frozen=True)
+class _Stats:
+    """Per-group, per-dialogue sufficient statistics of one metric."""
+
+    labels: pd.DataFrame  # one row per group, the `by` columns (no columns without `by`)
+    num: np.ndarray  # (groups, dialogues)
+    den: np.ndarray  # (groups, dialogues)
+    rows: np.ndarray  # (groups, dialogues): counted turns (turn-group rows) per dialogue
+
+
+def _check(metric: str, n_resamples: int, level: float) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"metric has to be one of {', '.join(METRICS)}, got {metric!r}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples has to be a positive number of resamples, got {n_resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level has to be strictly between 0 and 1 (0.95 is a 95% interval), got {level}")
+
+
+def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """Per turn (and slot-level group): the turn key and `keys` columns, numerator, denominator."""
+    full = list(dict.fromkeys([*TURN_KEY, *keys]))
+    if metric in _MEAN_OVER_TURNS:
+        fn, column = _MEAN_OVER_TURNS[metric]
+        per = fn(scored, by=full)
+        assert isinstance(per, pd.DataFrame)
+        den = per["n_turns"].to_numpy(dtype=float)  # turns with a defined score (a mean skips NaN)
+        value = per[column].to_numpy(dtype=float)
+    elif metric in _MICRO:
+        per = M.slot_prf_micro(scored, by=full)
+        assert isinstance(per, pd.DataFrame)
+        tp, fp, fn_ = (per[c].to_numpy(dtype=float) for c in ("tp", "fp", "fn"))
+        num = {"f1": 2 * tp, "precision": tp, "recall": tp}[_MICRO[metric]]
+        den = {"f1": 2 * tp + fp + fn_, "precision": tp + fp, "recall": tp + fn_}[_MICRO[metric]]
+        return per, num, den
+    else:  # slot_accuracy: a ratio of cells, so weight each turn's accuracy by its number of cells
+        per = M.slot_accuracy(scored, by=full)
+        assert isinstance(per, pd.DataFrame)
+        den = _slot_accuracy_cells(scored, per, keys)
+        value = per["slot_accuracy"].to_numpy(dtype=float)
+    with np.errstate(invalid="ignore"):
+        num = np.where(den > 0, value * den, 0.0)
+    return per, num, np.nan_to_num(den)
+
+
+def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """The number of ontology cells behind each per-turn slot accuracy (the metric's denominator)."""
+    slot_keys = [k for k in keys if k in M.SLOT_LEVEL]
+    sizes = M._ontology_size(scored, slot_keys)
+    assert isinstance(sizes, pd.DataFrame)
+    cells = per[["run_id", *slot_keys]].merge(sizes, on=["run_id", *slot_keys], how="left")["n_ontology"]
+    cells_arr = cells.to_numpy(dtype=float)
+    if not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns:
+        # DSTC9: a turn counts the slots its gold lists, as `metrics.slot_accuracy` does.
+        listed = per[TURN_KEY].merge(scored.turns[[*TURN_KEY, "n_listed"]], on=TURN_KEY, how="left")["n_listed"]
+        listed_arr = listed.fillna(0).to_numpy(dtype=float)
+        cells_arr = np.where(listed_arr > 0, listed_arr, cells_arr)
+    return cells_arr
+
+
+def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) -> _Stats:
+    per, num, den = _turn_parts(scored, metric, keys)
+    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
+    keep = d >= 0  # rows of dialogues outside `dialogues` (unpaired ones) do not count
+    per, num, den, d = per[keep], num[keep], den[keep], d[keep]
+    if keys:
+        grouped = per.groupby(keys, sort=True, observed=True, dropna=False)
+        g = grouped.ngroup().to_numpy()
+        labels = grouped.size().reset_index()[keys]
+    else:
+        g = np.zeros(len(per), dtype="int64")
+        labels = pd.DataFrame(index=range(1))
+    n_groups, n_dialogues = len(labels), len(dialogues)
+    flat = g * n_dialogues + d
+    size = n_groups * n_dialogues
+
+    def total(weights: np.ndarray | None) -> np.ndarray:
+        return np.bincount(flat, weights=weights, minlength=size).astype(float).reshape(n_groups, n_dialogues)
+
+    return _Stats(labels.reset_index(drop=True), total(num), total(den), total(None))
+
+
+def _dialogues(scored: Scored) -> pd.Index:
+    return pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique())
+
+
+def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
+    """(n_resamples, n_dialogues) counts: how often each dialogue is drawn in each resample.
+
+    Every row sums to `n_dialogues` (a multinomial draw, drawn as indices with replacement).
+
+    >>> resample_counts(3, n_resamples=2, seed=0).sum(axis=1).tolist()
+    [3.0, 3.0]
+    """
+    rng = np.random.default_rng(seed)
+    if n_dialogues == 0:
+        return np.zeros((n_resamples, 0))
+    drawn = rng.integers(0, n_dialogues, size=(n_resamples, n_dialogues))
+    drawn += (np.arange(n_resamples) * n_dialogues)[:, None]
+    counts = np.bincount(drawn.ravel(), minlength=n_resamples * n_dialogues)
+    return counts.reshape(n_resamples, n_dialogues).astype(float)
+
+
+def _ratio(weights: np.ndarray, stats: _Stats) -> np.ndarray:
+    """(n_resamples, groups) resampled estimates; NaN where a resample has no denominator."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (weights @ stats.num.T) / (weights @ stats.den.T)
+
+
+def _percentiles(samples: np.ndarray, level: float) -> tuple[np.ndarray, np.ndarray]:
+    alpha = (1 - level) / 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # an all-NaN group (empty slice) gives NaN
+        low, high = np.nanquantile(samples, [alpha, 1 - alpha], axis=0)
+    return low, high
+
+
+def _point(scored: Scored, metric: str, keys: list[str]) -> float | pd.DataFrame:
+    """The metrics module's own value (float) or frame with `keys` and `estimate`."""
+    by = keys or None
+    if metric in _MICRO:
+        result = M.slot_prf_micro(scored, by=by)
+        column = _MICRO[metric]
+        if isinstance(result, dict):
+            return float(result[column])
+        return result[[*keys, column]].rename(columns={column: "estimate"})
+    fn, column = _MEAN_OVER_TURNS.get(metric, (M.slot_accuracy, "slot_accuracy"))
+    value = fn(scored, by=by)
+    if isinstance(value, pd.DataFrame):
+        return value[[*keys, column]].rename(columns={column: "estimate"})
+    return float(value)
+
+
+def _with_points(labels: pd.DataFrame, point: float | pd.DataFrame, keys: list[str]) -> np.ndarray:
+    if not keys:
+        assert not isinstance(point, pd.DataFrame)
+        return np.array([point])
+    assert isinstance(point, pd.DataFrame)
+    return labels.merge(point, on=keys, how="left")["estimate"].to_numpy(dtype=float)
+
+
+def bootstrap_ci(
+    scored: Scored,
+    metric: str = "jga",
+    *,
+    by: M.By = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any] | pd.DataFrame:
+    """Cluster-bootstrap percentile interval of a metric, resampling dialogues.
+
+    `metric` is one of `METRICS`: the keys of `analysis.suite.headline_metrics` (`jga`, `slot_f1_micro`,
+    `slot_precision`, `slot_recall`, `slot_f1_seed`, `slot_accuracy`, `aga`, ...). Without `by`: a dict with `estimate` (exactly the
+    metrics module's value), `low`, `high`, `n_dialogues`, `n_turns`, `n_resamples`, `level`, `seed`,
+    `method`. With `by` (e.g. `"domain"` for per-domain JGA, `"turn_index"` for JGA by turn depth,
+    `"run_id"` for the runs of a combination): one row per group with the same fields, all groups
+    resampled with the same dialogues. An empty slice gives NaN. `n_turns` counts the turns (per group:
+    turn-group rows) the metric averages over.
+
+    >>> from analysis.testing import scored_from_states
+    >>> s = scored_from_states({"a": [{}, {"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}, {}], "b": [{}]})
+    >>> ci = bootstrap_ci(s, "jga", n_resamples=200)
+    >>> round(ci["estimate"], 4), ci["n_dialogues"], ci["low"] <= ci["estimate"] <= ci["high"]
+    (0.6667, 2, True)
+    """
+    _check(metric, n_resamples, level)
+    keys = M._by_list(by)
+    dialogues = _dialogues(scored)
+    stats = _stats(scored, metric, keys, dialogues)
+    point = _with_points(stats.labels, _point(scored, metric, keys), keys)
+    samples = _ratio(resample_counts(len(dialogues), n_resamples=n_resamples, seed=seed), stats)
+    low, high = _percentiles(samples, level)
+    out = stats.labels.assign(
+        metric=metric,
+        estimate=point,
+        low=low,
+        high=high,
+        n_dialogues=(stats.rows > 0).sum(axis=1),
+        n_turns=stats.rows.sum(axis=1).astype("int64"),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=METHOD,
+    )
+    if keys:
+        return out
+    record = out.iloc[0].to_dict()
+    return {
+        "metric": metric,
+        "estimate": float(record["estimate"]),
+        "low": float(record["low"]),
+        "high": float(record["high"]),
+        "n_dialogues": len(dialogues),
+        "n_turns": int(record["n_turns"]),
+        "n_resamples": n_resamples,
+        "level": level,
+        "seed": seed,
+        "method": METHOD,
+    }
+
+
+def _restrict(scored: Scored, dialogues: pd.Index) -> Scored:
+    """The scored tables of the given dialogues only (unchanged when every dialogue is kept)."""
+    keep = dialogue_key(scored.turns["dialogue_id"]).isin(dialogues)
+    if keep.all():
+        return scored
+    turns = scored.turns[keep.to_numpy()]
+    slots = scored.slots[scored.slots["tid"].isin(turns["tid"])]
+    return Scored(scored.convention, scored.metas, turns, slots, scored.ontology, scored.alignment)
+
+
+def _aligned(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> _Stats:
+    if not keys:
+        return stats
+    where = pd.MultiIndex.from_frame(labels[keys]).get_indexer(pd.MultiIndex.from_frame(stats.labels[keys]))
+    shape = (len(labels), stats.num.shape[1])
+    arrays = []
+    for part in (stats.num, stats.den, stats.rows):
+        full = np.zeros(shape)
+        full[where] = part
+        arrays.append(full)
+    return _Stats(labels, *arrays)
+
+
+def paired_bootstrap(
+    a: Scored,
+    b: Scored,
+    metric: str = "jga",
+    *,
+    by: M.By = None,
+    n_resamples: int = 1000,
+    level: float = 0.95,
+    seed: int = 0,
+) -> dict[str, Any] | pd.DataFrame:
+    """Paired bootstrap of `b - a` over the dialogues both runs hold (paired case-insensitively).
+
+    Both runs are resampled with the same dialogue counts. Returns `estimate_a`, `estimate_b` (the
+    metrics module's values on the shared dialogues), `delta` (b - a), its percentile interval `low`,
+    `high`, a two-sided `p_value` (twice the smaller share of resampled deltas on either side of 0,
+    ties counting on both sides, capped at 1: identical runs give exactly 1) and `win_ratio` (the share
+    of resamples where b beats a, ties counted half), plus the dialogue counts. With `by` (turn or
+    slot-level columns other than `run_id`): one row per group.
+
+    >>> from analysis.testing import scored_from_states
+    >>> s = scored_from_states({"a": [{"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}], "b": [{}]})
+    >>> paired_bootstrap(s, s, n_resamples=100)["p_value"]
+    1.0
+    """
+    _check(metric, n_resamples, level)
+    keys = M._by_list(by)
+    if "run_id" in keys:
+        raise ValueError("paired_bootstrap pairs two runs: by= takes turn or slot columns other than run_id")
+    dialogues_a, dialogues_b = _dialogues(a), _dialogues(b)
+    shared = dialogues_a.intersection(dialogues_b, sort=False)
+    a_shared, b_shared = _restrict(a, shared), _restrict(b, shared)
+    stats_a = _stats(a_shared, metric, keys, shared)
+    stats_b = _stats(b_shared, metric, keys, shared)
+    labels = stats_a.labels
+    if keys:
+        labels = (
+            pd.concat([stats_a.labels, stats_b.labels], ignore_index=True)
+            .drop_duplicates()
+            .sort_values(keys)
+            .reset_index(drop=True)
+        )
+        stats_a, stats_b = _aligned(stats_a, labels, keys), _aligned(stats_b, labels, keys)
+    point_a = _with_points(labels, _point(a_shared, metric, keys), keys)
+    point_b = _with_points(labels, _point(b_shared, metric, keys), keys)
+    weights = resample_counts(len(shared), n_resamples=n_resamples, seed=seed)
+    delta = _ratio(weights, stats_b) - _ratio(weights, stats_a)
+    low, high = _percentiles(delta, level)
+    valid = (~np.isnan(delta)).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        at_most = (delta <= _TIE).sum(axis=0) / valid
+        at_least = (delta >= -_TIE).sum(axis=0) / valid
+        ties = (np.abs(delta) <= _TIE).sum(axis=0) / valid
+        wins = (delta > _TIE).sum(axis=0) / valid
+    out = labels.assign(
+        metric=metric,
+        estimate_a=point_a,
+        estimate_b=point_b,
+        delta=point_b - point_a,
+        low=low,
+        high=high,
+        p_value=np.minimum(1.0, 2 * np.minimum(at_most, at_least)),
+        win_ratio=wins + ties / 2,
+        n_dialogues=len(shared),
+        only_in_a=len(dialogues_a) - len(shared),
+        only_in_b=len(dialogues_b) - len(shared),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=PAIRED_METHOD,
+    )
+    if keys:
+        return out
+    record = out.iloc[0].to_dict()
+    floats = ("estimate_a", "estimate_b", "delta", "low", "high", "p_value", "win_ratio")
+    ints = ("n_dialogues", "only_in_a", "only_in_b")
+    return {
+        "metric": metric,
+        **{k: float(record[k]) for k in floats},
+        **{k: int(record[k]) for k in ints},
+        "n_resamples": n_resamples,
+        "level": level,
+        "seed": seed,
+        "method": PAIRED_METHOD,
+    }
+
+
+def binomial_two_sided_p(k: int, n: int) -> float:
+    """Exact two-sided p-value of `k` successes in `n` fair coin flips: 2 P(X <= min(k, n-k)), capped at 1.
+
+    Summed in log space, so it stays finite for tens of thousands of flips.
+
+    >>> binomial_two_sided_p(0, 5)
+    0.0625
+    >>> binomial_two_sided_p(3, 6)
+    1.0
+    """
+    if n == 0:
+        return 1.0
+    k = min(k, n - k)
+    j = np.arange(1, k + 1, dtype=float)
+    log_comb = np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))])  # log C(n, 0..k)
+    log_terms = log_comb - n * math.log(2)
+    peak = float(log_terms.max())
+    tail = math.exp(peak) * float(np.exp(log_terms - peak).sum())
+    return min(1.0, 2 * tail)
+
+
+def mcnemar(a: Scored, b: Scored) -> dict[str, Any]:
+    """McNemar's test on turn-level joint correctness of two runs over the same turns.
+
+    Turns pair on (dialogue key, turn index). `b10`: a correct and b wrong; `b01`: a wrong and b
+    correct. `p_value` is the exact two-sided binomial test on the discordant turns (the one to report);
+    `chi2`/`p_value_chi2` the continuity-corrected chi-square approximation (fine when b01 + b10 is large).
+    No discordant turn (e.g. identical runs) gives p = 1.
+    """
+    paired, counts = agreement(a, b)
+    cells = paired["agreement"].value_counts()
+    b10, b01 = int(cells["only_a"]), int(cells["only_b"])
+    n = b01 + b10
+    chi2 = max(abs(b01 - b10) - 1, 0) ** 2 / n if n else 0.0
+    return {
+        "b01": b01,
+        "b10": b10,
+        "both_correct": int(cells["both_correct"]),
+        "both_wrong": int(cells["both_wrong"]),
+        "n_paired_turns": counts["paired_turns"],
+        "only_in_a": counts["only_in_a"],
+        "only_in_b": counts["only_in_b"],
+        "p_value": binomial_two_sided_p(b01, n),
+        "chi2": float(chi2),
+        "p_value_chi2": math.erfc(math.sqrt(chi2 / 2)),
+        "method": "McNemar: exact two-sided binomial on discordant turns; chi-square with continuity correction",
+    }
+
+
+def seed_summary(values: Sequence[float] | Iterable[float]) -> dict[str, Any]:
+    """Mean and sample standard deviation (ddof=1) of one metric over seeds; std is NaN for one seed.
+
+    >>> round(seed_summary([0.5, 0.6, 0.7])["std"], 4)
+    0.1
+    >>> seed_summary([0.5])["std"]
+    nan
+    """
+    per_seed = [float(v) for v in values]
+    arr = np.asarray(per_seed, dtype=float)
+    mean = float(arr.mean()) if len(arr) else float("nan")
+    std = float(arr.std(ddof=1)) if len(arr) > 1 else float("nan")
+    return {"mean": mean, "std": std, "n": len(arr), "per_seed": per_seed}
+
+
+RUN_COLUMNS = ("run_id", "system", "dataset", "language", "split", "history", "convention", "seed")
+SEED_GROUP = ("system", "dataset", "language", "split", "history")
+
+
+def headline_by_run(scored: Scored) -> pd.DataFrame:
+    """One row per run of a combination: its metadata (`RUN_COLUMNS`) and every headline metric."""
+    from analysis.suite import headline_metrics
+
+    rows = []
+    for meta in scored.metas:
+        described = {c: getattr(meta, c) for c in RUN_COLUMNS}
+        rows.append({**described, **headline_metrics(scored.run(meta.run_id))})
+    return pd.DataFrame(rows)
+
+
+def over_seeds(
+    per_run: pd.DataFrame, *, group_by: Sequence[str] = SEED_GROUP, metrics: Sequence[str] | None = None
+) -> pd.DataFrame:
+    """Mean ± sample std of each metric over runs that share `group_by` (same system, different seeds).
+
+    `per_run` has one row per run (e.g. `headline_by_run`); `metrics` default to its float columns
+    outside `RUN_COLUMNS`. Returns one row per group and metric with `mean`, `std` (NaN for one seed),
+    `n_seeds`, `min`, `max`.
+    """
+    keys = list(group_by)
+    if metrics is None:
+        metrics = [c for c in per_run.columns if c not in RUN_COLUMNS and pd.api.types.is_float_dtype(per_run[c])]
+    long = per_run.melt(id_vars=keys, value_vars=list(metrics), var_name="metric", value_name="value")
+    grouped = long.groupby([*keys, "metric"], sort=False, dropna=False)["value"]
+    out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1), n_seeds="count", min="min", max="max")
+    return out.reset_index()
