@@ -126,8 +126,9 @@ CONVENTIONS: dict[str, Convention] = {
             "trade",
             "TRADE (Wu et al. 2019): states as sets of domain-slot-value strings compared literally, "
             "dontcare kept, a literal `none` value compared like any other (TRADE omits none slots "
-            "before writing); slot accuracy is compute_acc over the fixed 30 slots.",
-            empty_values=frozenset({""}),
+            "before writing); raw MultiWOZ `not mentioned` is empty, as TRADE's preprocessing makes it; "
+            "slot accuracy is compute_acc over the fixed 30 slots.",
+            empty_values=frozenset({"", "not mentioned"}),
             lower_names=True,
             slot_aliases=MULTIWOZ_SLOT_ALIASES,
             ontology="multiwoz30",
@@ -218,19 +219,26 @@ def _alternatives(value: str, convention: Convention) -> list[str]:
 
 
 def _canonical(value: str, convention: Convention, side: str) -> tuple[str, str | None]:
-    """(value used for comparison, `|`-joined alternatives when gold accepts any of several)."""
-    if "|" in value and convention.multi_value != "literal":
-        alts = _alternatives(value, convention)
-        if not alts:
-            return "", None
-        if convention.multi_value == "first":
-            return alts[0], None
-        if convention.multi_value == "set":
-            return "|".join(sorted(set(alts))), None
-        if side == "gold" and len(alts) > 1:
-            return alts[0], "|".join(alts)
+    """(value used for comparison, `|`-joined alternatives when gold accepts any of several).
+
+    `any` and `first` are rules about *gold* values; a prediction holding `a|b` is one literal value
+    (a tracker that hedges does not get the benefit of the doubt). `set` applies to both sides.
+    """
+    if value.strip().lower() in convention.empty_values:
+        return "", None  # an empty marker is empty before any normaliser step rewrites it
+    if "|" not in value or convention.multi_value == "literal":
+        return normalise_value(value, convention), None
+    alts = _alternatives(value, convention)
+    if not alts:
+        return "", None
+    if convention.multi_value == "set":
+        return "|".join(sorted(set(alts))), None
+    if side == "pred":
+        # A hedging prediction `a|b` is one value: it matches only a gold with exactly these alternatives.
+        return "|".join(alts), None
+    if convention.multi_value == "first":
         return alts[0], None
-    return normalise_value(value, convention), None
+    return alts[0], ("|".join(alts) if len(alts) > 1 else None)
 
 
 def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str) -> pd.DataFrame:

@@ -8,7 +8,6 @@ import pandas as pd
 
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
-from analysis.formats.specs import FORMATS_BY_NAME
 from analysis.model import STATE_COLUMNS, AlignmentReport, Run, RunMeta
 
 EXAMPLES = 5
@@ -49,15 +48,11 @@ def load_run(
             gold_states, pred_states, listed = pred_file.gold, pred_file.pred, pred_file.listed_slots
             report = _self_report(turns)
             turns = turns.assign(pred_missing=False)
+        elif pred_file.pred is not None:
+            raise InputError(
+                str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)"
+            )
         else:
-            spec = FORMATS_BY_NAME[pred_file.fmt]
-            if spec.sides == "pred":
-                raise InputError(
-                    str(pred),
-                    pred_file.fmt,
-                    "this file holds predictions only: pass the gold file too (--gold)",
-                )
-            # A gold-shaped file given as predictions: its states are the predictions (self-scoring).
             raise InputError(
                 str(pred),
                 pred_file.fmt,

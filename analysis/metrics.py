@@ -60,19 +60,32 @@ def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
     )
     facts = flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
-    facts = facts.merge(scored.turns[["tid", "run_id", *[k for k in turn_keys if k != "run_id"]]], on="tid")
+    facts = facts.merge(scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))], on="tid")
     facts["joint_correct"] = (facts["n_wrong"] + facts["n_missed"] + facts["n_spurious"]) == 0
     return facts
 
 
-def _aggregate(facts: pd.DataFrame, value: pd.Series, keys: list[str], name: str) -> float | pd.DataFrame:
-    frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)}) if keys else None
+def _aggregate(
+    facts: pd.DataFrame, value: pd.Series, keys: list[str], name: str, *, universe: pd.DataFrame | None = None
+) -> float | pd.DataFrame:
+    """Mean of `value` per group of `keys`; groups of `universe` with no rows get NaN and n_turns 0."""
     if not keys:
         return float(value.mean()) if len(value) else float("nan")
-    assert frame is not None
+    frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)})
     grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)[name]
-    out = grouped.agg(["mean", "count"]).reset_index()
-    return out.rename(columns={"mean": name, "count": "n_turns"})
+    out = grouped.agg(["mean", "count"]).reset_index().rename(columns={"mean": name, "count": "n_turns"})
+    if universe is not None:
+        out = universe[keys].drop_duplicates().merge(out, on=keys, how="left")
+        out["n_turns"] = out["n_turns"].fillna(0).astype("int64")
+        out = out.sort_values(keys, kind="stable").reset_index(drop=True)
+    return out
+
+
+def _universe(scored: Scored, keys: list[str]) -> pd.DataFrame | None:
+    """Every group a turn-level `by` can take, so that an empty slice shows as NaN, not as a gap."""
+    if not keys or any(k in SLOT_LEVEL for k in keys):
+        return None
+    return scored.turns[keys]
 
 
 def joint_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
@@ -99,7 +112,7 @@ def final_turn_jga(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     facts = turn_facts(scored, by=keys)
     facts = facts.merge(scored.turns[["tid", "is_final"]], on="tid") if "is_final" not in facts else facts
     final = facts[facts["is_final"]]
-    return _aggregate(final, final["joint_correct"], keys, "final_turn_jga")
+    return _aggregate(final, final["joint_correct"], keys, "final_turn_jga", universe=_universe(scored, keys))
 
 
 def jga_by_turn_depth(scored: Scored, *, by: By = None) -> pd.DataFrame:
@@ -224,12 +237,12 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
     groups, inverse = np.unique(turn_group, return_inverse=True)
     score = np.bincount(inverse, weights=f1) / np.bincount(inverse)
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
-    turn_cols = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys])]]
+    turn_cols = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))]
     if slot_keys:
         facts = pd.DataFrame({"tid": groups // n_s, name: score})
-        facts = pd.concat(
-            [facts, s_values.iloc[groups % n_s].reset_index(drop=True)], axis=1
-        ).merge(turn_cols, on="tid")
+        facts = pd.concat([facts, s_values.iloc[groups % n_s].reset_index(drop=True)], axis=1).merge(
+            turn_cols, on="tid"
+        )
     else:
         # The recipe's rule: a turn with empty gold scores 0 (groups are turn ids here).
         per_turn = pd.Series(score, index=groups // n_s)
@@ -274,11 +287,13 @@ def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
     per_turn_listing = not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns
     extra = ["n_listed"] if per_turn_listing else []
-    turns = scored.turns[["tid", *dict.fromkeys(["run_id", *turn_keys, *extra])]]
+    turns = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys, *extra]))]
     errors = scored.slots.loc[(scored.slots["outcome"] != "correct") & scored.slots["in_ontology"], ["tid", *slot_keys]]
     n_ontology = _ontology_size(scored, keys)
     assert isinstance(n_ontology, pd.DataFrame)
-    cells = turns.merge(n_ontology, on="run_id")  # one row per turn (and slot-level group)
+    # One row per turn (and slot-level group); a run with an empty ontology has 0 cells -> NaN.
+    cells = turns.merge(n_ontology, on="run_id", how="left")
+    cells["n_ontology"] = cells["n_ontology"].fillna(0)
     if per_turn_listing:
         # DSTC9: every slot the gold file lists for that turn counts, so the denominator is per turn.
         listed = cells["n_listed"].fillna(0).to_numpy()
@@ -306,7 +321,8 @@ def slot_accuracy_trade(scored: Scored, *, by: By = None) -> float | pd.DataFram
     facts = turn_facts(scored, by=keys)
     sizes = _ontology_size(scored, [])
     assert isinstance(sizes, pd.DataFrame)
-    n = facts[["run_id"]].merge(sizes, on="run_id", how="left")["n_ontology"].to_numpy(dtype=float)
+    n = np.array(facts[["run_id"]].merge(sizes, on="run_id", how="left")["n_ontology"], dtype=float)
+    n[n == 0] = np.nan
     errors = facts["n_missed"] + facts["n_wrong"] + facts["n_spurious"] + facts["n_trade_extra"]
     return _aggregate(facts, (1 - errors / n), keys, "slot_accuracy_trade")
 
@@ -316,4 +332,4 @@ def average_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFr
     keys = _by_list(by)
     facts = turn_facts(scored, by=keys)
     facts = facts[facts["n_gold"] > 0]
-    return _aggregate(facts, facts["n_correct"] / facts["n_gold"], keys, "aga")
+    return _aggregate(facts, facts["n_correct"] / facts["n_gold"], keys, "aga", universe=_universe(scored, keys))

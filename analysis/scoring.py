@@ -183,7 +183,7 @@ def _outcomes(slots: pd.DataFrame, conv: Convention) -> pd.Categorical:
         idx = np.flatnonzero(alts)
         choices = slots["gold_alternatives"].to_numpy()[idx]
         preds = slots["pred_value"].to_numpy()[idx]
-        match[idx] = [p in c.split("|") for p, c in zip(preds, choices, strict=True)]
+        match[idx] = [p == c or p in c.split("|") for p, c in zip(preds, choices, strict=True)]
     if conv.matching == "fuzzy":
         rest = np.flatnonzero(both & ~match)
         if len(rest):

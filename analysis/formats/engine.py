@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pandas as pd
 
 from analysis.errors import InputError
-from analysis.formats.states import StateProblem, Triple
+from analysis.formats.states import MAX_VALUE_CHARS, StateProblem, Triple
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 MAX_TURNS_PER_DIALOGUE = 10_000
@@ -55,6 +56,7 @@ class Collector:
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
         self.listed_per_turn: dict[tuple[str, int], int] = {}
         self.saw_empty_gold = False
+        self.sides_seen: set[str] = set()
         self.dialogue_id: str | None = None
         self.turn: int | str | None = None
 
@@ -94,9 +96,18 @@ class Collector:
         """Record one turn's state; empty values are dropped here but remembered as listed slots."""
         self.at(dialogue_id, turn_index)
         rows = self.state_rows[side]
+        self.sides_seen.add(side)
+        # Flatteners are partials of (state, field, ...): name that field in messages raised here.
+        where = triples.args[1] if isinstance(triples, partial) and len(triples.args) > 1 else side
         listed = 0
         try:
             for domain, slot, relation, value in triples():
+                if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
+                    raise StateProblem(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", where)
+                if len(value) > MAX_VALUE_CHARS:
+                    raise StateProblem(
+                        f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where
+                    )
                 if side == "gold":
                     self.listed.add((domain, slot))
                     listed += 1
@@ -125,6 +136,8 @@ class Collector:
             turns["n_listed"] = [self.listed_per_turn.get(k, 0) for k in keys]
         tables: dict[str, pd.DataFrame | None] = {"gold": None, "pred": None}
         for side, rows in self.state_rows.items():
+            if side not in self.sides_seen:
+                continue  # a format that can carry both sides, used for one (e.g. predictions-only JSONL)
             table = pd.DataFrame(rows, columns=STATE_COLUMNS)
             table["turn_index"] = table["turn_index"].astype("int64")
             tables[side] = table
@@ -142,11 +155,19 @@ class Collector:
 def expect(collector: Collector, value: Any, kind: type | tuple[type, ...], what: str, field: str | None = None) -> Any:
     """Type check at the boundary with a message naming what was expected and what came."""
     if not isinstance(value, kind):
-        names = {dict: "an object", list: "an array", str: "a string", int: "an integer"}
+        names = {dict: "an object", list: "an array", str: "a string", int: "an integer", type(None): "null"}
         kinds = kind if isinstance(kind, tuple) else (kind,)
         wanted = " or ".join(names.get(k, k.__name__) for k in kinds)
-        got = {dict: "object", list: "array", str: "string", type(None): "null", bool: "boolean"}.get(
-            type(value), type(value).__name__
-        )
-        raise collector.error(f"{what} must be {wanted}, got a JSON {got}", field)
+        raise collector.error(f"{what} must be {wanted}, got {json_type_name(value)}", field)
     return value
+
+
+def json_type_name(value: Any) -> str:
+    """`a JSON object`, `a JSON number`, ... for messages about wrong types."""
+    if value is None:
+        return "JSON null"
+    if isinstance(value, bool):
+        return "a JSON boolean"
+    kind = {dict: "object", list: "array", str: "string", int: "number", float: "number"}.get(type(value), "value")
+    article = "an" if kind[0] in "aeiou" else "a"
+    return f"{article} JSON {kind}"

@@ -64,9 +64,11 @@ def decode_text(data: bytes, name: str, fmt: str | None) -> str:
 
 
 def _json_error(name: str, fmt: str | None, text: str, exc: json.JSONDecodeError) -> InputError:
-    truncated = exc.pos >= len(text.rstrip()) - 1
+    # An unterminated string or a value cut at the very end means the text stopped early.
+    truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
     what = "truncated JSON" if truncated else "malformed JSON"
-    return InputError(name, fmt, f"{what}: {exc.msg} at line {exc.lineno}, column {exc.colno}")
+    message = exc.msg.removesuffix(" at")  # json says "Unterminated string starting at"
+    return InputError(name, fmt, f"{what}: {message} (line {exc.lineno}, column {exc.colno})")
 
 
 def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> tuple[str, Any]:

@@ -39,6 +39,13 @@ class FormatSpec:
     parse: Callable[[Any, Collector], None]
 
 
+def _dialogue_id(c: Collector, raw: Any) -> str:
+    """A dialogue id from a record: a non-empty string or an integer, nothing else."""
+    if isinstance(raw, bool) or not isinstance(raw, str | int) or (isinstance(raw, str) and not raw.strip()):
+        raise c.error(f"dialogue_id must be a non-empty string or an integer, got {raw!r}", "dialogue_id")
+    return str(raw)
+
+
 def _first(mapping: Any) -> Any:
     if isinstance(mapping, dict) and mapping:
         return next(iter(mapping.values()))
@@ -77,12 +84,13 @@ def _detect_trade(records: Any) -> bool:
 
 
 def _parse_trade(records: Any, c: Collector) -> None:
+    first = _first_turn(records)
+    pred_key = "pred_bs_ptr" if "pred_bs_ptr" in first else "pred_belief"  # one key for the whole file
     for dialogue_id, turns in _dialogues(records, c, dict):
         for raw_turn, body in turns.items():
             c.at(dialogue_id, raw_turn)
             t = c.turn_index(raw_turn)
             expect(c, body, dict, "a turn")
-            pred_key = "pred_bs_ptr" if "pred_bs_ptr" in body else "pred_belief"
             for key in ("turn_belief", pred_key):
                 if key not in body:
                     raise c.error("missing key", key)
@@ -273,7 +281,7 @@ def _parse_risawoz_jsonl(records: Any, c: Collector) -> None:
         for key in ("dialogue_id", "turn_index", "gold", "prediction"):
             if key not in record:
                 raise c.error(f"line {line} lacks a required key", key)
-        dialogue_id = str(record["dialogue_id"])
+        dialogue_id = _dialogue_id(c, record["dialogue_id"])
         t = c.turn_index(record["turn_index"], "turn_index")
         gold, prediction = record["gold"], record["prediction"]
         expect(c, gold, str, "gold span state", "gold")
@@ -312,7 +320,10 @@ def _detect_dialogues_predictions(records: Any) -> bool:
 def _parse_dialogues_predictions(records: Any, c: Collector) -> None:
     for dialogue_id, body in _dialogues(records, c, dict):
         turns = expect(c, body.get("turns"), dict, "turns", "turns")
-        indices = [(c.turn_index(k), v) for k, v in turns.items()]
+        indices = []
+        for key, value in turns.items():
+            c.at(dialogue_id, key)
+            indices.append((c.turn_index(key), value))
         # stanford-oval/dialogues numbers turns from 1; ours start at 0.
         base = 1 if indices and min(i for i, _ in indices) == 1 else 0
         for index, turn in indices:
@@ -341,7 +352,7 @@ def _parse_jsonl(records: Any, c: Collector) -> None:
         for key in ("dialogue_id", "turn_index", *sides):
             if key not in record:
                 raise c.error(f"line {line} lacks a required key", key)
-        dialogue_id = str(record["dialogue_id"])
+        dialogue_id = _dialogue_id(c, record["dialogue_id"])
         t = c.turn_index(record["turn_index"], "turn_index")
         attrs = {k: record[k] for k in ("user", "system") if k in record}
         c.add_turn(dialogue_id, t, **attrs)
@@ -366,17 +377,19 @@ def _parse_csv(records: Any, c: Collector) -> None:
     grouped: dict[tuple[str, int], dict[str, list[tuple[str, str, str, str]]]] = {}
     for line, row in enumerate(records, start=2):
         c.at(row["dialogue_id"], row["turn_index"])
+        dialogue_id = _dialogue_id(c, row["dialogue_id"])
         t = c.turn_index(row["turn_index"], "turn_index")
         side = row["side"]
         if side not in ("gold", "pred", ""):
             raise c.error(f"CSV line {line}: side must be 'gold' or 'pred', got {side!r}", "side")
-        entry = grouped.setdefault((row["dialogue_id"], t), {"gold": [], "pred": []})
+        entry = grouped.setdefault((dialogue_id, t), {"gold": [], "pred": []})
         if side and row["domain"] and row["slot"]:
             relation = row.get("relation") or "="
             entry[side].append((row["domain"], row["slot"], relation, row["value"] or ""))
+    sides = [s for s in ("gold", "pred") if any(states[s] for states in grouped.values())]
     for (dialogue_id, t), states in grouped.items():
         c.add_turn(dialogue_id, t)
-        for side in ("gold", "pred"):
+        for side in sides:
             c.add_state(side, dialogue_id, t, partial(iter, states[side]))
 
 

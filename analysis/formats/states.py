@@ -47,9 +47,15 @@ def coerce_value(value: Any, where: str) -> str | None:
 
 
 def _json_type(value: Any) -> str:
-    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
-        type(value), type(value).__name__
-    )
+    return {
+        dict: "object",
+        list: "array",
+        str: "string",
+        bool: "boolean",
+        type(None): "null",
+        int: "number",
+        float: "number",
+    }.get(type(value), type(value).__name__)
 
 
 def nested_state(state: Any, field: str, *, skip_slots: frozenset[str] = frozenset()) -> Iterator[Triple]:
@@ -114,6 +120,8 @@ def triple_list(items: Any, field: str) -> Iterator[Triple]:
         if not (isinstance(item, list) and len(item) in (3, 4)):
             raise StateProblem("each triple must be a list [domain, slot, value] (or with a relation)", field)
         domain, slot, *rest = item
+        if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
+            raise StateProblem(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", field)
         relation, value = (EQ, rest[0]) if len(rest) == 1 else (str(rest[0]), rest[1])
         text = coerce_value(value, field)
         yield str(domain), str(slot), relation, "" if text is None else text

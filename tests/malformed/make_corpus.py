@@ -1,0 +1,1013 @@
+"""Write the malformed-input corpus and its expectations (EXPECTED.json), deterministically.
+
+Run `python tests/malformed/make_corpus.py` from the project root; the output is byte-identical on
+every run (no randomness, fixed archive timestamps), so the committed files can be checked against
+a fresh build (`--check`).
+
+Each case is one file (or a directory / a path that must not exist) and an expectation:
+
+- `format`: the format the message must name in `[format: X]` ("unknown" when undetectable);
+- `contains`: a substring of the problem the message must state;
+- `dialogue_id`, `turn`, `field`: the first offending record, when one is locatable;
+- `category`, `family`: what kind of damage, and which format family the file imitates;
+- `force`: a format forced on the file (`--format X`), `gold_format` likewise for the gold side;
+- `role`: "pred" (default) or "gold": which side of `load_run` the file is passed as;
+- `pred_with`: the partner file (relative to this folder): the gold file for a pred-role case
+  ("ids that match nothing"), the prediction file for a gold-role case;
+- `stage`: "parse" when `parse_file` alone must already fail, "load" when only `load_run` can tell.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import io
+import json
+import sys
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+EXPECTED = HERE / "EXPECTED.json"
+PARTNERS = "partners"
+HUGE = 12_000  # characters of a slot value: beyond the core's 10,000-character limit
+ZIP_DATE = (2024, 1, 1, 0, 0, 0)
+
+CATEGORIES = (
+    "truncated",
+    "empty",
+    "binary",
+    "encoding",
+    "wrong_types",
+    "duplicate_turns",
+    "ids_match_nothing",
+    "unknown_format",
+    "huge_values",
+    "mixed_formats",
+    "bad_turn_index",
+    "archive",
+    "path",
+    "forced_format",
+)
+FAMILIES = (
+    "trade",
+    "mwzeval",
+    "multiwoz",
+    "crosswoz",
+    "dstc9",
+    "dstc9-submission",
+    "nested-list",
+    "nested-dict",
+    "risawoz",
+    "dialogues",
+    "jsonl",
+    "csv",
+)
+
+
+@dataclass
+class Case:
+    name: str
+    category: str
+    family: str
+    data: bytes | None  # None: a directory (created) or a path that must not exist
+    expect: dict[str, Any] = field(default_factory=dict)
+    directory: bool = False
+
+
+def js(value: Any) -> bytes:
+    return json.dumps(value, ensure_ascii=False, indent=1).encode("utf-8")
+
+
+def jl(*records: Any) -> bytes:
+    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode("utf-8")
+
+
+def gz(data: bytes) -> bytes:
+    return gzip.compress(data, mtime=0)
+
+
+def zipped(*members: tuple[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_DEFLATED) as zf:
+        for name, data in members:
+            info = zipfile.ZipInfo(name, ZIP_DATE)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            zf.writestr(info, data)
+    return buffer.getvalue()
+
+
+# --- well-formed building blocks ----------------------------------------------------------------
+
+
+def trade_turn(gold: list[str], pred: list[str]) -> dict[str, Any]:
+    return {"turn_belief": gold, "pred_bs_ptr": pred}
+
+
+TRADE_OK = {
+    "MUL0001.json": {
+        "0": trade_turn(["hotel-area-east"], ["hotel-area-east"]),
+        "1": trade_turn(["hotel-area-east", "hotel-stars-4"], ["hotel-area-east"]),
+    }
+}
+MWZ_OK_TURN = {"response": "sure", "state": {"hotel": {"area": "east"}}}
+MWZ_OK = {"mul0001": [MWZ_OK_TURN, {"response": "ok", "state": {"hotel": {"area": "east", "stars": "4"}}}]}
+
+
+def multiwoz_dialogue(states: list[dict[str, Any]]) -> dict[str, Any]:
+    log: list[dict[str, Any]] = []
+    for i, state in enumerate(states):
+        log.append({"text": f"user {i}", "metadata": {}})
+        log.append({"text": f"system {i}", "metadata": state})
+    return {"goal": {}, "log": log}
+
+
+def mwz_meta(area: str = "", stars: str = "") -> dict[str, Any]:
+    return {"hotel": {"semi": {"area": area, "stars": stars}, "book": {"booked": [], "day": ""}}}
+
+
+def crosswoz_dialogue(kind: str, turns: list[tuple[str, str, dict[str, Any]]]) -> dict[str, Any]:
+    messages: list[dict[str, Any]] = []
+    for user, system, state in turns:
+        messages.append({"role": "usr", "content": user})
+        messages.append({"role": "sys", "content": system, "sys_state_init": state})
+    return {"type": kind, "messages": messages}
+
+
+def dstc9_turn(usr: str, state: dict[str, Any], sys_: str | None = None) -> dict[str, Any]:
+    return {"sys": sys_, "usr": usr, "state": state}
+
+
+DSTC9_GOLD_OK = {
+    "MUL0001": [
+        dstc9_turn("a hotel in the east", {"hotel": {"area": "east", "stars": ""}}),
+        dstc9_turn("four stars", {"hotel": {"area": "east", "stars": "4"}}, "which stars?"),
+    ]
+}
+SPAN_OK = '( hotel ) area equal_to " east "'
+
+
+def risawoz(dialogue_id: Any, turn: Any, gold: Any, prediction: Any) -> dict[str, Any]:
+    return {"dialogue_id": dialogue_id, "turn_index": turn, "gold": gold, "prediction": prediction}
+
+
+def ours(dialogue_id: Any, turn: Any, gold: Any, pred: Any) -> dict[str, Any]:
+    return {"dialogue_id": dialogue_id, "turn_index": turn, "gold": gold, "pred": pred}
+
+
+CSV_HEAD = "dialogue_id,turn_index,side,domain,slot,value\n"
+
+
+def partners() -> dict[str, bytes]:
+    """Well-formed files the malformed ones are paired with (not part of the corpus count)."""
+    return {
+        "ok_multiwoz_gold.json": js({"MUL0001.json": multiwoz_dialogue([mwz_meta("east"), mwz_meta("east", "4")])}),
+        "ok_dstc9_gold.json": js(DSTC9_GOLD_OK),
+        "ok_crosswoz_gold.json": js(
+            {"1": crosswoz_dialogue("单领域", [("找酒店", "好的", {"酒店": {"名称": "", "评分": "4分"}})])}
+        ),
+        "ok_mwzeval_pred.json": js(MWZ_OK),
+    }
+
+
+# --- the corpus -----------------------------------------------------------------------------------
+
+
+def cases() -> list[Case]:
+    out: list[Case] = []
+
+    def add(name: str, category: str, family: str, data: bytes | None, **expect: Any) -> None:
+        expect.setdefault("stage", "parse")
+        out.append(Case(name, category, family, data, expect))
+
+    trade_text = js(TRADE_OK)
+    # truncated / empty / binary / encoding -------------------------------------------------------
+    add(
+        "trade_truncated.json",
+        "truncated",
+        "trade",
+        trade_text[: len(trade_text) // 2],
+        format="unknown",
+        contains="truncated JSON",
+    )
+    add("mwzeval_truncated.json", "truncated", "mwzeval", js(MWZ_OK)[:-40], format="unknown", contains="truncated JSON")
+    add(
+        "risawoz_truncated_line.jsonl",
+        "truncated",
+        "risawoz",
+        jl(risawoz("d1", 0, SPAN_OK, SPAN_OK), risawoz("d1", 1, SPAN_OK, "null"))[:-25],
+        format="unknown",
+        contains="line 2 is not valid JSON",
+    )
+    add("empty.json", "empty", "trade", b"", format="unknown", contains="file is empty")
+    add("whitespace_only.jsonl", "empty", "jsonl", b"  \n\n\t\n", format="unknown", contains="file is empty")
+    add("empty_object.json", "empty", "mwzeval", b"{}\n", format="unknown", contains="empty JSON object")
+    add("csv_header_only.csv", "empty", "csv", CSV_HEAD.encode(), format="csv", contains="header but no rows")
+    add(
+        "binary_noise.json",
+        "binary",
+        "trade",
+        bytes((i * 37 + 11) % 256 for i in range(512)),
+        format="unknown",
+        contains="binary",
+    )
+    add(
+        "binary_png.jsonl",
+        "binary",
+        "jsonl",
+        b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(64)),
+        format="unknown",
+        contains="binary",
+    )
+    add(
+        "latin1.csv",
+        "encoding",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,restaurant,name,caf\xe9 uno\n").encode("latin-1"),
+        format="unknown",
+        contains="not UTF-8",
+    )
+    add("utf16.json", "encoding", "trade", json.dumps(TRADE_OK).encode("utf-16"), format="unknown", contains="UTF-8")
+    # wrong types ---------------------------------------------------------------------------------
+    bad = json.loads(json.dumps(TRADE_OK))
+    bad["MUL0001.json"]["1"]["turn_belief"] = "hotel-area-east"
+    add(
+        "trade_turn_belief_string.json",
+        "wrong_types",
+        "trade",
+        js(bad),
+        format="trade",
+        contains="list of 'domain-slot-value' strings",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="turn_belief",
+    )
+    bad = json.loads(json.dumps(TRADE_OK))
+    bad["MUL0001.json"]["1"]["pred_bs_ptr"] = ["hotel_area_east"]
+    add(
+        "trade_bad_triple.json",
+        "wrong_types",
+        "trade",
+        js(bad),
+        format="trade",
+        contains="'domain-slot-value'",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="pred_bs_ptr",
+    )
+    bad = json.loads(json.dumps(TRADE_OK))
+    del bad["MUL0001.json"]["1"]["pred_bs_ptr"]
+    add(
+        "trade_missing_pred.json",
+        "wrong_types",
+        "trade",
+        js(bad),
+        format="trade",
+        contains="missing key",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="pred_bs_ptr",
+    )
+    add(
+        "mwzeval_state_list.json",
+        "wrong_types",
+        "mwzeval",
+        js({"mul0001": [MWZ_OK_TURN, {"response": "x", "state": ["hotel", "area", "east"]}]}),
+        format="mwzeval",
+        contains="state must be an object",
+        dialogue_id="mul0001",
+        turn=1,
+        field="state",
+    )
+    add(
+        "mwzeval_value_object.json",
+        "wrong_types",
+        "mwzeval",
+        js({"mul0001": [MWZ_OK_TURN, {"response": "x", "state": {"hotel": {"area": {"v": "east"}}}}]}),
+        format="mwzeval",
+        contains="slot value must be",
+        dialogue_id="mul0001",
+        turn=1,
+        field="state.hotel.area",
+    )
+    add(
+        "multiwoz_odd_log.json",
+        "wrong_types",
+        "multiwoz",
+        js({"MUL0001.json": {"goal": {}, "log": [*multiwoz_dialogue([mwz_meta("east")])["log"], {"text": "bye"}]}}),
+        format="multiwoz",
+        contains="odd number of entries",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="log",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    dialogue = multiwoz_dialogue([mwz_meta("east"), mwz_meta("east", "4")])
+    dialogue["log"][3]["metadata"]["hotel"]["semi"] = ["area", "east"]
+    add(
+        "multiwoz_semi_list.json",
+        "wrong_types",
+        "multiwoz",
+        js({"MUL0001.json": dialogue}),
+        format="multiwoz",
+        contains="must be an object",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="metadata.hotel.semi",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    dialogue = multiwoz_dialogue([mwz_meta("east"), mwz_meta("east", "4")])
+    dialogue["log"][2] = "user 1"
+    add(
+        "multiwoz_log_entry_string.json",
+        "wrong_types",
+        "multiwoz",
+        js({"MUL0001.json": dialogue}),
+        format="multiwoz",
+        contains="a log entry must be an object",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="log",
+    )
+    dialogue = crosswoz_dialogue("单领域", [("找酒店", "好的", {"酒店": {"名称": ""}}), ("四分", "好", {})])
+    del dialogue["messages"][3]["sys_state_init"]
+    add(
+        "crosswoz_no_state.json",
+        "wrong_types",
+        "crosswoz",
+        js({"1": dialogue}),
+        format="crosswoz",
+        contains="no sys_state_init",
+        dialogue_id="1",
+        turn=1,
+        field="sys_state_init",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    dialogue = crosswoz_dialogue("单领域", [("找酒店", "好的", {"酒店": {"名称": ""}})])
+    dialogue["messages"][0]["content"] = 42
+    add(
+        "crosswoz_content_number.json",
+        "wrong_types",
+        "crosswoz",
+        js({"1": dialogue}),
+        format="crosswoz",
+        contains="utterance must be a string",
+        dialogue_id="1",
+        turn=0,
+        field="user",
+    )
+    gold = json.loads(json.dumps(DSTC9_GOLD_OK))
+    del gold["MUL0001"][1]["state"]
+    add(
+        "dstc9_gold_missing_state.json",
+        "wrong_types",
+        "dstc9",
+        js(gold),
+        format="dstc9",
+        contains="missing key",
+        dialogue_id="MUL0001",
+        turn=1,
+        field="state",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    add(
+        "dstc9_submission_state_string.json",
+        "wrong_types",
+        "dstc9-submission",
+        js({"MUL0001": [{"hotel": {"area": "east"}}, "hotel-area-east"]}),
+        format="dstc9-submission",
+        contains="state must be an object",
+        dialogue_id="MUL0001",
+        turn=1,
+        field="state",
+    )
+    add(
+        "nested_dict_pred_number.json",
+        "wrong_types",
+        "nested-dict",
+        js({"MUL0001": {"0": {"gold": {"hotel": {"area": "east"}}, "pred": {}}, "1": {"gold": {}, "pred": 5}}}),
+        format="nested",
+        contains="state must be an object",
+        dialogue_id="MUL0001",
+        turn=1,
+        field="pred",
+    )
+    add(
+        "risawoz_gold_garbled.jsonl",
+        "wrong_types",
+        "risawoz",
+        jl(risawoz("d1", 0, SPAN_OK, SPAN_OK), risawoz("d1", 1, 'area equal_to " east "', "null")),
+        format="risawoz",
+        contains="must start with '( domain )'",
+        dialogue_id="d1",
+        turn=1,
+        field="gold",
+    )
+    add(
+        "risawoz_missing_prediction.jsonl",
+        "wrong_types",
+        "risawoz",
+        jl(risawoz("d1", 0, SPAN_OK, SPAN_OK), {"dialogue_id": "d1", "turn_index": 1, "gold": SPAN_OK}),
+        format="risawoz",
+        contains="line 2 lacks a required key",
+        dialogue_id="d1",
+        turn=1,
+        field="prediction",
+    )
+    add(
+        "dialogues_state_list.json",
+        "wrong_types",
+        "dialogues",
+        js({"d1": {"turns": {"1": {"state": SPAN_OK}, "2": {"state": ["hotel", "area", "east"]}}}}),
+        format="dialogues",
+        contains="state must be a string",
+        dialogue_id="d1",
+        turn=1,
+        field="state",
+    )
+    add(
+        "jsonl_gold_number.jsonl",
+        "wrong_types",
+        "jsonl",
+        jl(ours("MUL0001", 0, {"hotel": {"area": "east"}}, {}), ours("MUL0001", 1, 7, {})),
+        format="jsonl",
+        contains="state must be an object",
+        dialogue_id="MUL0001",
+        turn=1,
+        field="gold",
+    )
+    add(
+        "jsonl_line_array.jsonl",
+        "wrong_types",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ["MUL0001", 1, {}, {}]),
+        format="unknown",
+        contains="line 2 is a JSON list",
+    )
+    add(
+        "jsonl_dialogue_id_object.jsonl",
+        "wrong_types",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ours({"id": "MUL0002"}, 0, {}, {})),
+        format="jsonl",
+        contains="dialogue_id",
+        turn=0,
+        field="dialogue_id",
+    )
+    add(
+        "jsonl_triple_null_domain.jsonl",
+        "wrong_types",
+        "jsonl",
+        jl(ours("MUL0001", 0, [[None, "area", "east"]], []), ours("MUL0001", 1, [], [])),
+        format="jsonl",
+        contains="domain",
+        dialogue_id="MUL0001",
+        turn=0,
+        field="gold",
+    )
+    add(
+        "csv_empty_dialogue_id.csv",
+        "wrong_types",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\n,0,pred,hotel,area,east\n").encode(),
+        format="csv",
+        contains="dialogue_id",
+        turn=0,
+        field="dialogue_id",
+    )
+    add(
+        "csv_bad_side.csv",
+        "wrong_types",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\nMUL0001,0,both,hotel,area,east\n").encode(),
+        format="csv",
+        contains="side must be 'gold' or 'pred'",
+        dialogue_id="MUL0001",
+        turn=0,
+        field="side",
+    )
+    add(
+        "csv_extra_fields.csv",
+        "wrong_types",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\nMUL0001,1,gold,hotel,name,a, b and c\n").encode(),
+        format="unknown",
+        contains="line 3 has more fields than the header",
+    )
+    add(
+        "top_level_string.json",
+        "wrong_types",
+        "mwzeval",
+        b'"MUL0001"\n',
+        format="unknown",
+        contains="format not recognised",
+    )
+    # duplicate turns -----------------------------------------------------------------------------
+    add(
+        "trade_duplicate_turn.json",
+        "duplicate_turns",
+        "trade",
+        js({"MUL0001.json": {"0": trade_turn([], []), "1": trade_turn([], []), "01": trade_turn([], [])}}),
+        format="trade",
+        contains="duplicate turn",
+        dialogue_id="MUL0001.json",
+        turn=1,
+    )
+    add(
+        "nested_list_duplicate_turn.json",
+        "duplicate_turns",
+        "nested-list",
+        js(
+            {
+                "MUL0001": [
+                    {"turn": 0, "gold": {}, "pred": {}},
+                    {"turn": 1, "gold": {}, "pred": {}},
+                    {"turn": 1, "gold": {}, "pred": {}},
+                ]
+            }
+        ),
+        format="nested",
+        contains="duplicate turn",
+        dialogue_id="MUL0001",
+        turn=1,
+    )
+    add(
+        "risawoz_duplicate_turn.jsonl",
+        "duplicate_turns",
+        "risawoz",
+        jl(risawoz("d1", 0, SPAN_OK, SPAN_OK), risawoz("d1", 1, "null", "null"), risawoz("d1", 1, "null", "null")),
+        format="risawoz",
+        contains="duplicate turn",
+        dialogue_id="d1",
+        turn=1,
+    )
+    add(
+        "jsonl_duplicate_turn.jsonl",
+        "duplicate_turns",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ours("MUL0001", 0, {}, {})),
+        format="jsonl",
+        contains="duplicate turn",
+        dialogue_id="MUL0001",
+        turn=0,
+    )
+    add(
+        "mwzeval_case_collision.json",
+        "duplicate_turns",
+        "mwzeval",
+        js({"mul0001": [MWZ_OK_TURN], "MUL0001.json": [MWZ_OK_TURN]}),
+        format="mwzeval",
+        contains="two dialogues map to the same id",
+        dialogue_id="MUL0001.json",
+        turn=0,
+        stage="load",
+        pred_with=f"{PARTNERS}/ok_multiwoz_gold.json",
+    )
+    # bad turn index ------------------------------------------------------------------------------
+    add(
+        "trade_negative_turn.json",
+        "bad_turn_index",
+        "trade",
+        js({"MUL0001.json": {"0": trade_turn([], []), "-1": trade_turn([], [])}}),
+        format="trade",
+        contains="out of range",
+        dialogue_id="MUL0001.json",
+        turn=-1,
+        field="turn",
+    )
+    add(
+        "trade_word_turn.json",
+        "bad_turn_index",
+        "trade",
+        js({"MUL0001.json": {"0": trade_turn([], []), "first": trade_turn([], [])}}),
+        format="trade",
+        contains="turn index must be an integer",
+        dialogue_id="MUL0001.json",
+        turn="first",
+        field="turn",
+    )
+    add(
+        "nested_list_float_turn.json",
+        "bad_turn_index",
+        "nested-list",
+        js({"MUL0001": [{"turn": 0, "gt": {}, "pr": {}}, {"turn": 1.5, "gt": {}, "pr": {}}]}),
+        format="nested",
+        contains="turn index must be an integer",
+        dialogue_id="MUL0001",
+        turn=1.5,
+        field="turn",
+    )
+    add(
+        "jsonl_negative_turn.jsonl",
+        "bad_turn_index",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ours("MUL0001", -3, {}, {})),
+        format="jsonl",
+        contains="out of range",
+        dialogue_id="MUL0001",
+        turn=-3,
+        field="turn_index",
+    )
+    add(
+        "jsonl_bool_turn.jsonl",
+        "bad_turn_index",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ours("MUL0001", True, {}, {})),
+        format="jsonl",
+        contains="turn index must be an integer",
+        dialogue_id="MUL0001",
+        turn=True,
+        field="turn_index",
+    )
+    add(
+        "csv_word_turn.csv",
+        "bad_turn_index",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\nMUL0001,two,pred,hotel,area,east\n").encode(),
+        format="csv",
+        contains="turn index must be an integer",
+        dialogue_id="MUL0001",
+        turn="two",
+        field="turn_index",
+    )
+    add(
+        "dialogues_turn_key_word.json",
+        "bad_turn_index",
+        "dialogues",
+        js({"d1": {"turns": {"1": {"state": SPAN_OK}, "second": {"state": "null"}}}}),
+        format="dialogues",
+        contains="turn index must be an integer",
+        dialogue_id="d1",
+        turn="second",
+        field="turn",
+    )
+    # ids that match nothing ----------------------------------------------------------------------
+    add(
+        "mwzeval_ids_nomatch.json",
+        "ids_match_nothing",
+        "mwzeval",
+        js({"sng9999": [MWZ_OK_TURN], "pmul9998": [MWZ_OK_TURN]}),
+        format="mwzeval",
+        contains="no predicted dialogue id matches",
+        dialogue_id="sng9999",
+        stage="load",
+        pred_with=f"{PARTNERS}/ok_multiwoz_gold.json",
+    )
+    add(
+        "dstc9_submission_ids_nomatch.json",
+        "ids_match_nothing",
+        "dstc9-submission",
+        js({"SNG0042": [{"hotel": {"area": "east"}}]}),
+        format="dstc9-submission",
+        contains="no predicted dialogue id matches",
+        dialogue_id="SNG0042",
+        stage="load",
+        pred_with=f"{PARTNERS}/ok_dstc9_gold.json",
+    )
+    add(
+        "dialogues_ids_nomatch.json",
+        "ids_match_nothing",
+        "dialogues",
+        js({"d77": {"turns": {"1": {"state": SPAN_OK}}}}),
+        format="dialogues",
+        contains="no predicted dialogue id matches",
+        dialogue_id="d77",
+        stage="load",
+        pred_with=f"{PARTNERS}/ok_crosswoz_gold.json",
+    )
+    add(
+        "jsonl_ids_nomatch.jsonl",
+        "ids_match_nothing",
+        "jsonl",
+        jl({"dialogue_id": "X1", "turn_index": 0, "pred": {"hotel": {"area": "east"}}}),
+        format="jsonl",
+        contains="no predicted dialogue id matches",
+        dialogue_id="X1",
+        stage="load",
+        pred_with=f"{PARTNERS}/ok_dstc9_gold.json",
+    )
+    add(
+        "mwzeval_no_gold.json",
+        "ids_match_nothing",
+        "mwzeval",
+        js(MWZ_OK),
+        format="mwzeval",
+        contains="predictions only",
+        stage="load",
+    )
+    # unknown format ------------------------------------------------------------------------------
+    add(
+        "unknown_object.json",
+        "unknown_format",
+        "mwzeval",
+        js({"MUL0001": {"foo": {"bar": 1}}}),
+        format="unknown",
+        contains="format not recognised",
+    )
+    add(
+        "unknown_array.json",
+        "unknown_format",
+        "jsonl",
+        b"[1, 2, 3]\n",
+        format="unknown",
+        contains="format not recognised",
+    )
+    add(
+        "unknown_prose.txt",
+        "unknown_format",
+        "trade",
+        b"The model predicted hotel area east.\n",
+        format="unknown",
+        contains="malformed JSON",
+    )
+    add(
+        "csv_missing_columns.csv",
+        "unknown_format",
+        "csv",
+        b"dialogue_id,turn,domain,slot,value\nMUL0001,0,hotel,area,east\n",
+        format="unknown",
+        contains="format not recognised",
+    )
+    add(
+        "unknown_forced_name.json",
+        "unknown_format",
+        "trade",
+        js(TRADE_OK),
+        format="bogus",
+        contains="unknown format 'bogus'",
+        force="bogus",
+        cli="argparse",
+    )
+    # huge values ---------------------------------------------------------------------------------
+    add(
+        "mwzeval_huge_value.json",
+        "huge_values",
+        "mwzeval",
+        js({"mul0001": [MWZ_OK_TURN, {"response": "x", "state": {"hotel": {"name": "a" * HUGE}}}]}),
+        format="mwzeval",
+        contains="too long",
+        dialogue_id="mul0001",
+        turn=1,
+        field="state.hotel.name",
+    )
+    add(
+        "trade_huge_value.json",
+        "huge_values",
+        "trade",
+        js({"MUL0001.json": {"0": trade_turn(["hotel-name-" + "b" * HUGE], [])}}),
+        format="trade",
+        contains="too long",
+        dialogue_id="MUL0001.json",
+        turn=0,
+        field="turn_belief",
+    )
+    add(
+        "risawoz_huge_value.jsonl",
+        "huge_values",
+        "risawoz",
+        jl(risawoz("d1", 0, '( hotel ) name equal_to " ' + "c" * HUGE + ' "', "null")),
+        format="risawoz",
+        contains="too long",
+        dialogue_id="d1",
+        turn=0,
+        field="gold",
+    )
+    add(
+        "jsonl_huge_turn_index.jsonl",
+        "huge_values",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), ours("MUL0001", 10**30, {}, {})),
+        format="jsonl",
+        contains="out of range",
+        dialogue_id="MUL0001",
+        turn=10**30,
+        field="turn_index",
+    )
+    add(
+        "deeply_nested.json",
+        "huge_values",
+        "mwzeval",
+        b'{"mul0001": ' + b"[" * 5_000 + b"]" * 5_000 + b"}",
+        format="unknown",
+        contains="nested too deeply",
+    )
+    # mixed formats -------------------------------------------------------------------------------
+    add(
+        "mixed_trade_then_mwzeval.json",
+        "mixed_formats",
+        "trade",
+        js({**TRADE_OK, "MUL0002.json": [MWZ_OK_TURN]}),
+        format="trade",
+        contains="a dialogue must be an object",
+        dialogue_id="MUL0002.json",
+    )
+    add(
+        "mixed_trade_then_nested.json",
+        "mixed_formats",
+        "trade",
+        js({**TRADE_OK, "MUL0002.json": {"0": {"gold": {}, "pred": {}}}}),
+        format="trade",
+        contains="missing key",
+        dialogue_id="MUL0002.json",
+        turn=0,
+        field="turn_belief",
+    )
+    add(
+        "mixed_mwzeval_then_submission.json",
+        "mixed_formats",
+        "mwzeval",
+        js({"mul0001": [MWZ_OK_TURN], "mul0002": [{"hotel": {"area": "east"}}]}),
+        format="mwzeval",
+        contains="missing key",
+        dialogue_id="mul0002",
+        turn=0,
+        field="state",
+    )
+    add(
+        "mixed_jsonl_then_trade.jsonl",
+        "mixed_formats",
+        "jsonl",
+        jl(ours("MUL0001", 0, {}, {}), {"MUL0001.json": {"1": trade_turn([], [])}}),
+        format="jsonl",
+        contains="line 2 lacks a required key",
+        field="dialogue_id",
+    )
+    add(
+        "mixed_csv_then_json.csv",
+        "mixed_formats",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\n" + json.dumps(ours("MUL0001", 1, {}, {})) + "\n").encode(),
+        format="csv",
+        contains="turn index must be an integer",
+        dialogue_id='{"dialogue_id": "MUL0001"',
+        field="turn_index",
+    )
+    # archives ------------------------------------------------------------------------------------
+    add(
+        "trade_truncated.json.gz", "archive", "trade", gz(trade_text)[:-12], format="unknown", contains="truncated gzip"
+    )
+    bad = json.loads(json.dumps(TRADE_OK))
+    bad["MUL0001.json"]["1"]["pred_bs_ptr"] = [["hotel", "area", "east"]]
+    add(
+        "trade_wrong_type.json.gz",
+        "archive",
+        "trade",
+        gz(js(bad)),
+        format="trade",
+        contains="'domain-slot-value' strings",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="pred_bs_ptr",
+    )
+    add(
+        "two_members.zip",
+        "archive",
+        "mwzeval",
+        zipped(("preds.json", js(MWZ_OK)), ("more_preds.json", js(MWZ_OK))),
+        format="unknown",
+        contains="exactly one file",
+    )
+    add(
+        "corrupt.zip",
+        "archive",
+        "trade",
+        zipped(("t.json", trade_text))[:30] + b"\x00garbage" * 8,
+        format="unknown",
+        contains="zip archive",
+    )
+    add("empty_archive.zip", "archive", "trade", zipped(), format="unknown", contains="exactly one file, found: none")
+    add(
+        "mwzeval_state_list.json.zip",
+        "archive",
+        "mwzeval",
+        zipped(("mwz.json", js({"mul0001": [MWZ_OK_TURN, {"response": "x", "state": "hotel-area-east"}]}))),
+        format="mwzeval",
+        contains="state must be an object",
+        dialogue_id="mul0001",
+        turn=1,
+        field="state",
+    )
+    # paths ---------------------------------------------------------------------------------------
+    add("is_a_directory.json", "path", "trade", None, format="unknown", contains="is a directory")
+    out[-1].directory = True
+    add("does_not_exist.json", "path", "mwzeval", None, format="unknown", contains="file not found")
+    # forced format mismatches ------------------------------------------------------------------
+    add(
+        "forced_trade_on_mwzeval.json",
+        "forced_format",
+        "mwzeval",
+        js(MWZ_OK),
+        force="trade",
+        format="trade",
+        contains="does not have the trade shape",
+    )
+    add(
+        "forced_csv_on_trade.json",
+        "forced_format",
+        "trade",
+        trade_text,
+        force="csv",
+        format="csv",
+        contains="format csv is csv, but the file reads as json",
+    )
+    add(
+        "forced_mwzeval_on_dstc9_gold.json",
+        "forced_format",
+        "dstc9",
+        js(DSTC9_GOLD_OK),
+        force="mwzeval",
+        format="mwzeval",
+        contains="does not have the mwzeval shape",
+    )
+    add(
+        "forced_jsonl_on_csv.csv",
+        "forced_format",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\n").encode(),
+        force="jsonl",
+        format="jsonl",
+        contains="format jsonl is jsonl, but the file reads as csv",
+    )
+    add(
+        "forced_jsonl_on_risawoz.jsonl",
+        "forced_format",
+        "risawoz",
+        jl(risawoz("d1", 0, SPAN_OK, SPAN_OK), risawoz("d1", 1, SPAN_OK, "null")),
+        force="jsonl",
+        format="jsonl",
+        contains="gold states only",
+        stage="load",
+    )
+    add(
+        "jsonl_pred_only_no_gold.jsonl",
+        "ids_match_nothing",
+        "jsonl",
+        jl({"dialogue_id": "MUL0001", "turn_index": 0, "pred": {"hotel": {"area": "east"}}}),
+        format="jsonl",
+        contains="predictions only",
+        stage="load",
+    )
+    add(
+        "forced_dstc9_gold_format_on_pred.json",
+        "forced_format",
+        "mwzeval",
+        js(MWZ_OK),
+        format="dstc9",
+        contains="does not have the dstc9 shape",
+        role="gold",
+        gold_format="dstc9",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    return out
+
+
+def expectation(case: Case) -> dict[str, Any]:
+    return {"category": case.category, "family": case.family, **case.expect}
+
+
+def build() -> dict[str, bytes]:
+    """Every output path (relative to this folder) with its bytes."""
+    files: dict[str, bytes] = {f"{PARTNERS}/{n}": d for n, d in partners().items()}
+    table = {}
+    for case in cases():
+        assert case.name not in table, case.name
+        table[case.name] = expectation(case)
+        if case.directory:
+            files[f"{case.name}/README.md"] = b"A directory named like a file: passing it as --pred must fail.\n"
+        elif case.data is not None:
+            files[case.name] = case.data
+    files["EXPECTED.json"] = (json.dumps(table, ensure_ascii=False, indent=1, sort_keys=True) + "\n").encode()
+    return files
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only compare the committed files with a fresh build")
+    args = parser.parse_args(argv)
+    stale = []
+    for rel, data in build().items():
+        path = HERE / rel
+        if args.check:
+            if not path.is_file() or path.read_bytes() != data:
+                stale.append(rel)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(data)
+    for case in cases():
+        if case.data is None and not case.directory and (HERE / case.name).exists():
+            stale.append(f"{case.name} (must not exist)")
+    if stale:
+        print("stale or missing: " + ", ".join(stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
