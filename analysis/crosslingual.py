@@ -1,0 +1,418 @@
+"""Two scored runs over the same dialogues in two languages or ontologies: slot alignment, gaps, drill-down.
+
+The two sides name slots differently (`restaurant-area` vs `餐厅-区域`), so their ontologies are aligned
+first. The alignment is inferred from the parallel gold states, never from the names: a slot of A and
+its translation in B are filled on the same paired turns (Jaccard of the two sets of turns), and
+their values translate consistently (value consistency: how well the value on one side predicts the
+value on the other, the weaker of the two directions). A one-to-one greedy assignment on
+`score = jaccard * (1 + consistency) / 2` pairs the slots; a mapping from the workspace manifest
+overrides it, and identical names on both sides pair without inference (X-RiSAWOZ shares one schema).
+
+Correctness is always judged within each language first (values differ across languages) and only
+then compared: per paired turn, per aligned slot, per aligned domain or per turn depth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.diagnostics import AGREEMENT, agreement
+from analysis.errors import InputError
+from analysis.metrics import turn_facts
+from analysis.scoring import Scored
+
+GAP_BY = ("slot", "domain", "turn_index")
+SOURCES = ("inferred", "override", "identical-name")
+ALIGNMENT_COLUMNS = [
+    "slot_a",
+    "slot_b",
+    "domain_a",
+    "domain_b",
+    "score",
+    "support",
+    "source",
+    "jaccard",
+    "consistency",
+    "support_b",
+    "alternative_b",
+    "alternative_score",
+]
+ABSENT = "∅"
+
+
+def _single_run(scored: Scored, side: str) -> None:
+    if len(scored.metas) != 1:
+        raise ValueError(f"side {side} has to be one run, got runs {scored.run_ids}: pick one with Scored.run(run_id)")
+
+
+def _paired_turns(a: Scored, b: Scored) -> pd.DataFrame:
+    """The per-turn agreement table of `analysis.diagnostics.agreement` with a pair number `pair`."""
+    _single_run(a, "A")
+    _single_run(b, "B")
+    paired, _ = agreement(a, b)
+    return paired.assign(pair=np.arange(len(paired), dtype="int64"))
+
+
+def _labels(scored: Scored) -> pd.DataFrame:
+    """Every `domain-slot` of a run (ontology, gold and prediction), with its domain."""
+    names = pd.concat([scored.ontology[["domain", "slot"]], scored.slots[["domain", "slot"]]], ignore_index=True)
+    names = names.drop_duplicates().astype("str")
+    names["label"] = names["domain"] + "-" + names["slot"]
+    return names.drop_duplicates("label").sort_values("label", kind="stable").reset_index(drop=True)
+
+
+def _filled(scored: Scored, paired: pd.DataFrame, side: str) -> pd.DataFrame:
+    """(pair, label, gold value) of every slot filled in gold on a paired turn; the value as a code."""
+    slots = scored.slots
+    gold = slots.loc[slots["gold_value"].notna(), ["tid", "domain", "slot", "gold_value"]]
+    gold = gold.merge(paired[[f"tid_{side}", "pair"]], left_on="tid", right_on=f"tid_{side}")
+    label = gold["domain"].astype("str") + "-" + gold["slot"].astype("str")
+    return pd.DataFrame(
+        {
+            "pair": gold["pair"].to_numpy(),
+            "label": label.to_numpy(),
+            "value": pd.factorize(gold["gold_value"])[0],
+        }
+    )
+
+
+def _candidates(filled_a: pd.DataFrame, filled_b: pd.DataFrame) -> pd.DataFrame:
+    """Every (slot of A, slot of B) filled together on at least one paired turn, with its scores.
+
+    Counting runs on integer codes: one merge of the two filled tables on the paired turn, then
+    `np.unique` over (slot of A, slot of B) and over (slot of A, slot of B, value of A, value of B).
+    """
+    codes_a, names_a = pd.factorize(filled_a["label"])
+    codes_b, names_b = pd.factorize(filled_b["label"])
+    support_a = np.bincount(codes_a, minlength=len(names_a))
+    support_b = np.bincount(codes_b, minlength=len(names_b))
+    left = pd.DataFrame({"pair": filled_a["pair"].to_numpy(), "ca": codes_a, "va": filled_a["value"].to_numpy()})
+    right = pd.DataFrame({"pair": filled_b["pair"].to_numpy(), "cb": codes_b, "vb": filled_b["value"].to_numpy()})
+    both = left.merge(right, on="pair")
+    slot_pair = both["ca"].to_numpy(dtype="int64") * len(names_b) + both["cb"].to_numpy(dtype="int64")
+    keys, co = np.unique(slot_pair, return_counts=True)
+    # How well one side's value predicts the other's on the turns where both are filled: 1 for a
+    # translation (one value, one translation), low for two slots that are merely set together.
+    va = both["va"].to_numpy(dtype="int64")
+    vb = both["vb"].to_numpy(dtype="int64")
+    n_va, n_vb = int(va.max(initial=0)) + 1, int(vb.max(initial=0)) + 1
+    triples, n = np.unique((slot_pair * n_va + va) * n_vb + vb, return_counts=True)
+    per_value = pd.DataFrame(
+        {"slot_pair": triples // (n_va * n_vb), "va": triples // n_vb % n_va, "vb": triples % n_vb, "n": n}
+    )
+    a_to_b = per_value.groupby(["slot_pair", "va"], sort=False)["n"].max().groupby(level=0).sum()
+    b_to_a = per_value.groupby(["slot_pair", "vb"], sort=False)["n"].max().groupby(level=0).sum()
+    consistent = np.minimum(a_to_b.reindex(keys).to_numpy(), b_to_a.reindex(keys).to_numpy())
+    ca, cb = keys // len(names_b), keys % len(names_b)
+    jaccard = co / (support_a[ca] + support_b[cb] - co)
+    consistency = consistent / co
+    return pd.DataFrame(
+        {
+            "label_a": np.asarray(names_a, dtype=object)[ca],
+            "label_b": np.asarray(names_b, dtype=object)[cb],
+            "co": co,
+            "jaccard": jaccard.astype("float64"),
+            "consistency": consistency.astype("float64"),
+            "score": (jaccard * (1.0 + consistency) / 2.0).astype("float64"),
+        }
+    )
+
+
+def _greedy(cands: pd.DataFrame, *, min_score: float) -> dict[str, str]:
+    """One-to-one assignment, best score first (ties by name, so the result is deterministic)."""
+    ranked = cands[cands["score"] >= min_score].sort_values(
+        ["score", "label_a", "label_b"], ascending=[False, True, True], kind="stable"
+    )
+    chosen: dict[str, str] = {}
+    taken: set[str] = set()
+    # One step per candidate pair of slots (at most |A| x |B|), never per turn.
+    for label_a, label_b in zip(ranked["label_a"], ranked["label_b"], strict=True):
+        if label_a not in chosen and label_b not in taken:
+            chosen[label_a] = label_b
+            taken.add(label_b)
+    return chosen
+
+
+def align_ontologies(
+    a: Scored,
+    b: Scored,
+    *,
+    overrides: Mapping[str, str] | None = None,
+    min_score: float = 0.5,
+) -> pd.DataFrame:
+    """Align the slots of run A with the slots of run B from their parallel gold states.
+
+    One row per slot of A (`slot_a` as `domain-slot`) with `slot_b` (NaN when unmatched),
+    `domain_a`, `domain_b`, `score` (see the module docstring; NaN when neither slot is ever filled),
+    `support` (paired turns where `slot_a` is filled in gold), `source` (`override`,
+    `identical-name` or `inferred`; an unmatched slot left to inference says `inferred`), the parts of the score (`jaccard`, `consistency`), `support_b`,
+    and the best other candidate of B (`alternative_b`, `alternative_score`) so that a user can see
+    how clear-cut each pair is. Turns pair on the dialogue id (case-insensitive) and turn index.
+
+    `overrides` maps `slot_a` to `slot_b` and wins over everything; an empty `slot_b` declares the
+    slot unmatched. Otherwise a slot whose name exists on both sides pairs with itself; the rest are
+    paired one-to-one, best score first, among pairs scoring at least `min_score`.
+
+    >>> from analysis.testing import scored_from_states
+    >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}],
+    ...                         [{}, {}], run_id="en")
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东", "星级": "4"}}], [{}, {}], run_id="zh")
+    >>> aligned = align_ontologies(en, zh)
+    >>> aligned[["slot_a", "slot_b", "score", "support", "source"]].to_dict("records")[1]
+    {'slot_a': 'hotel-stars', 'slot_b': '旅馆-星级', 'score': 1.0, 'support': 1, 'source': 'inferred'}
+    """
+    paired = _paired_turns(a, b)
+    labels_a, labels_b = _labels(a), _labels(b)
+    filled_a, filled_b = _filled(a, paired, "a"), _filled(b, paired, "b")
+    cands = _candidates(filled_a, filled_b)
+
+    overrides = dict(overrides or {})
+    names_b = set(labels_b["label"])
+    claimed = {v for v in overrides.values() if v}
+    identical = {
+        label: label
+        for label in labels_a["label"]
+        if label not in overrides and label in names_b and label not in claimed
+    }
+    fixed_a = set(overrides) | set(identical)
+    fixed_b = claimed | set(identical.values())
+    free = cands[~cands["label_a"].isin(fixed_a) & ~cands["label_b"].isin(fixed_b)]
+    inferred = _greedy(free, min_score=min_score)
+
+    extra = [k for k in overrides if k not in set(labels_a["label"])]
+    rows = pd.DataFrame({"slot_a": [*labels_a["label"], *extra]})
+    domain_of_a = dict(zip(labels_a["label"], labels_a["domain"], strict=True))
+    rows["domain_a"] = [domain_of_a.get(s, s.partition("-")[0]) for s in rows["slot_a"]]
+    matched = {**inferred, **identical, **{k: v for k, v in overrides.items() if v}}
+    rows["slot_b"] = rows["slot_a"].map(matched)
+    source = np.where(rows["slot_a"].isin(list(overrides)), "override", "")
+    source = np.where(
+        source == "", np.where(rows["slot_a"].isin(list(identical)), "identical-name", "inferred"), source
+    )
+    rows["source"] = source
+
+    domain_of_b = dict(zip(labels_b["label"], labels_b["domain"], strict=True))
+    rows["domain_b"] = rows["slot_b"].map(
+        lambda s: domain_of_b.get(s, s.partition("-")[0]) if isinstance(s, str) else s
+    )
+
+    support_a = filled_a["label"].value_counts()
+    support_b = filled_b["label"].value_counts()
+    rows["support"] = rows["slot_a"].map(support_a).fillna(0).astype("int64")
+    rows["support_b"] = rows["slot_b"].map(support_b).fillna(0).astype("float64").where(rows["slot_b"].notna())
+
+    rows = rows.merge(
+        cands[["label_a", "label_b", "jaccard", "consistency", "score"]],
+        left_on=["slot_a", "slot_b"],
+        right_on=["label_a", "label_b"],
+        how="left",
+    ).drop(columns=["label_a", "label_b"])
+    # A pair never filled together scores 0 when both slots are filled somewhere, NaN when one never is.
+    never = rows["slot_b"].notna() & rows["score"].isna() & (rows["support"] > 0) & (rows["support_b"] > 0)
+    rows.loc[never, ["jaccard", "score"]] = 0.0
+
+    others = cands.merge(rows[["slot_a", "slot_b"]], left_on="label_a", right_on="slot_a")
+    others = others[others["label_b"] != others["slot_b"]]
+    best = others.sort_values(["score", "label_b"], ascending=[False, True], kind="stable").drop_duplicates("label_a")
+    best = best.set_index("label_a")
+    rows["alternative_b"] = rows["slot_a"].map(best["label_b"])
+    rows["alternative_score"] = rows["slot_a"].map(best["score"]).astype("float64")
+    rows = rows.astype({"slot_b": "str", "domain_b": "str", "score": "float64", "jaccard": "float64"})
+    rows["consistency"] = rows["consistency"].astype("float64")
+    return rows[ALIGNMENT_COLUMNS].sort_values(["domain_a", "slot_a"], kind="stable").reset_index(drop=True)
+
+
+def align_domains(slot_alignment: pd.DataFrame) -> pd.DataFrame:
+    """Domain of B for each domain of A: the one most of its matched slots map to (ties by name).
+
+    Columns `domain_a`, `domain_b` (NaN when no slot of the domain is matched), `n_slots` (matched
+    slots behind the pair) and `n_slots_a` (slots of the domain in A).
+
+    >>> alignment = pd.DataFrame({"slot_a": ["hotel-area", "hotel-stars", "taxi-leaveAt"],
+    ...                           "slot_b": ["旅馆-区域", "旅馆-星级", None],
+    ...                           "domain_a": ["hotel", "hotel", "taxi"], "domain_b": ["旅馆", "旅馆", None]})
+    >>> align_domains(alignment)
+      domain_a domain_b  n_slots  n_slots_a
+    0    hotel       旅馆        2          2
+    1     taxi      NaN        0          1
+    """
+    n_slots_a = slot_alignment.groupby("domain_a", sort=True).size().rename("n_slots_a")
+    matched = slot_alignment[slot_alignment["slot_b"].notna()]
+    pairs = matched.groupby(["domain_a", "domain_b"], sort=True).size().rename("n_slots").reset_index()
+    pairs = pairs.sort_values(["domain_a", "n_slots", "domain_b"], ascending=[True, False, True], kind="stable")
+    pairs = pairs.drop_duplicates("domain_a")
+    out = n_slots_a.reset_index().merge(pairs, on="domain_a", how="left")
+    out["n_slots"] = out["n_slots"].fillna(0).astype("int64")
+    out = out.astype({"domain_a": "str", "domain_b": "str"})
+    return out[["domain_a", "domain_b", "n_slots", "n_slots_a"]]
+
+
+def _slot_accuracy(scored: Scored, tids: pd.Series, labels: pd.Series) -> pd.DataFrame:
+    """Per slot label: share of paired turns where the slot occurs (gold or prediction) and is correct."""
+    slots = scored.slots[scored.slots["tid"].isin(tids)]
+    label = slots["domain"].astype("str") + "-" + slots["slot"].astype("str")
+    keep = label.isin(labels).to_numpy()
+    frame = pd.DataFrame({"label": label[keep].to_numpy(), "ok": (slots["outcome"] == "correct").to_numpy()[keep]})
+    return frame.groupby("label", sort=False)["ok"].agg(acc="mean", n_turns="size")
+
+
+def _domain_accuracy(scored: Scored, tids: pd.Series) -> pd.DataFrame:
+    """Per domain: share of paired turns where the domain occurs and all its slots are correct."""
+    facts = turn_facts(scored, by="domain")
+    facts = facts[facts["tid"].isin(tids)]
+    return facts.groupby("domain", sort=False)["joint_correct"].agg(acc="mean", n_turns="size")
+
+
+def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str) -> pd.DataFrame:
+    """Accuracy on each side and the gap `acc_a - acc_b` per aligned slot, aligned domain or turn depth.
+
+    Only paired turns count, and correctness is judged within each side. `by="turn_index"`: JGA of
+    each side per turn index (the same turns on both sides). `by="slot"`: per aligned slot pair,
+    on each side the turns where that side's slot occurs in gold or prediction, correct when its
+    value is. `by="domain"`: per aligned domain pair (`align_domains`), the turns where the domain
+    occurs, correct when all its slots are (as `analysis.metrics` groups by domain). Columns: the
+    group (`turn_index`, or `slot_a`/`slot_b`/`domain_a`/`domain_b`), `acc_a`, `n_turns_a`, `acc_b`,
+    `n_turns_b`, `gap`; an accuracy over no turns is NaN.
+
+    >>> from analysis.testing import scored_from_states
+    >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
+    ...                         [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], run_id="en")
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东"}}],
+    ...                         [{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东"}}], run_id="zh")
+    >>> crosslingual_gaps(en, zh, align_ontologies(en, zh), by="turn_index")
+       turn_index  acc_a  n_turns_a  acc_b  n_turns_b  gap
+    0           0    1.0          1    1.0          1  0.0
+    1           1    0.0          1    1.0          1 -1.0
+    """
+    if by not in GAP_BY:
+        raise ValueError(f"by has to be one of {', '.join(repr(v) for v in GAP_BY)}, got {by!r}")
+    paired = _paired_turns(a, b)
+    if by == "turn_index":
+        out = (
+            paired.groupby("turn_index", sort=True)
+            .agg(
+                acc_a=("joint_correct_a", "mean"),
+                n_turns_a=("tid_a", "size"),
+                acc_b=("joint_correct_b", "mean"),
+                n_turns_b=("tid_b", "size"),
+            )
+            .reset_index()
+        )
+        out[["acc_a", "acc_b"]] = out[["acc_a", "acc_b"]].astype("float64")
+    elif by == "slot":
+        pairs = alignment.loc[alignment["slot_b"].notna(), ["slot_a", "slot_b", "domain_a", "domain_b"]]
+        side_a = _slot_accuracy(a, paired["tid_a"], pairs["slot_a"])
+        side_b = _slot_accuracy(b, paired["tid_b"], pairs["slot_b"])
+        out = pairs.merge(side_a, left_on="slot_a", right_index=True, how="left")
+        out = out.merge(side_b, left_on="slot_b", right_index=True, how="left", suffixes=("_a", "_b"))
+    else:
+        pairs = align_domains(alignment)
+        pairs = pairs.loc[pairs["domain_b"].notna(), ["domain_a", "domain_b"]]
+        side_a = _domain_accuracy(a, paired["tid_a"])
+        side_b = _domain_accuracy(b, paired["tid_b"])
+        out = pairs.merge(side_a, left_on="domain_a", right_index=True, how="left")
+        out = out.merge(side_b, left_on="domain_b", right_index=True, how="left", suffixes=("_a", "_b"))
+    out = out.astype({"acc_a": "float64", "acc_b": "float64"})
+    out[["n_turns_a", "n_turns_b"]] = out[["n_turns_a", "n_turns_b"]].fillna(0).astype("int64")
+    out["gap"] = out["acc_a"] - out["acc_b"]
+    return out.reset_index(drop=True)
+
+
+def _error_text(scored: Scored, tids: pd.Series) -> pd.DataFrame:
+    """Per turn: its errors as `domain-slot: gold → predicted` joined by `; `, and their number."""
+    slots = scored.slots
+    errors = slots[slots["tid"].isin(tids) & (slots["outcome"] != "correct")]
+    gold = errors["gold_display"].astype("str").fillna(ABSENT)
+    pred = errors["pred_display"].astype("str").fillna(ABSENT)
+    text = errors["domain"].astype("str") + "-" + errors["slot"].astype("str") + ": " + gold + " → " + pred
+    frame = pd.DataFrame({"tid": errors["tid"].to_numpy(), "text": text.to_numpy()})
+    return frame.groupby("tid", sort=False)["text"].agg(errors="; ".join, n_errors="size")
+
+
+def _wrong_turns(scored: Scored, label: str) -> pd.Series:
+    """The tids where the slot `label` occurs and is not correct."""
+    slots = scored.slots
+    label_of = slots["domain"].astype("str") + "-" + slots["slot"].astype("str")
+    return slots.loc[(label_of == label) & (slots["outcome"] != "correct"), "tid"]
+
+
+def drill_down(
+    a: Scored,
+    b: Scored,
+    cell: str,
+    *,
+    alignment: pd.DataFrame | None = None,
+    slot_a: str | None = None,
+) -> pd.DataFrame:
+    """The paired turns of one agreement cell, ready for a table linking to the dialogue viewer.
+
+    `cell` is one of `both_correct`, `only_a`, `only_b`, `both_wrong` (A correct and B wrong is
+    `only_a`). With `slot_a`, only turns where that slot of A or its aligned slot of B (from
+    `alignment`, inferred when not given) is wrong on its side. Columns: `dialogue_id` (as in A),
+    `turn_index`, `user_a`, `user_b`, `tid_a`, `tid_b`, `agreement`, `errors_a`/`errors_b` (each
+    side's wrong slots as `domain-slot: gold → predicted`, `∅` for absent, values as written in the
+    files; empty when the side is correct) and `n_errors_a`/`n_errors_b`.
+
+    >>> from analysis.testing import scored_from_states
+    >>> en = scored_from_states([{"hotel": {"area": "east"}}], [{"hotel": {"area": "west"}}], run_id="en")
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}], [{"旅馆": {"区域": "东"}}], run_id="zh")
+    >>> drill_down(en, zh, "only_b")[["dialogue_id", "turn_index", "errors_a", "errors_b"]].to_dict("records")
+    [{'dialogue_id': 'd1', 'turn_index': 0, 'errors_a': 'hotel-area: east → west', 'errors_b': ''}]
+    """
+    if cell not in AGREEMENT:
+        raise ValueError(f"cell has to be one of {', '.join(repr(c) for c in AGREEMENT)}, got {cell!r}")
+    paired = _paired_turns(a, b)
+    paired = paired[paired["agreement"] == cell]
+    if slot_a is not None:
+        table = alignment if alignment is not None else align_ontologies(a, b)
+        row = table[table["slot_a"] == slot_a]
+        if row.empty:
+            raise ValueError(f"slot_a {slot_a!r} is not a slot of A: the alignment has {sorted(table['slot_a'])}")
+        wrong = paired["tid_a"].isin(_wrong_turns(a, slot_a))
+        slot_b = row["slot_b"].iloc[0]
+        if isinstance(slot_b, str):
+            wrong = wrong | paired["tid_b"].isin(_wrong_turns(b, slot_b))
+        paired = paired[wrong]
+    out = paired[["dialogue_id", "turn_index", "tid_a", "tid_b", "agreement"]]
+    out = out.merge(a.turns[["tid", "user"]].rename(columns={"tid": "tid_a", "user": "user_a"}), on="tid_a", how="left")
+    out = out.merge(b.turns[["tid", "user"]].rename(columns={"tid": "tid_b", "user": "user_b"}), on="tid_b", how="left")
+    for side, scored in (("a", a), ("b", b)):
+        errors = _error_text(scored, out[f"tid_{side}"]).add_suffix(f"_{side}")
+        out = out.merge(errors, left_on=f"tid_{side}", right_index=True, how="left")
+        out[f"errors_{side}"] = out[f"errors_{side}"].fillna("").astype("str")
+        out[f"n_errors_{side}"] = out[f"n_errors_{side}"].fillna(0).astype("int64")
+    columns = ["dialogue_id", "turn_index", "user_a", "user_b", "tid_a", "tid_b", "agreement"]
+    columns += ["errors_a", "errors_b", "n_errors_a", "n_errors_b"]
+    return out[columns].sort_values(["dialogue_id", "turn_index"], kind="stable").reset_index(drop=True)
+
+
+def mapping_from_manifest(workspace_mappings: list[dict[str, Any]], run_a: str, run_b: str) -> dict[str, str]:
+    """The slot overrides for the pair (run_a, run_b) from a manifest's `[[mappings]]` entries.
+
+    An entry `a = run_b, b = run_a` is read in reverse. Later entries win. An empty target (declaring
+    a slot unmatched) only applies in the direction it was written.
+
+    >>> mapping_from_manifest([{"a": "zh", "b": "en", "slots": {"餐厅-区域": "restaurant-area"}}], "en", "zh")
+    {'restaurant-area': '餐厅-区域'}
+    """
+    mapping: dict[str, str] = {}
+    for number, entry in enumerate(workspace_mappings, start=1):
+        slots = entry.get("slots", {})
+        valid = isinstance(slots, Mapping) and all(isinstance(k, str) and isinstance(v, str) for k, v in slots.items())
+        if not valid or not isinstance(entry.get("a"), str) or not isinstance(entry.get("b"), str):
+            raise InputError(
+                "workspace manifest",
+                "workspace",
+                f"[[mappings]] entry {number} needs a = run id, b = run id and slots = "
+                '{ "slot of a" = "slot of b" } with string values, got ' + repr(dict(entry)),
+                field="mappings",
+            )
+        if (entry["a"], entry["b"]) == (run_a, run_b):
+            mapping.update(slots)
+        elif (entry["a"], entry["b"]) == (run_b, run_a):
+            mapping.update({v: k for k, v in slots.items() if v})
+    return mapping
