@@ -14,7 +14,7 @@
   the error model and the score of every run (computed by loading the written workspace).
 
 Files are byte-identical between builds: fixed selection, fixed seeds, sorted JSON, gzip without a
-timestamp. Other folders of ``OUT`` (``fewjoint/``) are left alone.
+timestamp. ``fewjoint/`` is written by ``analysis.fewjoint_demo`` when absent (the manifest lists it).
 """
 
 from __future__ import annotations
@@ -188,6 +188,8 @@ def _toml_value(value: Any) -> str:
         return str(value)
     if isinstance(value, dict):
         return "{ " + ", ".join(f"{_toml_value(k)} = {_toml_value(v)}" for k, v in value.items()) + " }"
+    if isinstance(value, list):
+        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
     return json.dumps(str(value), ensure_ascii=False)
 
 
@@ -242,6 +244,10 @@ def build_demo(realdata: Path, out: Path) -> None:
             mappings.append({"a": run_a, "b": run_b, "slots": slots})
     (out / "workspace.toml").write_text(_manifest(mappings), encoding="utf-8")
     (out / "README.md").write_text(_readme(out, keep), encoding="utf-8")
+    if not (out / "fewjoint" / "episodes.json").exists():
+        from analysis.fewjoint_demo import build_fewjoint_demo  # written for the project, needs no realdata
+
+        build_fewjoint_demo(out / "fewjoint")
 
 
 def _manifest(mappings: list[dict[str, Any]]) -> str:
@@ -288,6 +294,19 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
             )
         )
     parts += [_table("[[mappings]]", mapping) for mapping in mappings]
+    # The FewJoint demo (written for the project by analysis.fewjoint_demo; FewJoint itself may not ship).
+    parts.append(
+        _table(
+            "[[fewjoint]]",
+            {
+                "name": "simulated",
+                "gold": "fewjoint/episodes.json",
+                "pred": [f"fewjoint/simulated_seed{seed}.jsonl" for seed in range(1, 6)],
+                "shots": 1,
+                "description": "5 seeds of a simulated few-shot joint NLU system (analysis.fewjoint_demo).",
+            },
+        )
+    )
     return "\n".join(parts)
 
 

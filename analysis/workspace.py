@@ -24,6 +24,12 @@ Manifest shape (all paths relative to the manifest)::
     a = "mwz-en"
     b = "mwz-zh"
     slots = { "restaurant-area" = "餐厅-区域" }
+
+    [[fewjoint]]                    # optional FewJoint systems: episode gold and one file per seed
+    name = "my-system"
+    gold = "fewjoint/5shot/test.json"
+    pred = ["seed1.jsonl", "seed2.jsonl", "seed3.jsonl", "seed4.jsonl", "seed5.jsonl"]
+    shots = 5                       # optional: read from the gold path (`5shot`) when absent
 """
 
 from __future__ import annotations
@@ -74,6 +80,17 @@ class RunEntry:
     description: str = ""
 
 
+@dataclass(frozen=True)
+class FewJointEntry:
+    """One `[[fewjoint]]` entry: a few-shot joint NLU system, one prediction file per seed."""
+
+    name: str
+    gold: Path
+    pred: tuple[Path, ...]
+    shots: int | None = None
+    description: str = ""
+
+
 @dataclass
 class Workspace:
     """The manifest's runs, those that loaded and those that failed (name -> one-line error)."""
@@ -86,6 +103,8 @@ class Workspace:
     failed: dict[str, str] = field(default_factory=dict)
     mappings: list[dict[str, Any]] = field(default_factory=list)
     settings: dict[str, Any] = field(default_factory=dict)
+    fewjoint_entries: list[FewJointEntry] = field(default_factory=list)
+    fewjoint: dict[str, Any] = field(default_factory=dict)  # name -> FewJointSystem
 
     @property
     def root(self) -> Path:
@@ -123,7 +142,10 @@ def read_manifest(path: str | Path) -> Workspace:
     mappings = data.get("mappings", [])
     if not isinstance(mappings, list):
         raise InputError(str(path), "workspace", "[[mappings]] must be an array of tables")
-    settings = {k: v for k, v in data.items() if k not in ("workspace", "runs", "mappings")}
+    settings = {k: v for k, v in data.items() if k not in ("workspace", "runs", "mappings", "fewjoint")}
+    raw_fewjoint = data.get("fewjoint", [])
+    if not isinstance(raw_fewjoint, list):
+        raise InputError(str(path), "workspace", "[[fewjoint]] must be an array of tables")
     return Workspace(
         path,
         str(head.get("name", path.parent.name)),
@@ -131,6 +153,29 @@ def read_manifest(path: str | Path) -> Workspace:
         entries,
         mappings=mappings,
         settings=settings | {"workspace": head},
+        fewjoint_entries=[_fewjoint_entry(path, i, raw) for i, raw in enumerate(raw_fewjoint)],
+    )
+
+
+def _fewjoint_entry(path: Path, index: int, raw: Any) -> FewJointEntry:
+    where = f"[[fewjoint]] #{index + 1}"
+    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("gold"), str):
+        raise InputError(str(path), "workspace", f"{where} needs a name and a gold file")
+    preds = raw.get("pred")
+    if isinstance(preds, str):
+        preds = [preds]
+    if not isinstance(preds, list) or not preds or not all(isinstance(p, str) for p in preds):
+        raise InputError(str(path), "workspace", f"{where} needs pred: a list of prediction files, one per seed")
+    shots = raw.get("shots")
+    if shots is not None and not isinstance(shots, int):
+        raise InputError(str(path), "workspace", f"{where}: shots must be an integer")
+    base = path.parent
+    return FewJointEntry(
+        name=raw["name"],
+        gold=base / raw["gold"],
+        pred=tuple(base / p for p in preds),
+        shots=shots,
+        description=str(raw.get("description", "")),
     )
 
 
@@ -202,4 +247,11 @@ def load_workspace(path: str | Path) -> Workspace:
             workspace.runs[entry.name] = load_entry(entry)
         except InputError as exc:
             workspace.failed[entry.name] = str(exc)
+    for few in workspace.fewjoint_entries:
+        from analysis.fewjoint import load_fewjoint_system  # only workspaces with FewJoint systems need it
+
+        try:
+            workspace.fewjoint[few.name] = load_fewjoint_system(few.gold, few.pred, name=few.name, shots=few.shots)
+        except InputError as exc:
+            workspace.failed[f"fewjoint:{few.name}"] = str(exc)
     return workspace
