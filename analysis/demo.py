@@ -242,12 +242,12 @@ def build_demo(realdata: Path, out: Path) -> None:
         slots = _slot_mapping(gold_a, gold_b)
         if slots:
             mappings.append({"a": run_a, "b": run_b, "slots": slots})
-    (out / "workspace.toml").write_text(_manifest(mappings), encoding="utf-8")
-    (out / "README.md").write_text(_readme(out, keep), encoding="utf-8")
     if not (out / "fewjoint" / "episodes.json").exists():
         from analysis.fewjoint_demo import build_fewjoint_demo  # written for the project, needs no realdata
 
         build_fewjoint_demo(out / "fewjoint")
+    (out / "workspace.toml").write_text(_manifest(mappings), encoding="utf-8")
+    (out / "README.md").write_text(_readme(out, keep), encoding="utf-8")
 
 
 def _manifest(mappings: list[dict[str, Any]]) -> str:
