@@ -12,6 +12,7 @@ from dataclasses import asdict, dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 DONTCARE_POLICIES = ("keep", "drop_gold", "drop_both")
@@ -249,24 +250,45 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
     several values under the `any` policy, else missing). Work is done once per distinct value or
     name, then mapped, so the cost grows with the vocabulary and not with the number of turns.
     """
-    out = states.copy()
-    if convention.lower_names:
-        out["domain"] = out["domain"].str.lower()
-        out["slot"] = out["slot"].str.lower()
-    if convention.slot_aliases:
-        names = pd.Series(out["slot"].unique())
-        mapping = {n: convention.slot_aliases.get(n, n) for n in names}
-        out["slot"] = out["slot"].map(mapping).astype("str")
-    distinct = pd.unique(out["value"])
-    canon = {v: _canonical(v, convention, side) for v in distinct}
-    out["display"] = out["value"]
-    out["value"] = out["value"].map({v: c[0] for v, c in canon.items()}).astype("str")
-    out["alternatives"] = out["display"].map({v: c[1] for v, c in canon.items()}).astype("str")
+    drop_dontcare = convention.dontcare == "drop_both" or (convention.dontcare == "drop_gold" and side == "gold")
+    codes, distinct = pd.factorize(states["value"])
+    canon = [_canonical(v, convention, side) for v in distinct]
+    marker = [c[0].strip().lower() for c in canon]
+    drop = np.array(
+        [m in convention.empty_values or (drop_dontcare and m in convention.dontcare_values) for m in marker],
+        dtype=bool,
+    )
+    keep = np.flatnonzero(~drop[codes]) if len(codes) else np.zeros(0, dtype="int64")
+    kept_codes = codes[keep]
+    value = pd.array([c[0] for c in canon], dtype="str").take(kept_codes)
+    alternatives = pd.array([c[1] for c in canon], dtype="str").take(kept_codes)
+    out = pd.DataFrame(
+        {
+            "dialogue_id": states["dialogue_id"].array.take(keep),
+            "turn_index": states["turn_index"].to_numpy()[keep],
+            "domain": _names(states["domain"], convention, aliases=False).take(keep),
+            "slot": _names(states["slot"], convention, aliases=True).take(keep),
+            "value": value,
+            "display": states["value"].array.take(keep),
+            "alternatives": alternatives,
+        }
+    )
+    for column in states.columns:  # extra columns (e.g. raw names kept by a caller) pass through
+        if column not in ("dialogue_id", "turn_index", "domain", "slot", "relation", "value"):
+            out[column] = states[column].array.take(keep)
     if convention.compare_relation:
-        plain = out["relation"].isin(["=", "equal_to"])
-        out["value"] = out["value"].where(plain, out["relation"] + " " + out["value"])
-    lowered = out["value"].str.strip().str.lower()
-    keep = ~lowered.isin(convention.empty_values)
-    if convention.dontcare == "drop_both" or (convention.dontcare == "drop_gold" and side == "gold"):
-        keep &= ~lowered.isin(convention.dontcare_values)
-    return out[keep].drop(columns="relation").reset_index(drop=True)
+        relation = states["relation"].array.take(keep)
+        plain = np.isin(np.asarray(relation, dtype=object), ["=", "equal_to"])
+        out["value"] = out["value"].where(plain, pd.Series(relation, dtype="str") + " " + out["value"])
+    return out
+
+
+def _names(names: pd.Series, convention: Convention, *, aliases: bool) -> pd.api.extensions.ExtensionArray:
+    """Domain or slot names under the convention (lower-cased, aliased), mapped once per distinct name."""
+    if not convention.lower_names and not (aliases and convention.slot_aliases):
+        return names.astype("str").array
+    codes, distinct = pd.factorize(names)
+    mapped = [n.lower() if convention.lower_names else n for n in distinct]
+    if aliases:
+        mapped = [convention.slot_aliases.get(n, n) for n in mapped]
+    return pd.array(mapped, dtype="str").take(codes)

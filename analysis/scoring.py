@@ -74,9 +74,8 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     last = turns.groupby("dialogue_id", sort=False)["turn_index"].transform("max")
     turns["is_final"] = turns["turn_index"] == last
 
-    keys = turns[["dialogue_id", "turn_index", "tid"]]
-    gold = normalise_states(run.gold, conv, side="gold").merge(keys, on=["dialogue_id", "turn_index"])
-    pred = normalise_states(run.pred, conv, side="pred").merge(keys, on=["dialogue_id", "turn_index"])
+    gold = _with_tid(normalise_states(run.gold, conv, side="gold"), turns)
+    pred = _with_tid(normalise_states(run.pred, conv, side="pred"), turns)
     ontology = _ontology(run, conv, gold)
 
     # Pair gold and prediction on one integer key (turn id x domain-slot code): joins on strings cost
@@ -129,6 +128,21 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     turns = _attach_counts(turns, slots)
     ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
     return Scored(conv, [run.meta], turns, slots, ontology, {run_id: run.alignment.to_dict()})
+
+
+def _with_tid(states: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
+    """Attach each state row's turn id (`tid` = row of `turns`); rows of unknown turns are dropped
+    (the loader already re-keyed predictions to gold turns and counted the rest)."""
+    ids, _ = pd.factorize(pd.concat([turns["dialogue_id"], states["dialogue_id"]], ignore_index=True))
+    width = int(max(turns["turn_index"].to_numpy().max(initial=0), states["turn_index"].to_numpy().max(initial=0))) + 1
+    turn_keys = ids[: len(turns)] * width + turns["turn_index"].to_numpy()
+    state_keys = ids[len(turns) :] * width + states["turn_index"].to_numpy()
+    order = np.argsort(turn_keys, kind="stable")
+    position = np.searchsorted(turn_keys, state_keys, sorter=order).clip(max=max(len(order) - 1, 0))
+    found = turn_keys[order[position]] == state_keys if len(order) else np.zeros(len(state_keys), dtype=bool)
+    out = states[found].copy()
+    out["tid"] = turns["tid"].to_numpy()[order[position[found]]]
+    return out
 
 
 def _ontology(run: Run, conv: Convention, gold: pd.DataFrame) -> pd.DataFrame:

@@ -77,6 +77,7 @@ def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFr
         fn, column = _MEAN_OVER_TURNS[metric]
         per = fn(scored, by=full)
         assert isinstance(per, pd.DataFrame)
+        per = per[per["n_turns"] > 0].reset_index(drop=True)  # empty slices are listed with NaN; skip them
         den = per["n_turns"].to_numpy(dtype=float)  # turns with a defined score (a mean skips NaN)
         value = per[column].to_numpy(dtype=float)
     elif metric in _MICRO:

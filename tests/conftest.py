@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
+
+# Tests parse for real at least once per session and never touch the user's parse cache.
+os.environ.setdefault("DST_CACHE_DIR", tempfile.mkdtemp(prefix="dst-test-cache-"))
 REALDATA = Path(os.environ.get("DST_REALDATA", ROOT.parent / "shared" / "realdata")).resolve()
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from analysis.errors import InputError
+from analysis.formats import cache
 from analysis.formats.engine import Collector, ParsedFile
 from analysis.formats.reading import parse_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
@@ -24,12 +25,22 @@ def detect_format(container: str, records: object) -> FormatSpec | None:
     return None
 
 
-def parse_file(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> ParsedFile:
+def parse_file(
+    path: str | Path, *, fmt: str | None = None, data: bytes | None = None, use_cache: bool = True
+) -> ParsedFile:
     """Read one file (plain, .gz or .zip) as `fmt`, or as the format detected from its content.
 
     Any problem, from a missing file to a wrong type deep inside a state, is an `InputError` whose
-    message names the file, the format and the first offending record.
+    message names the file, the format and the first offending record. Files on disk are cached as
+    Parquet tables (`analysis.formats.cache`); uploaded `data` never is.
     """
+    if data is None and use_cache:
+        cached = cache.load_cached(Path(path), fmt)
+        if cached is not None:
+            return cached
+        parsed = parse_file(path, fmt=fmt, use_cache=False)
+        cache.store(Path(path), fmt, parsed)
+        return parsed
     name = str(path)
     if fmt is not None and fmt not in FORMATS_BY_NAME:
         raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")

@@ -1,0 +1,468 @@
+"""Page-ready frames (`analysis.views`) -> Plotly figures; pure builders, no Streamlit.
+
+One fixed colour per run across every figure (`run_colours`, Okabe-Ito, colour-blind safe), outcome
+colours paired with a pattern so a chart reads in grey too, hover templates on every trace, and a
+`style` switch ("screen" or "paper") applied by `apply_style`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+from plotly.subplots import make_subplots
+
+from analysis.suite import LABELS
+
+# Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
+OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
+# Beyond eight runs, the Okabe-Ito hues repeat in a lighter tint (and traces differ by dash/marker).
+EXTRA = ("#7FB8D8", "#F2CF7F", "#7FCEB9", "#E5BCD3", "#AAD9F4", "#EAAF7F", "#F7F1A0", "#7F7F7F")
+OUTCOME_COLOURS = {
+    "correct": "#009E73",
+    "wrong_value": "#D55E00",
+    "missed": "#E69F00",
+    "spurious": "#CC79A7",
+}
+OUTCOME_PATTERNS = {"correct": "", "wrong_value": "x", "missed": "/", "spurious": "."}
+OUTCOME_NAMES = {"correct": "✓ correct", "wrong_value": "≠ wrong value", "missed": "− missed", "spurious": "+ spurious"}
+AGREEMENT_NAMES = {
+    "both_correct": "both correct",
+    "only_a": "only A correct",
+    "only_b": "only B correct",
+    "both_wrong": "both wrong",
+}
+ORIGIN_COLOURS = {"new": "#D55E00", "inherited": "#56B4E9"}
+ORIGIN_PATTERNS = {"new": "", "inherited": "/"}
+STYLES: dict[str, dict[str, Any]] = {
+    "screen": {
+        "template": "plotly_white",
+        "font": {"size": 13},
+        "height": 420,
+        "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
+    },
+    "paper": {
+        "template": "simple_white",
+        "font": {"size": 11, "family": "Liberation Serif, Times New Roman, serif"},
+        "height": 320,
+        "margin": {"l": 50, "r": 10, "t": 40, "b": 40},
+    },
+}
+
+
+def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
+    """A fixed colour for each run, by its position in the workspace's run list.
+
+    >>> run_colours(["a", "b"])
+    {'a': '#0072B2', 'b': '#E69F00'}
+    """
+    palette = OKABE_ITO + EXTRA
+    return {run: palette[i % len(palette)] for i, run in enumerate(dict.fromkeys(run_ids))}
+
+
+def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = None) -> go.Figure:
+    """Apply a named figure style; unknown names are refused with the allowed ones."""
+    if style not in STYLES:
+        raise ValueError(f"style has to be one of {', '.join(STYLES)}, got {style!r}")
+    spec = STYLES[style]
+    fig.update_layout(
+        template=spec["template"],
+        font=spec["font"],
+        height=height or spec["height"],
+        margin=spec["margin"],
+        hoverlabel={"namelength": -1},
+        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+    )
+    return fig
+
+
+def _colours(runs: Sequence[str], colours: Mapping[str, str] | None) -> dict[str, str]:
+    base = run_colours(runs)
+    return {r: (colours or {}).get(r, base[r]) for r in runs}
+
+
+def _label(metric: str) -> str:
+    return LABELS.get(metric, metric.replace("_", " "))
+
+
+def _empty(message: str, style: str) -> go.Figure:
+    fig = go.Figure()
+    fig.add_annotation(text=message, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+    fig.update_xaxes(visible=False)
+    fig.update_yaxes(visible=False)
+    return apply_style(fig, style, height=200)
+
+
+# --- overview ------------------------------------------------------------------------------------
+
+
+def leaderboard_bar(
+    board: pd.DataFrame,
+    *,
+    metric: str = "jga",
+    colours: Mapping[str, str] | None = None,
+    style: str = "screen",
+) -> go.Figure:
+    """One bar per run for `metric`; hover lists convention, turns and the other headline numbers."""
+    if not len(board):
+        return _empty("no runs", style)
+    if metric not in board.columns:
+        raise ValueError(f"metric has to be a leaderboard column, got {metric!r}")
+    runs = list(board["run_id"])
+    palette = _colours(runs, colours)
+    fig = go.Figure()
+    for row in board.itertuples(index=False):
+        fig.add_bar(
+            name=row.run_id,
+            x=[row.run_id],
+            y=[getattr(row, metric)],
+            marker_color=palette[row.run_id],
+            customdata=[[row.system, row.dataset, row.convention, row.n_turns, row.n_dialogues, row.history]],
+            hovertemplate=(
+                f"<b>%{{x}}</b><br>{_label(metric)}: %{{y:.4f}}<br>system: %{{customdata[0]}}"
+                "<br>dataset: %{customdata[1]}<br>convention: %{customdata[2]}<br>history: %{customdata[5]}"
+                "<br>%{customdata[3]:,} turns, %{customdata[4]:,} dialogues<extra></extra>"
+            ),
+        )
+    fig.update_layout(title=f"{_label(metric)} per run", showlegend=False, yaxis_title=_label(metric))
+    fig.update_yaxes(rangemode="tozero")
+    return apply_style(fig, style)
+
+
+# --- slots ---------------------------------------------------------------------------------------
+
+
+def slot_f1_bar(
+    table: pd.DataFrame, *, run_id: str = "", colour: str = OKABE_ITO[0], style: str = "screen"
+) -> go.Figure:
+    """Per-slot F1 as horizontal bars (worst at the top), with precision, recall and support on hover."""
+    if not len(table):
+        return _empty("no slots", style)
+    frame = table.sort_values(["f1", "support"], ascending=[False, True], na_position="last")
+    fig = go.Figure(
+        go.Bar(
+            x=frame["f1"],
+            y=frame["slot_name"],
+            orientation="h",
+            marker_color=colour,
+            name=run_id or "F1",
+            customdata=np.stack(
+                [frame["precision"].to_numpy(float), frame["recall"].to_numpy(float), frame["support"].to_numpy(float)],
+                axis=-1,
+            ),
+            hovertemplate=(
+                "<b>%{y}</b><br>F1: %{x:.4f}<br>precision: %{customdata[0]:.4f}<br>recall: %{customdata[1]:.4f}"
+                "<br>gold support: %{customdata[2]:,.0f}<extra></extra>"
+            ),
+        )
+    )
+    fig.update_layout(title=f"Per-slot F1{' — ' + run_id if run_id else ''}", xaxis_title="F1", showlegend=False)
+    fig.update_xaxes(range=[0, 1])
+    return apply_style(fig, style, height=max(320, 18 * len(frame) + 120))
+
+
+def outcome_mix_bar(
+    mix: pd.DataFrame, *, top: int = 25, style: str = "screen", title: str = "Outcome mix"
+) -> go.Figure:
+    """Stacked horizontal bars of error outcomes per group (slot or domain), most errors on top; each
+    outcome has a colour and a pattern."""
+    if not len(mix):
+        return _empty("no errors", style)
+    totals = mix.groupby("group", sort=False)["n"].sum()
+    groups = list(totals.sort_values(ascending=False).index[:top])
+    frame = mix[mix["group"].isin(groups)]
+    runs = list(dict.fromkeys(frame["run_id"]))
+    fig = go.Figure()
+    for outcome in [o for o in OUTCOME_COLOURS if o in set(frame["outcome"])]:
+        part = frame[frame["outcome"] == outcome]
+        label = part["group"] if len(runs) == 1 else part["run_id"] + " · " + part["group"]
+        fig.add_bar(
+            name=OUTCOME_NAMES[outcome],
+            x=part["n"],
+            y=label,
+            orientation="h",
+            marker={"color": OUTCOME_COLOURS[outcome], "pattern": {"shape": OUTCOME_PATTERNS[outcome]}},
+            customdata=np.stack([part["share"].to_numpy(float)], axis=-1),
+            hovertemplate=f"<b>%{{y}}</b><br>{OUTCOME_NAMES[outcome]}: %{{x:,}} (%{{customdata[0]:.1%}})<extra></extra>",
+        )
+    order = groups[::-1] if len(runs) == 1 else None
+    fig.update_layout(barmode="stack", title=title, xaxis_title="slot rows")
+    if order:
+        fig.update_yaxes(categoryorder="array", categoryarray=order)
+    return apply_style(fig, style, height=max(320, 20 * len(groups) * max(1, len(runs)) + 140))
+
+
+def confusion_heatmap(confusions: pd.DataFrame, *, title: str = "Gold → predicted", style: str = "screen") -> go.Figure:
+    """Gold values (rows) against predicted values (columns), counts of the top confusions."""
+    if not len(confusions):
+        return _empty("no errors on this slot", style)
+    table = confusions.pivot_table(index="gold", columns="predicted", values="n", aggfunc="sum", fill_value=0)
+    fig = go.Figure(
+        go.Heatmap(
+            z=table.to_numpy(),
+            x=[str(c) for c in table.columns],
+            y=[str(i) for i in table.index],
+            colorscale="Blues",
+            hovertemplate="gold: <b>%{y}</b><br>predicted: <b>%{x}</b><br>%{z:,} slot rows<extra></extra>",
+        )
+    )
+    fig.update_layout(title=title, xaxis_title="predicted", yaxis_title="gold")
+    return apply_style(fig, style, height=max(320, 24 * len(table) + 160))
+
+
+# --- per-run grouped bars and lines ---------------------------------------------------------------
+
+
+def grouped_jga_bar(
+    frame: pd.DataFrame,
+    *,
+    by: str,
+    colours: Mapping[str, str] | None = None,
+    title: str | None = None,
+    style: str = "screen",
+) -> go.Figure:
+    """JGA per value of `by` (domain, dialogue type, ...), one bar colour per run; turns on hover."""
+    if not len(frame):
+        return _empty(f"no {by} to show", style)
+    runs = list(dict.fromkeys(frame["run_id"]))
+    palette = _colours(runs, colours)
+    fig = go.Figure()
+    for run in runs:
+        part = frame[frame["run_id"] == run]
+        fig.add_bar(
+            name=run,
+            x=part[by].astype(str),
+            y=part["jga"],
+            marker_color=palette[run],
+            customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
+            hovertemplate=f"<b>{run}</b><br>{by}: %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
+        )
+    fig.update_layout(barmode="group", title=title or f"JGA by {by}", yaxis_title="JGA", xaxis_title=by)
+    fig.update_yaxes(range=[0, 1])
+    return apply_style(fig, style)
+
+
+def depth_lines(
+    frame: pd.DataFrame,
+    *,
+    colours: Mapping[str, str] | None = None,
+    style: str = "screen",
+) -> go.Figure:
+    """JGA by turn depth, one line per run; the number of turns at each depth on hover."""
+    if not len(frame):
+        return _empty("no turns", style)
+    runs = list(dict.fromkeys(frame["run_id"]))
+    palette = _colours(runs, colours)
+    dashes = ("solid", "dash", "dot", "dashdot")
+    fig = go.Figure()
+    for i, run in enumerate(runs):
+        part = frame[frame["run_id"] == run]
+        fig.add_scatter(
+            name=run,
+            x=part["turn_index"],
+            y=part["jga"],
+            mode="lines+markers",
+            line={"color": palette[run], "dash": dashes[(i // 8) % len(dashes)]},
+            customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
+            hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
+        )
+    fig.update_layout(title="JGA by turn depth", xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
+    fig.update_yaxes(range=[0, 1.02])
+    return apply_style(fig, style)
+
+
+def compounding_figure(
+    curve: pd.DataFrame,
+    *,
+    predicted_run: str,
+    gold_run: str,
+    colours: Mapping[str, str] | None = None,
+    style: str = "screen",
+) -> go.Figure:
+    """JGA (predicted history) against GJGA (gold history) by turn, the gap between them shaded."""
+    if not len(curve):
+        return _empty("the two runs share no turns", style)
+    palette = _colours([predicted_run, gold_run], colours)
+    fig = go.Figure()
+    fig.add_scatter(
+        name=f"GJGA ({gold_run})",
+        x=curve["turn_index"],
+        y=curve["gjga"],
+        mode="lines+markers",
+        line={"color": palette[gold_run], "dash": "dash"},
+        customdata=np.stack([curve["n_turns"].to_numpy(float)], axis=-1),
+        hovertemplate="turn %{x}<br>GJGA: %{y:.4f}<br>%{customdata[0]:,.0f} paired turns<extra></extra>",
+    )
+    fig.add_scatter(
+        name=f"JGA ({predicted_run}); shaded: gap",
+        x=curve["turn_index"],
+        y=curve["jga"],
+        mode="lines+markers",
+        fill="tonexty",
+        fillcolor="rgba(213,94,0,0.18)",
+        line={"color": palette[predicted_run]},
+        customdata=np.stack([curve["gap"].to_numpy(float), curve["n_turns"].to_numpy(float)], axis=-1),
+        hovertemplate="turn %{x}<br>JGA: %{y:.4f}<br>gap (GJGA − JGA): %{customdata[0]:.4f}"
+        "<br>%{customdata[1]:,.0f} paired turns<extra></extra>",
+    )
+    fig.update_layout(
+        title="Error compounding: JGA vs GJGA by turn", xaxis_title="turn index", yaxis_title="joint goal accuracy"
+    )
+    fig.update_yaxes(range=[0, 1.02])
+    return apply_style(fig, style)
+
+
+def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
+    """New vs inherited errors by turn depth, one panel per run (stacked bars with patterns)."""
+    if not len(frame):
+        return _empty("no errors", style)
+    runs = list(dict.fromkeys(frame["run_id"]))
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs, vertical_spacing=0.08)
+    for row, run in enumerate(runs, start=1):
+        for origin in ("new", "inherited"):
+            part = frame[(frame["run_id"] == run) & (frame["origin"] == origin)]
+            fig.add_bar(
+                name=f"{origin} errors",
+                legendgroup=origin,
+                showlegend=row == 1,
+                x=part["turn_index"],
+                y=part["n_errors"],
+                marker={"color": ORIGIN_COLOURS[origin], "pattern": {"shape": ORIGIN_PATTERNS[origin]}},
+                hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>{origin} errors: %{{y:,}}<extra></extra>",
+                row=row,
+                col=1,
+            )
+    fig.update_layout(barmode="stack", title="Inherited vs new errors by turn depth")
+    fig.update_xaxes(title_text="turn index", row=len(runs), col=1)
+    return apply_style(fig, style, height=max(320, 220 * len(runs) + 80))
+
+
+def first_error_bar(
+    frame: pd.DataFrame, *, colours: Mapping[str, str] | None = None, style: str = "screen"
+) -> go.Figure:
+    """Share of dialogues whose first error is at each turn ("none": never wrong), one colour per run."""
+    if not len(frame):
+        return _empty("no dialogues", style)
+    runs = list(dict.fromkeys(frame["run_id"]))
+    palette = _colours(runs, colours)
+    order = [*sorted({lab for lab in frame["label"] if lab != "none"}, key=int), "none"]
+    fig = go.Figure()
+    for run in runs:
+        part = frame[frame["run_id"] == run]
+        fig.add_bar(
+            name=run,
+            x=part["label"],
+            y=part["share"],
+            marker_color=palette[run],
+            customdata=np.stack([part["n_dialogues"].to_numpy(float)], axis=-1),
+            hovertemplate=f"<b>{run}</b><br>first error at turn %{{x}}<br>%{{y:.1%}} of dialogues "
+            "(%{customdata[0]:,.0f})<extra></extra>",
+        )
+    fig.update_layout(
+        barmode="group",
+        title="Where dialogues first go wrong",
+        xaxis_title="first turn with an error",
+        yaxis_title="share of dialogues",
+    )
+    fig.update_xaxes(type="category", categoryorder="array", categoryarray=order)
+    fig.update_yaxes(tickformat=".0%")
+    return apply_style(fig, style)
+
+
+# --- cross-lingual --------------------------------------------------------------------------------
+
+
+def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, style: str = "screen") -> go.Figure:
+    """The 2x2 agreement matrix of two runs over paired turns: counts and shares on hover."""
+    total = sum(counts.values()) or 1
+    z = [
+        [counts.get("both_correct", 0), counts.get("only_a", 0)],
+        [counts.get("only_b", 0), counts.get("both_wrong", 0)],
+    ]
+    names = [["both correct", "only A correct"], ["only B correct", "both wrong"]]
+    text = [[f"{names[i][j]}<br>{z[i][j]:,} ({z[i][j] / total:.1%})" for j in range(2)] for i in range(2)]
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=[f"B ({run_b}) correct", f"B ({run_b}) wrong"],
+            y=[f"A ({run_a}) correct", f"A ({run_a}) wrong"],
+            text=text,
+            texttemplate="%{text}",
+            colorscale="Blues",
+            showscale=False,
+            hovertemplate="%{text}<extra></extra>",
+        )
+    )
+    fig.update_layout(title="Agreement over paired turns")
+    fig.update_yaxes(autorange="reversed")
+    return apply_style(fig, style, height=360)
+
+
+def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, style: str = "screen") -> go.Figure:
+    """Cross-lingual gap (A − B) per slot, domain or turn depth; positive means A is better."""
+    if not len(gaps) or value not in gaps.columns:
+        return _empty("nothing to compare", style)
+    label_col = by if by in gaps.columns else gaps.columns[0]
+    frame = gaps.dropna(subset=[value])
+    if by != "turn_index":
+        frame = frame.reindex(frame[value].abs().sort_values(ascending=False).index).head(top)
+    extra = [c for c in gaps.columns if c not in (label_col, value)][:4]
+    custom = np.stack([frame[c].astype(str).to_numpy() for c in extra], axis=-1) if extra else None
+    hover = "".join(f"<br>{c}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
+    colours = np.where(frame[value].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
+    fig = go.Figure(
+        go.Bar(
+            x=frame[label_col].astype(str),
+            y=frame[value],
+            marker_color=colours,
+            customdata=custom,
+            hovertemplate=f"<b>%{{x}}</b><br>{value}: %{{y:.4f}}{hover}<extra></extra>",
+        )
+    )
+    fig.update_layout(title=f"Gap by {by.replace('_', ' ')} (A − B)", yaxis_title=value, xaxis_title=by)
+    if by == "turn_index":
+        fig.update_xaxes(type="linear")
+    return apply_style(fig, style)
+
+
+# --- dialogue viewer ------------------------------------------------------------------------------
+
+
+def turn_strip(turns: pd.DataFrame, *, current: int | None = None, style: str = "screen") -> go.Figure:
+    """One marker per turn of a dialogue: errors as bars (new vs inherited), the current turn outlined."""
+    fig = go.Figure()
+    if not len(turns):
+        return _empty("no turns", style)
+    for origin, column in (("new", "n_new"), ("inherited", "n_inherited")):
+        fig.add_bar(
+            name=f"{origin} errors",
+            x=turns["turn_index"],
+            y=turns[column],
+            marker={"color": ORIGIN_COLOURS[origin], "pattern": {"shape": ORIGIN_PATTERNS[origin]}},
+            customdata=np.stack([turns["status"].astype(str).to_numpy()], axis=-1),
+            hovertemplate=f"turn %{{x}}: %{{customdata[0]}}<br>{origin}: %{{y}}<extra></extra>",
+        )
+    correct = turns[turns["joint_correct"]]
+    fig.add_scatter(
+        name="✓ jointly correct",
+        x=correct["turn_index"],
+        y=np.zeros(len(correct)),
+        mode="markers",
+        marker={"symbol": "circle", "color": OUTCOME_COLOURS["correct"], "size": 10},
+        hovertemplate="turn %{x}: ✓ correct<extra></extra>",
+    )
+    if current is not None:
+        fig.add_vrect(
+            x0=current - 0.5, x1=current + 0.5, line_width=2, line_color="#000000", fillcolor="rgba(0,0,0,0.05)"
+        )
+    fig.update_layout(
+        barmode="stack", title="Errors per turn (current turn outlined)", xaxis_title="turn", yaxis_title="errors"
+    )
+    fig.update_xaxes(dtick=1)
+    fig.update_yaxes(
+        rangemode="tozero", range=[-0.3, max(1.0, float((turns["n_new"] + turns["n_inherited"]).max()) + 0.5)]
+    )
+    return apply_style(fig, style, height=260)

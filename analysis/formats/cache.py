@@ -1,0 +1,95 @@
+"""A disk cache of parsed files: parsing MultiWOZ's 27 MB gold takes 0.7 s, reading its tables 0.05 s.
+
+Entries are Parquet tables plus a small JSON header (never pickle), keyed by the file's absolute path,
+size, modification time, the forced format and a digest of the parser's own source, so an edited file
+or an edited parser never reads a stale entry. `DST_CACHE_DIR` moves the cache; setting it to an empty
+string turns caching off. Uploads (bytes without a file) are never cached.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from functools import cache
+from pathlib import Path
+
+import pandas as pd
+
+from analysis.formats.engine import ParsedFile
+
+TABLES = ("turns", "gold", "pred")
+
+
+def cache_dir() -> Path | None:
+    configured = os.environ.get("DST_CACHE_DIR")
+    if configured == "":
+        return None
+    if configured:
+        return Path(configured)
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dst-analysis" / "parsed"
+
+
+@cache
+def _parser_digest() -> str:
+    digest = hashlib.sha256()
+    for source in sorted(Path(__file__).parent.glob("*.py")):
+        digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def _key(path: Path, fmt: str | None) -> str | None:
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{fmt}\0{_parser_digest()}"
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
+    root, key = cache_dir(), _key(path, fmt)
+    if root is None or key is None or not (root / key / "header.json").exists():
+        return None
+    entry = root / key
+    try:
+        header = json.loads((entry / "header.json").read_text(encoding="utf-8"))
+        tables = {
+            name: pd.read_parquet(entry / f"{name}.parquet") if name in header["tables"] else None for name in TABLES
+        }
+    except (OSError, ValueError, KeyError):
+        return None  # a damaged entry is a miss, never an error
+    turns = tables["turns"]
+    assert turns is not None
+    return ParsedFile(
+        path=str(path),
+        fmt=header["fmt"],
+        turns=turns,
+        gold=tables["gold"],
+        pred=tables["pred"],
+        listed_slots=frozenset((d, s) for d, s in header["listed_slots"]),
+        notes=header["notes"],
+    )
+
+
+def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
+    root, key = cache_dir(), _key(path, fmt)
+    if root is None or key is None:
+        return
+    try:
+        root.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
+        present = [n for n in TABLES if getattr(parsed, n) is not None]
+        for name in present:
+            getattr(parsed, name).to_parquet(staging / f"{name}.parquet", index=False)
+        header = {
+            "fmt": parsed.fmt,
+            "tables": present,
+            "listed_slots": sorted(parsed.listed_slots),
+            "notes": parsed.notes,
+        }
+        (staging / "header.json").write_text(json.dumps(header, ensure_ascii=False), encoding="utf-8")
+        os.replace(staging, root / key)  # atomic: readers see a whole entry or none
+    except OSError:
+        return  # a read-only or full disk only costs speed

@@ -1,0 +1,566 @@
+"""The paper report of a workspace: every dashboard figure and the tables, as files, plus an index.
+
+`plan_report(workspace)` computes what to write (figures as Plotly figures built by the dashboard's
+own builders in `analysis.figures` / `analysis.figures_fewjoint`, with interval variants added here;
+tables as frames) without touching the disk; `write_report(plan, out_dir)` writes them through
+`analysis.export` with one browser for the batch, and `index.md` / `index.html` listing every file
+with a one-line caption. `build_report(path, out_dir)` does both (the `report` sub-command).
+
+What a report holds:
+* leaderboard: table (JGA, final-turn JGA, slot F1, slot accuracy with 95% cluster-bootstrap
+  intervals, `stats.bootstrap_ci(..., by="run_id")` over the runs combined per convention) and the
+  leaderboard bar with those intervals as error bars;
+* per-slot F1 of each run; per-domain JGA with intervals and JGA by turn depth with interval bands,
+  one figure per dataset (numbers are comparable only within one dataset) and one table;
+* JGA vs GJGA for each (predicted history, gold history) pair of one system;
+* cross-lingual gaps by slot and by domain for each cross-lingual pair: a manifest `[[mappings]]`
+  entry, or two runs of one system and history mode whose language or dataset differ while most
+  dialogues are shared;
+* per `[[fewjoint]]` system: the seeds figure and table (mean, sample std and every seed) and the
+  per-domain breakdown.
+
+Every run keeps one colour in every file: `figures.run_colours` over the workspace's run order.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+import plotly.graph_objects as go
+
+from analysis import export as E
+from analysis import figures as F
+from analysis import stats, views
+from analysis.errors import InputError
+from analysis.loading import dialogue_key
+from analysis.scoring import Scored, combine, score_run
+from analysis.suite import LABELS
+from analysis.workspace import Workspace, load_workspace
+
+CI_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")
+LEVEL = 0.95
+MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel
+
+
+@dataclass
+class FigureItem:
+    name: str
+    caption: str
+    figure: go.Figure
+
+
+@dataclass
+class TableItem:
+    name: str
+    caption: str
+    frame: pd.DataFrame
+    options: dict[str, Any] = field(default_factory=dict)  # keyword options of export.table_bytes
+
+
+@dataclass
+class ReportPlan:
+    """What a report writes: figures, tables and notes (failed runs, skipped parts) for the index."""
+
+    title: str
+    figures: list[FigureItem] = field(default_factory=list)
+    tables: list[TableItem] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Written:
+    name: str
+    kind: str
+    caption: str
+    files: list[Path]
+
+
+# --- figures with intervals (wrapping the dashboard builders) ------------------------------------
+
+
+def _slug(text: str) -> str:
+    """File-name piece of a run or dataset name.
+
+    >>> _slug("MultiWOZ 2.1"), _slug("simulated-A/zh")
+    ('multiwoz-2.1', 'simulated-a-zh')
+    """
+    return re.sub(r"[^\w.]+", "-", text.lower(), flags=re.UNICODE).strip("-.") or "x"
+
+
+def _add_error_bars(fig: go.Figure, cis: pd.DataFrame, *, key: str) -> go.Figure:
+    """Error bars on each bar trace (named by run) from `cis` rows (run_id, key, estimate, low, high)."""
+    for trace in fig.data:
+        if getattr(trace, "type", "") != "bar" or trace.x is None:
+            continue
+        part = cis[cis["run_id"] == trace.name].set_index(cis[key].astype(str)[cis["run_id"] == trace.name])
+        if not len(part):
+            continue
+        x = [str(v) for v in trace.x]
+        low = part["low"].reindex(x).to_numpy(float)
+        high = part["high"].reindex(x).to_numpy(float)
+        y = np.asarray(trace.y, dtype=float)
+        trace.error_y = {
+            "type": "data",
+            "symmetric": False,
+            "array": np.nan_to_num(high - y),
+            "arrayminus": np.nan_to_num(y - low),
+            "visible": True,
+            "color": "#333333",
+        }
+    return fig
+
+
+def leaderboard_figure(board: pd.DataFrame, cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
+    """The dashboard's leaderboard bar (JGA per run) with 95% bootstrap intervals as error bars."""
+    fig = F.leaderboard_bar(board, metric="jga", colours=colours, style="paper")
+    jga = cis[cis["metric"] == "jga"].assign(run=lambda f: f["run_id"])
+    fig = _add_error_bars(fig, jga, key="run")
+    fig.update_layout(title=f"JGA per run ({LEVEL:.0%} cluster-bootstrap intervals)")
+    return fig
+
+
+def domain_figure(cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
+    """The dashboard's per-domain JGA bars with 95% bootstrap intervals as error bars."""
+    frame = cis.rename(columns={"estimate": "jga"})
+    fig = F.grouped_jga_bar(frame, by="domain", colours=colours, title="JGA per domain", style="paper")
+    return _add_error_bars(fig, cis, key="domain")
+
+
+def _rgba(colour: str, alpha: float) -> str:
+    """
+    >>> _rgba("#0072B2", 0.2)
+    'rgba(0,114,178,0.2)'
+    """
+    red, green, blue = (int(colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgba({red},{green},{blue},{alpha})"
+
+
+def depth_figure(cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
+    """The dashboard's JGA-by-turn-depth lines with a 95% bootstrap band per run."""
+    frame = cis.rename(columns={"estimate": "jga"})
+    fig = F.depth_lines(frame, colours=colours, style="paper")
+    bands = []
+    for run in dict.fromkeys(cis["run_id"]):
+        part = cis[cis["run_id"] == run].sort_values("turn_index")
+        x = part["turn_index"].to_numpy(float)
+        band = go.Scatter(
+            x=np.concatenate([x, x[::-1]]),
+            y=np.concatenate([part["high"].to_numpy(float), part["low"].to_numpy(float)[::-1]]),
+            fill="toself",
+            fillcolor=_rgba(colours.get(str(run), "#000000"), 0.12),
+            line={"width": 0},
+            hoverinfo="skip",
+            showlegend=False,
+            name=f"{run} {LEVEL:.0%} interval",
+        )
+        bands.append(band)
+    fig = go.Figure(data=[*bands, *fig.data], layout=fig.layout)
+    fig.update_layout(title=f"JGA by turn depth ({LEVEL:.0%} cluster-bootstrap bands)")
+    return fig
+
+
+def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
+    """One FewJoint system: mean ± sample std over seeds per metric (bars) and every seed (dots)."""
+    from analysis.fewjoint import METRICS
+
+    names = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
+    summary = result.summary.set_index("metric")
+    labels = [names.get(m, m) for m in METRICS]
+    fig = go.Figure()
+    fig.add_bar(
+        name=f"{result.system}: mean ± std",
+        x=labels,
+        y=[float(summary.loc[m, "mean"]) for m in METRICS],
+        error_y={
+            "type": "data",
+            "array": [float(summary.loc[m, "std"]) for m in METRICS],
+            "visible": True,
+            "color": "#333333",
+        },
+        marker={"color": colour, "opacity": 0.6},
+        hovertemplate="%{x}: %{y:.4f}<extra>mean over seeds</extra>",
+    )
+    for metric, label in zip(METRICS, labels, strict=True):
+        values = result.per_seed[metric].to_numpy(float)
+        fig.add_scatter(
+            name="seeds",
+            legendgroup="seeds",
+            showlegend=metric == METRICS[0],
+            x=[label] * len(values),
+            y=values,
+            mode="markers",
+            marker={"color": "#000000", "size": 5, "symbol": "circle-open"},
+            customdata=result.per_seed["seed"].astype(str).to_numpy(),
+            hovertemplate="seed %{customdata}: %{y:.4f}<extra></extra>",
+        )
+    shots = f", {result.shots}-shot" if result.shots is not None else ""
+    fig.update_layout(
+        title=f"FewJoint {result.system}{shots}: {len(result.seeds)} seeds (mean ± sample std, dots: seeds)",
+        yaxis={"title": "score", "range": [0, 1.05]},
+    )
+    return F.apply_style(fig, "paper")
+
+
+def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
+    """Per metric: mean, sample std and the value of every seed."""
+    from analysis.fewjoint import METRICS
+
+    summary = result.summary.set_index("metric")
+    rows = []
+    for metric in METRICS:
+        row: dict[str, Any] = {
+            "metric": metric.replace("_", " "),
+            "mean": float(summary.loc[metric, "mean"]),
+            "std": float(summary.loc[metric, "std"]),
+        }
+        for seed, value in zip(result.per_seed["seed"], result.per_seed[metric], strict=True):
+            row[f"seed {seed}"] = float(value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+# --- planning ------------------------------------------------------------------------------------
+
+
+def _score_all(workspace: Workspace, convention: str | None) -> dict[str, Scored]:
+    scoreds = {}
+    for run_id, run in workspace.runs.items():
+        try:
+            scoreds[run_id] = score_run(run, convention or run.meta.convention)
+        except ValueError as exc:
+            raise InputError(str(workspace.path), "workspace", f"run {run_id}: {exc}") from None
+    return scoreds
+
+
+def _cis_by_run(scoreds: dict[str, Scored], *, n_resamples: int) -> pd.DataFrame:
+    """Intervals of the leaderboard metrics, the runs of each convention combined (shared resamples)."""
+    groups: dict[str, list[Scored]] = {}
+    for scored in scoreds.values():
+        groups.setdefault(scored.convention.name, []).append(scored)
+    frames = []
+    for members in groups.values():
+        pooled = combine(members) if len(members) > 1 else members[0]
+        for metric in CI_METRICS:
+            frame = stats.bootstrap_ci(pooled, metric, by="run_id", n_resamples=n_resamples, level=LEVEL)
+            assert isinstance(frame, pd.DataFrame)
+            frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
+    """The leaderboard as a table frame: run metadata, turns and the CI metrics with their intervals."""
+    table = board[["run_id", "system", "dataset", "language", "history", "convention", "n_turns"]].rename(
+        columns={"run_id": "run", "n_turns": "turns"}
+    )
+    intervals = {}
+    for metric in CI_METRICS:
+        part = cis[cis["metric"] == metric].set_index("run_id")
+        label = LABELS.get(metric, metric)
+        table[label] = table["run"].map(part["estimate"]).astype(float)
+        table[f"{label} low"] = table["run"].map(part["low"]).astype(float)
+        table[f"{label} high"] = table["run"].map(part["high"]).astype(float)
+        intervals[label] = (f"{label} low", f"{label} high")
+    return table, intervals
+
+
+def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list[tuple[str, str]]:
+    """Pairs of runs over the same dialogues in two languages or datasets: the manifest's `[[mappings]]`
+    first, then runs of one system and history mode that differ in language or dataset and share at
+    least half of the smaller run's dialogues."""
+    pairs: list[tuple[str, str]] = []
+    seen: set[frozenset[str]] = set()
+
+    def add(a: str, b: str) -> None:
+        if a in scoreds and b in scoreds and a != b and frozenset((a, b)) not in seen:
+            seen.add(frozenset((a, b)))
+            pairs.append((a, b))
+
+    for entry in workspace.mappings:
+        if isinstance(entry.get("a"), str) and isinstance(entry.get("b"), str):
+            add(entry["a"], entry["b"])
+    metas = {r: s.metas[0] for r, s in scoreds.items()}
+    keys = {r: set(dialogue_key(s.turns["dialogue_id"]).unique()) for r, s in scoreds.items()}
+    runs = list(scoreds)
+    for i, a in enumerate(runs):
+        for b in runs[i + 1 :]:
+            ma, mb = metas[a], metas[b]
+            if ma.system != mb.system or ma.history != mb.history:
+                continue
+            if ma.language == mb.language and ma.dataset == mb.dataset:
+                continue
+            smaller = min(len(keys[a]), len(keys[b])) or 1
+            if len(keys[a] & keys[b]) / smaller >= MIN_SHARED:
+                add(a, b)
+    return pairs
+
+
+def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamples: int = 1000) -> ReportPlan:
+    """Everything the report writes for a loaded workspace (no file is written)."""
+    scoreds = _score_all(workspace, convention)
+    if not scoreds:
+        raise InputError(str(workspace.path), "workspace", "no run loaded: " + "; ".join(workspace.failed.values()))
+    plan = ReportPlan(title=workspace.name)
+    plan.notes += [f"run {name} not loaded: {error}" for name, error in workspace.failed.items()]
+    runs = list(scoreds)
+    colours = F.run_colours([*runs, *workspace.fewjoint])
+    items = list(scoreds.values())
+
+    board = views.leaderboard(items)
+    cis = _cis_by_run(scoreds, n_resamples=n_resamples)
+    table, intervals = leaderboard_table(board, cis)
+    method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
+    plan.tables.append(
+        TableItem(
+            "leaderboard",
+            f"Leaderboard: every run under its convention, best in bold, {method}.",
+            table,
+            {"intervals": intervals, "best": list(intervals), "label": "tab:leaderboard"},
+        )
+    )
+    plan.figures.append(
+        FigureItem("leaderboard", f"JGA per run with {method}.", leaderboard_figure(board, cis, colours=colours))
+    )
+    for run_id, scored in scoreds.items():
+        fig = F.slot_f1_bar(views.slot_table(scored), run_id=run_id, colour=colours[run_id], style="paper")
+        plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", f"Per-slot F1 of run {run_id}.", fig))
+
+    by_dataset: dict[str, list[str]] = {}
+    for run_id, scored in scoreds.items():
+        by_dataset.setdefault(scored.metas[0].dataset or "(no dataset)", []).append(run_id)
+    domain_frames = []
+    for dataset, members in by_dataset.items():
+        domain_ci = _concat_ci([scoreds[r] for r in members], by="domain", n_resamples=n_resamples)
+        depth_ci = _concat_ci([scoreds[r] for r in members], by="turn_index", n_resamples=n_resamples)
+        domain_frames.append(domain_ci.assign(dataset=dataset))
+        which = f"{dataset} ({len(members)} run{'s' if len(members) > 1 else ''})"
+        plan.figures.append(
+            FigureItem(
+                f"domain-jga-{_slug(dataset)}",
+                f"JGA per domain, {which}: turns where the domain occurs; {method}.",
+                domain_figure(domain_ci, colours=colours),
+            )
+        )
+        plan.figures.append(
+            FigureItem(
+                f"depth-jga-{_slug(dataset)}",
+                f"JGA by turn depth, {which}: turn 0 is the first user turn; bands: {method}.",
+                depth_figure(depth_ci, colours=colours),
+            )
+        )
+    domains = pd.concat(domain_frames, ignore_index=True)
+    plan.tables.append(
+        TableItem(
+            "domain-jga",
+            f"JGA per domain and run ({method}).",
+            domains[["dataset", "run_id", "domain", "estimate", "low", "high", "n_turns"]].rename(
+                columns={"run_id": "run", "estimate": "JGA", "n_turns": "turns"}
+            ),
+            {"intervals": {"JGA": ("low", "high")}, "best": (), "label": "tab:domain-jga"},
+        )
+    )
+
+    for predicted, gold in views.history_pairs_of(items):
+        curve = views.compounding_curve(scoreds[predicted], scoreds[gold])
+        attrs = curve.attrs
+        fig = F.compounding_figure(curve, predicted_run=predicted, gold_run=gold, colours=colours, style="paper")
+        plan.figures.append(
+            FigureItem(
+                f"compounding-{_slug(predicted)}",
+                f"JGA ({predicted}, predicted history) vs GJGA ({gold}, gold history) by turn; overall "
+                f"JGA {attrs.get('jga', float('nan')):.3f}, GJGA {attrs.get('gjga', float('nan')):.3f}.",
+                fig,
+            )
+        )
+
+    for a, b in crosslingual_pairs(workspace, scoreds):
+        from analysis.crosslingual import mapping_from_manifest
+
+        overrides = mapping_from_manifest(workspace.mappings, a, b)
+        summary = views.crosslingual_summary(scoreds[a], scoreds[b], overrides=tuple(sorted(overrides.items())))
+        pairing = summary["pairing"]
+        for by, label in (("slot", "slot_a"), ("domain", "domain_a")):
+            gaps = summary["gaps"][by]
+            fig = F.gap_bar(gaps, by=label, value="gap", style="paper")
+            fig.update_layout(title=f"Gap by {by}: {a} − {b}")
+            plan.figures.append(
+                FigureItem(
+                    f"crosslingual-{by}-{_slug(a)}-vs-{_slug(b)}",
+                    f"Cross-lingual gap by {by} (accuracy of {a} minus {b}, positive: A better) over "
+                    f"{pairing.get('paired_turns', 0):,} paired turns; slots aligned from the parallel gold "
+                    f"({len(overrides)} from the manifest).",
+                    fig,
+                )
+            )
+
+    if workspace.fewjoint:
+        from analysis import figures_fewjoint as FF
+        from analysis.fewjoint import score_fewjoint
+
+        for name, system in workspace.fewjoint.items():
+            result = score_fewjoint(system)
+            slug = _slug(name)
+            plan.figures.append(
+                FigureItem(
+                    f"fewjoint-seeds-{slug}",
+                    f"FewJoint {name}: intent accuracy, slot F1 and sentence accuracy, mean ± sample std over "
+                    f"{len(result.seeds)} seeds (averaging: {result.averaging}); dots: single seeds.",
+                    fewjoint_seeds_figure(result, colour=colours[name]),
+                )
+            )
+            breakdown = FF.breakdown_bar(result, by="domain")
+            breakdown.update_traces(marker_color=colours[name])
+            plan.figures.append(
+                FigureItem(
+                    f"fewjoint-domains-{slug}",
+                    f"FewJoint {name}: sentence accuracy per domain, mean ± std over seeds.",
+                    F.apply_style(breakdown, "paper"),
+                )
+            )
+            plan.tables.append(
+                TableItem(
+                    f"fewjoint-seeds-{slug}",
+                    f"FewJoint {name}: mean, sample std (ddof=1) and every seed ({result.averaging} averaging).",
+                    fewjoint_seeds_table(result),
+                    {"best": (), "label": f"tab:fewjoint-{slug}"},
+                )
+            )
+    return plan
+
+
+def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.DataFrame:
+    frames = []
+    for scored in members:
+        frame = stats.bootstrap_ci(scored, "jga", by=by, n_resamples=n_resamples, level=LEVEL)
+        assert isinstance(frame, pd.DataFrame)
+        frames.append(frame.assign(run_id=scored.metas[0].run_id))
+    return pd.concat(frames, ignore_index=True)
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+def _index_md(plan: ReportPlan, written: Sequence[Written], settings: str) -> str:
+    lines = [f"# Report: {plan.title}", "", settings, ""]
+    for kind, heading in (("figure", "Figures"), ("table", "Tables")):
+        lines += [f"## {heading}", ""]
+        for item in (w for w in written if w.kind == kind):
+            links = ", ".join(f"[{p.suffix[1:]}]({p.name})" for p in item.files)
+            lines.append(f"- **{item.name}** ({links}): {item.caption}")
+        lines.append("")
+    if plan.notes:
+        lines += ["## Notes", "", *[f"- {n}" for n in plan.notes], ""]
+    return "\n".join(lines)
+
+
+def _index_html(plan: ReportPlan, written: Sequence[Written], settings: str) -> str:
+    esc = html.escape
+    parts = [
+        "<!doctype html><html><head><meta charset='utf-8'>",
+        f"<title>Report: {esc(plan.title)}</title>",
+        "<style>body{font-family:'Liberation Sans',sans-serif;max-width:60em;margin:2em auto}"
+        "img{max-width:100%;border:1px solid #ddd}figure{margin:1.5em 0}</style></head><body>",
+        f"<h1>Report: {esc(plan.title)}</h1><p>{esc(settings)}</p>",
+    ]
+    for item in written:
+        links = " · ".join(f"<a href='{esc(p.name)}'>{esc(p.suffix[1:])}</a>" for p in item.files)
+        preview = next((p for p in item.files if p.suffix in (".svg", ".png")), None)
+        image = f"<img src='{esc(preview.name)}' alt='{esc(item.name)}'>" if preview else ""
+        parts.append(f"<figure>{image}<figcaption><b>{esc(item.name)}</b> ({links}): {esc(item.caption)}")
+        parts.append("</figcaption></figure>")
+    parts += [f"<p>{esc(n)}</p>" for n in plan.notes]
+    parts.append("</body></html>")
+    return "\n".join(parts)
+
+
+def write_report(
+    plan: ReportPlan,
+    out_dir: str | Path,
+    *,
+    formats: Sequence[str] = E.FIGURE_FORMATS,
+    style: str = "paper",
+    width: str = "single",
+    progress: bool = True,
+    on_file: Callable[[Path], None] | None = None,
+) -> list[Written]:
+    """Write the plan's figures (one browser for the batch), tables and the index; returns what was written."""
+    for fmt in formats:
+        if fmt not in E.FIGURE_FORMATS:
+            raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
+    E.preset(style, width)
+    out = Path(out_dir)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(str(out), "report", f"cannot create the output folder: {exc}") from None
+    total = len(plan.figures) * len(formats) + len(plan.tables) * len(E.TABLE_FORMATS) + 2
+    bar = _progress(total, enabled=progress)
+    written: list[Written] = []
+
+    def done(path: Path) -> None:
+        bar.update(1)
+        if on_file is not None:
+            on_file(path)
+
+    try:
+        with E.export_session():
+            for item in plan.figures:
+                files = []
+                for fmt in formats:
+                    path = out / f"{item.name}.{E.EXTENSIONS[fmt]}"
+                    _write(path, E.figure_bytes(item.figure, fmt, style=style, width=width))
+                    files.append(path)
+                    done(path)
+                written.append(Written(item.name, "figure", item.caption, files))
+        for table in plan.tables:
+            files = []
+            for fmt in E.TABLE_FORMATS:
+                path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
+                _write(path, E.table_bytes(table.frame, fmt, caption=table.caption, **table.options))
+                files.append(path)
+                done(path)
+            written.append(Written(table.name, "table", table.caption, files))
+        settings = f"Style {style}, {width}-column width ({E.preset(style, width).width_in} in), PNG at {E.DPI} dpi."
+        for name, text in (("index.md", _index_md(plan, written, settings)), ("index.html", None)):
+            body = text if text is not None else _index_html(plan, written, settings)
+            _write(out / name, body.encode("utf-8"))
+            done(out / name)
+    finally:
+        bar.close()
+    return written
+
+
+def _write(path: Path, data: bytes) -> None:
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        raise InputError(str(path), "report", f"cannot write: {exc}") from None
+
+
+def _progress(total: int, *, enabled: bool) -> Any:
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc="report", unit="file", disable=not enabled, leave=False, dynamic_ncols=True)
+
+
+def build_report(
+    workspace: str | Path,
+    out_dir: str | Path,
+    *,
+    formats: Sequence[str] = E.FIGURE_FORMATS,
+    style: str = "paper",
+    width: str = "single",
+    convention: str | None = None,
+    n_resamples: int = 1000,
+    progress: bool = True,
+) -> list[Written]:
+    """Load a workspace manifest and write its full report into `out_dir` (see the module docstring)."""
+    loaded = load_workspace(workspace)
+    plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
+    return write_report(plan, out_dir, formats=formats, style=style, width=width, progress=progress)

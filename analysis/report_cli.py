@@ -1,0 +1,80 @@
+"""The ``report`` sub-command: every dashboard figure and table of a workspace as paper-ready files.
+
+``python -m analysis report WORKSPACE --out DIR [--formats pdf,svg,png] [--style paper|slides]
+[--width single|double] [--convention NAME] [--resamples N] [--no-progress]``
+
+Writes the figures (one browser for the batch, a progress bar on stderr), the tables (LaTeX,
+Markdown, CSV) and ``index.md`` / ``index.html`` listing every file with a caption; prints the index
+path and the file count. A bad workspace or an unwritable folder is an ``InputError`` (exit 2); a
+machine without Chromium stops with exit 3 and the install hint.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from analysis.conventions import CONVENTIONS
+from analysis.export import FIGURE_FORMATS, STYLES, WIDTHS, ExportUnavailable
+
+__all__ = ["EXIT_NO_BROWSER", "register", "run"]
+
+EXIT_NO_BROWSER = 3
+
+
+def _formats(text: str) -> list[str]:
+    chosen = [f.strip().lower() for f in text.split(",") if f.strip()]
+    wrong = [f for f in chosen if f not in FIGURE_FORMATS]
+    if wrong or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"formats are a comma-separated list of {', '.join(FIGURE_FORMATS)}, got {text!r}"
+        )
+    return list(dict.fromkeys(chosen))
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``report`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    parser = subparsers.add_parser(
+        "report",
+        help="write every figure and table of a workspace as paper-ready files (PDF/SVG/PNG, LaTeX/Markdown/CSV)",
+        description=(
+            "Paper report of a workspace: leaderboard with bootstrap intervals, per-slot F1, per-domain JGA, "
+            "JGA by turn depth, JGA vs GJGA, cross-lingual gaps and FewJoint seeds, plus an index."
+        ),
+    )
+    parser.add_argument("workspace", help="workspace manifest (workspace.toml) or its folder")
+    parser.add_argument("--out", required=True, help="output folder (created when missing)")
+    parser.add_argument(
+        "--formats", type=_formats, default=list(FIGURE_FORMATS), help="figure formats, e.g. pdf,svg,png (default)"
+    )
+    parser.add_argument("--style", choices=STYLES, default="paper", help="paper: no titles in figures (default)")
+    parser.add_argument("--width", choices=WIDTHS, default="single", help="single (3.3 in) or double (7.0 in) column")
+    parser.add_argument("--convention", choices=list(CONVENTIONS), help="score every run under this convention")
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for intervals (1000)")
+    parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.report import build_report
+
+    started = time.perf_counter()
+    try:
+        written = build_report(
+            args.workspace,
+            args.out,
+            formats=args.formats,
+            style=args.style,
+            width=args.width,
+            convention=args.convention,
+            n_resamples=args.resamples,
+            progress=not args.no_progress,
+        )
+    except ExportUnavailable as exc:
+        print(f"report: {exc}", file=sys.stderr)
+        return EXIT_NO_BROWSER
+    n_files = sum(len(w.files) for w in written) + 2
+    print(f"wrote {n_files} files to {args.out} in {time.perf_counter() - started:.1f} s; index: {args.out}/index.md")
+    return 0

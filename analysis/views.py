@@ -1,0 +1,650 @@
+"""Scored runs -> page-ready tidy frames: what each dashboard view shows, computed without Streamlit.
+
+Every function takes one `Scored` (a single run) or a sequence of them (one per run, each under its
+own convention, so runs scored differently can still sit side by side) and returns a small frame,
+list or dict. Pages only place these; the CLI and reports can export the very same frames.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import diagnostics as D
+from analysis import metrics as M
+from analysis.loading import dialogue_key
+from analysis.model import RunMeta
+from analysis.scoring import OUTCOMES, Scored
+from analysis.suite import headline_metrics
+
+# Text markers next to colours, so every outcome is readable without colour.
+OUTCOME_MARKERS = {"correct": "✓", "wrong_value": "≠", "missed": "−", "spurious": "+"}
+OUTCOME_LABELS = {"correct": "correct", "wrong_value": "wrong value", "missed": "missed", "spurious": "spurious"}
+ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
+ABSENT = "—"
+META_COLUMNS = ["run_id", "system", "dataset", "language", "split", "history", "seed"]
+STANDARD_TURN_COLUMNS = frozenset(
+    {
+        "run_id",
+        "tid",
+        "dialogue_id",
+        "turn_index",
+        "user",
+        "system",
+        "n_listed",
+        "pred_missing",
+        "is_final",
+        "joint_correct",
+        "n_gold",
+        "n_pred",
+        "n_correct",
+        "n_wrong",
+        "n_missed",
+        "n_spurious",
+        "n_err_ontology",
+        "n_trade_extra",
+    }
+)
+
+
+def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
+    frames = [f for f in frames if len(f.columns)]
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+
+
+def _meta(scored: Scored) -> RunMeta:
+    return scored.metas[0]
+
+
+def scope(scoreds: Scored | Sequence[Scored]) -> dict[str, Any]:
+    """What a view covers: the runs, conventions, turn and dialogue counts (for captions).
+
+    >>> from analysis.testing import scored_from_states
+    >>> scope(scored_from_states([{}, {"hotel": {"area": "east"}}], [{}, {}]))["n_turns"]
+    2
+    """
+    items = [scoreds] if isinstance(scoreds, Scored) else list(scoreds)
+    conventions = list(dict.fromkeys(s.convention.name for s in items))
+    return {
+        "runs": [_meta(s).run_id for s in items],
+        "conventions": conventions,
+        "n_turns": int(sum(len(s.turns) for s in items)),
+        "n_dialogues": int(sum(s.turns["dialogue_id"].nunique() for s in items)),
+    }
+
+
+def scope_caption(scoreds: Scored | Sequence[Scored]) -> str:
+    """One line for a page caption: convention(s), runs, turns and dialogues."""
+    info = scope(scoreds)
+    n_runs = len(info["runs"])
+    conv = ", ".join(info["conventions"]) or "none"
+    label = "Convention" if len(info["conventions"]) <= 1 else "Conventions"
+    return (
+        f"{label}: {conv} · {n_runs} run{'s' if n_runs != 1 else ''} · "
+        f"{info['n_turns']:,} turns · {info['n_dialogues']:,} dialogues"
+    )
+
+
+# --- overview ------------------------------------------------------------------------------------
+
+
+def leaderboard(scoreds: Sequence[Scored], *, sort: str | None = None) -> pd.DataFrame:
+    """One row per run: metadata, convention, counts, every headline metric and alignment warnings;
+    sorted by the metric `sort` (best first) when given, else in the order of `scoreds`."""
+    rows = []
+    for scored in scoreds:
+        meta = _meta(scored)
+        warnings = list(scored.alignment.get(meta.run_id, {}).get("warnings", []))
+        rows.append(
+            {
+                **{c: getattr(meta, c) for c in META_COLUMNS},
+                "convention": scored.convention.name,
+                "n_dialogues": int(scored.turns["dialogue_id"].nunique()),
+                "n_turns": len(scored.turns),
+                **headline_metrics(scored),
+                "n_warnings": len(warnings),
+                "warnings": " | ".join(warnings),
+            }
+        )
+    board = pd.DataFrame(rows)
+    if sort is not None and len(board):
+        if sort not in board.columns:
+            raise ValueError(f"sort has to be a leaderboard column, got {sort!r}")
+        board = board.sort_values(sort, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+    return board
+
+
+_VERSION = re.compile(r"^(?P<family>.*?)[\s_-]*v?(?P<version>\d+(?:\.\d+)+|\d+)$")
+
+
+def dataset_version(name: str) -> tuple[str, str]:
+    """Split a dataset name into (family, version).
+
+    >>> dataset_version("MultiWOZ 2.1"), dataset_version("CrossWOZ"), dataset_version("MultiWOZ-zh")
+    (('multiwoz', '2.1'), ('crosswoz', ''), ('multiwoz-zh', ''))
+    """
+    text = name.strip()
+    match = _VERSION.match(text)
+    if match and match.group("family"):
+        return match.group("family").strip().lower(), match.group("version")
+    return text.lower(), ""
+
+
+def _groups(board: pd.DataFrame, column: str, label: Any = None) -> str:
+    parts = []
+    for value, part in board.groupby(column, sort=True):
+        shown = label(value) if label else value
+        parts.append(f"{shown or '(unset)'} ({', '.join(map(str, part['run_id']))})")
+    return " vs ".join(parts)
+
+
+def comparability_warnings(board: pd.DataFrame) -> list[str]:
+    """Plain sentences for every way the runs side by side differ so their numbers cannot be compared:
+    dataset (or its version), split, convention, history mode. Empty when they are comparable."""
+    if len(board) < 2:
+        return []
+    lines = []
+    names = board["dataset"].fillna("").astype(str)
+    family = names.map(lambda n: dataset_version(n)[0])
+    version = names.map(lambda n: dataset_version(n)[1])
+    frame = board.assign(_family=family, _version=version, _dataset=names)
+    for fam, part in frame.groupby("_family", sort=True):
+        if part["_version"].nunique() > 1:
+            lines.append(
+                f"Dataset versions differ within {part['_dataset'].iloc[0].rsplit(' ', 1)[0] or fam}: "
+                f"{_groups(part, '_dataset')}. Their numbers are not comparable."
+            )
+    if frame["_family"].nunique() > 1:
+        lines.append(
+            f"The runs are on different datasets: {_groups(frame, '_dataset')}. "
+            "Numbers are comparable only within one dataset."
+        )
+    history = {"predicted": "predicted history (JGA)", "gold": "gold history (GJGA)"}
+    for column, what, label in (
+        ("split", "Splits differ", None),
+        ("convention", "Scored under different conventions", None),
+        ("history", "History modes differ", history.get),
+    ):
+        if board[column].nunique(dropna=False) > 1:
+            lines.append(f"{what}: {_groups(board, column, label)}. Their numbers are not comparable.")
+    return lines
+
+
+# --- slots ---------------------------------------------------------------------------------------
+
+
+def _slot_label(domain: pd.Series, slot: pd.Series) -> pd.Series:
+    return domain.astype(str) + "-" + slot.astype(str)
+
+
+def slot_table(scored: Scored) -> pd.DataFrame:
+    """Per slot: precision, recall, F1, gold support and the count of every outcome; worst F1 first."""
+    per_slot = M.per_slot_prf(scored)
+    counts = (
+        scored.slots.groupby(["domain", "slot", "outcome"], observed=False)
+        .size()
+        .unstack("outcome", fill_value=0)
+        .reindex(columns=list(OUTCOMES), fill_value=0)
+        .reset_index()
+    )
+    counts.columns = [str(c) for c in counts.columns]
+    table = per_slot[["domain", "slot", "precision", "recall", "f1", "support"]].merge(
+        counts, on=["domain", "slot"], how="left"
+    )
+    table.insert(0, "slot_name", _slot_label(table["domain"], table["slot"]))
+    table["support"] = table["support"].astype("int64")
+    return table.reset_index(drop=True)
+
+
+def outcome_mix(scoreds: Scored | Sequence[Scored], *, by: str = "slot", errors_only: bool = True) -> pd.DataFrame:
+    """Outcome counts per run and slot (or domain), with each outcome's share of the group's errors
+    (or of all its rows when `errors_only` is false). Groups with most errors first."""
+    if by not in ("slot", "domain"):
+        raise ValueError(f"by has to be one of slot, domain, got {by!r}")
+    items = [scoreds] if isinstance(scoreds, Scored) else list(scoreds)
+    slots = _concat([s.slots for s in items])
+    if not len(slots):
+        return pd.DataFrame(columns=["run_id", "group", "outcome", "n", "share"])
+    group = _slot_label(slots["domain"], slots["slot"]) if by == "slot" else slots["domain"].astype(str)
+    frame = pd.DataFrame({"run_id": slots["run_id"], "group": group, "outcome": slots["outcome"]})
+    if errors_only:
+        frame = frame[frame["outcome"] != "correct"]
+        frame["outcome"] = frame["outcome"].cat.remove_categories(["correct"])
+    counts = frame.groupby(["run_id", "group", "outcome"], observed=False).size().rename("n").reset_index()
+    totals = counts.groupby(["run_id", "group"])["n"].transform("sum")
+    counts["share"] = counts["n"] / totals.where(totals > 0)
+    counts = counts[totals > 0]
+    order = counts.groupby("group")["n"].sum().sort_values(ascending=False)
+    counts["_order"] = counts["group"].map({g: i for i, g in enumerate(order.index)})
+    counts["outcome"] = counts["outcome"].astype(str)
+    return counts.sort_values(["_order", "run_id", "outcome"]).drop(columns="_order").reset_index(drop=True)
+
+
+def _slot_rows(scored: Scored, domain: str, slot: str) -> pd.DataFrame:
+    slots = scored.slots
+    return slots[(slots["domain"] == domain) & (slots["slot"] == slot)]
+
+
+def value_confusions(scored: Scored, *, domain: str, slot: str, top: int = 15) -> pd.DataFrame:
+    """The most frequent (gold value, predicted value) pairs among the errors of one slot, with an
+    example turn each; values are shown as written in the files."""
+    rows = _slot_rows(scored, domain, slot)
+    rows = rows[rows["outcome"] != "correct"]
+    columns = ["gold", "predicted", "outcome", "n", "share", "dialogue_id", "turn_index"]
+    if not len(rows):
+        return pd.DataFrame(columns=columns)
+    frame = pd.DataFrame(
+        {
+            "gold": rows["gold_display"].fillna(ABSENT).astype(str),
+            "predicted": rows["pred_display"].fillna(ABSENT).astype(str),
+            "outcome": rows["outcome"].astype(str),
+            "dialogue_id": rows["dialogue_id"],
+            "turn_index": rows["turn_index"],
+        }
+    )
+    grouped = (
+        frame.groupby(["gold", "predicted", "outcome"], sort=False)
+        .agg(n=("dialogue_id", "size"), dialogue_id=("dialogue_id", "first"), turn_index=("turn_index", "first"))
+        .reset_index()
+    )
+    grouped["share"] = grouped["n"] / len(frame)
+    grouped = grouped.sort_values(["n", "gold", "predicted"], ascending=[False, True, True], kind="stable")
+    return grouped.head(top)[columns].reset_index(drop=True)
+
+
+def slot_examples(
+    scored: Scored,
+    *,
+    domain: str,
+    slot: str,
+    gold: str | None = None,
+    predicted: str | None = None,
+    errors_only: bool = True,
+    limit: int = 200,
+) -> pd.DataFrame:
+    """The turns behind a slot (optionally one gold -> predicted confusion), to open in the viewer."""
+    rows = _slot_rows(scored, domain, slot)
+    if errors_only:
+        rows = rows[rows["outcome"] != "correct"]
+    shown_gold = rows["gold_display"].fillna(ABSENT).astype(str)
+    shown_pred = rows["pred_display"].fillna(ABSENT).astype(str)
+    keep = np.ones(len(rows), dtype=bool)
+    if gold is not None:
+        keep &= (shown_gold == gold).to_numpy()
+    if predicted is not None:
+        keep &= (shown_pred == predicted).to_numpy()
+    out = pd.DataFrame(
+        {
+            "dialogue_id": rows["dialogue_id"],
+            "turn_index": rows["turn_index"],
+            "gold": shown_gold,
+            "predicted": shown_pred,
+            "outcome": rows["outcome"].astype(str),
+        }
+    )[keep]
+    return out.head(limit).reset_index(drop=True)
+
+
+# --- domains and attributes -----------------------------------------------------------------------
+
+
+def domain_jga(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """Per run and domain: JGA over the turns where the domain occurs (see `joint_goal_accuracy`)."""
+    return _concat([M.joint_goal_accuracy(s, by=["run_id", "domain"]) for s in scoreds])
+
+
+def attribute_columns(scoreds: Scored | Sequence[Scored]) -> list[str]:
+    """Dialogue attributes the turns carry beyond the standard columns (e.g. CrossWOZ `type`)."""
+    items = [scoreds] if isinstance(scoreds, Scored) else list(scoreds)
+    names: dict[str, None] = {}
+    for s in items:
+        for column in s.turns.columns:
+            if column not in STANDARD_TURN_COLUMNS and s.turns[column].nunique() <= 100:
+                names[column] = None
+    return list(names)
+
+
+def jga_by_attribute(scoreds: Sequence[Scored], *, attribute: str) -> pd.DataFrame:
+    """JGA per run and value of a dialogue attribute; runs without the attribute are left out."""
+    frames = [M.joint_goal_accuracy(s, by=["run_id", attribute]) for s in scoreds if attribute in s.turns.columns]
+    return _concat(frames)
+
+
+# --- turn depth and compounding -------------------------------------------------------------------
+
+
+def depth_jga(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """JGA per run and turn index (0 = first user turn) with the number of turns at that depth."""
+    return _concat([M.jga_by_turn_depth(s, by="run_id") for s in scoreds])
+
+
+def history_pairs(metas: Sequence[RunMeta]) -> list[tuple[str, str]]:
+    """(predicted-history run, gold-history run) pairs of one system on the same data and seed."""
+    frame = pd.DataFrame([m.to_dict() for m in metas])
+    if frame.empty:
+        return []
+    keys = ["system", "dataset", "language", "split", "seed"]
+    frame["seed"] = frame["seed"].astype("object")
+    predicted = frame[frame["history"] == "predicted"]
+    gold = frame[frame["history"] == "gold"]
+    pairs = predicted.merge(gold, on=keys, suffixes=("_pred", "_gold"), how="inner")
+    return list(zip(pairs["run_id_pred"], pairs["run_id_gold"], strict=True))
+
+
+def compounding_curve(predicted_history: Scored, gold_history: Scored) -> pd.DataFrame:
+    """Per turn index JGA (predicted history), GJGA (gold history), the gap and the paired turns;
+    the overall numbers are in `attrs` (`jga`, `gjga`, `gap`, `paired_turns`)."""
+    result = D.compounding(predicted_history, gold_history)
+    by_turn = result["by_turn"]
+    assert isinstance(by_turn, pd.DataFrame)
+    by_turn = by_turn.copy()
+    by_turn.attrs = {k: v for k, v in result.items() if k != "by_turn"}
+    return by_turn
+
+
+def origins_by_depth(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """Counts of new and inherited errors per run and turn index."""
+    frames = [D.origins_by_turn_depth(s) for s in scoreds]
+    out = _concat(frames)
+    if len(out):
+        out["origin"] = out["origin"].astype(str)
+    return out
+
+
+def first_error_distribution(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """Per run, how many dialogues first go wrong at each turn (`label` "none" for no error at all)."""
+    first = _concat([D.first_error_turns(s) for s in scoreds])
+    if not len(first):
+        return pd.DataFrame(columns=["run_id", "first_error_turn", "label", "n_dialogues", "share"])
+    label = first["first_error_turn"].map(lambda t: "none" if pd.isna(t) else str(int(t)))
+    frame = first.assign(label=label, first_error_turn=first["first_error_turn"].astype(float))
+    counts = (
+        frame.groupby(["run_id", "label"], sort=False)
+        .agg(n_dialogues=("dialogue_id", "size"), first_error_turn=("first_error_turn", "first"))
+        .reset_index()
+    )
+    counts["share"] = counts["n_dialogues"] / counts.groupby("run_id")["n_dialogues"].transform("sum")
+    counts = counts.sort_values(["run_id", "first_error_turn"], na_position="last", kind="stable")
+    return counts[["run_id", "first_error_turn", "label", "n_dialogues", "share"]].reset_index(drop=True)
+
+
+# --- dialogue viewer ------------------------------------------------------------------------------
+
+
+def dialogue_index(scored: Scored) -> pd.DataFrame:
+    """One row per dialogue in file order: turns, turns with an error, first error turn, attributes."""
+    turns = scored.turns
+    attrs = [c for c in attribute_columns(scored) if c in turns.columns]
+    wrong = turns["turn_index"].where(~turns["joint_correct"])
+    frame = turns.assign(_wrong=~turns["joint_correct"], _first=wrong)
+    index = (
+        frame.groupby("dialogue_id", sort=False)
+        .agg(
+            n_turns=("turn_index", "size"),
+            error_turns=("_wrong", "sum"),
+            first_error_turn=("_first", "min"),
+            **{a: (a, "first") for a in attrs},
+        )
+        .reset_index()
+    )
+    index["error_turns"] = index["error_turns"].astype("int64")
+    index["label"] = (
+        index["dialogue_id"].astype(str)
+        + " · "
+        + index["n_turns"].astype(str)
+        + " turns · "
+        + index["error_turns"].astype(str)
+        + " with errors"
+    )
+    return index
+
+
+def _subset(scored: Scored, dialogue_id: str) -> Scored:
+    turns = scored.turns[scored.turns["dialogue_id"] == dialogue_id]
+    slots = scored.slots[scored.slots["dialogue_id"] == dialogue_id]
+    return Scored(scored.convention, scored.metas, turns, slots, scored.ontology, scored.alignment)
+
+
+def _changes(slots: pd.DataFrame, side: str, last_turn: int) -> pd.DataFrame:
+    """Per (turn, slot) how one side's state changed from the previous turn: new, changed, removed."""
+    value, display = f"{side}_value", f"{side}_display"
+    state = slots.loc[slots[value].notna(), ["turn_index", "domain", "slot", value, display]]
+    previous = state.assign(turn_index=state["turn_index"] + 1)
+    previous = previous[previous["turn_index"] <= last_turn]
+    both = state.merge(previous, on=["turn_index", "domain", "slot"], how="outer", suffixes=("", "_prev"))
+    now, before = both[value], both[f"{value}_prev"]
+    change = np.where(before.isna(), "new", np.where(now.isna(), "removed", np.where(now != before, "changed", "")))
+    both["change"] = change
+    label = _slot_label(both["domain"], both["slot"])
+    shown_now, shown_before = both[display].astype(str), both[f"{display}_prev"].astype(str)
+    text = np.where(
+        change == "new",
+        "+ " + label + " = " + shown_now,
+        np.where(
+            change == "removed",
+            "− " + label + " (was " + shown_before + ")",
+            "~ " + label + ": " + shown_before + " → " + shown_now,
+        ),
+    )
+    both["text"] = text
+    return both.loc[both["change"] != "", ["turn_index", "domain", "slot", "change", "text"]]
+
+
+def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Everything the turn-level diff viewer shows for one dialogue of one run.
+
+    Returns (`turns`, `diff`). `turns`: per turn the utterances, `joint_correct`, outcome counts,
+    new and inherited error counts, and what changed in the gold and predicted states this turn.
+    `diff`: per turn and slot present in gold or prediction, the shown values, outcome with a text
+    marker (`status`), whether the error is new or inherited, and whether each side changed.
+    """
+    sub = _subset(scored, dialogue_id)
+    slots = sub.slots
+    last = int(sub.turns["turn_index"].max()) if len(sub.turns) else 0
+    origins = D.error_origins(sub)[["tid", "domain", "slot", "origin"]]
+    diff = slots.merge(origins, on=["tid", "domain", "slot"], how="left")
+    gold_changes = _changes(slots, "gold", last)
+    pred_changes = _changes(slots, "pred", last)
+    key = ["turn_index", "domain", "slot"]
+    diff = diff.merge(
+        gold_changes[[*key, "change"]].rename(columns={"change": "gold_change"}), on=key, how="left"
+    ).merge(pred_changes[[*key, "change"]].rename(columns={"change": "pred_change"}), on=key, how="left")
+    outcome = diff["outcome"].astype(str)
+    rows = pd.DataFrame(
+        {
+            "turn_index": diff["turn_index"].astype("int64"),
+            "slot": _slot_label(diff["domain"], diff["slot"]),
+            "status": outcome.map(lambda o: f"{OUTCOME_MARKERS[o]} {OUTCOME_LABELS[o]}"),
+            "gold": diff["gold_display"].fillna(ABSENT).astype(str),
+            "predicted": diff["pred_display"].fillna(ABSENT).astype(str),
+            "origin": diff["origin"].astype(str).fillna("").replace("nan", ""),
+            "gold_change": diff["gold_change"].fillna("").astype(str),
+            "pred_change": diff["pred_change"].fillna("").astype(str),
+            "outcome": outcome,
+            "domain": diff["domain"],
+        }
+    )
+    error_first = (rows["outcome"] == "correct").astype(int)
+    rows = rows.assign(_e=error_first).sort_values(["turn_index", "_e", "slot"], kind="stable").drop(columns="_e")
+
+    per_turn = (
+        rows.assign(
+            _new=(rows["origin"] == "new"),
+            _inherited=(rows["origin"] == "inherited"),
+        )
+        .groupby("turn_index")
+        .agg(n_new=("_new", "sum"), n_inherited=("_inherited", "sum"))
+    )
+    gold_text = gold_changes.groupby("turn_index")["text"].agg("; ".join).rename("gold_changes")
+    pred_text = pred_changes.groupby("turn_index")["text"].agg("; ".join).rename("pred_changes")
+    turns = sub.turns[
+        ["turn_index", "user", "system", "joint_correct", "n_gold", "n_correct", "n_wrong", "n_missed", "n_spurious"]
+    ].set_index("turn_index")
+    turns = turns.join(per_turn).join(gold_text).join(pred_text).reset_index()
+    for column in ("n_new", "n_inherited"):
+        turns[column] = turns[column].fillna(0).astype("int64")
+    for column in ("gold_changes", "pred_changes"):
+        turns[column] = turns[column].fillna("").astype(str)
+    turns["n_errors"] = turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]
+    turns["status"] = np.where(turns["joint_correct"], "✓ correct", "✗ " + turns["n_errors"].astype(str) + " errors")
+    return turns.reset_index(drop=True), rows.reset_index(drop=True)
+
+
+def _matches(diff: pd.DataFrame, *, slot: str | None, outcome: str | None, errors_only: bool) -> pd.Series:
+    keep = pd.Series(True, index=diff.index)
+    if errors_only:
+        keep &= diff["outcome"] != "correct"
+    if slot:
+        keep &= diff["slot"] == slot
+    if outcome:
+        keep &= diff["outcome"] == outcome
+    return keep
+
+
+def filter_turns(
+    turns: pd.DataFrame,
+    diff: pd.DataFrame,
+    *,
+    errors_only: bool = False,
+    slot: str | None = None,
+    outcome: str | None = None,
+) -> list[int]:
+    """Turn indices passing the viewer's filters (turns with errors, with a slot, with an outcome)."""
+    if not (errors_only or slot or outcome):
+        return [int(t) for t in turns["turn_index"]]
+    hit = diff.loc[_matches(diff, slot=slot, outcome=outcome, errors_only=errors_only), "turn_index"]
+    return sorted({int(t) for t in hit})
+
+
+def diff_at(
+    diff: pd.DataFrame,
+    turn: int,
+    *,
+    errors_only: bool = False,
+    slot: str | None = None,
+    outcome: str | None = None,
+) -> pd.DataFrame:
+    """The diff rows of one turn under the viewer's filters."""
+    keep = (diff["turn_index"] == turn) & _matches(diff, slot=slot, outcome=outcome, errors_only=errors_only)
+    return diff[keep].reset_index(drop=True)
+
+
+def step_turn(candidates: Sequence[int], current: int, *, direction: int) -> int | None:
+    """The next (direction +1) or previous (-1) candidate turn after `current`, or None.
+
+    >>> step_turn([1, 4, 7], 4, direction=1), step_turn([1, 4, 7], 4, direction=-1), step_turn([1], 1, direction=1)
+    (7, 1, None)
+    """
+    if direction > 0:
+        later = [t for t in candidates if t > current]
+        return min(later) if later else None
+    earlier = [t for t in candidates if t < current]
+    return max(earlier) if earlier else None
+
+
+def matching_dialogue(scored: Scored, dialogue_id: str) -> str | None:
+    """The id under which `scored` holds the same dialogue (case and `.json` suffix ignored)."""
+    ids = pd.Series(scored.turns["dialogue_id"].unique())
+    wanted = dialogue_key(pd.Series([dialogue_id])).iloc[0]
+    hit = ids[dialogue_key(ids) == wanted]
+    return str(hit.iloc[0]) if len(hit) else None
+
+
+def agreement_turns(a: Scored, b: Scored, *, cell: str | None = None, limit: int = 500) -> pd.DataFrame:
+    """The paired turns of two runs with their agreement cell, optionally one cell only (drill-down)."""
+    paired, _ = D.agreement(a, b)
+    if cell is not None:
+        paired = paired[paired["agreement"] == cell]
+    out = paired[["dialogue_id", "turn_index", "agreement", "joint_correct_a", "joint_correct_b"]]
+    out = out.assign(agreement=out["agreement"].astype(str))
+    return out.head(limit).reset_index(drop=True)
+
+
+def turn_row(turns: pd.DataFrame, turn: int) -> dict[str, Any] | None:
+    """One turn of `dialogue_view`'s turns table as a plain dict (None when absent)."""
+    hit = turns[turns["turn_index"] == turn]
+    if not len(hit):
+        return None
+    row = hit.iloc[0].to_dict()
+    row["user"] = "" if pd.isna(row.get("user")) else str(row["user"])
+    row["system"] = "" if pd.isna(row.get("system")) else str(row["system"])
+    return {str(k): v for k, v in row.items()}
+
+
+def turns_listing(turns: pd.DataFrame, shown: Sequence[int]) -> pd.DataFrame:
+    """The viewer's turn list restricted to the turns passing its filters."""
+    return turns[turns["turn_index"].isin(list(shown))].reset_index(drop=True)
+
+
+def split_slot(table: pd.DataFrame, slot_name: str) -> tuple[str, str]:
+    """(domain, slot) of a `domain-slot` label of `slot_table` (slot names may hold hyphens too)."""
+    hit = table[table["slot_name"] == slot_name]
+    if not len(hit):
+        raise ValueError(f"slot has to be one of the run's slots, got {slot_name!r}")
+    return str(hit["domain"].iloc[0]), str(hit["slot"].iloc[0])
+
+
+def history_pairs_of(scoreds: Sequence[Scored]) -> list[tuple[str, str]]:
+    """`history_pairs` over the metadata of scored runs."""
+    return history_pairs([_meta(s) for s in scoreds])
+
+
+# --- cross-lingual and cross-ontology -------------------------------------------------------------
+
+
+def default_pair(run_ids: Sequence[str], mappings: Sequence[dict[str, Any]]) -> tuple[str, str] | None:
+    """The pair of runs to compare first: the first manifest mapping whose two runs are both shown,
+    else the first two runs."""
+    shown = list(run_ids)
+    for entry in mappings:
+        a, b = entry.get("a"), entry.get("b")
+        if a in shown and b in shown and a != b:
+            return str(a), str(b)
+    return (shown[0], shown[1]) if len(shown) >= 2 else None
+
+
+def crosslingual_summary(
+    a: Scored, b: Scored, *, overrides: tuple[tuple[str, str], ...] = (), min_score: float = 0.5
+) -> dict[str, Any]:
+    """Everything the cross-lingual page shows for runs A and B: the slot and domain alignment, the
+    agreement counts over paired turns, and the gaps by slot, domain and turn depth."""
+    from analysis import crosslingual as X
+
+    alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None, min_score=min_score)
+    _, counts = D.agreement(a, b)
+    matrix = D.agreement_matrix(a, b)
+    cells = {str(k): int(v) for k, v in zip(matrix["agreement"], matrix["n_turns"], strict=True)}
+    return {
+        "alignment": alignment,
+        "domains": X.align_domains(alignment),
+        "cells": cells,
+        "pairing": counts,
+        "gaps": {by: X.crosslingual_gaps(a, b, alignment, by=by) for by in X.GAP_BY},
+    }
+
+
+def crosslingual_turns(
+    a: Scored,
+    b: Scored,
+    *,
+    cell: str,
+    overrides: tuple[tuple[str, str], ...] = (),
+    slot_a: str | None = None,
+    limit: int = 500,
+) -> pd.DataFrame:
+    """The paired turns of one agreement cell (optionally where one aligned slot is wrong)."""
+    from analysis import crosslingual as X
+
+    alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None) if slot_a else None
+    turns = X.drill_down(a, b, cell, alignment=alignment, slot_a=slot_a)
+    return turns.head(limit).reset_index(drop=True)
+
+
+def first_dialogue_with_errors(index: pd.DataFrame) -> str | None:
+    """The first dialogue of `dialogue_index` with an error turn (the viewer's starting point)."""
+    hit = index[index["error_turns"] > 0]
+    return str(hit["dialogue_id"].iloc[0]) if len(hit) else None
