@@ -25,7 +25,7 @@ browser-deps:
 	bash scripts/system-deps.sh
 
 run: $(VENV)/.run-deps browser-deps
-	$(VENV)/bin/streamlit run app.py --server.port $(PORT) --browser.gatherUsageStats false -- --workspace $(WORKSPACE)
+	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false -- --workspace $(WORKSPACE)
 
 test: $(VENV)/.dev-deps browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
