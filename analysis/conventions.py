@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field, fields
 from types import MappingProxyType
 from typing import Any
 
@@ -106,7 +106,7 @@ class Convention:
             raise ValueError(f"convention {self.name}: unknown normaliser steps {bad}; known: {NORMALISER_STEPS}")
 
     def describe(self) -> dict[str, Any]:
-        out = asdict(self)
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
         for key in ("empty_values", "dontcare_values"):
             out[key] = sorted(out[key])
         out["synonyms"] = dict(self.synonyms)
