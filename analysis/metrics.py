@@ -352,7 +352,8 @@ def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
 def slot_accuracy_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """TRADE's `compute_acc`: per turn (N - missed - wrong - spurious) / N with N the ontology size
     (30 on MultiWOZ), so a predicted slot outside the ontology also costs one; averaged over turns.
-    TRADE's quirk of finding a slot by `rsplit('-', 1)` on the triple string is reproduced."""
+    TRADE's quirk of finding a slot by `rsplit('-', 1)` on the triple string is reproduced, and so is
+    the formula's lack of a floor: a turn with more errors than ontology slots scores below 0."""
     keys = _by_list(by)
     if any(k in SLOT_LEVEL for k in keys):
         raise ValueError("slot_accuracy_trade is a per-turn formula over the whole ontology: by= takes turn columns")

@@ -46,6 +46,7 @@ from analysis.workspace import Workspace, load_workspace
 
 CI_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")
 LEVEL = 0.95
+FEWJOINT_LABELS = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
 MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel
 
 
@@ -170,9 +171,8 @@ def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
     """One FewJoint system: mean ± sample std over seeds per metric (bars) and every seed (dots)."""
     from analysis.fewjoint import METRICS
 
-    names = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
     summary = result.summary.set_index("metric")
-    labels = [names.get(m, m) for m in METRICS]
+    labels = [FEWJOINT_LABELS.get(m, m) for m in METRICS]
     fig = go.Figure()
     fig.add_bar(
         name=f"{result.system}: mean ± std",
@@ -216,7 +216,7 @@ def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
     rows = []
     for metric in METRICS:
         row: dict[str, Any] = {
-            "metric": metric.replace("_", " "),
+            "metric": FEWJOINT_LABELS.get(metric, metric),
             "mean": float(summary.loc[metric, "mean"]),
             "std": float(summary.loc[metric, "std"]),
         }
@@ -509,15 +509,11 @@ def write_report(
             on_file(path)
 
     try:
-        with E.export_session():
-            for item in plan.figures:
-                files = []
-                for fmt in formats:
-                    path = out / f"{item.name}.{E.EXTENSIONS[fmt]}"
-                    _write(path, E.figure_bytes(item.figure, fmt, style=style, width=width))
-                    files.append(path)
-                    done(path)
-                written.append(Written(item.name, "figure", item.caption, files))
+        stems = [(item.figure, out / item.name) for item in plan.figures]
+        E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
+        for item in plan.figures:
+            files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
+            written.append(Written(item.name, "figure", item.caption, files))
         for table in plan.tables:
             files = []
             for fmt in E.TABLE_FORMATS:

@@ -124,6 +124,9 @@ def test_metrics_stay_in_unit_interval_and_jga_bounds(pairs) -> None:
     scored = score_run(_run(pairs), "exact")
     values = headline_metrics(scored)
     for key, value in values.items():
+        if key == "slot_accuracy_trade":  # compute_acc goes below 0 once errors outnumber ontology slots
+            assert math.isnan(value) or value <= 1.0
+            continue
         assert math.isnan(value) or 0.0 <= value <= 1.0, key
     # A jointly correct turn has every gold triple right, so JGA never exceeds the share of turns
     # whose domain-slot F1 is perfect or whose gold is empty.

@@ -1,0 +1,286 @@
+"""Figure and table export: presets, table files, font subsets, and (with Chromium) the rendered files."""
+
+from __future__ import annotations
+
+import re
+import struct
+import xml.etree.ElementTree as ET
+import zlib
+from pathlib import Path
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from analysis import export as E
+from analysis import figures as F
+
+HAVE_CHROMIUM = Path("/usr/bin/chromium").exists() or E.browser_path() is not None
+needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium (make test installs it)")
+RUNS = ["mwz_en-predicted", "mwz-zh 中文"]
+
+
+def _figures() -> dict[str, go.Figure]:
+    colours = F.run_colours(RUNS)
+    board = pd.DataFrame(
+        {
+            "run_id": RUNS,
+            "system": ["A", "A"],
+            "dataset": ["MultiWOZ 2.1", "MultiWOZ-zh"],
+            "convention": ["exact", "exact"],
+            "n_turns": [10, 10],
+            "n_dialogues": [2, 2],
+            "history": ["predicted", "predicted"],
+            "jga": [0.5, 0.25],
+        }
+    )
+    depth = pd.DataFrame(
+        {"run_id": RUNS * 3, "turn_index": [0, 0, 1, 1, 2, 2], "jga": [0.9, 0.8, 0.7, 0.6, 0.5, 0.4], "n_turns": 4}
+    )
+    return {
+        "bar": F.leaderboard_bar(board, colours=colours, style="paper"),
+        "lines": F.depth_lines(depth, colours=colours, style="paper"),
+    }
+
+
+# --- no browser needed ---------------------------------------------------------------------------
+
+
+def test_presets_widths_and_png_pixels() -> None:
+    assert E.preset("paper", "single").width_in == 3.3
+    assert E.preset("paper", "double").width_in == 7.0
+    assert E.preset("paper", "single").png_width() == 990
+    assert E.preset("slides", "double").png_width() == 2100
+    with pytest.raises(ValueError, match="style has to be one of paper, slides"):
+        E.preset("poster", "single")
+    with pytest.raises(ValueError, match="width has to be one of single, double"):
+        E.preset("paper", "triple")
+
+
+def test_style_figure_paper_drops_title_slides_keeps_it() -> None:
+    fig = _figures()["bar"]
+    assert fig.layout.title.text  # the dashboard figure has a title
+    paper = E.style_figure(fig, style="paper", width="single")
+    slides = E.style_figure(fig, style="slides", width="double")
+    assert paper.layout.title.text is None
+    assert slides.layout.title.text == fig.layout.title.text
+    assert fig.layout.title.text and fig.layout.width is None  # the input is untouched
+    assert paper.layout.width == pytest.approx(3.3 * 96)
+    assert slides.layout.width == pytest.approx(7.0 * 96)
+    assert "Liberation Sans" in paper.layout.font.family
+    assert paper.layout.font.size == pytest.approx(8 * 96 / 72, abs=0.01)  # 8 pt at print size
+    # run colours are the dashboard's, untouched by styling
+    assert [t.marker.color for t in paper.data] == [F.run_colours(RUNS)[r] for r in RUNS]
+
+
+def test_tall_horizontal_bars_get_taller_figures() -> None:
+    table = pd.DataFrame(
+        {
+            "slot_name": [f"hotel-s{i}" for i in range(40)],
+            "f1": [i / 40 for i in range(40)],
+            "precision": 0.5,
+            "recall": 0.5,
+            "support": 3,
+        }
+    )
+    short = E.style_figure(F.slot_f1_bar(table.head(3), run_id="r"))
+    tall = E.style_figure(F.slot_f1_bar(table, run_id="r"))
+    assert tall.layout.height > short.layout.height
+    assert tall.layout.height >= 40 * 9.5 * 96 / 72  # one readable row per slot
+
+
+LEADERBOARD = pd.DataFrame(
+    {
+        "run": ["sys_a 100%", "sys&b", "餐厅-区域 #3"],
+        "turns": [10, 12, 9],
+        "JGA": [0.5, 0.625, float("nan")],
+        "JGA low": [0.4, 0.5, float("nan")],
+        "JGA high": [0.6, 0.7, float("nan")],
+        "gap": [0.1, -0.2, 0.05],
+    }
+)
+
+
+def test_latex_table_booktabs_bold_intervals_escaping() -> None:
+    text = E.table_bytes(
+        LEADERBOARD,
+        "latex",
+        caption="Runs & 95% intervals",
+        label="tab:x",
+        intervals={"JGA": ("JGA low", "JGA high")},
+        lower_better=["gap"],
+    ).decode("utf-8")
+    assert E.latex_environments_balanced(text)
+    assert re.search(r"\\begin\{tabular\}\{lrrr\}", text)
+    for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
+        assert text.count(rule) == 1
+    body = text.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
+    rows = [line for line in body.strip().splitlines() if line.endswith("\\\\")]
+    assert len(rows) == 3
+    assert rows[0].startswith(r"sys\_a 100\% & 10 & 0.500 {\footnotesize[0.400, 0.600]}")
+    assert r"\textbf{0.625} {\footnotesize[0.500, 0.700]}" in rows[1]
+    assert r"sys\&b" in rows[1] and r"\#3" in rows[2] and "餐厅-区域" in rows[2]  # Chinese survives as UTF-8
+    assert r"\textbf{-0.200}" in rows[1]  # lower is better for gap
+    assert "–" in rows[2]  # NaN shown as a dash, never 0
+    assert r"\caption{Runs \& 95\% intervals}" in text and r"\label{tab:x}" in text
+    assert "JGA low" not in text  # the interval columns are folded into the JGA cells
+
+
+def test_markdown_and_csv_tables() -> None:
+    md = E.table_bytes(LEADERBOARD, "markdown", intervals={"JGA": ("JGA low", "JGA high")}, best=["JGA"]).decode()
+    lines = md.strip().splitlines()
+    assert lines[0] == "| run | turns | JGA | gap |"
+    assert lines[1] == "| :--- | ---: | ---: | ---: |"
+    assert lines[3] == "| sys&b | 12 | **0.625** [0.500, 0.700] | -0.200 |"
+    assert len(lines) == 5
+    csv = E.table_bytes(LEADERBOARD, "csv").decode("utf-8")
+    back = pd.read_csv(pd.io.common.StringIO(csv))
+    assert list(back.columns) == list(LEADERBOARD.columns)
+    assert back["JGA"].iloc[1] == 0.625 and back["run"].iloc[2] == "餐厅-区域 #3"
+    with pytest.raises(ValueError, match="format has to be one of latex, markdown, csv"):
+        E.table_bytes(LEADERBOARD, "xlsx")
+
+
+def test_latex_balance_checker_catches_mismatch() -> None:
+    assert not E.latex_environments_balanced("\\begin{table}\\begin{tabular}{l}\\end{table}")
+    assert not E.latex_environments_balanced("\\begin{table}")
+
+
+def _png(width: int, height: int) -> bytes:
+    def chunk(kind: bytes, body: bytes) -> bytes:
+        return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body))
+
+    raw = b"".join(b"\0" + b"\xff" * width * 3 for _ in range(height))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(raw))
+        + chunk(b"IEND", b"")
+    )
+
+
+def test_png_dpi_chunk() -> None:
+    marked = E._png_with_dpi(_png(4, 3), 300)
+    assert E.png_info(marked) == {"width": 4, "height": 3, "dpi": 300}
+    assert E.png_info(E._png_with_dpi(marked, 300))["dpi"] == 300  # replaced, not duplicated
+    assert marked.count(b"pHYs") == 1
+
+
+@pytest.mark.skipif(E._font("regular") is None, reason="fonts-liberation not installed")
+def test_font_subset_keeps_used_glyphs_only() -> None:
+    font = E._font("regular")
+    assert font is not None
+    data, covered = font.subset("JGA run_a 中")
+    assert covered == set("JGA run_a ") and "中" not in covered
+    assert len(data) < len(font.data) / 2
+    small = E._TrueType(data)  # still a well-formed font: same glyph ids, outlines of the used glyphs
+    assert small.num_glyphs == font.num_glyphs
+    offsets = small._offsets()
+    used = small.cmap[ord("J")]
+    assert offsets[used + 1] > offsets[used]
+    unused = small.cmap[ord("Q")]
+    assert offsets[unused + 1] == offsets[unused]
+
+
+def test_finish_svg_sets_inches_and_embeds_font() -> None:
+    raw = (
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="316.8" height="230.4" viewBox="0 0 316.8 230.4">'
+        b"<text style=\"font-family: 'Liberation Sans'; font-size: 10px\">JGA run</text></svg>"
+    )
+    done = E.finish_svg(raw, E.preset("paper", "single"))
+    root = ET.fromstring(done)
+    assert root.get("width") == "3.3in" and root.get("height") == "2.4in"
+    if E._font("regular") is not None:
+        assert re.search(rb"@font-face\{font-family:'Liberation Sans';.*base64,", done)
+
+
+def test_file_names_and_mime_types() -> None:
+    assert E.file_name("JGA by turn depth", "pdf") == "JGA-by-turn-depth.pdf"
+    assert E.file_name("gap 餐厅/区域", "markdown") == "gap-餐厅-区域.md"
+    assert set(E.MIME_TYPES) == {*E.FIGURE_FORMATS, *E.TABLE_FORMATS}
+
+
+def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(E, "browser_path", lambda: None)
+    with pytest.raises(E.ExportUnavailable, match="apt-get install chromium") as info:
+        E.figure_bytes(_figures()["bar"], "pdf")
+    assert isinstance(info.value, RuntimeError)
+    assert "make test" in str(info.value)
+
+
+# --- rendered files (Chromium) -------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def rendered() -> dict[tuple[str, str, str], bytes]:
+    """Every test figure in every format at both widths, rendered with one browser."""
+    if not HAVE_CHROMIUM:
+        pytest.skip("no Chromium (make test installs it)")
+    out = {}
+    with E.export_session():
+        for name, fig in _figures().items():
+            for width in E.WIDTHS:
+                for fmt in E.FIGURE_FORMATS:
+                    out[name, width, fmt] = E.figure_bytes(fig, fmt, width=width)
+    return out
+
+
+@needs_chromium
+def test_pdf_single_page_vector_with_embedded_fonts_and_text(rendered: dict) -> None:
+    for (name, width, fmt), data in rendered.items():
+        if fmt != "pdf":
+            continue
+        info = E.pdf_info(data)
+        assert data.startswith(b"%PDF-")
+        assert info["pages"] == 1, name
+        assert info["images"] == 0, name  # vector: no raster image inside
+        assert info["fonts_embedded"], info
+        assert any("LiberationSans" in f for f in info["fonts"]), info["fonts"]
+        assert info["size_in"][0] == pytest.approx(E.preset("paper", width).width_in, rel=0.01)
+        # Chromium's PDF backend draws some one-stroke glyphs (_ and sometimes -) as lines, not text
+        letters = re.sub(r"[\W_]", "", info["text"])
+        assert "mwzenpredicted" in letters and "mwzzh" in letters and "JGA" in letters, (name, info["text"])
+
+
+@needs_chromium
+def test_svg_parses_with_size_and_font_face(rendered: dict) -> None:
+    for (name, width, fmt), data in rendered.items():
+        if fmt != "svg":
+            continue
+        info = E.svg_info(data)  # parses with xml.etree
+        assert info["width"] == f"{E.preset('paper', width).width_in:g}in"
+        assert any("mwz_en-predicted" in t for t in info["texts"]), name
+        assert info["fonts"] and "base64," in info["fonts"][0]
+        assert not any("Kaleido" in t for t in info["texts"])
+
+
+@needs_chromium
+def test_png_pixels_match_width_at_300_dpi(rendered: dict) -> None:
+    for (_, width, fmt), data in rendered.items():
+        if fmt != "png":
+            continue
+        info = E.png_info(data)
+        assert info["width"] == E.preset("paper", width).png_width()
+        assert info["dpi"] == 300
+        assert info["height"] > 300
+
+
+def _rgb(hex_colour: str) -> str:
+    red, green, blue = (int(hex_colour[i : i + 2], 16) for i in (1, 3, 5))
+    return f"rgb({red}, {green}, {blue})"
+
+
+@needs_chromium
+def test_same_run_same_colour_across_files(rendered: dict) -> None:
+    colours = F.run_colours(RUNS)
+    bar = E.svg_info(rendered["bar", "single", "svg"])["fills"]
+    lines = rendered["lines", "single", "svg"].decode()
+    for run in RUNS:
+        assert _rgb(colours[run]) in bar
+        assert f"stroke: {_rgb(colours[run])}" in lines
+
+
+@needs_chromium
+def test_figure_bytes_outside_a_session_starts_its_own_browser() -> None:
+    data = E.figure_bytes(_figures()["bar"], "svg", style="slides", width="double")
+    assert "JGA per run" in "".join(E.svg_info(data)["texts"])  # slides keep the title
