@@ -1,47 +1,36 @@
 """A plain per-turn Python implementation of the headline DST metrics, for the speed comparison only.
 
-It walks turns one by one with dicts and sets, the way most DST scorers are written. It reads the same
-normalised states as the vectorised code, so both must agree to the last digit (the benchmark checks).
+It walks state entries and turns one by one with dicts and sets, normalising every value as it goes,
+the way most DST scorers are written. It uses the convention's own per-value rules, so both
+implementations must agree to the last digit (the benchmark checks).
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 
-from analysis.conventions import normalise_states
+from analysis.conventions import Convention, _canonical
 from analysis.model import Run
 from analysis.scoring import Scored
 
 
 def naive_metrics(run: Run, scored: Scored) -> dict[str, float]:
     conv = scored.convention
-    gold_rows = normalise_states(run.gold, conv, side="gold")
-    pred_rows = normalise_states(run.pred, conv, side="pred")
-    turns = list(zip(run.turns["dialogue_id"], run.turns["turn_index"], strict=True))
     gold: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
     alts: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
     pred: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
-    for d, t, dom, slot, value, alt in zip(
-        gold_rows["dialogue_id"],
-        gold_rows["turn_index"],
-        gold_rows["domain"],
-        gold_rows["slot"],
-        gold_rows["value"],
-        gold_rows["alternatives"],
-        strict=True,
-    ):
-        gold[(d, t)][(dom, slot)] = value
-        if isinstance(alt, str):
-            alts[(d, t)][(dom, slot)] = alt
-    for d, t, dom, slot, value in zip(
-        pred_rows["dialogue_id"],
-        pred_rows["turn_index"],
-        pred_rows["domain"],
-        pred_rows["slot"],
-        pred_rows["value"],
-        strict=True,
-    ):
-        pred[(d, t)][(dom, slot)] = value
+    for side, table, target in (("gold", run.gold, gold), ("pred", run.pred, pred)):
+        for d, t, dom, slot, value in zip(
+            table["dialogue_id"], table["turn_index"], table["domain"], table["slot"], table["value"], strict=True
+        ):
+            norm, alternatives = _canonical(value, conv, side)
+            if _dropped(norm, conv, side):
+                continue
+            key = _name(dom, slot, conv)
+            target[(d, t)][key] = norm
+            if alternatives is not None:
+                alts[(d, t)][key] = alternatives
+    turns = list(zip(run.turns["dialogue_id"], run.turns["turn_index"], strict=True))
     ontology = {(d, s) for d, s in zip(scored.ontology["domain"], scored.ontology["slot"], strict=True)}
     listed = dict(zip(turns, run.turns["n_listed"], strict=True)) if "n_listed" in run.turns else {}
     jga = seed_f1 = ds_f1 = joint_f1 = acc_cells = acc_err = trade_acc = 0.0
@@ -94,3 +83,15 @@ def naive_metrics(run: Run, scored: Scored) -> dict[str, float]:
         "slot_f1_micro": 2 * tp / (2 * tp + fp + fn),
         "aga": aga_sum / aga_n,
     }
+
+
+def _dropped(value: str, conv: Convention, side: str) -> bool:
+    marker = value.strip().lower()
+    drop_dontcare = conv.dontcare == "drop_both" or (conv.dontcare == "drop_gold" and side == "gold")
+    return marker in conv.empty_values or (drop_dontcare and marker in conv.dontcare_values)
+
+
+def _name(domain: str, slot: str, conv: Convention) -> tuple[str, str]:
+    if conv.lower_names:
+        domain, slot = domain.lower(), slot.lower()
+    return domain, conv.slot_aliases.get(slot, slot)
