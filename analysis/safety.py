@@ -1,0 +1,58 @@
+"""Guards for a dashboard shared on a network: typed paths stay inside the workspace root, uploads are capped."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from analysis.errors import InputError
+
+DEFAULT_UPLOAD_LIMIT_MB = 200
+
+
+def resolve_inside(root: str | Path, typed: str) -> Path:
+    """The path a user typed, resolved (symlinks included) and required to lie inside `root`.
+
+    Relative paths are taken relative to `root`; `..`, absolute paths elsewhere and symlinks that lead
+    out are refused with an `InputError`, so a shared server never reads files outside its data.
+
+    >>> import tempfile; base = Path(tempfile.mkdtemp())
+    >>> resolve_inside(base, "runs/a.json") == (base / "runs" / "a.json").resolve()
+    True
+    >>> resolve_inside(base, "../etc/passwd")
+    Traceback (most recent call last):
+    ...
+    analysis.errors.InputError: ../etc/passwd [format: path]: path leads outside the workspace root ...
+    """
+    base = Path(root).resolve()
+    text = typed.strip()
+    if not text or "\x00" in text:
+        raise InputError(typed or "<empty>", "path", "path is empty or holds a NUL character")
+    candidate = Path(os.path.expanduser(text)) if text.startswith("~") else Path(text)
+    resolved = (candidate if candidate.is_absolute() else base / candidate).resolve()
+    if resolved != base and base not in resolved.parents:
+        raise InputError(typed, "path", f"path leads outside the workspace root {base}; use a path inside it")
+    return resolved
+
+
+def upload_limit_bytes(settings: dict | None = None) -> int:
+    """The upload cap: `[server] max_upload_mb` in the manifest, `DST_MAX_UPLOAD_MB`, else 200 MB."""
+    configured: object = None
+    if settings:
+        configured = (
+            settings.get("server", {}).get("max_upload_mb") if isinstance(settings.get("server"), dict) else None
+        )
+    configured = os.environ.get("DST_MAX_UPLOAD_MB", configured)
+    try:
+        megabytes = float(str(configured)) if configured is not None else DEFAULT_UPLOAD_LIMIT_MB
+    except (TypeError, ValueError):
+        megabytes = DEFAULT_UPLOAD_LIMIT_MB
+    return int(megabytes * 1024 * 1024)
+
+
+def check_upload_size(name: str, size: int, limit: int) -> None:
+    """Refuse an upload over the limit before parsing it."""
+    if size > limit:
+        raise InputError(
+            name, "upload", f"file is {size / 1024**2:,.1f} MB, over the upload limit of {limit / 1024**2:,.0f} MB"
+        )
