@@ -283,6 +283,13 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
     return out
 
 
+def convention_name(domain: str, slot: str, convention: Convention) -> tuple[str, str]:
+    """One (domain, slot) name under the convention's naming rules (lower-casing, slot aliases)."""
+    if convention.lower_names:
+        domain, slot = domain.lower(), slot.lower()
+    return domain, convention.slot_aliases.get(slot, slot)
+
+
 def _names(names: pd.Series, convention: Convention, *, aliases: bool) -> pd.api.extensions.ExtensionArray:
     """Domain or slot names under the convention (lower-cased, aliased), mapped once per distinct name."""
     if not convention.lower_names and not (aliases and convention.slot_aliases):

@@ -64,17 +64,29 @@ def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
 
 
 def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = None) -> go.Figure:
-    """Apply a named figure style; unknown names are refused with the allowed ones."""
+    """Apply a named figure style; unknown names are refused with the allowed ones.
+
+    A few legend entries sit in one row under the title; many go in a column right of the plot, so
+    a legend never covers the title or the data.
+    """
     if style not in STYLES:
         raise ValueError(f"style has to be one of {', '.join(STYLES)}, got {style!r}")
     spec = STYLES[style]
+    entries = {t.legendgroup or t.name for t in fig.data if t.showlegend is not False and t.name}
+    margin = dict(spec["margin"])
+    if len(entries) > 4:
+        legend = {"orientation": "v", "yanchor": "top", "y": 1.0, "xanchor": "left", "x": 1.01}
+    else:
+        legend = {"orientation": "h", "yanchor": "bottom", "y": 1.0, "xanchor": "left", "x": 0}
+        margin["t"] = margin["t"] + (24 if entries else 0)
     fig.update_layout(
         template=spec["template"],
         font=spec["font"],
         height=height or spec["height"],
-        margin=spec["margin"],
+        margin=margin,
         hoverlabel={"namelength": -1},
-        legend={"orientation": "h", "yanchor": "bottom", "y": 1.02, "xanchor": "left", "x": 0},
+        legend=legend,
+        title={"x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top"},
     )
     return fig
 
@@ -224,10 +236,13 @@ def grouped_jga_bar(
     title: str | None = None,
     style: str = "screen",
 ) -> go.Figure:
-    """JGA per value of `by` (domain, dialogue type, ...), one bar colour per run; turns on hover."""
+    """JGA per value of `by` (domain, dialogue type, ...), one bar colour per run; turns on hover.
+    Beyond four runs the bars get too thin to read, so the same numbers become a run x value heatmap."""
     if not len(frame):
         return _empty(f"no {by} to show", style)
     runs = list(dict.fromkeys(frame["run_id"]))
+    if len(runs) > 4:
+        return jga_heatmap(frame, by=by, title=title, style=style)
     palette = _colours(runs, colours)
     fig = go.Figure()
     for run in runs:
@@ -243,6 +258,36 @@ def grouped_jga_bar(
     fig.update_layout(barmode="group", title=title or f"JGA by {by}", yaxis_title="JGA", xaxis_title=by)
     fig.update_yaxes(range=[0, 1])
     return apply_style(fig, style)
+
+
+def jga_heatmap(frame: pd.DataFrame, *, by: str, title: str | None = None, style: str = "screen") -> go.Figure:
+    """JGA per run (rows) and value of `by` (columns); blank where a run has no such value."""
+    if not len(frame):
+        return _empty(f"no {by} to show", style)
+    runs = list(dict.fromkeys(frame["run_id"]))
+    values = list(dict.fromkeys(frame[by].astype(str)))
+    jga = frame.pivot_table(index="run_id", columns=frame[by].astype(str), values="jga", aggfunc="first")
+    turns = frame.pivot_table(index="run_id", columns=frame[by].astype(str), values="n_turns", aggfunc="first")
+    jga = jga.reindex(index=runs, columns=values)
+    turns = turns.reindex(index=runs, columns=values)
+    fig = go.Figure(
+        go.Heatmap(
+            z=jga.to_numpy(dtype=float),
+            x=values,
+            y=runs,
+            zmin=0,
+            zmax=1,
+            colorscale="Viridis",
+            colorbar={"title": "JGA"},
+            customdata=turns.to_numpy(dtype=float),
+            text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(jga.to_numpy(dtype=float)),
+            texttemplate="%{text}",
+            hovertemplate=f"<b>%{{y}}</b><br>{by}: %{{x}}<br>JGA: %{{z:.4f}}<br>%{{customdata:,.0f}} turns<extra></extra>",
+        )
+    )
+    fig.update_layout(title=title or f"JGA by {by}", xaxis_title=by)
+    fig.update_yaxes(autorange="reversed")
+    return apply_style(fig, style, height=max(320, 28 * len(runs) + 160))
 
 
 def depth_lines(
@@ -320,7 +365,8 @@ def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
     if not len(frame):
         return _empty("no errors", style)
     runs = list(dict.fromkeys(frame["run_id"]))
-    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs, vertical_spacing=0.08)
+    spacing = min(0.08, 0.4 / len(runs))
+    fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs, vertical_spacing=spacing)
     for row, run in enumerate(runs, start=1):
         for origin in ("new", "inherited"):
             part = frame[(frame["run_id"] == run) & (frame["origin"] == origin)]
@@ -337,7 +383,7 @@ def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
             )
     fig.update_layout(barmode="stack", title="Inherited vs new errors by turn depth")
     fig.update_xaxes(title_text="turn index", row=len(runs), col=1)
-    return apply_style(fig, style, height=max(320, 220 * len(runs) + 80))
+    return apply_style(fig, style, height=max(320, 150 * len(runs) + 120))
 
 
 def first_error_bar(
@@ -387,8 +433,8 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
     fig = go.Figure(
         go.Heatmap(
             z=z,
-            x=[f"B ({run_b}) correct", f"B ({run_b}) wrong"],
-            y=[f"A ({run_a}) correct", f"A ({run_a}) wrong"],
+            x=["B correct", "B wrong"],
+            y=["A correct", "A wrong"],
             text=text,
             texttemplate="%{text}",
             colorscale="Blues",
@@ -396,9 +442,10 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
             hovertemplate="%{text}<extra></extra>",
         )
     )
-    fig.update_layout(title="Agreement over paired turns")
+    fig.update_layout(title=f"Agreement over paired turns<br><sup>A = {run_a}, B = {run_b}</sup>")
     fig.update_yaxes(autorange="reversed")
-    return apply_style(fig, style, height=360)
+    fig.update_traces(textfont={"size": 14})
+    return apply_style(fig, style, height=380)
 
 
 def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, style: str = "screen") -> go.Figure:

@@ -274,6 +274,8 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
     turn_group = cells[keep] // n_n  # (turn, slot-level group)
     groups, inverse = np.unique(turn_group, return_inverse=True)
     score = np.bincount(inverse, weights=f1) / np.bincount(inverse)
+    if not keys:  # the recipe's mean over all turns; a turn with empty gold contributes 0
+        return float(score.sum() / len(scored.turns)) if len(scored.turns) else float("nan")
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
     turn_cols = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))]
     if slot_keys:
@@ -310,6 +312,16 @@ def _ontology_size(scored: Scored, keys: list[str]) -> pd.DataFrame | int:
     return onto.groupby(["run_id", *slot_keys]).size().rename("n_ontology").reset_index()
 
 
+def _cells_per_turn(scored: Scored) -> np.ndarray:
+    """Ontology slots each turn counts: its run's ontology size, or the slots the gold file lists for it."""
+    sizes = scored.ontology.groupby("run_id").size()
+    cells = scored.turns["run_id"].map(sizes).fillna(0).to_numpy(dtype=float)
+    if scored.convention.ontology == "listed" and "n_listed" in scored.turns:
+        listed = scored.turns["n_listed"].fillna(0).to_numpy(dtype=float)
+        cells = np.where(listed > 0, listed, cells)
+    return cells
+
+
 def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """The multiwoz-dst-eval recipe: over every slot of the convention's ontology in every turn, the
     share where the predicted value equals gold (both absent counts as correct). Predictions outside
@@ -321,6 +333,10 @@ def slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """
     keys = _by_list(by)
     _check_by(scored, keys)
+    if not keys:
+        cells = _cells_per_turn(scored)
+        total = cells.sum()
+        return float(1 - scored.turns["n_err_ontology"].sum() / total) if total else float("nan")
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
     turn_keys = [k for k in keys if k not in SLOT_LEVEL]
     per_turn_listing = not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns

@@ -10,7 +10,7 @@ import pandas as pd
 from rapidfuzz import fuzz
 from rapidfuzz.process import cpdist
 
-from analysis.conventions import MULTIWOZ30, Convention, get_convention, normalise_states
+from analysis.conventions import MULTIWOZ30, Convention, convention_name, get_convention, normalise_states
 from analysis.model import Run, RunMeta
 
 OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
@@ -80,39 +80,46 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
 
     # Pair gold and prediction on one integer key (turn id x domain-slot code): joins on strings cost
     # several times more, and this runs for every run under every convention.
-    names = pd.concat([gold["domain"] + SEP + gold["slot"], pred["domain"] + SEP + pred["slot"]], ignore_index=True)
-    codes, uniques = pd.factorize(names)
-    n_pairs = max(len(uniques), 1)
+    domain_codes, domains = pd.factorize(pd.concat([gold["domain"], pred["domain"]], ignore_index=True))
+    slot_codes, slot_names = pd.factorize(pd.concat([gold["slot"], pred["slot"]], ignore_index=True))
+    codes, pair_ids = pd.factorize(domain_codes * max(len(slot_names), 1) + slot_codes)
+    n_pairs = max(len(pair_ids), 1)
+    pair_domain = np.asarray(domains, dtype=object)[pair_ids // max(len(slot_names), 1)]
+    pair_slot = np.asarray(slot_names, dtype=object)[pair_ids % max(len(slot_names), 1)]
     gold["_key"] = gold["tid"].to_numpy() * n_pairs + codes[: len(gold)]
     pred["_key"] = pred["tid"].to_numpy() * n_pairs + codes[len(gold) :]
-    pair_domain, pair_slot = _split_pairs(uniques)
-    onto_names = set(ontology["domain"] + SEP + ontology["slot"])
-    pair_in_ontology = np.array([name in onto_names for name in uniques], dtype=bool)
+    onto_names = set(zip(ontology["domain"], ontology["slot"], strict=True))
+    pair_in_ontology = np.array([pair in onto_names for pair in zip(pair_domain, pair_slot, strict=True)], dtype=bool)
     if conv.slot_scope == "ontology":
         pred = pred[pair_in_ontology[pred["_key"].to_numpy() % n_pairs]]
     elif conv.slot_scope == "gold":
         pred = pred[np.isin(pred["_key"].to_numpy(), gold["_key"].to_numpy())]
     gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
 
-    paired = gold[["_key", "value", "display", "alternatives"]].merge(
-        pred[["_key", "value", "display"]], on="_key", how="outer", suffixes=("_g", "_p"), sort=True
-    )
-    key = paired["_key"].to_numpy()
+    # Outer join on the integer key with numpy: each side's row (or -1) for every key of either side.
+    gold_keys, pred_keys = gold["_key"].to_numpy(), pred["_key"].to_numpy()
+    key = np.union1d(gold_keys, pred_keys)
+    gold_row = _positions(gold_keys, key)
+    pred_row = _positions(pred_keys, key)
     tid = key // n_pairs
     pair = key % n_pairs
+
+    def side(frame: pd.DataFrame, column: str, rows: np.ndarray) -> pd.api.extensions.ExtensionArray:
+        return frame[column].astype("str").array.take(rows, allow_fill=True)
+
     slots = pd.DataFrame(
         {
-            "run_id": pd.array([run_id], dtype="str").take(np.zeros(len(paired), dtype="int64")),
+            "run_id": pd.array([run_id], dtype="str").take(np.zeros(len(key), dtype="int64")),
             "tid": tid,
             "domain": pd.array(pair_domain, dtype="str").take(pair),
             "slot": pd.array(pair_slot, dtype="str").take(pair),
             "dialogue_id": turns["dialogue_id"].astype("str").array.take(tid),
             "turn_index": turns["turn_index"].to_numpy()[tid],
-            "gold_value": paired["value_g"].astype("str").array,
-            "gold_display": paired["display_g"].astype("str").array,
-            "gold_alternatives": paired["alternatives"].astype("str").array,
-            "pred_value": paired["value_p"].astype("str").array,
-            "pred_display": paired["display_p"].astype("str").array,
+            "gold_value": side(gold, "value", gold_row),
+            "gold_display": side(gold, "display", gold_row),
+            "gold_alternatives": side(gold, "alternatives", gold_row),
+            "pred_value": side(pred, "value", pred_row),
+            "pred_display": side(pred, "display", pred_row),
         }
     )
     slots["outcome"] = _outcomes(slots, conv)
@@ -150,23 +157,21 @@ def _ontology(run: Run, conv: Convention, gold: pd.DataFrame) -> pd.DataFrame:
     if conv.ontology == "multiwoz30":
         pairs = sorted(MULTIWOZ30)
     elif conv.ontology == "listed" and run.listed_slots:
-        listed = pd.DataFrame(sorted(run.listed_slots), columns=["domain", "slot"]).assign(
-            relation="=", value="x", dialogue_id="", turn_index=0
-        )
-        named = normalise_states(listed, conv, side="gold")
-        pairs = sorted(set(zip(named["domain"], named["slot"], strict=True)))
+        pairs = sorted({convention_name(domain, slot, conv) for domain, slot in run.listed_slots})
     else:
         observed = gold[["domain", "slot"]].drop_duplicates()
         pairs = sorted(zip(observed["domain"], observed["slot"], strict=True))
     return pd.DataFrame(pairs, columns=["domain", "slot"], dtype="str")
 
 
-def _split_pairs(uniques: pd.Index) -> tuple[np.ndarray, np.ndarray]:
-    parts = [str(name).split(SEP, 1) for name in uniques]
-    return (
-        np.array([p[0] for p in parts], dtype=object),
-        np.array([p[1] for p in parts], dtype=object),
-    )
+def _positions(keys: np.ndarray, universe: np.ndarray) -> np.ndarray:
+    """Row of each `universe` key in `keys` (unique), or -1 where the side has no such row."""
+    if len(keys) == 0:
+        return np.full(len(universe), -1, dtype="int64")
+    order = np.argsort(keys, kind="stable")
+    at = np.searchsorted(keys, universe, sorter=order).clip(max=len(keys) - 1)
+    rows = order[at]
+    return np.where(keys[rows] == universe, rows, -1)
 
 
 def _merge_duplicates(states: pd.DataFrame) -> pd.DataFrame:
@@ -213,10 +218,10 @@ def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
     """TRADE's compute_acc finds a wrong value's slot by `rsplit('-', 1)` of the whole triple string,
     so a wrong value whose gold or predicted value holds a hyphen is charged twice. Reproduced."""
     extra = np.zeros(len(slots), dtype="int64")
-    wrong = np.flatnonzero((slots["outcome"] == "wrong_value").to_numpy())
+    wrong = np.flatnonzero(slots["outcome"].cat.codes.to_numpy() == 1)
     if len(wrong):
-        gold = slots["gold_value"].to_numpy()[wrong]
-        pred = slots["pred_value"].to_numpy()[wrong]
+        gold = np.asarray(slots["gold_value"].array.take(wrong), dtype=object)
+        pred = np.asarray(slots["pred_value"].array.take(wrong), dtype=object)
         extra[wrong] = [g.rpartition("-")[0] != p.rpartition("-")[0] for g, p in zip(gold, pred, strict=True)]
     return extra
 

@@ -490,7 +490,8 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
     for column in ("gold_changes", "pred_changes"):
         turns[column] = turns[column].fillna("").astype(str)
     turns["n_errors"] = turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]
-    turns["status"] = np.where(turns["joint_correct"], "✓ correct", "✗ " + turns["n_errors"].astype(str) + " errors")
+    plural = np.where(turns["n_errors"] == 1, " error", " errors")
+    turns["status"] = np.where(turns["joint_correct"], "✓ correct", "✗ " + turns["n_errors"].astype(str) + plural)
     return turns.reset_index(drop=True), rows.reset_index(drop=True)
 
 

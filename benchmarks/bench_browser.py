@@ -1,0 +1,189 @@
+"""Dashboard speed in a real browser (Playwright + Debian's chromium), printed, not asserted.
+
+Targets (issue, requirement 7): first chart of the first page within 3 s of opening, page switch
+within 1 s, diff-viewer step within 0.5 s; measured on the demo workspace and on a workspace of 20
+MultiWOZ-size runs (the full MultiWOZ 2.1 test gold, 1,000 dialogues and 7,372 turns, perturbed by
+`analysis.simulate.perturb_run`), built in a temporary folder.
+
+"Cold" is the first session after the server started (files read and scored); "warm" is a new
+browser session on a server that has served the workspace once (what a second user, or a reload,
+sees). Page switches are measured on the first visit of each page in a session (its views computed)
+and on a second visit.
+
+Run: `.venv/bin/python benchmarks/bench_browser.py [--skip-big]`; results also go to
+benchmarks/results/bench_browser.json (git-ignored).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import pandas as pd
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, VIEWPORT, start_server, stop_server  # noqa: E402
+from playwright.sync_api import Page, sync_playwright  # noqa: E402
+
+from analysis.loading import load_run  # noqa: E402
+from analysis.simulate import perturb_run  # noqa: E402
+
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+REALDATA = ROOT.parent / "shared" / "realdata"
+PAGES = ["Slots", "Domains", "Turn depth", "Cross-lingual", "Dialogue viewer", "Overview"]
+DRAWN = '[data-testid="stPlotlyChart"] .js-plotly-plot :is(g.trace, g.hm)'
+TARGETS = {"first_chart": 3.0, "page_switch": 1.0, "diff_step": 0.5}
+
+
+def build_big_workspace(folder: Path, n_runs: int = 20) -> Path:
+    """20 simulated runs over the full MultiWOZ 2.1 test gold, as JSONL prediction files."""
+    gold = REALDATA / "multiwoz21" / "test.json.zip"
+    if not gold.exists():
+        raise SystemExit(f"{gold} is absent: the 20-run benchmark needs ../shared/realdata")
+    base = load_run(gold, gold, run_id="gold")
+    runs = perturb_run(base, n_runs=n_runs, seed=7)
+    lines = ['[workspace]\nname = "20 MultiWOZ-size runs (simulated)"\nconvention = "exact"\n']
+    turns = base.turns[["dialogue_id", "turn_index"]]
+    for run in runs:
+        pred = run.pred
+        nested = (
+            pred.assign(pair=list(zip(pred["slot"], pred["value"], strict=True)))
+            .groupby(["dialogue_id", "turn_index", "domain"], sort=False)["pair"]
+            .agg(lambda pairs: dict(pairs))
+            .reset_index()
+            .groupby(["dialogue_id", "turn_index"], sort=False)
+            .apply(lambda g: dict(zip(g["domain"], g["pair"], strict=True)), include_groups=False)
+            .rename("pred")
+            .reset_index()
+        )
+        table = turns.merge(nested, on=["dialogue_id", "turn_index"], how="left")
+        table["pred"] = table["pred"].map(lambda s: s if isinstance(s, dict) else {})
+        path = folder / f"{run.meta.run_id}.jsonl"
+        path.write_text(table.to_json(orient="records", lines=True, force_ascii=False), encoding="utf-8")
+        lines.append(
+            f'[[runs]]\nname = "{run.meta.run_id}"\nsystem = "{run.meta.run_id}"\ndataset = "MultiWOZ 2.1"\n'
+            f'language = "en"\nhistory = "predicted"\nseed = {run.meta.seed}\nformat = "jsonl"\n'
+            f'pred = "{path.name}"\ngold = "{gold}"\n'
+        )
+    manifest = folder / "workspace.toml"
+    manifest.write_text("\n".join(lines), encoding="utf-8")
+    return manifest
+
+
+def settle(page: Page) -> None:
+    page.wait_for_timeout(50)
+    page.wait_for_selector(IDLE, timeout=600_000)
+
+
+def time_first_chart(page: Page, url: str) -> float:
+    start = time.perf_counter()
+    page.goto(url)
+    page.wait_for_selector(DRAWN, state="attached", timeout=600_000)
+    elapsed = time.perf_counter() - start
+    settle(page)
+    return elapsed
+
+
+def time_page_switch(page: Page, title: str) -> float:
+    link = page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title)
+    start = time.perf_counter()
+    link.click()
+    page.wait_for_selector(f'h1:has-text("{title.split()[0]}")', timeout=600_000)
+    page.wait_for_selector(IDLE, timeout=600_000)
+    page.wait_for_selector(DRAWN, state="attached", timeout=600_000)
+    return time.perf_counter() - start
+
+
+def time_diff_steps(page: Page, n: int = 5) -> list[float]:
+    times = []
+    for _ in range(n):
+        button = page.get_by_role("button", name="Next error ▶▶")
+        if button.is_disabled():
+            page.get_by_role("button", name="◀◀ Previous error").click()
+            settle(page)
+            continue
+        before = page.locator("h3").filter(has_text="Turn ").first.inner_text()
+        start = time.perf_counter()
+        button.click()
+        page.wait_for_function(
+            "before => { const h = [...document.querySelectorAll('h3')].find(e => e.innerText.startsWith('Turn '));"
+            " return h && h.innerText !== before; }",
+            arg=before,
+            timeout=60_000,
+        )
+        page.wait_for_selector(IDLE, timeout=60_000)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def measure(name: str, manifest: Path) -> dict:
+    process, url = start_server(manifest, timeout=300)
+    result: dict = {"workspace": name}
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            for label in ("cold", "warm"):
+                context = browser.new_context(viewport=VIEWPORT)
+                page = context.new_page()
+                result[f"first_chart_{label}"] = time_first_chart(page, url)
+                switches = {title: time_page_switch(page, title) for title in PAGES}
+                result[f"page_switch_first_visit_{label}"] = switches
+                result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
+                page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Dialogue viewer").click()
+                settle(page)
+                result[f"diff_step_{label}"] = time_diff_steps(page)
+                context.close()
+            browser.close()
+    finally:
+        stop_server(process)
+    return result
+
+
+def report(result: dict) -> None:
+    print(f"\n== {result['workspace']}")
+    for label in ("cold", "warm"):
+        first = result[f"first_chart_{label}"]
+        print(f"  first chart ({label}): {first:.2f} s (target {TARGETS['first_chart']} s)")
+        for kind in ("first_visit", "second_visit"):
+            switches = result[f"page_switch_{kind}_{label}"]
+            shown = ", ".join(f"{k} {v:.2f}" for k, v in switches.items())
+            print(f"  page switch, {kind.replace('_', ' ')} ({label}): max {max(switches.values()):.2f} s — {shown}")
+        steps = result[f"diff_step_{label}"]
+        if steps:
+            print(
+                f"  diff step ({label}): median {statistics.median(steps):.3f} s, max {max(steps):.3f} s "
+                f"over {len(steps)} steps (target {TARGETS['diff_step']} s)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--skip-big", action="store_true", help="only the demo workspace")
+    args = parser.parse_args()
+    if not CHROMIUM.exists():
+        raise SystemExit(f"{CHROMIUM} is missing (scripts/system-deps.sh installs it)")
+    results = [measure("demo", DEMO)]
+    report(results[-1])
+    if not args.skip_big:
+        with tempfile.TemporaryDirectory() as folder:
+            start = time.perf_counter()
+            manifest = build_big_workspace(Path(folder))
+            print(f"\nbuilt the 20-run workspace in {time.perf_counter() - start:.1f} s")
+            results.append(measure("20 MultiWOZ-size runs", manifest))
+            report(results[-1])
+    out = ROOT / "benchmarks" / "results"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench_browser.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
+    _ = pd  # pandas builds the workspace files above
+
+
+if __name__ == "__main__":
+    main()
