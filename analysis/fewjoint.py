@@ -69,6 +69,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import InputError
+from analysis.formats.reading import decode_text, read_bytes
 
 __all__ = [
     "AVERAGINGS",
@@ -503,6 +504,11 @@ def _read_part(part: Any, path: str, domain: str, episode: int, name: str) -> li
     return rows
 
 
+def _text(path: Path, fmt: str) -> str:
+    """A file's text through the shared reader: .gz/.zip unpacked, empty, binary and non-UTF-8 refused."""
+    return decode_text(read_bytes(path, fmt=fmt), str(path), fmt)
+
+
 def load_fewjoint_gold(path: str | Path, *, shots: int | None = None) -> FewJointGold:
     """Read and validate a MetaDialog episode file (``{domain: [{"support": ..., "query": ...}]}``).
 
@@ -511,10 +517,8 @@ def load_fewjoint_gold(path: str | Path, *, shots: int | None = None) -> FewJoin
     path = Path(path)
     spath = str(path)
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(spath, GOLD_FORMAT, "file not found") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raw = json.loads(_text(path, GOLD_FORMAT))
+    except json.JSONDecodeError as exc:
         raise InputError(spath, GOLD_FORMAT, f"not valid JSON: {exc}") from None
     if not isinstance(raw, dict) or not raw:
         raise InputError(spath, GOLD_FORMAT, "top level must be a non-empty object {domain: [episode, ...]}")
@@ -582,7 +586,7 @@ def _int_field(value: Any, path: str, fmt: str, where: str | None, turn: Any, na
 def _read_jsonl(path: Path) -> pd.DataFrame:
     spath, fmt = str(path), "jsonl"
     rows: list[dict[str, Any]] = []
-    for line_no, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for line_no, line in enumerate(_text(path, fmt).splitlines(), start=1):
         if not line.strip():
             continue
         try:
@@ -680,7 +684,7 @@ def _read_conlleval(path: Path) -> pd.DataFrame:
         rows.append(block)
         block = None
 
-    lines = path.read_text(encoding="utf-8").splitlines()
+    lines = _text(path, "conlleval").splitlines()
     for line_no, line in enumerate(lines, start=1):
         fields = line.split()
         if not fields:
