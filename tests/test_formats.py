@@ -108,8 +108,12 @@ def _ruledst(limit: int = 40) -> dict:
 @pytest.mark.parametrize(("gold_key", "pred_key"), [("gold", "pred"), ("gt", "pr"), ("turn_belief", "pred_belief")])
 def test_nested_dict_form_with_every_key_pair(tmp_path: Path, gold_key: str, pred_key: str) -> None:
     records = _ruledst()
-    dict_form = {d: {str(t["turn"]): {gold_key: t["gold"], pred_key: t["pred"]} for t in ts} for d, ts in records.items()}
-    list_form = {d: [{"turn": t["turn"], "gold": t["gold"], "pred": t["pred"]} for t in ts] for d, ts in records.items()}
+    dict_form = {
+        d: {str(t["turn"]): {gold_key: t["gold"], pred_key: t["pred"]} for t in ts} for d, ts in records.items()
+    }
+    list_form = {
+        d: [{"turn": t["turn"], "gold": t["gold"], "pred": t["pred"]} for t in ts] for d, ts in records.items()
+    }
     a, b = tmp_path / "dict.json", tmp_path / "list.json"
     a.write_text(json.dumps(dict_form, ensure_ascii=False), encoding="utf-8")
     b.write_text(json.dumps(list_form, ensure_ascii=False), encoding="utf-8")
