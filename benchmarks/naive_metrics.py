@@ -1,8 +1,9 @@
-"""A plain per-turn Python implementation of the headline DST metrics, for the speed comparison only.
+"""The headline DST metrics written the plain way, for the speed comparison only.
 
-It walks state entries and turns one by one with dicts and sets, normalising every value as it goes,
-the way most DST scorers are written. It uses the convention's own per-value rules, so both
-implementations must agree to the last digit (the benchmark checks).
+Each metric is its own per-turn Python loop over sets and dicts, the way the benchmark descriptions'
+scoring recipes (`../shared/seeds/`) and most DST scorers are written; states are normalised value by
+value as they are read. It follows the convention's own per-value rules, so both implementations must
+agree to the last digit (the benchmark checks).
 """
 
 from __future__ import annotations
@@ -13,12 +14,14 @@ from analysis.conventions import Convention, _canonical
 from analysis.model import Run
 from analysis.scoring import Scored
 
+Key = tuple[str, int]
+State = dict[tuple[str, str], str]
 
-def naive_metrics(run: Run, scored: Scored) -> dict[str, float]:
-    conv = scored.convention
-    gold: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
-    alts: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
-    pred: dict[tuple[str, int], dict[tuple[str, str], str]] = defaultdict(dict)
+
+def read_states(run: Run, conv: Convention) -> tuple[list[Key], dict[Key, State], dict[Key, State], dict[Key, State]]:
+    gold: dict[Key, State] = defaultdict(dict)
+    alts: dict[Key, State] = defaultdict(dict)
+    pred: dict[Key, State] = defaultdict(dict)
     for side, table, target in (("gold", run.gold, gold), ("pred", run.pred, pred)):
         for d, t, dom, slot, value in zip(
             table["dialogue_id"], table["turn_index"], table["domain"], table["slot"], table["value"], strict=True
@@ -31,58 +34,7 @@ def naive_metrics(run: Run, scored: Scored) -> dict[str, float]:
             if alternatives is not None:
                 alts[(d, t)][key] = alternatives
     turns = list(zip(run.turns["dialogue_id"], run.turns["turn_index"], strict=True))
-    ontology = {(d, s) for d, s in zip(scored.ontology["domain"], scored.ontology["slot"], strict=True)}
-    listed = dict(zip(turns, run.turns["n_listed"], strict=True)) if "n_listed" in run.turns else {}
-    jga = seed_f1 = ds_f1 = joint_f1 = acc_cells = acc_err = trade_acc = 0.0
-    tp = fp = fn = 0
-    aga_sum, aga_n = 0.0, 0
-    for key in turns:
-        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
-        correct = {
-            k for k, v in g.items() if k in p and (p[k] == v or (k in a and (p[k] == a[k] or p[k] in a[k].split("|"))))
-        }
-        n_wrong = sum(1 for k in g if k in p and k not in correct)
-        n_missed = sum(1 for k in g if k not in p)
-        n_spurious = sum(1 for k in p if k not in g)
-        jga += n_wrong + n_missed + n_spurious == 0
-        tp += len(correct)
-        fp += n_wrong + n_spurious
-        fn += n_wrong + n_missed
-        resolved = {k: (g[k] if k in correct else v) for k, v in p.items()}
-        if g:
-            by_name_g: dict[str, set[str]] = defaultdict(set)
-            by_name_p: dict[str, set[str]] = defaultdict(set)
-            for (_, slot), v in g.items():
-                by_name_g[slot].add(v)
-            for (_, slot), v in resolved.items():
-                by_name_p[slot].add(v)
-            f1s = []
-            for slot, gv in by_name_g.items():
-                pv = by_name_p.get(slot, set())
-                f1s.append(2 * len(gv & pv) / (len(gv) + len(pv)))
-            seed_f1 += sum(f1s) / len(f1s)
-            ds_f1 += len(correct) / len(g)
-            aga_sum += len(correct) / len(g)
-            aga_n += 1
-            t_fp, t_fn = n_wrong + n_spurious, n_wrong + n_missed
-            joint_f1 += 2 * len(correct) / (2 * len(correct) + t_fp + t_fn) if correct else 0.0
-        else:
-            joint_f1 += 1.0 if not p else 0.0
-        errors_in_onto = sum(1 for k in set(g) | set(p) if k in ontology and k not in correct)
-        cells = listed.get(key) or len(ontology)
-        acc_cells += cells
-        acc_err += errors_in_onto
-        trade_acc += 1 - (n_wrong + n_missed + n_spurious) / len(ontology)
-    n = len(turns)
-    return {
-        "jga": jga / n,
-        "slot_f1_seed": seed_f1 / n,
-        "slot_f1_domain_slot": ds_f1 / n,
-        "joint_f1_trade": joint_f1 / n,
-        "slot_accuracy": 1 - acc_err / acc_cells,
-        "slot_f1_micro": 2 * tp / (2 * tp + fp + fn),
-        "aga": aga_sum / aga_n,
-    }
+    return turns, gold, alts, pred
 
 
 def _dropped(value: str, conv: Convention, side: str) -> bool:
@@ -95,3 +47,103 @@ def _name(domain: str, slot: str, conv: Convention) -> tuple[str, str]:
     if conv.lower_names:
         domain, slot = domain.lower(), slot.lower()
     return domain, conv.slot_aliases.get(slot, slot)
+
+
+def _match(g: State, p: State, a: State, k: tuple[str, str]) -> bool:
+    return k in p and (p[k] == g[k] or (k in a and (p[k] == a[k] or p[k] in a[k].split("|"))))
+
+
+def joint_goal_accuracy(turns, gold, alts, pred) -> float:
+    correct = 0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        correct += set(g) == set(p) and all(_match(g, p, a, k) for k in g)
+    return correct / len(turns)
+
+
+def slot_f1_seed(turns, gold, alts, pred) -> float:
+    total = 0.0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        resolved = {k: (g[k] if k in g and _match(g, p, a, k) else v) for k, v in p.items()}
+        names = {s for _, s in g}
+        f1s = []
+        for name in names:
+            gv = {v for (_, s), v in g.items() if s == name}
+            pv = {v for (_, s), v in resolved.items() if s == name}
+            tp = len(gv & pv)
+            prec = tp / len(pv) if pv else 0
+            rec = tp / len(gv) if gv else 0
+            f1s.append(2 * prec * rec / (prec + rec) if prec + rec else 0)
+        total += sum(f1s) / len(f1s) if f1s else 0
+    return total / len(turns)
+
+
+def slot_f1_domain_slot(turns, gold, alts, pred) -> float:
+    total = 0.0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        total += sum(_match(g, p, a, k) for k in g) / len(g) if g else 0
+    return total / len(turns)
+
+
+def slot_f1_micro(turns, gold, alts, pred) -> float:
+    tp = fp = fn = 0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        hits = sum(_match(g, p, a, k) for k in g)
+        tp += hits
+        fp += len(p) - hits
+        fn += len(g) - hits
+    return 2 * tp / (2 * tp + fp + fn)
+
+
+def joint_f1_trade(turns, gold, alts, pred) -> float:
+    total = 0.0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        if not g:
+            total += 1.0 if not p else 0.0
+            continue
+        tp = sum(_match(g, p, a, k) for k in g)
+        precision = tp / len(p) if p else 0
+        recall = tp / len(g)
+        total += 2 * precision * recall / (precision + recall) if precision + recall else 0
+    return total / len(turns)
+
+
+def slot_accuracy(turns, gold, alts, pred, ontology, listed) -> float:
+    cells = errors = 0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        cells += listed.get(key) or len(ontology)
+        for slot in set(g) | set(p):
+            if slot in ontology and not (slot in g and _match(g, p, a, slot)):
+                errors += 1
+    return 1 - errors / cells
+
+
+def average_goal_accuracy(turns, gold, alts, pred) -> float:
+    total, n = 0.0, 0
+    for key in turns:
+        g, p, a = gold.get(key, {}), pred.get(key, {}), alts.get(key, {})
+        if g:
+            total += sum(_match(g, p, a, k) for k in g) / len(g)
+            n += 1
+    return total / n
+
+
+def naive_metrics(run: Run, scored: Scored) -> dict[str, float]:
+    turns, gold, alts, pred = read_states(run, scored.convention)
+    ontology = set(zip(scored.ontology["domain"], scored.ontology["slot"], strict=True))
+    listed = dict(zip(turns, run.turns["n_listed"], strict=True)) if "n_listed" in run.turns else {}
+    args = (turns, gold, alts, pred)
+    return {
+        "jga": joint_goal_accuracy(*args),
+        "slot_f1_seed": slot_f1_seed(*args),
+        "slot_f1_domain_slot": slot_f1_domain_slot(*args),
+        "joint_f1_trade": joint_f1_trade(*args),
+        "slot_accuracy": slot_accuracy(*args, ontology, listed),
+        "slot_f1_micro": slot_f1_micro(*args),
+        "aga": average_goal_accuracy(*args),
+    }
