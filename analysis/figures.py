@@ -148,12 +148,14 @@ def leaderboard_bar(
 
 
 def slot_f1_bar(
-    table: pd.DataFrame, *, run_id: str = "", colour: str = OKABE_ITO[0], style: str = "screen"
+    table: pd.DataFrame, *, run_id: str = "", colour: str = OKABE_ITO[0], top: int = 40, style: str = "screen"
 ) -> go.Figure:
-    """Per-slot F1 as horizontal bars (worst at the top), with precision, recall and support on hover."""
+    """Per-slot F1 as horizontal bars (worst at the top, the `top` worst slots), with precision,
+    recall and support on hover."""
     if not len(table):
         return _empty("no slots", style)
-    frame = table.sort_values(["f1", "support"], ascending=[False, True], na_position="last")
+    worst = table.sort_values(["f1", "support"], ascending=[True, False], na_position="first").head(top)
+    frame = worst.sort_values(["f1", "support"], ascending=[False, True], na_position="last")
     fig = go.Figure(
         go.Bar(
             x=frame["f1"],
@@ -171,7 +173,9 @@ def slot_f1_bar(
             ),
         )
     )
-    fig.update_layout(title=f"Per-slot F1{' — ' + run_id if run_id else ''}", xaxis_title="F1", showlegend=False)
+    shown = f"the {top} worst slots" if len(table) > top else "all slots"
+    title = f"Per-slot F1{' — ' + run_id if run_id else ''} ({shown})"
+    fig.update_layout(title=title, xaxis_title="F1", showlegend=False)
     fig.update_xaxes(range=[0, 1])
     return apply_style(fig, style, height=max(320, 18 * len(frame) + 120))
 
@@ -389,12 +393,33 @@ def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
 def first_error_bar(
     frame: pd.DataFrame, *, colours: Mapping[str, str] | None = None, style: str = "screen"
 ) -> go.Figure:
-    """Share of dialogues whose first error is at each turn ("none": never wrong), one colour per run."""
+    """Share of dialogues whose first error is at each turn ("none": never wrong), one colour per run;
+    beyond four runs a run x turn heatmap of the same shares."""
     if not len(frame):
         return _empty("no dialogues", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     palette = _colours(runs, colours)
     order = [*sorted({lab for lab in frame["label"] if lab != "none"}, key=int), "none"]
+    if len(runs) > 4:
+        share = frame.pivot_table(index="run_id", columns="label", values="share", aggfunc="first")
+        count = frame.pivot_table(index="run_id", columns="label", values="n_dialogues", aggfunc="first")
+        share, count = share.reindex(index=runs, columns=order), count.reindex(index=runs, columns=order)
+        fig = go.Figure(
+            go.Heatmap(
+                z=share.to_numpy(dtype=float),
+                x=order,
+                y=runs,
+                colorscale="Blues",
+                colorbar={"title": "share", "tickformat": ".0%"},
+                customdata=count.to_numpy(dtype=float),
+                hovertemplate="<b>%{y}</b><br>first error at turn %{x}<br>%{z:.1%} of dialogues "
+                "(%{customdata:,.0f})<extra></extra>",
+            )
+        )
+        fig.update_layout(title="Where dialogues first go wrong", xaxis_title="first turn with an error")
+        fig.update_xaxes(type="category")
+        fig.update_yaxes(autorange="reversed")
+        return apply_style(fig, style, height=max(320, 26 * len(runs) + 160))
     fig = go.Figure()
     for run in runs:
         part = frame[frame["run_id"] == run]
@@ -445,7 +470,9 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
     fig.update_layout(title=f"Agreement over paired turns<br><sup>A = {run_a}, B = {run_b}</sup>")
     fig.update_yaxes(autorange="reversed")
     fig.update_traces(textfont={"size": 14})
-    return apply_style(fig, style, height=380)
+    apply_style(fig, style, height=400)
+    fig.update_layout(margin={"t": 90})  # room for the two-line title
+    return fig
 
 
 def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, style: str = "screen") -> go.Figure:
@@ -506,7 +533,7 @@ def turn_strip(turns: pd.DataFrame, *, current: int | None = None, style: str = 
             x0=current - 0.5, x1=current + 0.5, line_width=2, line_color="#000000", fillcolor="rgba(0,0,0,0.05)"
         )
     fig.update_layout(
-        barmode="stack", title="Errors per turn (current turn outlined)", xaxis_title="turn", yaxis_title="errors"
+        barmode="stack", title="Errors per turn (click a turn to open it)", xaxis_title="turn", yaxis_title="errors"
     )
     fig.update_xaxes(dtick=1)
     fig.update_yaxes(

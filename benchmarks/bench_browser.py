@@ -24,8 +24,6 @@ import tempfile
 import time
 from pathlib import Path
 
-import pandas as pd
-
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
@@ -53,19 +51,14 @@ def build_big_workspace(folder: Path, n_runs: int = 20) -> Path:
     lines = ['[workspace]\nname = "20 MultiWOZ-size runs (simulated)"\nconvention = "exact"\n']
     turns = base.turns[["dialogue_id", "turn_index"]]
     for run in runs:
-        pred = run.pred
-        nested = (
-            pred.assign(pair=list(zip(pred["slot"], pred["value"], strict=True)))
-            .groupby(["dialogue_id", "turn_index", "domain"], sort=False)["pair"]
-            .agg(lambda pairs: dict(pairs))
-            .reset_index()
-            .groupby(["dialogue_id", "turn_index"], sort=False)
-            .apply(lambda g: dict(zip(g["domain"], g["pair"], strict=True)), include_groups=False)
-            .rename("pred")
-            .reset_index()
+        states: dict[tuple[str, int], dict[str, dict[str, str]]] = {}
+        for dialogue_id, turn, domain, slot, value in run.pred[
+            ["dialogue_id", "turn_index", "domain", "slot", "value"]
+        ].itertuples(index=False):
+            states.setdefault((dialogue_id, int(turn)), {}).setdefault(domain, {})[slot] = value
+        table = turns.assign(
+            pred=[states.get((d, int(t)), {}) for d, t in turns[["dialogue_id", "turn_index"]].itertuples(index=False)]
         )
-        table = turns.merge(nested, on=["dialogue_id", "turn_index"], how="left")
-        table["pred"] = table["pred"].map(lambda s: s if isinstance(s, dict) else {})
         path = folder / f"{run.meta.run_id}.jsonl"
         path.write_text(table.to_json(orient="records", lines=True, force_ascii=False), encoding="utf-8")
         lines.append(
@@ -102,13 +95,15 @@ def time_page_switch(page: Page, title: str) -> float:
     return time.perf_counter() - start
 
 
-def time_diff_steps(page: Page, n: int = 5) -> list[float]:
+def time_diff_steps(page: Page, n: int = 8) -> list[float]:
+    """Step through the errors (next error, and back with previous error at the end)."""
     times = []
+    forward = True
     for _ in range(n):
-        button = page.get_by_role("button", name="Next error ▶▶")
+        name = "Next error ▶▶" if forward else "◀◀ Previous error"
+        button = page.get_by_role("button", name=name)
         if button.is_disabled():
-            page.get_by_role("button", name="◀◀ Previous error").click()
-            settle(page)
+            forward = not forward
             continue
         before = page.locator("h3").filter(has_text="Turn ").first.inner_text()
         start = time.perf_counter()
@@ -124,7 +119,19 @@ def time_diff_steps(page: Page, n: int = 5) -> list[float]:
     return times
 
 
-def measure(name: str, manifest: Path) -> dict:
+def busiest_dialogue(manifest: Path, run_id: str) -> str:
+    """The dialogue of `run_id` with most error turns (so next-error has somewhere to go)."""
+    from analysis.scoring import score_run
+    from analysis.views import dialogue_index
+    from analysis.workspace import load_entry, read_manifest
+
+    entry = next(e for e in read_manifest(manifest).entries if e.name == run_id)
+    index = dialogue_index(score_run(load_entry(entry)))
+    return str(index.sort_values("error_turns", ascending=False, kind="stable")["dialogue_id"].iloc[0])
+
+
+def measure(name: str, manifest: Path, run_id: str) -> dict:
+    dialogue = busiest_dialogue(manifest, run_id)
     process, url = start_server(manifest, timeout=300)
     result: dict = {"workspace": name}
     try:
@@ -137,8 +144,9 @@ def measure(name: str, manifest: Path) -> dict:
                 switches = {title: time_page_switch(page, title) for title in PAGES}
                 result[f"page_switch_first_visit_{label}"] = switches
                 result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
-                page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Dialogue viewer").click()
+                page.goto(f"{url}/dialogue?page=dialogue&run={run_id}&dialogue={dialogue}&turn=0")
                 settle(page)
+                page.wait_for_selector('h3:has-text("Turn 0")', timeout=600_000)
                 result[f"diff_step_{label}"] = time_diff_steps(page)
                 context.close()
             browser.close()
@@ -170,19 +178,18 @@ def main() -> None:
     args = parser.parse_args()
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing (scripts/system-deps.sh installs it)")
-    results = [measure("demo", DEMO)]
+    results = [measure("demo", DEMO, "simulated-A-mwz-en-predicted")]
     report(results[-1])
     if not args.skip_big:
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
             manifest = build_big_workspace(Path(folder))
             print(f"\nbuilt the 20-run workspace in {time.perf_counter() - start:.1f} s")
-            results.append(measure("20 MultiWOZ-size runs", manifest))
+            results.append(measure("20 MultiWOZ-size runs", manifest, "simulated-0"))
             report(results[-1])
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_browser.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
-    _ = pd  # pandas builds the workspace files above
 
 
 if __name__ == "__main__":

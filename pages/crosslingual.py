@@ -1,0 +1,99 @@
+"""Cross-lingual and cross-ontology: two runs over the same dialogues, aligned ontologies, agreement, gaps."""
+
+import streamlit as st
+
+import ui
+from analysis import figures, views
+from analysis.crosslingual import mapping_from_manifest
+from analysis.diagnostics import AGREEMENT
+
+st.title("Cross-lingual and cross-ontology")
+runs = ui.need_runs(2)
+
+pair = views.default_pair(runs, ui.workspace_mappings())
+columns = st.columns(2)
+run_a = ui.select("Run A", runs, state="run_a", container=columns[0], index_hint=pair[0] if pair else None)
+run_b = ui.select(
+    "Run B", [r for r in runs if r != run_a], state="run_b", container=columns[1], index_hint=pair[1] if pair else None
+)
+overrides = mapping_from_manifest(ui.workspace_mappings(), run_a, run_b)
+summary = ui.compute(views.crosslingual_summary, run_a, run_b, overrides=tuple(sorted(overrides.items())))
+pairing = summary["pairing"]
+st.caption(
+    f"{ui.compute(views.scope_caption, [run_a, run_b])} · {pairing['paired_turns']:,} paired turns "
+    f"(only in A: {pairing['only_in_a']:,}, only in B: {pairing['only_in_b']:,}); correctness is judged "
+    "within each run, then compared"
+)
+
+left, right = st.columns([2, 3])
+with left:
+    ui.show_figure(
+        figures.agreement_heatmap(summary["cells"], run_a=run_a, run_b=run_b), key="xl_matrix", name="agreement"
+    )
+with right:
+    cell = ui.select(
+        "Drill down to",
+        list(AGREEMENT),
+        state="cell",
+        format_func=figures.AGREEMENT_NAMES.get,
+        index_hint="only_a",
+    )
+    slot_filter = ui.select(
+        "…where this slot of A (or its aligned slot of B) is wrong",
+        ["", *summary["alignment"]["slot_a"]],
+        state="xl_slot",
+        format_func=lambda s: s or "(any slot)",
+    )
+    turns = ui.compute(
+        views.crosslingual_turns,
+        run_a,
+        run_b,
+        cell=cell,
+        overrides=tuple(sorted(overrides.items())),
+        slot_a=slot_filter or None,
+    )
+    st.caption(f"{len(turns):,} turns shown; pick one to open it side by side in the dialogue viewer")
+    picked = ui.show_table(
+        turns,
+        key="xl_turns",
+        name=f"{cell} turns",
+        select=True,
+        columns=["dialogue_id", "turn_index", "user_a", "user_b", "errors_a", "errors_b"],
+        height=300,
+    )
+    if picked is not None:
+        ui.put(compare=run_b)
+        ui.open_dialogue(run_a, picked["dialogue_id"], picked["turn_index"])
+
+tabs = st.tabs(["Gap by slot", "Gap by domain", "Gap by turn depth"])
+for tab, by in zip(tabs, ("slot", "domain", "turn_index"), strict=True):
+    with tab:
+        gaps = summary["gaps"][by]
+        label = {"slot": "slot_a", "domain": "domain_a", "turn_index": "turn_index"}[by]
+        ui.show_figure(
+            figures.gap_bar(gaps, by=label, value="gap"), key=f"xl_gap_{by}", name=f"gap by {by} {run_a} vs {run_b}"
+        )
+        ui.show_table(gaps, key=f"xl_gap_table_{by}", name=f"gap by {by}")
+
+st.subheader("Ontology alignment")
+st.caption(
+    f"{len(overrides)} pairs come from the manifest's [[mappings]]; the rest are inferred from the parallel "
+    "gold states (score = Jaccard of the turns each slot is filled × value consistency). Check it here."
+)
+ui.show_table(
+    summary["alignment"],
+    key="xl_alignment",
+    name="slot alignment",
+    columns=[
+        "slot_a",
+        "slot_b",
+        "score",
+        "support",
+        "source",
+        "jaccard",
+        "consistency",
+        "alternative_b",
+        "alternative_score",
+    ],
+)
+ui.show_table(summary["domains"], key="xl_domains", name="domain alignment")

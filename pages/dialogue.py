@@ -1,0 +1,144 @@
+"""Dialogue viewer: one dialogue turn by turn, gold vs predicted state as a diff, errors stepped through."""
+
+import streamlit as st
+
+import ui
+from analysis import figures, views
+from analysis.scoring import OUTCOMES
+
+st.title("Dialogue viewer")
+runs = ui.need_runs()
+
+# --- settings -------------------------------------------------------------------------------------
+top = st.columns([2, 4, 2])
+run = ui.select("Run", runs, state="run", widget="w_run_page", container=top[0])
+index = ui.compute(views.dialogue_index, run)
+labels = dict(zip(index["dialogue_id"], index["label"], strict=True))
+dialogue = ui.select(
+    "Dialogue",
+    list(labels),
+    state="dialogue",
+    container=top[1],
+    format_func=labels.get,
+    index_hint=views.first_dialogue_with_errors(index),
+)
+compare = ui.select(
+    "Side by side with",
+    ["", *[r for r in runs if r != run]],
+    state="compare",
+    container=top[2],
+    format_func=lambda r: r or "(no second run)",
+    help="another language, or the gold-history run of the same system",
+)
+
+turns, diff = ui.compute(views.dialogue_view, run, dialogue_id=dialogue)
+slot_names = ["", *sorted(set(diff["slot"]))]
+filters = st.columns([1, 2, 2])
+errors_only = ui.toggle("Only turns with errors", state="errors_only", container=filters[0])
+slot = ui.select("Slot", slot_names, state="slot", container=filters[1], format_func=lambda s: s or "(all slots)")
+outcome = ui.select(
+    "Outcome",
+    ["", *OUTCOMES],
+    state="outcome_filter",
+    container=filters[2],
+    format_func=lambda o: views.OUTCOME_LABELS.get(o, "(all outcomes)"),
+)
+shown_turns = views.filter_turns(turns, diff, errors_only=errors_only, slot=slot or None, outcome=outcome or None)
+error_turns = views.filter_turns(turns, diff, errors_only=True, slot=slot or None, outcome=outcome or None)
+all_turns = views.filter_turns(turns, diff)
+other_turns, other_diff, other_dialogue = None, None, None
+if compare:
+    other_dialogue = ui.compute(views.matching_dialogue, compare, dialogue_id=dialogue)
+    if other_dialogue is not None:
+        other_turns, other_diff = ui.compute(views.dialogue_view, compare, dialogue_id=other_dialogue)
+
+# --- show -----------------------------------------------------------------------------------------
+st.caption(
+    f"{ui.compute(views.scope_caption, run)} · this dialogue: {len(all_turns)} turns, "
+    f"{len(views.filter_turns(turns, diff, errors_only=True))} with errors · markers: ✓ correct, "
+    "≠ wrong value, − missed, + spurious; origin: new error, or inherited from the previous turn"
+)
+clicked = ui.show_figure(figures.turn_strip(turns), key="turn_strip", name="turn strip", select=True)
+if clicked and "x" in clicked[0]:
+    ui.put(turn=int(clicked[0]["x"]))  # a click on a turn's bar or marker opens that turn
+
+
+def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: object, turn: int, *, key: str) -> None:
+    """One run's view of the current turn: utterances, status, changes, state diff."""
+    here = views.turn_row(turns_table, turn)
+    if here is None:
+        st.info(f"{run_id} has no turn {turn} in this dialogue.")
+        return
+    st.subheader(f"Turn {turn}")
+    st.text(f"{run_id} · {here['status']} · {here['n_new']} new, {here['n_inherited']} inherited")
+    with st.chat_message("user"):
+        st.text(here["user"] or "(no user utterance)")
+    with st.chat_message("assistant"):
+        st.text(here["system"] or "(no system reply)")
+    st.text(f"Gold changed this turn: {here['gold_changes'] or 'nothing'}")
+    st.text(f"Prediction changed this turn: {here['pred_changes'] or 'nothing'}")
+    rows = views.diff_at(diff_table, turn, errors_only=errors_only, slot=slot or None, outcome=outcome or None)
+    ui.show_table(
+        rows,
+        key=f"diff_{key}",
+        name=f"state diff {run_id} {dialogue_id} turn {turn}",
+        columns=["status", "slot", "gold", "predicted", "origin", "gold_change", "pred_change", "outcome"],
+    )
+
+
+@st.fragment
+def stepper() -> None:
+    """The turn in focus and the step buttons: a step reruns only this part of the page."""
+    turn = ui.get("turn")
+    if turn not in all_turns:
+        turn = shown_turns[0] if shown_turns else 0
+    ui.put(turn=turn)
+    previous_error = views.step_turn(error_turns, turn, direction=-1)
+    next_error = views.step_turn(error_turns, turn, direction=1)
+    previous_turn = views.step_turn(shown_turns, turn, direction=-1)
+    next_turn = views.step_turn(shown_turns, turn, direction=1)
+    steps = st.columns([1.3, 1, 2, 1, 1.3])
+    for column, label, key, target in (
+        (steps[0], "◀◀ Previous error", "prev_error", previous_error),
+        (steps[1], "◀ Previous", "prev_turn", previous_turn),
+        (steps[3], "Next ▶", "next_turn", next_turn),
+        (steps[4], "Next error ▶▶", "next_error", next_error),
+    ):
+        column.button(
+            label, key=key, on_click=ui.put, kwargs={"turn": target}, disabled=target is None, width="stretch"
+        )
+    ui.select(
+        "Turn",
+        all_turns,
+        state="turn",
+        container=steps[2],
+        label_visibility="collapsed",
+        format_func=lambda t: f"turn {t} of {len(all_turns) - 1}",
+    )
+    if compare:
+        left, right = st.columns(2)
+        with left:
+            show_turn(run, dialogue, turns, diff, turn, key="a")
+        with right:
+            if other_turns is None:
+                st.info(f"{compare} does not hold dialogue {dialogue}.")
+            else:
+                show_turn(compare, str(other_dialogue), other_turns, other_diff, turn, key="b")
+    else:
+        show_turn(run, dialogue, turns, diff, turn, key="a")
+    ui.update_link("dialogue")
+
+
+stepper()
+
+st.subheader("Turns")
+picked = ui.show_table(
+    views.turns_listing(turns, shown_turns),
+    key="turn_list",
+    name=f"turns of {dialogue}",
+    select=True,
+    columns=["turn_index", "status", "user", "n_new", "n_inherited", "gold_changes", "pred_changes"],
+)
+if picked is not None and int(picked["turn_index"]) != ui.get("turn"):
+    ui.put(turn=int(picked["turn_index"]))
+    st.rerun()

@@ -1,0 +1,42 @@
+"""Overview: the leaderboard of the selected runs, what makes them incomparable, one chart."""
+
+import streamlit as st
+
+import ui
+from analysis import figures, views
+from analysis.suite import HEADLINE, LABELS
+
+st.title("Overview")
+runs = ui.need_runs()
+
+metric_keys = [key for key, _, _ in HEADLINE] + ["slot_precision", "slot_recall", "slot_f1_micro"]
+sort_by = ui.select("Sort by", metric_keys, state="sort_metric", format_func=lambda k: LABELS.get(k, k))
+
+board = ui.compute(views.leaderboard, runs, sort=sort_by)
+warnings = views.comparability_warnings(board)
+
+st.caption(ui.compute(views.scope_caption, runs))
+for line in warnings:
+    st.warning(line, icon=":material/warning:")
+ui.show_figure(
+    figures.leaderboard_bar(board, metric=sort_by, colours=ui.colours()), key="overview_bar", name="leaderboard"
+)
+columns = [
+    "run_id",
+    "system",
+    "dataset",
+    "language",
+    "split",
+    "history",
+    "convention",
+    "n_dialogues",
+    "n_turns",
+    *metric_keys,
+    "n_warnings",
+    "warnings",
+]
+ui.show_table(board, key="overview_table", name="leaderboard", columns=columns)
+st.caption("Click a column header to sort. Alignment warnings say how predictions paired with gold.")
+failed = st.session_state.get("failed", {})
+for name, error in failed.items():
+    st.error(f"run {name} failed to load: {error}")

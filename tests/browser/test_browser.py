@@ -1,0 +1,187 @@
+"""The dashboard in a real browser (Playwright + Debian's chromium): pages load and draw their charts,
+the diff viewer steps, deep links land on the same view, a malformed upload fails cleanly."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlencode
+
+import pytest
+from conftest import DEMO, IDLE, start_server, stop_server
+from playwright.sync_api import Page, expect
+
+from analysis import views
+from analysis.scoring import score_run
+from analysis.workspace import load_entry, read_manifest
+
+pytestmark = pytest.mark.browser
+PAGES = [
+    ("Overview", "overview"),
+    ("Slots", "slots"),
+    ("Domains", "domains"),
+    ("Turn depth", "turn_depth"),
+    ("Cross-lingual", "crosslingual"),
+    ("Dialogue viewer", "dialogue"),
+]
+RUN = "simulated-A-mwz-en-predicted"
+TIMEOUT = 120_000
+
+
+def settle(page: Page) -> None:
+    """Wait until Streamlit has finished the rerun an interaction started."""
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=TIMEOUT)
+
+
+def charts_drawn(page: Page) -> int:
+    """Number of Plotly charts with at least one drawn trace."""
+    drawn = "g.trace, g.hm"
+    page.wait_for_selector(
+        f'[data-testid="stPlotlyChart"] .js-plotly-plot :is({drawn})', state="attached", timeout=TIMEOUT
+    )
+    charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot')
+    return sum(1 for i in range(charts.count()) if charts.nth(i).locator(drawn).count() > 0)
+
+
+@pytest.fixture(scope="module")
+def scored():
+    entry = next(e for e in read_manifest(DEMO).entries if e.name == RUN)
+    return score_run(load_entry(entry))
+
+
+def test_app_loads_with_leaderboard_chart(page: Page, server: str, screenshots: Path):
+    page.goto(server)
+    settle(page)
+    expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=TIMEOUT)
+    assert charts_drawn(page) >= 1
+    hover = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
+    assert hover.locator(".bars path, .points path").count() >= 2
+    expect(page.get_by_text("Convention", exact=False).first).to_be_visible()
+    page.screenshot(path=str(screenshots / "overview.png"))
+
+
+def test_every_page_is_visited_and_draws(page: Page, server: str, screenshots: Path):
+    page.goto(server)
+    settle(page)
+    for title, url in PAGES:
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+        settle(page)
+        expect(page.get_by_role("heading", name=re.compile(title.split()[0], re.IGNORECASE)).first).to_be_visible(
+            timeout=TIMEOUT
+        )
+        raised = page.locator('[data-testid="stException"]')
+        assert raised.count() == 0, f"{title} raised: {raised.first.inner_text()[:2000]}"
+        assert charts_drawn(page) >= 1, f"{title} drew no chart"
+        assert f"page={url}" in page.url
+        page.screenshot(path=str(screenshots / f"page_{url}.png"))
+
+
+def test_diff_viewer_steps_with_next_error(page: Page, server: str, scored, screenshots: Path):
+    index = views.dialogue_index(scored)
+    dialogue = str(index.sort_values("error_turns", ascending=False)["dialogue_id"].iloc[0])
+    turns, diff = views.dialogue_view(scored, dialogue)
+    errors = views.filter_turns(turns, diff, errors_only=True)
+    page.goto(f"{server}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 0}))
+    settle(page)
+    expect(page.get_by_role("heading", name="Turn 0", exact=True)).to_be_visible(timeout=TIMEOUT)
+    current = 0
+    for _ in range(3):
+        expected = views.step_turn(errors, current, direction=1)
+        if expected is None:
+            break
+        page.get_by_role("button", name="Next error ▶▶").click()
+        settle(page)
+        expect(page.get_by_role("heading", name=f"Turn {expected}", exact=True)).to_be_visible(timeout=TIMEOUT)
+        assert f"turn={expected}" in page.url
+        current = expected
+    assert current > 0, "the dialogue with most errors had no error after turn 0"
+    first_status = views.diff_at(diff, current)["status"].iloc[0]
+    expect(page.get_by_text(first_status).first).to_be_visible()
+    page.screenshot(path=str(screenshots / "dialogue_next_error.png"))
+
+
+def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server: str, scored, browser):
+    dialogue = str(views.dialogue_index(scored)["dialogue_id"].iloc[5])
+    page.goto(f"{server}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 2}))
+    settle(page)
+    expect(page.get_by_role("heading", name="Turn 2", exact=True)).to_be_visible(timeout=TIMEOUT)
+    page.get_by_role("button", name="Next ▶", exact=True).click()
+    settle(page)
+    expect(page.get_by_role("heading", name="Turn 3", exact=True)).to_be_visible(timeout=TIMEOUT)
+    copied = page.url
+    assert "turn=3" in copied and f"dialogue={dialogue}" in copied
+    other = browser.new_context(viewport={"width": 1400, "height": 2400})
+    try:
+        fresh = other.new_page()
+        fresh.goto(copied)
+        settle(fresh)
+        expect(fresh.get_by_role("heading", name="Turn 3", exact=True)).to_be_visible(timeout=TIMEOUT)
+        for label, shown in (("Dialogue", f"{dialogue} ·"), ("Run", RUN), ("Focus run", RUN)):
+            box = fresh.get_by_role("combobox", name=label, exact=True)
+            expect(box).to_have_value(re.compile("^" + re.escape(shown)), timeout=TIMEOUT)
+        assert "turn=3" in fresh.url
+    finally:
+        other.close()
+
+
+def _upload(page: Page, path: Path) -> None:
+    page.get_by_text("Upload a run").click()
+    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
+    settle(page)
+    page.get_by_role("button", name="Add run").click()
+    settle(page)
+
+
+def test_malformed_upload_shows_one_line_error_and_session_keeps_working(
+    page: Page, server: str, tmp_path: Path, screenshots: Path
+):
+    broken = tmp_path / "broken_preds.json"
+    broken.write_text('{"MUL0001.json": {"0": {"turn_belief": ["hotel-area-east"], "pred_bs_ptr": ', encoding="utf-8")
+    page.goto(server)
+    settle(page)
+    _upload(page, broken)
+    error = page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').filter(
+        has_text="broken_preds"
+    )
+    expect(error).to_be_visible(timeout=TIMEOUT)
+    text = error.inner_text().strip()
+    assert "\n" not in text and "[format:" in text
+    page.screenshot(path=str(screenshots / "upload_error.png"))
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Slots").click()
+    settle(page)
+    expect(page.get_by_role("heading", name="Slots")).to_be_visible(timeout=TIMEOUT)
+    assert charts_drawn(page) >= 1
+
+
+def test_upload_over_the_limit_is_refused(page: Page, tmp_path: Path, screenshots: Path):
+    process, url = start_server(DEMO, env={"DST_MAX_UPLOAD_MB": "0.001"})
+    try:
+        big = tmp_path / "big_preds.jsonl"
+        big.write_text("x" * 4096, encoding="utf-8")
+        page.goto(url)
+        settle(page)
+        _upload(page, big)
+        refusal = page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').filter(
+            has_text="over the upload limit"
+        )
+        expect(refusal).to_be_visible(timeout=TIMEOUT)
+        page.screenshot(path=str(screenshots / "upload_refused.png"))
+    finally:
+        stop_server(process)
+
+
+def test_deep_link_as_the_first_request_of_a_fresh_server(page: Page, scored):
+    """Before app.py has run once, Streamlit serves pages/ on its own; the link must still land."""
+    dialogue = str(views.dialogue_index(scored)["dialogue_id"].iloc[7])
+    process, url = start_server(DEMO)
+    try:
+        page.goto(f"{url}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 1}))
+        settle(page)
+        expect(page.get_by_role("heading", name="Turn 1", exact=True)).to_be_visible(timeout=TIMEOUT)
+        expect(page.get_by_role("combobox", name="Dialogue", exact=True)).to_have_value(
+            re.compile("^" + re.escape(f"{dialogue} ·")), timeout=TIMEOUT
+        )
+        assert "/dialogue" in page.url and "turn=1" in page.url
+    finally:
+        stop_server(process)

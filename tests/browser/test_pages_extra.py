@@ -1,0 +1,88 @@
+"""The FewJoint, Review and Reconcile pages in a real browser on the demo workspace: each loads from the
+sidebar, raises nothing and draws its charts (screenshots in tests/screenshots/); a reviewer tags an
+item through the form. The annotation store is a temporary SQLite file, never the demo folder."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import DEMO, IDLE, start_server, stop_server
+from playwright.sync_api import Page, expect
+
+from analysis.annotations import AnnotationStore
+
+pytestmark = pytest.mark.browser
+TIMEOUT = 120_000
+PAGES = [("FewJoint", "fewjoint", 5), ("Review", "review", 0), ("Reconcile", "reconcile", 2)]
+
+
+@pytest.fixture(scope="module")
+def annotations_url(tmp_path_factory: pytest.TempPathFactory) -> str:
+    return f"sqlite:///{tmp_path_factory.mktemp('review') / 'annotations.sqlite'}"
+
+
+@pytest.fixture(scope="module")
+def extra_server(annotations_url: str) -> Iterator[str]:
+    process, url = start_server(DEMO, env={"DST_ANNOTATIONS_URL": annotations_url})
+    try:
+        yield url
+    finally:
+        stop_server(process)
+
+
+def settle(page: Page) -> None:
+    page.wait_for_timeout(400)
+    page.wait_for_selector(IDLE, timeout=TIMEOUT)
+
+
+def charts_drawn(page: Page) -> int:
+    drawn = "g.trace, g.hm"
+    page.wait_for_selector(
+        f'[data-testid="stPlotlyChart"] .js-plotly-plot :is({drawn})', state="attached", timeout=TIMEOUT
+    )
+    charts = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot')
+    return sum(1 for i in range(charts.count()) if charts.nth(i).locator(drawn).count() > 0)
+
+
+@pytest.mark.parametrize(("title", "url", "charts"), PAGES)
+def test_page_loads_from_the_sidebar_and_draws(browser, extra_server: str, screenshots: Path, title, url, charts):
+    context = browser.new_context(viewport={"width": 1400, "height": 5600})  # tall: the whole page in one shot
+    page = context.new_page()
+    page.goto(extra_server)
+    settle(page)
+    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+    settle(page)
+    expect(page.locator("h1").first).to_be_visible(timeout=TIMEOUT)
+    raised = page.locator('[data-testid="stException"]')
+    assert raised.count() == 0, f"{title} raised: {raised.first.inner_text()[:2000]}"
+    if charts:
+        assert charts_drawn(page) >= charts, f"{title} drew fewer than {charts} charts"
+    else:  # an empty store: the tag chart says so instead of drawing bars
+        expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=TIMEOUT)
+    assert f"page={url}" in page.url
+    page.screenshot(path=str(screenshots / f"page_{url}.png"), full_page=True)
+    context.close()
+
+
+def test_reviewer_tags_an_item(page: Page, extra_server: str, annotations_url: str, screenshots: Path):
+    page.goto(f"{extra_server}/review?page=review")
+    settle(page)
+    save = page.get_by_role("button", name="Save tags")
+    expect(save).to_be_disabled(timeout=TIMEOUT)
+    name = page.get_by_role("textbox", name="Reviewer name")
+    name.fill("ana")
+    name.press("Enter")
+    settle(page)
+    expect(save).to_be_enabled(timeout=TIMEOUT)
+    form = page.locator('[data-testid="stForm"]')
+    form.get_by_role("combobox").first.click()
+    page.get_by_role("option", name="wrong value").click()
+    page.keyboard.press("Escape")
+    save.click()
+    settle(page)
+    expect(page.get_by_text("saved (1 tag, version 1)")).to_be_visible(timeout=TIMEOUT)
+    stored = AnnotationStore(annotations_url).annotations()
+    assert stored["reviewer"].tolist() == ["ana"] and stored["tags"].tolist() == [("wrong value",)]
+    page.screenshot(path=str(screenshots / "review_tagged.png"), full_page=True)

@@ -1,0 +1,252 @@
+"""AppTest over the demo workspace: every page opens without exception, and what the pages show equals
+what `analysis` computes on the same files."""
+
+from __future__ import annotations
+
+import base64
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analysis import views
+from analysis.diagnostics import first_error_turns
+from analysis.metrics import joint_goal_accuracy, per_slot_prf
+from analysis.scoring import score_run
+from analysis.workspace import load_entry, read_manifest
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+PAGES = ["overview", "slots", "domains", "turn_depth", "crosslingual", "dialogue"]
+TIMEOUT = 180
+
+pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
+
+
+@pytest.fixture(scope="module")
+def manifest():
+    return read_manifest(DEMO)
+
+
+@pytest.fixture(scope="module")
+def scored_runs(manifest):
+    """Each demo run scored under its declared convention, straight from analysis."""
+    return {entry.name: score_run(load_entry(entry)) for entry in manifest.entries}
+
+
+def app(**state) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(DEMO)
+    for key, value in state.items():
+        at.session_state[key] = value
+    return at
+
+
+def opened(page: str, **state) -> AppTest:
+    at = app(**state)
+    at.run()
+    if page != "overview":
+        at.switch_page(f"pages/{page}.py").run()
+    return at
+
+
+def no_exception(at: AppTest) -> None:
+    assert not at.exception, [e.value for e in at.exception]
+
+
+def chart(at: AppTest, index: int) -> dict:
+    return json.loads(at.get("plotly_chart")[index].proto.spec)
+
+
+def values(encoded) -> list:
+    """Plotly JSON arrays come plain or as typed binary (`bdata`)."""
+    if isinstance(encoded, dict) and "bdata" in encoded:
+        return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=np.dtype(encoded["dtype"])).tolist()
+    return list(encoded)
+
+
+@pytest.mark.parametrize("page", PAGES)
+def test_every_page_opens_and_draws(page):
+    at = opened(page)
+    no_exception(at)
+    assert at.get("plotly_chart"), f"{page} drew no chart"
+    assert any("Convention" in c.value for c in at.caption), f"{page} has no caption stating the convention"
+
+
+def test_leaderboard_equals_analysis(scored_runs):
+    at = opened("overview")
+    no_exception(at)
+    board = at.dataframe[0].value.set_index("run")
+    assert set(board.index) == set(scored_runs)
+    for name, scored in scored_runs.items():
+        assert board.loc[name, "JGA"] == pytest.approx(joint_goal_accuracy(scored))
+        assert board.loc[name, "turns"] == len(scored.turns)
+        assert board.loc[name, "dialogues"] == scored.turns["dialogue_id"].nunique()
+        assert board.loc[name, "convention"] == scored.convention.name
+    bars = {trace["name"]: values(trace["y"])[0] for trace in chart(at, 0)["data"]}
+    assert bars == pytest.approx({n: joint_goal_accuracy(s) for n, s in scored_runs.items()})
+    assert list(board["JGA"]) == sorted(board["JGA"], reverse=True)  # sorted by the chosen metric
+
+
+def test_overview_says_when_runs_are_not_comparable(manifest):
+    versions = [e.name for e in manifest.entries if e.dataset == "MultiWOZ 2.1" and e.history == "predicted"][:2]
+    at = opened("overview", runs=versions)
+    assert not at.warning, [w.body for w in at.warning]
+    mixed = [versions[0], next(e.name for e in manifest.entries if e.history == "gold")]
+    at = opened("overview", runs=mixed)
+    assert any("not comparable" in w.body for w in at.warning)
+
+
+def test_convention_switch_rescores(scored_runs):
+    run = next(iter(scored_runs))
+    at = opened("overview", runs=[run], convention="dstc9")
+    no_exception(at)
+    board = at.dataframe[0].value
+    assert board["convention"].tolist() == ["dstc9"]
+    from analysis.workspace import load_workspace
+
+    rescored = score_run(load_workspace(DEMO).runs[run], "dstc9")
+    assert board["JGA"].iloc[0] == pytest.approx(joint_goal_accuracy(rescored))
+
+
+def test_slots_page_equals_per_slot_prf(scored_runs):
+    run = "simulated-A-mwz-en-predicted"
+    at = opened("slots", run=run)
+    no_exception(at)
+    shown = at.dataframe[0].value
+    expected = per_slot_prf(scored_runs[run])
+    expected_f1 = dict(zip(expected["domain"] + "-" + expected["slot"], expected["f1"], strict=True))
+    for slot, f1 in zip(shown["slot"], shown["F1"], strict=True):
+        assert f1 == pytest.approx(expected_f1[slot], nan_ok=True)
+    slot = at.selectbox(key="w_slot").value
+    domain, name = slot.split("-", 1)
+    confusions = views.value_confusions(scored_runs[run], domain=domain, slot=name)
+    assert at.dataframe[1].value["n"].tolist() == confusions["n"].tolist()
+
+
+def test_domains_page_equals_metrics(scored_runs):
+    at = opened("domains")
+    no_exception(at)
+    table = at.dataframe[0].value
+    for run in ("crosswoz-rule-dst", "simulated-A-mwz-en-predicted"):
+        expected = joint_goal_accuracy(scored_runs[run], by="domain").set_index("domain")["jga"]
+        got = table[table["run"] == run].set_index("domain")["JGA"]
+        assert got.to_dict() == pytest.approx(expected.to_dict())
+    attribute = at.dataframe[1].value
+    crosswoz = attribute[attribute["run"] == "crosswoz-rule-dst"].set_index("type")["JGA"]
+    expected = joint_goal_accuracy(scored_runs["crosswoz-rule-dst"], by="type").set_index("type")["jga"]
+    assert crosswoz.to_dict() == pytest.approx(expected.to_dict())
+
+
+def test_turn_depth_page_shows_compounding_and_first_errors(scored_runs):
+    at = opened("turn_depth")
+    no_exception(at)
+    assert any("GJGA" in t.value for t in at.text)
+    first = at.dataframe[0].value
+    run = "simulated-A-mwz-en-predicted"
+    expected = first_error_turns(scored_runs[run])
+    assert first[first["run"] == run]["dialogues"].sum() == len(expected)
+    depth = {t["name"]: values(t["y"]) for t in chart(at, 0)["data"]}
+    expected_depth = views.depth_jga([scored_runs[run]])["jga"].tolist()
+    assert depth[run] == pytest.approx(expected_depth)
+
+
+def test_crosslingual_page_uses_manifest_mapping(scored_runs, manifest):
+    at = opened("crosslingual")
+    no_exception(at)
+    run_a = at.selectbox(key="w_run_a").value
+    run_b = at.selectbox(key="w_run_b").value
+    assert (run_a, run_b) == (manifest.mappings[0]["a"], manifest.mappings[0]["b"])
+    alignment = next(d.value for d in at.dataframe if "source" in d.value.columns)
+    assert (alignment["source"] == "override").sum() == len(manifest.mappings[0]["slots"])
+    heat = chart(at, 0)["data"][0]
+    summary = views.crosslingual_summary(scored_runs[run_a], scored_runs[run_b])
+    assert sum(sum(values(row)) for row in heat["z"]) == summary["pairing"]["paired_turns"]
+
+
+def test_dialogue_viewer_steps_to_next_error(scored_runs):
+    run = "simulated-A-mwz-en-predicted"
+    scored = scored_runs[run]
+    index = views.dialogue_index(scored)
+    dialogue = views.first_dialogue_with_errors(index)
+    at = opened("dialogue", run=run)
+    no_exception(at)
+    assert at.selectbox(key="w_dialogue").value == dialogue
+    turns, diff = views.dialogue_view(scored, dialogue)
+    errors = views.filter_turns(turns, diff, errors_only=True)
+    start = at.session_state["turn"]
+    expected = views.step_turn(errors, start, direction=1)
+    if expected is None:
+        pytest.skip("the first erroneous dialogue has one error turn only")
+    at.button(key="next_error").click().run()
+    no_exception(at)
+    assert at.session_state["turn"] == expected
+    shown = at.dataframe[0].value
+    wanted = views.diff_at(diff, expected)
+    assert shown["status"].tolist() == wanted["status"].tolist()
+    assert shown["gold"].tolist() == wanted["gold"].tolist()
+    assert any(f"Turn {expected}" == h.value for h in at.subheader)
+    previous = views.step_turn(errors, expected, direction=-1)
+    if previous is None:
+        assert at.button(key="prev_error").disabled
+    else:
+        at.button(key="prev_error").click().run()
+        assert at.session_state["turn"] == previous
+
+
+def test_deep_link_opens_the_same_view(scored_runs):
+    run = "simulated-B-mwz-en-predicted-s1"
+    dialogue = views.dialogue_index(scored_runs[run])["dialogue_id"].iloc[3]
+    at = app()
+    at.query_params.update({"page": "dialogue", "run": run, "dialogue": dialogue, "turn": "2", "slot": ""})
+    at.run()
+    no_exception(at)
+    assert at.selectbox(key="w_run_page").value == run
+    assert at.selectbox(key="w_dialogue").value == dialogue
+    assert at.session_state["turn"] == 2
+    assert any(h.value == "Turn 2" for h in at.subheader)
+    assert at.query_params["dialogue"] == [dialogue] or at.query_params["dialogue"] == dialogue
+
+
+def test_failed_run_is_marked_and_the_others_load(tmp_path, manifest):
+    good = manifest.entries[0]
+    (tmp_path / "broken.json").write_text("{ not json", encoding="utf-8")
+    (tmp_path / "workspace.toml").write_text(
+        f"""[workspace]
+name = "partly broken"
+
+[[runs]]
+name = "good"
+pred = "{good.pred}"
+gold = "{good.gold}"
+
+[[runs]]
+name = "missing"
+pred = "nowhere.json"
+
+[[runs]]
+name = "malformed"
+pred = "broken.json"
+gold = "{good.gold}"
+""",
+        encoding="utf-8",
+    )
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(tmp_path / "workspace.toml")
+    at.run()
+    no_exception(at)
+    errors = " ".join(e.body for e in at.error)
+    assert "missing" in errors and "nowhere.json" in errors and "malformed" in errors
+    assert at.dataframe[0].value["run"].tolist() == ["good"]
+
+
+def test_bad_manifest_shows_its_error(tmp_path):
+    (tmp_path / "workspace.toml").write_text("[workspace\n", encoding="utf-8")
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(tmp_path / "workspace.toml")
+    at.run()
+    no_exception(at)
+    assert any("malformed TOML" in e.body for e in at.error)

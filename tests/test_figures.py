@@ -1,0 +1,117 @@
+"""Figure builders: pure, hover on every trace, one fixed colour per run, styles."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import pytest
+
+from analysis import figures, views
+from analysis.testing import scored_from_states
+
+GOLD = {"d1": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}], "d2": [{"taxi": {"to": "x"}}]}
+PRED_A = {"d1": [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], "d2": [{}]}
+PRED_B = {"d1": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}], "d2": [{"taxi": {"to": "y"}}]}
+
+
+@pytest.fixture
+def runs():
+    return [scored_from_states(GOLD, PRED_A, run_id="a"), scored_from_states(GOLD, PRED_B, run_id="b")]
+
+
+def _all_figures(runs):
+    a, b = runs
+    board = views.leaderboard(runs)
+    turns, _ = views.dialogue_view(a, "d1")
+    summary = views.crosslingual_summary(a, b)
+    colours = figures.run_colours(["b", "a"])
+    return {
+        "leaderboard": figures.leaderboard_bar(board, colours=colours),
+        "slot_f1": figures.slot_f1_bar(views.slot_table(a), run_id="a"),
+        "mix": figures.outcome_mix_bar(views.outcome_mix(runs, by="slot")),
+        "confusion": figures.confusion_heatmap(views.value_confusions(a, domain="hotel", slot="area")),
+        "domains": figures.grouped_jga_bar(views.domain_jga(runs), by="domain", colours=colours),
+        "depth": figures.depth_lines(views.depth_jga(runs), colours=colours),
+        "compounding": figures.compounding_figure(views.compounding_curve(a, b), predicted_run="a", gold_run="b"),
+        "origins": figures.origins_bar(views.origins_by_depth(runs)),
+        "first_error": figures.first_error_bar(views.first_error_distribution(runs), colours=colours),
+        "agreement": figures.agreement_heatmap(summary["cells"], run_a="a", run_b="b"),
+        "gap": figures.gap_bar(summary["gaps"]["turn_index"], by="turn_index"),
+        "strip": figures.turn_strip(turns, current=1),
+    }
+
+
+def test_every_trace_has_hover_details(runs):
+    for name, fig in _all_figures(runs).items():
+        assert isinstance(fig, go.Figure), name
+        assert fig.data, name
+        for trace in fig.data:
+            assert trace.hovertemplate, f"{name}: trace {trace.name!r} has no hover template"
+
+
+def test_a_run_keeps_its_colour_across_figures(runs):
+    colours = figures.run_colours(["b", "a"])
+    made = _all_figures(runs)
+    bar_colour = {t.name: t.marker.color for t in made["leaderboard"].data}
+    line_colour = {t.name: t.line.color for t in made["depth"].data}
+    domain_colour = {t.name: t.marker.color for t in made["domains"].data}
+    assert bar_colour == line_colour == domain_colour == {"a": colours["a"], "b": colours["b"]}
+    assert colours["b"] == figures.OKABE_ITO[0]
+
+
+def test_leaderboard_bar_shows_the_metric(runs):
+    board = views.leaderboard(runs)
+    fig = figures.leaderboard_bar(board, metric="jga")
+    assert [t.y[0] for t in fig.data] == pytest.approx(list(board["jga"]))
+    with pytest.raises(ValueError, match="leaderboard column"):
+        figures.leaderboard_bar(board, metric="nope")
+
+
+def test_outcomes_readable_without_colour(runs):
+    fig = figures.outcome_mix_bar(views.outcome_mix(runs, by="slot"))
+    for trace in fig.data:
+        assert trace.name[0] in "≠−+✓"
+        if "correct" not in trace.name:
+            assert trace.marker.pattern.shape
+
+
+def test_compounding_gap_is_shaded(runs):
+    fig = _all_figures(runs)["compounding"]
+    assert fig.data[1].fill == "tonexty"
+
+
+def test_styles_and_empty_frames(runs):
+    fig = figures.apply_style(go.Figure(), "paper")
+    assert fig.layout.height == figures.STYLES["paper"]["height"]
+    with pytest.raises(ValueError, match="screen, paper"):
+        figures.apply_style(go.Figure(), "poster")
+    empty = figures.depth_lines(views.depth_jga([]))
+    assert empty.layout.annotations[0].text == "no turns"
+
+
+def test_run_colours_are_stable_and_distinct():
+    colours = figures.run_colours([f"r{i}" for i in range(16)])
+    assert len(set(colours.values())) == 16
+    assert figures.run_colours(["x", "y"])["x"] == figures.run_colours(["x"])["x"]
+
+
+def test_many_runs_turn_grouped_bars_into_a_heatmap(runs):
+    frame = views.domain_jga(runs)
+    many = pd.concat([frame.assign(run_id=f"r{i}") for i in range(6)], ignore_index=True)
+    fig = figures.grouped_jga_bar(many, by="domain")
+    assert fig.data[0].type == "heatmap" and list(fig.data[0].y) == [f"r{i}" for i in range(6)]
+    assert fig.data[0].hovertemplate
+
+
+def test_slot_f1_bar_keeps_the_worst_slots(runs):
+    table = views.slot_table(runs[0])
+    fig = figures.slot_f1_bar(table, top=1)
+    worst = table.sort_values("f1").iloc[0]["slot_name"]
+    assert list(fig.data[0].y) == [worst] and "worst" in fig.layout.title.text
+
+
+def test_first_error_heatmap_for_many_runs(runs):
+    frame = views.first_error_distribution(runs)
+    many = pd.concat([frame.assign(run_id=f"r{i}") for i in range(5)], ignore_index=True)
+    fig = figures.first_error_bar(many)
+    assert fig.data[0].type == "heatmap" and list(fig.data[0].x)[-1] == "none"

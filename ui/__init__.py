@@ -1,0 +1,131 @@
+"""Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
+
+Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`, `show_figure`,
+`show_table`, `open_dialogue`, `need_runs`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import streamlit as st
+
+from analysis.figures import run_colours
+from ui import data, state
+from ui.place import show_figure, show_table
+from ui.state import multiselect, select, toggle
+
+DIALOGUE_PAGE = "pages/dialogue.py"
+
+__all__ = [
+    "colours",
+    "compute",
+    "ensure_frame",
+    "focus",
+    "get",
+    "meta",
+    "multiselect",
+    "need_runs",
+    "open_dialogue",
+    "put",
+    "runs",
+    "select",
+    "show_figure",
+    "show_table",
+    "toggle",
+    "update_link",
+    "workspace_mappings",
+]
+
+
+def runs() -> list[str]:
+    """The runs picked in the sidebar, in workspace order."""
+    return state.selected_runs()
+
+
+def focus() -> str | None:
+    """The sidebar's focus run (for single-run views)."""
+    return state.focus_run()
+
+
+def meta(run_id: str) -> data.RunSource:
+    return state.sources()[run_id]
+
+
+def colours() -> dict[str, str]:
+    """One fixed colour per run of the session (workspace order), shared by every figure."""
+    return run_colours(list(state.sources()))
+
+
+def workspace_mappings() -> list[dict[str, Any]]:
+    workspace = st.session_state.get("workspace")
+    return list(workspace.mappings) if workspace is not None else []
+
+
+def compute(fn: Callable[..., Any], *args: Any, **params: Any) -> Any:
+    """Call an `analysis` function with run ids replaced by scored runs (a list of ids: a list of
+    scored runs), under the sidebar's convention; cached on file stamps, convention and arguments."""
+    known = state.sources()
+    choice = state.convention_choice()
+
+    def resolve(arg: Any) -> Any:
+        if isinstance(arg, str) and arg in known:
+            return (known[arg], choice)
+        if isinstance(arg, list | tuple):
+            return [resolve(a) for a in arg]
+        return arg
+
+    return data.compute(fn, [resolve(a) for a in args], params, choice)
+
+
+def ensure_frame(page: str) -> None:
+    """Run the frame (app.py) first when a page was started without it.
+
+    On a fresh server, Streamlit serves the first request from the `pages/` folder (its older
+    multipage mode) until app.py has called `st.navigation` once; a deep link opened first would then
+    run the page alone, without the sidebar or the runs. Hand over to app.py with the link intact.
+    """
+    if "workspace_path" in st.session_state:
+        return
+    params = {k: st.query_params.get(k, "") for k in st.query_params.keys()}  # noqa: SIM118
+    st.switch_page("app.py", query_params={**params, "page": params.get("page") or page})
+
+
+def need_runs(n: int = 1) -> list[str]:
+    """The selected runs, or stop the page with a hint when fewer than `n` are selected."""
+    ensure_frame(Path(sys._getframe(1).f_globals.get("__file__", "overview")).stem)
+    selected = runs()
+    if len(selected) < n:
+        st.info(f"Select at least {n} run{'s' if n > 1 else ''} in the sidebar (or open a workspace / upload a run).")
+        st.stop()
+    return selected
+
+
+def open_dialogue(run: str, dialogue: str, turn: int | None = None, slot: str | None = None) -> None:
+    """Jump to the dialogue viewer at a run, dialogue, turn (and slot filter)."""
+    values: dict[str, Any] = {"run": run, "dialogue": dialogue, "turn": int(turn) if turn is not None else 0}
+    if slot is not None:
+        values["slot"] = slot
+    if run not in runs():
+        values["runs"] = [*runs(), run]
+    state.put(**values)
+    st.switch_page(DIALOGUE_PAGE)
+
+
+def put(**values: Any) -> None:
+    """Set shared state, e.g. from a button's `on_click` (`kwargs={"turn": 4}`)."""
+    state.put(**values)
+
+
+def get(name: str, default: Any = None) -> Any:
+    return state.get(name, default)
+
+
+def update_link(page: str) -> None:
+    """Rewrite the URL from the shared state (for fragments, which rerun without the frame)."""
+    from ui import links
+
+    links.write(page)

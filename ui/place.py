@@ -1,0 +1,116 @@
+"""The two placement helpers every page uses for charts and tables (export buttons will live here)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from analysis.figures import OUTCOME_COLOURS
+from analysis.suite import LABELS
+
+# Column names as people read them; frames keep their machine names.
+COLUMN_LABELS: dict[str, str] = {
+    **LABELS,
+    "run_id": "run",
+    "n_turns": "turns",
+    "n_dialogues": "dialogues",
+    "n_warnings": "alignment warnings",
+    "warnings": "warning details",
+    "slot_name": "slot",
+    "f1": "F1",
+    "wrong_value": "wrong value",
+    "dialogue_id": "dialogue",
+    "turn_index": "turn",
+    "first_error_turn": "first error turn",
+    "error_turns": "turns with errors",
+    "n_errors": "errors",
+    "n_new": "new errors",
+    "n_inherited": "inherited errors",
+    "gold_changes": "gold changed this turn",
+    "pred_changes": "prediction changed this turn",
+    "gold_change": "gold Δ",
+    "pred_change": "pred Δ",
+}
+# Pale backgrounds behind the text marker, so the marker (not the colour) carries the meaning.
+_TINTS = {k: v + "33" for k, v in OUTCOME_COLOURS.items()}
+
+
+def _fresh(key: str, value: Any) -> bool:
+    """True the first time a selection shows up, so an old selection does not fire again."""
+    seen = st.session_state.setdefault("_selections_seen", {})
+    if value is None or seen.get(key) == value:
+        seen[key] = value
+        return False
+    seen[key] = value
+    return True
+
+
+def show_figure(fig: go.Figure, *, key: str, name: str, select: bool = False) -> list[dict[str, Any]]:
+    """Place a Plotly figure. With `select`, clicking a point reruns and the selected points are returned."""
+    fig.update_layout(meta={"name": name})
+    if select:
+        event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", width="stretch")
+        try:
+            points = list(event.selection.points)
+        except AttributeError:
+            points = []
+        return points if _fresh(key, repr(points) if points else None) else []
+    st.plotly_chart(fig, key=key, width="stretch")
+    return []
+
+
+def _frame(frame_or_rows: pd.DataFrame | Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    return frame_or_rows if isinstance(frame_or_rows, pd.DataFrame) else pd.DataFrame(list(frame_or_rows))
+
+
+_SHARES = {"share", "acc_a", "acc_b", "gap", "score", "jaccard", "consistency", "alternative_score"}
+
+
+def _formats(columns: Sequence[str]) -> dict[str, Any]:
+    """Four decimals for metrics, percentages for shares (display only; values stay exact)."""
+    config: dict[str, Any] = {}
+    for column in columns:
+        label = COLUMN_LABELS.get(column, column.replace("_", " "))
+        if column == "share":
+            config[label] = st.column_config.NumberColumn(label, format="percent")
+        elif column in _SHARES or column in LABELS or column in {"jga", "precision", "recall", "f1"}:
+            config[label] = st.column_config.NumberColumn(label, format="%.4f")
+    return config
+
+
+def show_table(
+    frame_or_rows: pd.DataFrame | Sequence[Mapping[str, Any]],
+    *,
+    key: str,
+    name: str,
+    select: bool = False,
+    columns: Sequence[str] | None = None,
+    height: int | None = None,
+) -> dict[str, Any] | None:
+    """Place a table (values rendered as text, never HTML). With `select`, a click on a row reruns and
+    that row (all columns, machine names) is returned."""
+    frame = _frame(frame_or_rows).reset_index(drop=True)
+    shown = frame[list(columns)] if columns is not None else frame
+    display = shown.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in shown.columns})
+    styled: Any = display
+    if "outcome" in shown.columns and len(shown) and len(shown) <= 2000:
+        outcome_values = shown["outcome"].astype(str).to_numpy()
+
+        def tint(column: pd.Series) -> list[str]:
+            return [f"background-color: {_TINTS.get(o, '')}" if o in _TINTS else "" for o in outcome_values]
+
+        styled = display.style.apply(tint, axis=0)
+    kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": _formats(shown.columns)}
+    if height is not None:
+        kwargs["height"] = height
+    if select:
+        event = st.dataframe(styled, key=key, on_select="rerun", selection_mode="single-row", **kwargs)
+        rows = list(event.selection.rows) if hasattr(event, "selection") else []
+        row = {str(k): v for k, v in frame.iloc[rows[0]].to_dict().items()} if rows and rows[0] < len(frame) else None
+        return row if _fresh(key, repr(row) if row else None) else None
+    st.dataframe(styled, key=key, **kwargs)
+    return None

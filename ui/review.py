@@ -1,0 +1,200 @@
+"""Streamlit side of team review: the workspace's annotation store (opened once, a cached resource), the
+reviewer name kept in session state, a compact tag form usable from any page, export and import.
+
+A page tags an item with three lines::
+
+    from analysis.annotations import Item
+    from ui import review
+    review.tag_form(Item(dataset, dialogue_id, turn, domain=d, slot=s, run_id=run), key="dialogue_tag")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import streamlit as st
+
+from analysis.annotations import AnnotationStore, Item, default_url, error_items, taxonomy
+from analysis.errors import InputError
+from analysis.scoring import Scored
+
+REVIEWER = "reviewer"
+
+
+# --- the store ------------------------------------------------------------------------------------
+
+
+@st.cache_resource(show_spinner=False, max_entries=8)
+def _open(url: str, tags: tuple[str, ...], manifest: str, _settings: dict[str, Any] | None) -> AnnotationStore:
+    """One store per database URL and taxonomy for the whole server (the engine pools connections)."""
+    return AnnotationStore.for_workspace(manifest, _settings)
+
+
+def store() -> AnnotationStore | None:
+    """The open workspace's annotation store (`default_url`: DST_ANNOTATIONS_URL, the manifest's
+    `[review] database_url`, else a SQLite file beside the manifest), or None without a workspace."""
+    workspace = st.session_state.get("workspace")
+    if workspace is None:
+        return None
+    settings = dict(workspace.settings)
+    url = default_url(workspace.path, settings)
+    return _open(url, tuple(taxonomy(settings)), str(workspace.path), settings)
+
+
+# --- the reviewer ---------------------------------------------------------------------------------
+
+
+def reviewer() -> str:
+    """The reviewer name of this session ('' until one is entered)."""
+    return str(st.session_state.get(REVIEWER) or "").strip()
+
+
+def _sync_reviewer(widget: str) -> None:
+    st.session_state[REVIEWER] = str(st.session_state.get(widget) or "").strip()
+
+
+def reviewer_box(*, key: str = "w_reviewer", container: Any = None) -> str:
+    """A text box for the reviewer name, kept in session state across pages; returns the name."""
+    st.session_state[key] = reviewer()
+    host = container or st
+    host.text_input(
+        "Reviewer name",
+        key=key,
+        on_change=_sync_reviewer,
+        args=(key,),
+        placeholder="required before tagging",
+        help="stored with every tag you give; two reviewers' tags are kept apart",
+    )
+    return reviewer()
+
+
+# --- tagging --------------------------------------------------------------------------------------
+
+
+def _current(annotations: AnnotationStore, item: Item, who: str) -> tuple[list[str], str]:
+    """This reviewer's tags and comment on the item, if any."""
+    mine = annotations.annotations(reviewer=who)
+    row = mine[mine["item_key"] == item.key]
+    if row.empty:
+        return [], ""
+    return list(row["tags"].iloc[0]), str(row["comment"].iloc[0])
+
+
+def _describe(item: Item) -> str:
+    slot = f" · slot {item.domain}-{item.slot}" if item.slot else " · whole turn"
+    run = f" · run {item.run_id}" if item.run_id else ""
+    return f"{item.dataset or 'dataset ?'} · dialogue {item.dialogue_id} · turn {item.turn_index}{slot}{run}"
+
+
+def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
+    """A compact form to tag one item: taxonomy tags, a comment, save. Disabled (with a message) until
+    a reviewer name is set; `ask_reviewer` shows the name box here when none is set yet. Saving no
+    tags removes this reviewer's annotation of the item. Text is shown as text, never as HTML."""
+    annotations = store()
+    if annotations is None:
+        st.info("Open a workspace to tag items.")
+        return
+    who = reviewer()
+    if not who:
+        st.info("Enter a reviewer name to tag items: tagging is disabled until then.", icon=":material/badge:")
+        if ask_reviewer:
+            reviewer_box(key=f"{key}_reviewer")
+    digest = hashlib.sha1(item.key.encode("utf-8")).hexdigest()[:10]
+    tags, comment = _current(annotations, item, who) if who else ([], "")
+    message = st.session_state.pop(f"{key}_message", None)
+    with st.form(key=f"{key}_form_{digest}", border=True):
+        st.text(f"Tag: {_describe(item)}" + (f" · as {who}" if who else ""))
+        chosen = st.multiselect(
+            "Tags", annotations.tags, default=tags, key=f"{key}_tags_{digest}", disabled=not who, placeholder="tags"
+        )
+        note = st.text_input("Comment", value=comment, key=f"{key}_comment_{digest}", disabled=not who)
+        submitted = st.form_submit_button("Save tags", disabled=not who, type="primary")
+    if message is not None:
+        kind, text = message
+        (st.success if kind == "ok" else st.error)(text)
+    if submitted and who:
+        st.session_state[f"{key}_message"] = save(annotations, item, chosen, note, who)
+        st.rerun()
+
+
+def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str, who: str) -> tuple[str, str]:
+    """Write (or, with no tags, remove) the reviewer's annotation; ("ok" | "error", message)."""
+    try:
+        if not tags:
+            removed = annotations.remove(item, reviewer=who)
+            if removed:
+                return ("ok", f"removed your tags from {_describe(item)}")
+            return ("error", "pick at least one tag")
+        version = annotations.annotate(item, tags, comment, reviewer=who)
+    except ValueError as exc:
+        return ("error", str(exc))
+    plural = "s" if len(tags) != 1 else ""
+    return ("ok", f"saved ({len(tags)} tag{plural}, version {version}): {_describe(item)}")
+
+
+def item_of(row: dict[str, Any]) -> Item:
+    """The `Item` of a queue row (`analysis.figures_review.queue_table`)."""
+    return Item(
+        str(row["dataset"]),
+        str(row["dialogue_id"]),
+        int(row["turn_index"]),
+        domain=str(row["domain"]),
+        slot=str(row["slot"]),
+        run_id=str(row["run_id"]),
+    )
+
+
+# --- data of the review page ----------------------------------------------------------------------
+
+
+def review_errors(scoreds: list[Scored]) -> pd.DataFrame:
+    """The error items of several scored runs (each under its own convention), one frame; called
+    through `ui.compute(review_errors, runs)` so it is cached on the runs' files and convention."""
+    frames = [error_items(s) for s in scoreds]
+    return pd.concat(frames, ignore_index=True) if frames else error_items_empty()
+
+
+def error_items_empty() -> pd.DataFrame:
+    columns = ["run_id", "dataset", "dialogue_id", "turn_index", "domain", "slot", "outcome"]
+    return pd.DataFrame({c: pd.Series([], dtype="int64" if c == "turn_index" else "str") for c in columns})
+
+
+def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, list[str]]:
+    """Filter values of the queue: `domain`, `slot` (of `domain` when given), `outcome`."""
+    slots = errors if domain is None else errors[errors["domain"] == domain]
+    return {
+        "domain": sorted(errors["domain"].astype("str").unique()),
+        "slot": sorted(slots["slot"].astype("str").unique()),
+        "outcome": [o for o in ("wrong_value", "missed", "spurious") if (errors["outcome"] == o).any()],
+    }
+
+
+# --- export / import ------------------------------------------------------------------------------
+
+
+def export_bytes(annotations: AnnotationStore, fmt: str) -> bytes:
+    """Every annotation as CSV or JSON bytes (the store's own export, through a temporary file)."""
+    if fmt not in ("csv", "json"):
+        raise ValueError(f"fmt has to be csv or json, got {fmt!r}")
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / f"annotations.{fmt}"
+        (annotations.export_csv if fmt == "csv" else annotations.export_json)(path)
+        return path.read_bytes()
+
+
+def import_upload(annotations: AnnotationStore, name: str, data: bytes) -> tuple[str, str]:
+    """Merge an uploaded CSV or JSON export (newer `updated_at` wins; importing twice changes nothing)."""
+    suffix = Path(name).suffix.lower()
+    if suffix not in (".csv", ".json"):
+        return ("error", f"{name}: expected a .csv or .json annotations export")
+    try:
+        changed = (annotations.import_csv if suffix == ".csv" else annotations.import_json)(name, data=data)
+    except InputError as exc:
+        return ("error", str(exc))
+    if changed == 0:
+        return ("ok", f"imported {name}: no row changed (nothing in it is newer than what is stored)")
+    return ("ok", f"imported {name}: {changed} row{'s' if changed != 1 else ''} changed")

@@ -1,0 +1,93 @@
+"""Session state for the dashboard: the runs of this session, the shared selections, and widgets whose
+value lives in a plain state key (so it survives page switches and can be set by deep links)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import streamlit as st
+
+from ui.data import DECLARED, RunSource
+
+# Shared selections: a deep link may set any of them; pages read them through `get`.
+SHARED = ("runs", "run", "dialogue", "turn", "slot", "convention", "compare")
+
+
+def get(name: str, default: Any = None) -> Any:
+    return st.session_state.get(name, default)
+
+
+def put(**values: Any) -> None:
+    """Set shared state (and the mirrored widget value) from a callback or before widgets render."""
+    for name, value in values.items():
+        st.session_state[name] = value
+
+
+def sources() -> dict[str, RunSource]:
+    """Every run of this session that loaded: the workspace's, then uploads, in that order."""
+    return dict(st.session_state.get("sources", {}))
+
+
+def selected_runs() -> list[str]:
+    known = sources()
+    return [r for r in st.session_state.get("runs", []) if r in known]
+
+
+def focus_run() -> str | None:
+    runs = selected_runs()
+    run = st.session_state.get("run")
+    return run if run in runs else (runs[0] if runs else None)
+
+
+def convention_choice() -> str:
+    return str(st.session_state.get("convention") or DECLARED)
+
+
+def _sync(name: str, widget: str | None = None) -> None:
+    st.session_state[name] = st.session_state[widget or f"w_{name}"]
+
+
+def select(
+    label: str,
+    options: Sequence[Any],
+    *,
+    state: str,
+    container: Any = None,
+    format_func: Callable[[Any], Any] = str,
+    widget: str | None = None,
+    index_hint: Any = None,
+    **kwargs: Any,
+) -> Any:
+    """A selectbox whose value is `st.session_state[state]` (kept when the widget is not on screen);
+    `widget` names the widget key when two widgets show one state (sidebar and page); `index_hint` is
+    the value to start from when the state holds none of the options."""
+    widget = widget or f"w_{state}"
+    options = list(options)
+    current = st.session_state.get(state)
+    if current not in options:
+        current = index_hint if index_hint in options else (options[0] if options else None)
+        st.session_state[state] = current
+    st.session_state[widget] = current
+    host = container or st
+    return host.selectbox(
+        label, options, key=widget, on_change=_sync, args=(state, widget), format_func=format_func, **kwargs
+    )
+
+
+def multiselect(label: str, options: Sequence[Any], *, state: str, container: Any = None, **kwargs: Any) -> list[Any]:
+    widget = f"w_{state}"
+    options = list(options)
+    current = [v for v in st.session_state.get(state, []) if v in options]
+    st.session_state[state] = current
+    st.session_state[widget] = current
+    host = container or st
+    return list(host.multiselect(label, options, key=widget, on_change=_sync, args=(state,), **kwargs))
+
+
+def toggle(label: str, *, state: str, default: bool = False, container: Any = None, **kwargs: Any) -> bool:
+    widget = f"w_{state}"
+    st.session_state[widget] = bool(st.session_state.get(state, default))
+    st.session_state[state] = st.session_state[widget]
+    host = container or st
+    return bool(host.toggle(label, key=widget, on_change=_sync, args=(state,), **kwargs))
