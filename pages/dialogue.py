@@ -4,7 +4,9 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from analysis.annotations import Item, split_slot
 from analysis.scoring import OUTCOMES
+from ui import review
 
 st.title("Dialogue viewer")
 runs = ui.need_runs()
@@ -84,6 +86,11 @@ def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: ob
         name=f"state diff {run_id} {dialogue_id} turn {turn}",
         columns=["status", "slot", "gold", "predicted", "origin", "gold_change", "pred_change", "outcome"],
     )
+    # Tag this turn (or the slot the filter picked) for team review, without leaving the viewer.
+    pair = split_slot(slot or None) or (None, None)
+    item = Item(ui.meta(run_id).dataset, dialogue_id, turn, domain=pair[0], slot=pair[1], run_id=run_id)
+    with st.expander("Tag for review", icon=":material/label:"):
+        review.tag_form(item, key=f"tag_{key}")
 
 
 @st.fragment

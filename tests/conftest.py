@@ -12,6 +12,10 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # Tests parse for real at least once per session and never touch the user's parse cache.
 os.environ.setdefault("DST_CACHE_DIR", tempfile.mkdtemp(prefix="dst-test-cache-"))
+# ... and never write an annotation database into the demo workspace (the store's default location).
+os.environ.setdefault(
+    "DST_ANNOTATIONS_URL", f"sqlite:///{tempfile.mkdtemp(prefix='dst-test-annotations-')}/annotations.sqlite"
+)
 REALDATA = Path(os.environ.get("DST_REALDATA", ROOT.parent / "shared" / "realdata")).resolve()
 
 

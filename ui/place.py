@@ -1,4 +1,9 @@
-"""The two placement helpers every page uses for charts and tables (export buttons will live here)."""
+"""The two placement helpers every page uses for charts and tables, each with its export buttons.
+
+Figures download as PDF, SVG and PNG and tables as LaTeX, Markdown and CSV, through the very functions
+the report CLI uses (`analysis.export`), so a button gives the same file as `python -m analysis report`.
+Files are made only when a button is clicked (a callable `data`), never on every rerun.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from analysis import export
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
 
@@ -49,9 +55,55 @@ def _fresh(key: str, value: Any) -> bool:
     return True
 
 
+def _figure_file(fig: go.Figure, fmt: str, style_key: str, width_key: str) -> bytes:
+    style = st.session_state.get(style_key, "paper")
+    width = st.session_state.get(width_key, "single")
+    try:
+        return export.figure_bytes(fig, fmt, style=style, width=width)
+    except export.ExportUnavailable as exc:  # the button still downloads something that says why
+        return str(exc).encode("utf-8")
+
+
+def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
+    with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
+        if export.browser_path() is None:
+            st.caption(
+                "Figure export needs Chromium: `apt-get install chromium fonts-liberation` (make run installs it)."
+            )
+            return
+        left, right = st.columns(2)
+        style_key, width_key = f"{key}__style", f"{key}__width"
+        left.selectbox("Style", export.STYLES, key=style_key)
+        right.selectbox("Width", export.WIDTHS, key=width_key, format_func=lambda w: f"{w} column")
+        for column, fmt in zip(st.columns(len(export.FIGURE_FORMATS)), export.FIGURE_FORMATS, strict=True):
+            column.download_button(
+                fmt.upper(),
+                data=lambda fmt=fmt: _figure_file(fig, fmt, style_key, width_key),
+                file_name=export.file_name(name, fmt),
+                mime=export.MIME_TYPES[fmt],
+                key=f"{key}__{fmt}",
+                on_click="ignore",
+            )
+
+
+def _table_exports(frame: pd.DataFrame, *, key: str, name: str) -> None:
+    with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
+        for column, fmt in zip(st.columns(len(export.TABLE_FORMATS)), export.TABLE_FORMATS, strict=True):
+            column.download_button(
+                {"latex": "LaTeX", "markdown": "Markdown", "csv": "CSV"}[fmt],
+                data=lambda fmt=fmt: export.table_bytes(frame, fmt, caption=name),
+                file_name=export.file_name(name, fmt),
+                mime=export.MIME_TYPES[fmt],
+                key=f"{key}__{fmt}",
+                on_click="ignore",
+            )
+
+
 def show_figure(fig: go.Figure, *, key: str, name: str, select: bool = False) -> list[dict[str, Any]]:
-    """Place a Plotly figure. With `select`, clicking a point reruns and the selected points are returned."""
+    """Place a Plotly figure with its export buttons. With `select`, clicking a point reruns and the
+    selected points are returned."""
     fig.update_layout(meta={"name": name})
+    _figure_exports(fig, key=key, name=name)
     if select:
         event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", width="stretch")
         try:
@@ -104,6 +156,7 @@ def show_table(
             return [f"background-color: {_TINTS.get(o, '')}" if o in _TINTS else "" for o in outcome_values]
 
         styled = display.style.apply(tint, axis=0)
+    _table_exports(shown, key=key, name=name)
     kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": _formats(shown.columns)}
     if height is not None:
         kwargs["height"] = height
