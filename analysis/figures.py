@@ -126,11 +126,27 @@ def leaderboard_bar(
     runs = list(board["run_id"])
     palette = _colours(runs, colours)
     fig = go.Figure()
+    has_ci = f"{metric}_low" in board.columns and f"{metric}_high" in board.columns
     for row in board.itertuples(index=False):
+        value = getattr(row, metric)
+        error = (
+            {
+                "type": "data",
+                "symmetric": False,
+                "array": [getattr(row, f"{metric}_high") - value],
+                "arrayminus": [value - getattr(row, f"{metric}_low")],
+                "color": "#444444",
+                "thickness": 1.2,
+                "width": 4,
+            }
+            if has_ci
+            else None
+        )
         fig.add_bar(
             name=row.run_id,
             x=[row.run_id],
-            y=[getattr(row, metric)],
+            y=[value],
+            error_y=error,
             marker_color=palette[row.run_id],
             customdata=[[row.system, row.dataset, row.convention, row.n_turns, row.n_dialogues, row.history]],
             hovertemplate=(
@@ -139,7 +155,8 @@ def leaderboard_bar(
                 "<br>%{customdata[3]:,} turns, %{customdata[4]:,} dialogues<extra></extra>"
             ),
         )
-    fig.update_layout(title=f"{_label(metric)} per run", showlegend=False, yaxis_title=_label(metric))
+    title = f"{_label(metric)} per run" + (" (95% dialogue bootstrap interval)" if has_ci else "")
+    fig.update_layout(title=title, showlegend=False, yaxis_title=_label(metric))
     fig.update_yaxes(rangemode="tozero")
     return apply_style(fig, style)
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from analysis import diagnostics as D
 from analysis import metrics as M
+from analysis import stats
 from analysis.loading import dialogue_key
 from analysis.model import RunMeta
 from analysis.scoring import OUTCOMES, Scored
@@ -92,13 +93,19 @@ def scope_caption(scoreds: Scored | Sequence[Scored]) -> str:
 # --- overview ------------------------------------------------------------------------------------
 
 
-def leaderboard(scoreds: Sequence[Scored], *, sort: str | None = None) -> pd.DataFrame:
+def leaderboard(scoreds: Sequence[Scored], *, sort: str | None = None, resamples: int = 1000) -> pd.DataFrame:
     """One row per run: metadata, convention, counts, every headline metric and alignment warnings;
-    sorted by the metric `sort` (best first) when given, else in the order of `scoreds`."""
+    sorted by the metric `sort` (best first) when given, else in the order of `scoreds`. The `sort`
+    metric also gets its 95% dialogue-level bootstrap interval (`<sort>_low`, `<sort>_high`)."""
     rows = []
     for scored in scoreds:
         meta = _meta(scored)
         warnings = list(scored.alignment.get(meta.run_id, {}).get("warnings", []))
+        interval: dict[str, float] = {}
+        if sort in stats.METRICS and resamples > 0:
+            ci = stats.bootstrap_ci(scored, sort, n_resamples=resamples)
+            assert isinstance(ci, dict)
+            interval = {f"{sort}_low": ci["low"], f"{sort}_high": ci["high"]}
         rows.append(
             {
                 **{c: getattr(meta, c) for c in META_COLUMNS},
@@ -106,6 +113,7 @@ def leaderboard(scoreds: Sequence[Scored], *, sort: str | None = None) -> pd.Dat
                 "n_dialogues": int(scored.turns["dialogue_id"].nunique()),
                 "n_turns": len(scored.turns),
                 **headline_metrics(scored),
+                **interval,
                 "n_warnings": len(warnings),
                 "warnings": " | ".join(warnings),
             }

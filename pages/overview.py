@@ -32,11 +32,16 @@ columns = [
     "n_dialogues",
     "n_turns",
     *metric_keys,
+    *[c for c in (f"{sort_by}_low", f"{sort_by}_high") if c in board.columns],
     "n_warnings",
     "warnings",
 ]
 ui.show_table(board, key="overview_table", name="leaderboard", columns=columns)
-st.caption("Click a column header to sort. Alignment warnings say how predictions paired with gold.")
+st.caption(
+    "Click a column header to sort. Low/high: 95% interval of the sorted metric from 1,000 bootstrap "
+    "resamples of dialogues (turns of one dialogue are correlated, so dialogues are resampled). "
+    "Alignment warnings say how predictions paired with gold."
+)
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(f"run {name} failed to load: {error}")

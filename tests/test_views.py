@@ -201,3 +201,17 @@ def test_empty_group_is_nan_not_zero():
     table = views.slot_table(scored)
     assert table.empty
     assert math.isnan(views.leaderboard([scored]).iloc[0]["slot_f1_micro"])
+
+
+def test_leaderboard_carries_the_bootstrap_interval_of_its_sort_metric() -> None:
+    from analysis import stats
+    from analysis.testing import scored_from_states
+
+    gold = {f"d{i}": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}] for i in range(30)}
+    pred = {d: [s[0], s[1] if i % 3 else {}] for i, (d, s) in enumerate(gold.items())}
+    scored = scored_from_states(gold, pred, run_id="r")
+    board = views.leaderboard([scored], sort="jga", resamples=300)
+    ci = stats.bootstrap_ci(scored, "jga", n_resamples=300)
+    assert board.loc[0, "jga_low"] == ci["low"] and board.loc[0, "jga_high"] == ci["high"]
+    assert board.loc[0, "jga_low"] <= board.loc[0, "jga"] <= board.loc[0, "jga_high"]
+    assert board.loc[0, "jga_low"] < board.loc[0, "jga_high"]
