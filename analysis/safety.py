@@ -35,13 +35,16 @@ def resolve_inside(root: str | Path, typed: str) -> Path:
     return resolved
 
 
+def workspace_root() -> Path:
+    """Where typed paths may lead: `DST_WORKSPACE_ROOT`, else the folder the server was started in."""
+    return Path(os.environ.get("DST_WORKSPACE_ROOT") or os.getcwd()).resolve()
+
+
 def upload_limit_bytes(settings: dict | None = None) -> int:
-    """The upload cap: `[server] max_upload_mb` in the manifest, `DST_MAX_UPLOAD_MB`, else 200 MB."""
+    """The upload cap: `DST_MAX_UPLOAD_MB`, else `[dashboard] max_upload_mb` in the manifest, else 200 MB."""
     configured: object = None
-    if settings:
-        configured = (
-            settings.get("server", {}).get("max_upload_mb") if isinstance(settings.get("server"), dict) else None
-        )
+    if settings and isinstance(settings.get("dashboard"), dict):
+        configured = settings["dashboard"].get("max_upload_mb")
     configured = os.environ.get("DST_MAX_UPLOAD_MB", configured)
     try:
         megabytes = float(str(configured)) if configured is not None else DEFAULT_UPLOAD_LIMIT_MB

@@ -36,9 +36,9 @@ def test_symlinks_out_of_the_root_are_refused(tmp_path: Path) -> None:
 
 def test_upload_limit(monkeypatch) -> None:
     assert upload_limit_bytes() == 200 * 1024 * 1024
-    assert upload_limit_bytes({"server": {"max_upload_mb": 5}}) == 5 * 1024 * 1024
+    assert upload_limit_bytes({"dashboard": {"max_upload_mb": 5}}) == 5 * 1024 * 1024
     monkeypatch.setenv("DST_MAX_UPLOAD_MB", "1")
-    assert upload_limit_bytes({"server": {"max_upload_mb": 5}}) == 1024 * 1024
+    assert upload_limit_bytes({"dashboard": {"max_upload_mb": 5}}) == 1024 * 1024
     with pytest.raises(InputError, match="over the upload limit of 1 MB"):
         check_upload_size("big.json", 2 * 1024 * 1024, upload_limit_bytes())
     check_upload_size("small.json", 10, upload_limit_bytes())

@@ -16,11 +16,11 @@ import streamlit as st
 from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.model import Run
+from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
 from analysis.workspace import RunEntry, Workspace, read_manifest
 
 DECLARED = "declared"
-DEFAULT_UPLOAD_LIMIT_MB = 200
 
 
 @dataclass(frozen=True)
@@ -204,18 +204,9 @@ def upload_source(
 
 
 def upload_limit_mb(workspace: Workspace | None) -> float:
-    """The upload limit: env DST_MAX_UPLOAD_MB, else the manifest's [dashboard] max_upload_mb, else 200."""
-    env = os.environ.get("DST_MAX_UPLOAD_MB")
-    if env:
-        try:
-            return float(env)
-        except ValueError:
-            pass
-    if workspace is not None:
-        dashboard = workspace.settings.get("dashboard", {})
-        if isinstance(dashboard, dict) and isinstance(dashboard.get("max_upload_mb"), int | float):
-            return float(dashboard["max_upload_mb"])
-    return float(DEFAULT_UPLOAD_LIMIT_MB)
+    """The upload limit in MB (`analysis.safety`: DST_MAX_UPLOAD_MB, the manifest's [dashboard]
+    max_upload_mb, else 200)."""
+    return upload_limit_bytes(workspace.settings if workspace is not None else None) / 1024 / 1024
 
 
 def with_convention(source: RunSource, convention: str | None) -> RunSource:

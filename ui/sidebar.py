@@ -8,7 +8,9 @@ from typing import Any
 import streamlit as st
 
 from analysis.conventions import CONVENTIONS
+from analysis.errors import InputError
 from analysis.formats import format_names
+from analysis.safety import resolve_inside, workspace_root
 from ui import data, state
 from ui.data import DECLARED
 
@@ -47,7 +49,16 @@ def _open_workspace(path: str) -> None:
 
 
 def _on_open() -> None:
-    path = st.session_state.get("w_workspace_path", "").strip()
+    typed = st.session_state.get("w_workspace_path", "").strip()
+    if typed == st.session_state.get("workspace_path"):
+        return
+    try:
+        # A shared server reads only below its root: no `..`, no absolute paths elsewhere, no symlinks out.
+        path = str(resolve_inside(workspace_root(), typed))
+    except InputError as exc:
+        st.session_state["path_error"] = str(exc)
+        return
+    st.session_state["path_error"] = None
     st.session_state["workspace_path"] = path
     st.session_state["runs"] = None  # select every run of the newly opened workspace
 
@@ -137,6 +148,8 @@ def render() -> None:
     sidebar.text_input("Manifest path", key="w_workspace_path", on_change=_on_open)
     sidebar.button("Open", key="w_workspace_open", on_click=_on_open)
     workspace = st.session_state.get("workspace")
+    if st.session_state.get("path_error"):
+        sidebar.error(st.session_state["path_error"])
     if st.session_state.get("workspace_error"):
         sidebar.error(st.session_state["workspace_error"])
     elif workspace is not None:
