@@ -19,7 +19,7 @@ from analysis import metrics as M
 from analysis import stats
 from analysis.loading import dialogue_key
 from analysis.model import RunMeta
-from analysis.scoring import OUTCOMES, Scored
+from analysis.scoring import COUNT_COLUMNS, OUTCOMES, Scored
 from analysis.suite import headline_metrics
 
 # Text markers next to colours, so every outcome is readable without colour.
@@ -28,27 +28,10 @@ OUTCOME_LABELS = {"correct": "correct", "wrong_value": "wrong value", "missed": 
 ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
 ABSENT = "—"
 META_COLUMNS = ["run_id", "system", "dataset", "language", "split", "history", "seed"]
+# Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
-    {
-        "run_id",
-        "tid",
-        "dialogue_id",
-        "turn_index",
-        "user",
-        "system",
-        "n_listed",
-        "pred_missing",
-        "is_final",
-        "joint_correct",
-        "n_gold",
-        "n_pred",
-        "n_correct",
-        "n_wrong",
-        "n_missed",
-        "n_spurious",
-        "n_err_ontology",
-        "n_trade_extra",
-    }
+    {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}
+    | {"joint_correct", *COUNT_COLUMNS}
 )
 
 
