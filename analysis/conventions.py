@@ -242,16 +242,28 @@ def _canonical(value: str, convention: Convention, side: str) -> tuple[str, str 
     return alts[0], ("|".join(alts) if len(alts) > 1 else None)
 
 
-def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str) -> pd.DataFrame:
-    """Apply a convention to one side's raw state rows.
+@dataclass(frozen=True)
+class NormalisedCodes:
+    """One side's state rows under a convention, as integer codes into short lists of strings.
 
-    Returns rows keyed like the input with columns `domain`, `slot`, `value` (normalised, used for
-    comparison), `display` (the raw value, shown to people) and `alternatives` (gold accepting any of
-    several values under the `any` policy, else missing). Work is done once per distinct value or
-    name, then mapped, so the cost grows with the vocabulary and not with the number of turns.
+    `keep`: the input rows kept; per kept row `value` (index into `values`, the normalised values)
+    and `display` (index into `displays`, the raw values). `alternatives[c]` belongs to `values[c]`.
+    Scoring works on these codes and builds string columns once, at the end.
     """
+
+    keep: np.ndarray
+    value: np.ndarray
+    display: np.ndarray
+    values: list[str | None]
+    alternatives: list[str | None]
+    displays: list[str]
+
+
+def normalise_codes(states: pd.DataFrame, convention: Convention, *, side: str) -> NormalisedCodes:
+    """The value work of `normalise_states` (names aside), once per distinct value, as codes."""
     drop_dontcare = convention.dontcare == "drop_both" or (convention.dontcare == "drop_gold" and side == "gold")
-    codes, distinct = pd.factorize(states["value"])
+    codes, uniques = pd.factorize(states["value"])
+    distinct = uniques.tolist()  # plain strings: iterating a pyarrow-backed Index costs more per element
     canon = [_canonical(v, convention, side) for v in distinct]
     marker = [c[0].strip().lower() for c in canon]
     drop = np.array(
@@ -260,26 +272,49 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
     )
     keep = np.flatnonzero(~drop[codes]) if len(codes) else np.zeros(0, dtype="int64")
     kept_codes = codes[keep]
-    value = pd.array([c[0] for c in canon], dtype="str").take(kept_codes)
-    alternatives = pd.array([c[1] for c in canon], dtype="str").take(kept_codes)
+    values: list[str | None] = [c[0] for c in canon]
+    alternatives: list[str | None] = [c[1] for c in canon]
+    value = kept_codes
+    if convention.compare_relation:
+        # The relation is part of the value ("<= 5"); a missing relation leaves the value missing.
+        rel_codes, relations = pd.factorize(states["relation"].array.take(keep), use_na_sentinel=True)
+        combo, combos = pd.factorize(kept_codes * (len(relations) + 1) + rel_codes + 1)
+        pairs = [(int(c) // (len(relations) + 1), int(c) % (len(relations) + 1) - 1) for c in combos]
+        values = [
+            values[v]
+            if r >= 0 and relations[r] in ("=", "equal_to")
+            else (None if r < 0 else f"{relations[r]} {values[v]}")
+            for v, r in pairs
+        ]
+        alternatives = [alternatives[v] for v, _ in pairs]
+        value = combo
+    return NormalisedCodes(keep, value, kept_codes, values, alternatives, distinct)
+
+
+def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str) -> pd.DataFrame:
+    """Apply a convention to one side's raw state rows.
+
+    Returns rows keyed like the input with columns `domain`, `slot`, `value` (normalised, used for
+    comparison), `display` (the raw value, shown to people) and `alternatives` (gold accepting any of
+    several values under the `any` policy, else missing). Work is done once per distinct value or
+    name, then mapped, so the cost grows with the vocabulary and not with the number of turns.
+    """
+    coded = normalise_codes(states, convention, side=side)
+    keep = coded.keep
     out = pd.DataFrame(
         {
             "dialogue_id": states["dialogue_id"].array.take(keep),
             "turn_index": states["turn_index"].to_numpy()[keep],
             "domain": _names(states["domain"], convention, aliases=False).take(keep),
             "slot": _names(states["slot"], convention, aliases=True).take(keep),
-            "value": value,
+            "value": pd.array(coded.values, dtype="str").take(coded.value),
             "display": states["value"].array.take(keep),
-            "alternatives": alternatives,
+            "alternatives": pd.array(coded.alternatives, dtype="str").take(coded.value),
         }
     )
     for column in states.columns:  # extra columns (e.g. raw names kept by a caller) pass through
         if column not in ("dialogue_id", "turn_index", "domain", "slot", "relation", "value"):
             out[column] = states[column].array.take(keep)
-    if convention.compare_relation:
-        relation = states["relation"].array.take(keep)
-        plain = np.isin(np.asarray(relation, dtype=object), ["=", "equal_to"])
-        out["value"] = out["value"].where(plain, pd.Series(relation, dtype="str") + " " + out["value"])
     return out
 
 

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 from rapidfuzz import fuzz
 from rapidfuzz.process import cpdist
 
-from analysis.conventions import MULTIWOZ30, Convention, convention_name, get_convention, normalise_states
+from analysis.conventions import MULTIWOZ30, Convention, convention_name, get_convention, normalise_codes
 from analysis.model import Run, RunMeta
 
 OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
@@ -64,6 +66,24 @@ class Scored:
         )
 
 
+@dataclass
+class _Side:
+    """One side's state rows during scoring: integer codes into short string lists (see
+    `NormalisedCodes`); strings are built once, for the `slots` table."""
+
+    key: np.ndarray  # turn id x domain-slot pair code
+    value: np.ndarray  # index into values (and alternatives)
+    display: np.ndarray  # index into displays
+    values: list[str | None]
+    alternatives: list[str | None]
+    displays: list[str]
+
+    def subset(self, rows: np.ndarray) -> _Side:
+        return _Side(
+            self.key[rows], self.value[rows], self.display[rows], self.values, self.alternatives, self.displays
+        )
+
+
 def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     """Normalise both sides under `convention` (default: the run's own), pair slots, classify outcomes."""
     conv = get_convention(convention if convention is not None else run.meta.convention)
@@ -71,41 +91,60 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     turns = run.turns.copy()
     turns.insert(0, "run_id", run_id)
     turns.insert(1, "tid", np.arange(len(turns), dtype="int64"))
-    last = turns.groupby("dialogue_id", sort=False)["turn_index"].transform("max")
-    turns["is_final"] = turns["turn_index"] == last
+    dialogue_ids = pc.unique(_arrow(turns["dialogue_id"]))
+    turn_dialogue = _dialogue_codes(turns, dialogue_ids)
+    turn_index = turns["turn_index"].to_numpy()
+    last = np.full(len(dialogue_ids), -1, dtype="int64")
+    np.maximum.at(last, turn_dialogue, turn_index)
+    turns["is_final"] = turn_index == last[turn_dialogue]
 
-    gold = _with_tid(normalise_states(run.gold, conv, side="gold"), turns)
-    pred = _with_tid(normalise_states(run.pred, conv, side="pred"), turns)
-    ontology = _ontology(run, conv, gold)
-
+    # Both sides stay integer codes until the `slots` table is built: every string column taken or
+    # factorized on ~40k rows costs about a millisecond, and this runs for every run and convention.
+    coded = [normalise_codes(run.gold, conv, side="gold"), normalise_codes(run.pred, conv, side="pred")]
+    tids = _turn_ids(turns, turn_dialogue, dialogue_ids, run.gold, run.pred)
+    domain_codes, domains = _name_codes(run.gold["domain"], run.pred["domain"], conv, aliases=False)
+    slot_codes, slot_names = _name_codes(run.gold["slot"], run.pred["slot"], conv, aliases=True)
+    n_names = max(len(slot_names), 1)
+    kept = []  # per side: turn id, domain-slot name key, value and display codes of the rows kept
+    for c, tid_all, dom, slo in zip(coded, tids, domain_codes, slot_codes, strict=True):
+        tid = tid_all[c.keep]
+        found = tid >= 0  # rows of unknown turns are dropped
+        rows = c.keep[found]
+        kept.append((tid[found], dom[rows] * n_names + slo[rows], c.value[found], c.display[found]))
     # Pair gold and prediction on one integer key (turn id x domain-slot code): joins on strings cost
-    # several times more, and this runs for every run under every convention.
-    domain_codes, domains = pd.factorize(pd.concat([gold["domain"], pred["domain"]], ignore_index=True))
-    slot_codes, slot_names = pd.factorize(pd.concat([gold["slot"], pred["slot"]], ignore_index=True))
-    codes, pair_ids = pd.factorize(domain_codes * max(len(slot_names), 1) + slot_codes)
+    # several times more.
+    n_gold_rows = len(kept[0][0])
+    codes, pair_ids = _factorize_small(np.concatenate([kept[0][1], kept[1][1]]), len(domains) * n_names)
     n_pairs = max(len(pair_ids), 1)
-    pair_domain = np.asarray(domains, dtype=object)[pair_ids // max(len(slot_names), 1)]
-    pair_slot = np.asarray(slot_names, dtype=object)[pair_ids % max(len(slot_names), 1)]
-    gold["_key"] = gold["tid"].to_numpy() * n_pairs + codes[: len(gold)]
-    pred["_key"] = pred["tid"].to_numpy() * n_pairs + codes[len(gold) :]
+    pair_domain = np.asarray(domains, dtype=object)[pair_ids // n_names]
+    pair_slot = np.asarray(slot_names, dtype=object)[pair_ids % n_names]
+    gold_pairs = _sorted_unique(codes[:n_gold_rows])
+    ontology = _ontology(run, conv, zip(pair_domain[gold_pairs], pair_slot[gold_pairs], strict=True))
+    gold, pred = (
+        _Side(tid * n_pairs + pair_codes, value, display, c.values, c.alternatives, c.displays)
+        for (tid, _, value, display), pair_codes, c in zip(
+            kept, (codes[:n_gold_rows], codes[n_gold_rows:]), coded, strict=True
+        )
+    )
     onto_names = set(zip(ontology["domain"], ontology["slot"], strict=True))
     pair_in_ontology = np.array([pair in onto_names for pair in zip(pair_domain, pair_slot, strict=True)], dtype=bool)
     if conv.slot_scope == "ontology":
-        pred = pred[pair_in_ontology[pred["_key"].to_numpy() % n_pairs]]
+        pred = pred.subset(pair_in_ontology[pred.key % n_pairs])
     elif conv.slot_scope == "gold":
-        pred = pred[np.isin(pred["_key"].to_numpy(), gold["_key"].to_numpy())]
+        pred = pred.subset(np.isin(pred.key, gold.key))
     gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
 
-    # Outer join on the integer key with numpy: each side's row (or -1) for every key of either side.
-    gold_keys, pred_keys = gold["_key"].to_numpy(), pred["_key"].to_numpy()
-    key = np.union1d(gold_keys, pred_keys)
-    gold_row = _positions(gold_keys, key)
-    pred_row = _positions(pred_keys, key)
+    key, gold_row, pred_row = _outer_join(gold.key, pred.key)
     tid = key // n_pairs
     pair = key % n_pairs
+    gold_value, pred_value = _pick(gold.value, gold_row), _pick(pred.value, pred_row)
+    # Comparable value codes of both sides (-1: no value).
+    common, _ = pd.factorize(np.array([*gold.values, *pred.values], dtype=object))
+    gold_common = _pick(common[: len(gold.values)], gold_value)
+    pred_common = _pick(common[len(gold.values) :], pred_value)
 
-    def side(frame: pd.DataFrame, column: str, rows: np.ndarray) -> pd.api.extensions.ExtensionArray:
-        return frame[column].astype("str").array.take(rows, allow_fill=True)
+    def strings(values: list, codes: np.ndarray) -> pd.api.extensions.ExtensionArray:
+        return pd.array(values, dtype="str").take(codes, allow_fill=True)
 
     slots = pd.DataFrame(
         {
@@ -115,21 +154,24 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
             "slot": pd.array(pair_slot, dtype="str").take(pair),
             "dialogue_id": turns["dialogue_id"].astype("str").array.take(tid),
             "turn_index": turns["turn_index"].to_numpy()[tid],
-            "gold_value": side(gold, "value", gold_row),
-            "gold_display": side(gold, "display", gold_row),
-            "gold_alternatives": side(gold, "alternatives", gold_row),
-            "pred_value": side(pred, "value", pred_row),
-            "pred_display": side(pred, "display", pred_row),
+            "gold_value": strings(gold.values, gold_value),
+            "gold_display": strings(gold.displays, _pick(gold.display, gold_row)),
+            "gold_alternatives": strings(gold.alternatives, gold_value),
+            "pred_value": strings(pred.values, pred_value),
+            "pred_display": strings(pred.displays, _pick(pred.display, pred_row)),
         }
     )
-    slots["outcome"] = _outcomes(slots, conv)
+    slots["outcome"] = _outcomes(slots, conv, gold_common, pred_common)
     slots["in_ontology"] = pair_in_ontology[pair]
     # Integer codes for set-based metrics; valid for comparisons within a run (hence within a turn).
-    value_codes, _ = pd.factorize(pd.concat([slots["gold_value"], slots["pred_value"]], ignore_index=True))
+    # Numbered in order of first appearance over gold then predicted values, as factorizing the strings would.
+    both = np.concatenate([gold_common, pred_common])
+    value_codes = np.full(len(both), -1, dtype="int64")
+    value_codes[both >= 0] = _factorize_small(both[both >= 0], len(common))[0]
     slots["gold_code"] = value_codes[: len(slots)]
     slots["pred_code"] = value_codes[len(slots) :]
     slots["pair_code"] = pair
-    slots["slot_code"] = pd.factorize(slots["slot"])[0]
+    slots["slot_code"] = _factorize_small((pair_ids % n_names)[pair], n_names)[0]
     slots["trade_extra"] = _trade_hyphen_quirk(slots)
 
     turns = _attach_counts(turns, slots)
@@ -137,77 +179,167 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     return Scored(conv, [run.meta], turns, slots, ontology, {run_id: run.alignment.to_dict()})
 
 
-def _with_tid(states: pd.DataFrame, turns: pd.DataFrame) -> pd.DataFrame:
-    """Attach each state row's turn id (`tid` = row of `turns`); rows of unknown turns are dropped
-    (the loader already re-keyed predictions to gold turns and counted the rest)."""
-    ids, _ = pd.factorize(pd.concat([turns["dialogue_id"], states["dialogue_id"]], ignore_index=True))
-    width = int(max(turns["turn_index"].to_numpy().max(initial=0), states["turn_index"].to_numpy().max(initial=0))) + 1
-    turn_keys = ids[: len(turns)] * width + turns["turn_index"].to_numpy()
-    state_keys = ids[len(turns) :] * width + states["turn_index"].to_numpy()
-    order = np.argsort(turn_keys, kind="stable")
-    position = np.searchsorted(turn_keys, state_keys, sorter=order).clip(max=max(len(order) - 1, 0))
-    found = turn_keys[order[position]] == state_keys if len(order) else np.zeros(len(state_keys), dtype=bool)
-    out = states[found].copy()
-    out["tid"] = turns["tid"].to_numpy()[order[position[found]]]
+def _factorize_small(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """pd.factorize of integers in [0, n) with n small (names, values): codes numbered in order of
+    first appearance, and the uniques. A table of first positions instead of hashing every row."""
+    first = np.full(n, len(values), dtype="int64")
+    first[values[::-1]] = np.arange(len(values) - 1, -1, -1)  # the earliest position writes last
+    uniques = np.flatnonzero(first < len(values))
+    uniques = uniques[np.argsort(first[uniques], kind="stable")]
+    code_of = np.zeros(n, dtype="int64")
+    code_of[uniques] = np.arange(len(uniques))
+    return code_of[values], uniques
+
+
+def _pick(codes: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """`codes[rows]`, with -1 where `rows` is -1 (no row)."""
+    if len(codes) == 0:
+        return np.full(len(rows), -1, dtype="int64")
+    return np.where(rows >= 0, codes[rows], -1)
+
+
+def _sorted_unique(values: np.ndarray) -> np.ndarray:
+    """np.unique by sorting: numpy 2.4's hash-based unique is about 50x slower on large int64 arrays."""
+    ordered = np.sort(values)
+    if len(ordered) == 0:
+        return ordered
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
+
+
+def _arrow(column: pd.Series) -> pa.Array:
+    """A string column as one pyarrow array (no copy for a single-chunk `str` column)."""
+    array = pa.array(column.astype("str").array)
+    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
+
+
+def _name_codes(
+    gold: pd.Series, pred: pd.Series, conv: Convention, *, aliases: bool
+) -> tuple[tuple[np.ndarray, np.ndarray], list[str]]:
+    """Codes of domain or slot names under the convention (lower-cased, aliased) for both sides'
+    rows, and the names; the name rules run once per distinct name."""
+    # pyarrow's dictionary encoding of each side: cheaper than factorizing the concatenated columns.
+    encoded = [pc.dictionary_encode(_arrow(names)) for names in (gold, pred)]
+    distinct = [n for e in encoded for n in e.dictionary.to_pylist()]
+    named = [convention_name(n, n, conv)[1 if aliases else 0] for n in distinct]
+    name_codes, names = pd.factorize(np.array(named, dtype=object))
+    offset = len(encoded[0].dictionary)
+    gold_codes = name_codes[encoded[0].indices.to_numpy(zero_copy_only=False)]
+    pred_codes = name_codes[offset + encoded[1].indices.to_numpy(zero_copy_only=False)]
+    return (gold_codes, pred_codes), list(names)
+
+
+def _dialogue_codes(frame: pd.DataFrame, dialogue_ids: pa.Array) -> np.ndarray:
+    """Position of each row's dialogue id in `dialogue_ids` (the turns' ~1,000 ids), -1 if absent;
+    pyarrow's index_in is several times cheaper than factorizing all ~110k rows of turns and states."""
+    codes = pc.index_in(_arrow(frame["dialogue_id"]), value_set=dialogue_ids)
+    return codes.fill_null(-1).to_numpy().astype("int64")
+
+
+def _turn_ids(
+    turns: pd.DataFrame, turn_dialogue: np.ndarray, dialogue_ids: pa.Array, *states: pd.DataFrame
+) -> list[np.ndarray]:
+    """Each state row's turn id (`tid` = row of `turns`), or -1 for a turn `turns` lacks (the loader
+    already re-keyed predictions to gold turns and counted the rest)."""
+    # A dense (dialogue, turn index) -> tid table, dialogues x longest dialogue cells: lookups in it
+    # cost a fraction of np.searchsorted's (about 5 ms for 64k unsorted keys in numpy 2.4).
+    turn_index = turns["turn_index"].to_numpy()
+    width = int(turn_index.max(initial=0)) + 1
+    table = np.full(len(dialogue_ids) * width, -1, dtype="int64")
+    # Reversed so that a (dialogue, turn) listed twice resolves to its first turn row.
+    table[(turn_dialogue * width + turn_index)[::-1]] = turns["tid"].to_numpy()[::-1]
+    out = []
+    for frame in states:
+        ids, index = _dialogue_codes(frame, dialogue_ids), frame["turn_index"].to_numpy()
+        known = (ids >= 0) & (index >= 0) & (index < width)
+        if not len(table):  # no turns: nothing is known
+            out.append(np.full(len(ids), -1, dtype="int64"))
+            continue
+        out.append(np.where(known, table[np.where(known, ids * width + index, 0)], -1))
     return out
 
 
-def _ontology(run: Run, conv: Convention, gold: pd.DataFrame) -> pd.DataFrame:
+def _ontology(run: Run, conv: Convention, observed: Iterable[tuple[str, str]]) -> pd.DataFrame:
     """The slot list that slot accuracy counts over (and `ontology` slot scope keeps)."""
     if conv.ontology == "multiwoz30":
         pairs = sorted(MULTIWOZ30)
     elif conv.ontology == "listed" and run.listed_slots:
         pairs = sorted({convention_name(domain, slot, conv) for domain, slot in run.listed_slots})
     else:
-        observed = gold[["domain", "slot"]].drop_duplicates()
-        pairs = sorted(zip(observed["domain"], observed["slot"], strict=True))
+        pairs = sorted(set(observed))
     return pd.DataFrame(pairs, columns=["domain", "slot"], dtype="str")
 
 
-def _positions(keys: np.ndarray, universe: np.ndarray) -> np.ndarray:
-    """Row of each `universe` key in `keys` (unique), or -1 where the side has no such row."""
-    if len(keys) == 0:
-        return np.full(len(universe), -1, dtype="int64")
-    order = np.argsort(keys, kind="stable")
-    at = np.searchsorted(keys, universe, sorter=order).clip(max=len(keys) - 1)
-    rows = order[at]
-    return np.where(keys[rows] == universe, rows, -1)
+def _outer_join(gold_keys: np.ndarray, pred_keys: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Every key of either side (sorted; each side's keys are unique) and each side's row for it, or -1.
+
+    One argsort of both sides: np.union1d (hash-based in numpy 2.4) and searchsorted with a sorter
+    each cost several times more on ~40k keys.
+    """
+    n_gold = len(gold_keys)
+    # Tag each key with its side (gold even, prediction odd): all entries distinct, gold first.
+    tagged = np.concatenate([gold_keys.astype("int64") * 2, pred_keys.astype("int64") * 2 + 1])
+    order = np.argsort(tagged, kind="stable")  # keys are unique; stable is the fastest kind on runs of sorted keys
+    ordered = tagged[order] >> 1
+    first = np.ones(len(ordered), dtype=bool)
+    first[1:] = ordered[1:] != ordered[:-1]
+    # A key has at most one entry per side, gold first: a group's first entry is its gold row (if it
+    # is not a prediction), its last entry its predicted row (if it is one).
+    starts = np.flatnonzero(first)
+    ends = np.append(starts[1:], len(ordered)) - 1 if len(starts) else starts
+    key = ordered[starts]
+    gold_row = np.where(order[starts] < n_gold, order[starts], -1)
+    pred_row = np.where(order[ends] >= n_gold, order[ends] - n_gold, -1)
+    return key, gold_row, pred_row
 
 
-def _merge_duplicates(states: pd.DataFrame) -> pd.DataFrame:
-    """A triple list may name one slot twice: keep both values as one set-literal `a|b`."""
-    dup = states.duplicated("_key", keep=False)
-    if not dup.any():
-        return states
-    merged = (
-        states[dup]
-        .groupby("_key", sort=False)
-        .agg(
-            value=("value", lambda v: "|".join(sorted(set(v)))),
-            display=("display", lambda v: "|".join(sorted(set(v)))),
-            alternatives=("alternatives", "first"),
-        )
-        .reset_index()
+def _merge_duplicates(side: _Side) -> _Side:
+    """A triple list may name one slot twice: keep both values as one set-literal `a|b` (and the
+    first accepted alternatives)."""
+    ordered = np.sort(side.key)
+    if not (ordered[1:] == ordered[:-1]).any():  # the common case, found without hashing
+        return side
+    dup = pd.Series(side.key).duplicated(keep=False).to_numpy()
+    groups: dict[int, list[int]] = {}
+    for row in np.flatnonzero(dup).tolist():
+        groups.setdefault(int(side.key[row]), []).append(row)
+    values, alternatives, displays = list(side.values), list(side.alternatives), list(side.displays)
+    keys, value, display = [], [], []
+    for key, members in groups.items():
+        codes = [int(side.value[r]) for r in members]
+        keys.append(key)
+        value.append(len(values))
+        display.append(len(displays))
+        values.append("|".join(sorted({side.values[c] for c in codes})))  # type: ignore[misc]
+        alternatives.append(next((side.alternatives[c] for c in codes if side.alternatives[c] is not None), None))
+        displays.append("|".join(sorted({side.displays[int(side.display[r])] for r in members})))
+    single = ~dup
+    return _Side(
+        np.concatenate([side.key[single], np.array(keys, dtype="int64")]),
+        np.concatenate([side.value[single], np.array(value, dtype="int64")]),
+        np.concatenate([side.display[single], np.array(display, dtype="int64")]),
+        values,
+        alternatives,
+        displays,
     )
-    return pd.concat([states.loc[~dup, merged.columns], merged], ignore_index=True)
 
 
-def _outcomes(slots: pd.DataFrame, conv: Convention) -> pd.Categorical:
-    has_gold = slots["gold_value"].notna().to_numpy()
-    has_pred = slots["pred_value"].notna().to_numpy()
+def _outcomes(slots: pd.DataFrame, conv: Convention, gold_code: np.ndarray, pred_code: np.ndarray) -> pd.Categorical:
+    """Outcome of each slot row; `*_code` are comparable value codes of both sides, -1 for none."""
+    has_gold = gold_code >= 0
+    has_pred = pred_code >= 0
     both = has_gold & has_pred
-    match = both & (slots["gold_value"] == slots["pred_value"]).fillna(False).to_numpy(dtype=bool)
+    match = both & (gold_code == pred_code)
     alts = both & ~match & slots["gold_alternatives"].notna().to_numpy()
     if alts.any():
         idx = np.flatnonzero(alts)
-        choices = slots["gold_alternatives"].to_numpy()[idx]
-        preds = slots["pred_value"].to_numpy()[idx]
+        choices = np.asarray(slots["gold_alternatives"].array.take(idx), dtype=object)
+        preds = np.asarray(slots["pred_value"].array.take(idx), dtype=object)
         match[idx] = [p == c or p in c.split("|") for p, c in zip(preds, choices, strict=True)]
     if conv.matching == "fuzzy":
         rest = np.flatnonzero(both & ~match)
         if len(rest):
-            gold_values = slots["gold_value"].to_numpy()[rest].tolist()
-            pred_values = slots["pred_value"].to_numpy()[rest].tolist()
+            gold_values = np.asarray(slots["gold_value"].array.take(rest), dtype=object).tolist()
+            pred_values = np.asarray(slots["pred_value"].array.take(rest), dtype=object).tolist()
             scores = cpdist(pred_values, gold_values, scorer=fuzz.partial_ratio, workers=1)
             match[rest] = np.asarray(scores) > conv.fuzzy_threshold
     codes = np.where(match, 0, np.where(both, 1, np.where(has_gold, 2, 3)))
@@ -227,23 +359,29 @@ def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
 
 
 def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
-    outcome = slots["outcome"].cat.codes.to_numpy()  # OUTCOMES order: correct, wrong, missed, spurious
+    outcome = slots["outcome"].cat.codes.to_numpy().astype("int64")  # correct, wrong, missed, spurious
     tid = slots["tid"].to_numpy()
     n = len(turns)
-    flags = {
-        "n_gold": slots["gold_value"].notna().to_numpy(),
-        "n_pred": slots["pred_value"].notna().to_numpy(),
-        "n_correct": outcome == 0,
-        "n_wrong": outcome == 1,
-        "n_missed": outcome == 2,
-        "n_spurious": outcome == 3,
-        "n_err_ontology": (outcome != 0) & slots["in_ontology"].to_numpy(),
+    # One bincount of (turn, outcome) cells; gold exists for correct/wrong/missed, a prediction for
+    # correct/wrong/spurious (that is how `_outcomes` classifies).
+    per_outcome = np.bincount(tid * 4 + outcome, minlength=4 * n).reshape(n, 4)
+    correct, wrong, missed, spurious = per_outcome.T
+    errors = outcome != 0
+    counts = {
+        "n_gold": correct + wrong + missed,
+        "n_pred": correct + wrong + spurious,
+        "n_correct": correct,
+        "n_wrong": wrong,
+        "n_missed": missed,
+        "n_spurious": spurious,
+        "n_err_ontology": np.bincount(tid[errors & slots["in_ontology"].to_numpy()], minlength=n),
+        "n_trade_extra": np.bincount(tid, weights=slots["trade_extra"].to_numpy(), minlength=n),
     }
-    turns = turns.drop(columns=[c for c in COUNT_COLUMNS if c in turns.columns])
-    for name, flag in flags.items():
-        turns[name] = np.bincount(tid, weights=flag, minlength=n).astype("int64")
-    turns["n_trade_extra"] = np.bincount(tid, weights=slots["trade_extra"].to_numpy(), minlength=n).astype("int64")
-    turns["joint_correct"] = (turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]) == 0
+    stale = [c for c in COUNT_COLUMNS if c in turns.columns]
+    kept = turns.drop(columns=stale) if stale else turns
+    new = pd.DataFrame({name: np.ascontiguousarray(v).astype("int64") for name, v in counts.items()}, index=turns.index)
+    turns = pd.concat([kept, new], axis=1)
+    turns["joint_correct"] = (wrong + missed + spurious) == 0
     return turns
 
 
