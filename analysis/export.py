@@ -20,9 +20,9 @@ Fonts
     `@font-face` rule whose source is a `data:font/ttf;base64,` subset of Liberation Sans (regular,
     and bold when used) holding only the glyphs the figure's text uses (unused glyph outlines are
     emptied, glyph ids, metrics and kerning kept), about 30-40 kB. Characters outside Liberation Sans
-    (Chinese, Korean) are not embedded: they fall back to the `Noto Sans CJK SC` family named in the
-    text's font list, installed with fonts-noto-cjk (a CFF font that this pure-Python subsetter does
-    not rewrite). Use the PDF when such labels must survive on a machine without that font.
+    (Chinese, Korean) are embedded too: a second `@font-face` holds a subset of Noto Sans CJK SC
+    (fonts-noto-cjk, a CFF font, subset with fontTools) with just the CJK characters drawn, so the SVG
+    renders the same on a machine without that font.
 
 Tables
     `table_bytes(frame, "latex" | "markdown" | "csv", ...)`. LaTeX uses booktabs (\\toprule, \\midrule,
@@ -690,13 +690,49 @@ def font_face_css(regular: str, bold: str = "") -> str:
     return "".join(rules)
 
 
+CJK_FONT_FILES = {
+    "regular": "/usr/share/fonts/opentype/noto/NotoSansCJK-Regular.ttc",
+    "bold": "/usr/share/fonts/opentype/noto/NotoSansCJK-Bold.ttc",
+}
+CJK_FAMILY = "Noto Sans CJK SC"
+
+
+def cjk_font_face_css(regular: str, bold: str = "") -> str:
+    """`@font-face` rules embedding subsets of Noto Sans CJK SC for the characters Liberation Sans lacks."""
+    from fontTools import subset
+    from fontTools.ttLib import TTCollection
+
+    rules = []
+    for weight, text, css_weight in (("regular", regular, "normal"), ("bold", bold, "bold")):
+        wanted = {ord(ch) for ch in text if ord(ch) > 0x2E7F}  # CJK and beyond: what Liberation Sans lacks
+        path = Path(CJK_FONT_FILES[weight])
+        if not wanted or not path.is_file():
+            continue
+        collection = TTCollection(str(path))
+        font = next(f for f in collection.fonts if f["name"].getDebugName(1) == CJK_FAMILY)
+        options = subset.Options()
+        options.name_IDs = ["*"]
+        options.notdef_outline = True
+        subsetter = subset.Subsetter(options=options)
+        subsetter.populate(unicodes=wanted)
+        subsetter.subset(font)
+        buffer = io.BytesIO()
+        font.save(buffer)
+        encoded = base64.b64encode(buffer.getvalue()).decode("ascii")
+        rules.append(
+            f"@font-face{{font-family:'{CJK_FAMILY}';font-style:normal;font-weight:{css_weight};"
+            f"src:url(data:font/otf;base64,{encoded}) format('opentype');}}"
+        )
+    return "".join(rules)
+
+
 def finish_svg(data: bytes, spec: Preset) -> bytes:
-    """Physical size in inches on the root element and the used Liberation Sans glyphs embedded."""
+    """Physical size in inches on the root element and the glyphs used embedded (Latin and CJK)."""
     text = data.decode("utf-8")
     root = ET.fromstring(text)
     height_in = float(root.get("viewBox", "0 0 0 0").split()[3]) / PX_PER_IN
     regular, bold = _svg_text(root)
-    css = font_face_css(regular, bold)
+    css = font_face_css(regular, bold) + cjk_font_face_css(regular, bold)
     open_tag = re.search(r"<svg\b[^>]*>", text)
     if open_tag is None:
         return data

@@ -284,3 +284,22 @@ def test_same_run_same_colour_across_files(rendered: dict) -> None:
 def test_figure_bytes_outside_a_session_starts_its_own_browser() -> None:
     data = E.figure_bytes(_figures()["bar"], "svg", style="slides", width="double")
     assert "JGA per run" in "".join(E.svg_info(data)["texts"])  # slides keep the title
+
+
+@needs_chromium
+def test_svg_embeds_the_cjk_glyphs_it_draws() -> None:
+    import base64
+    import io
+
+    from fontTools.ttLib import TTFont
+
+    labels = ["餐厅-区域", "旅馆-价格范围"]
+    fig = go.Figure(go.Bar(x=labels, y=[0.5, 0.7]))
+    svg = E.figure_bytes(fig, "svg", style="paper", width="single").decode("utf-8")
+    ET.fromstring(svg)  # still parses
+    match = re.search(r"font-family:'Noto Sans CJK SC'[^}]*base64,([A-Za-z0-9+/=]+)\)", svg)
+    assert match, "no embedded Noto Sans CJK SC subset"
+    font = TTFont(io.BytesIO(base64.b64decode(match.group(1))))
+    covered = set(font.getBestCmap())
+    assert {ord(ch) for ch in "".join(labels) if ord(ch) > 0x2E7F} <= covered
+    assert len(covered) < 100  # a subset, not the 30 MB font
