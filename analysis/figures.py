@@ -266,12 +266,27 @@ def grouped_jga_bar(
         return jga_heatmap(frame, by=by, title=title, style=style)
     palette = _colours(runs, colours)
     fig = go.Figure()
+    has_ci = "jga_low" in frame.columns and "jga_high" in frame.columns
     for run in runs:
         part = frame[frame["run_id"] == run]
+        error = (
+            {
+                "type": "data",
+                "symmetric": False,
+                "array": (part["jga_high"] - part["jga"]).to_numpy(float),
+                "arrayminus": (part["jga"] - part["jga_low"]).to_numpy(float),
+                "color": "#444444",
+                "thickness": 1.2,
+                "width": 3,
+            }
+            if has_ci
+            else None
+        )
         fig.add_bar(
             name=run,
             x=part[by].astype(str),
             y=part["jga"],
+            error_y=error,
             marker_color=palette[run],
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
             hovertemplate=f"<b>{run}</b><br>{by}: %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
@@ -323,10 +338,27 @@ def depth_lines(
     runs = list(dict.fromkeys(frame["run_id"]))
     palette = _colours(runs, colours)
     dashes = ("solid", "dash", "dot", "dashdot")
+    bands = "jga_low" in frame.columns and "jga_high" in frame.columns
     fig = go.Figure()
     for i, run in enumerate(runs):
         part = frame[frame["run_id"] == run]
+        if bands:  # the 95% dialogue-bootstrap interval as a translucent band behind the line
+            colour = palette[run].lstrip("#")
+            fill = f"rgba({int(colour[0:2], 16)},{int(colour[2:4], 16)},{int(colour[4:6], 16)},0.15)"
+            for bound, extra in (("jga_high", {}), ("jga_low", {"fill": "tonexty", "fillcolor": fill})):
+                fig.add_scatter(
+                    name=run,
+                    x=part["turn_index"],
+                    y=part[bound],
+                    mode="lines",
+                    line={"width": 0, "color": palette[run]},
+                    showlegend=False,
+                    legendgroup=run,
+                    hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>95% interval bound: %{{y:.4f}}<extra></extra>",
+                    **extra,
+                )
         fig.add_scatter(
+            legendgroup=run,
             name=run,
             x=part["turn_index"],
             y=part["jga"],
@@ -335,7 +367,8 @@ def depth_lines(
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
             hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
         )
-    fig.update_layout(title="JGA by turn depth", xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
+    title = "JGA by turn depth" + (" (bands: 95% dialogue bootstrap interval)" if bands else "")
+    fig.update_layout(title=title, xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
     fig.update_yaxes(range=[0, 1.02])
     return apply_style(fig, style)
 

@@ -283,9 +283,22 @@ def slot_examples(
 # --- domains and attributes -----------------------------------------------------------------------
 
 
-def domain_jga(scoreds: Sequence[Scored]) -> pd.DataFrame:
-    """Per run and domain: JGA over the turns where the domain occurs (see `joint_goal_accuracy`)."""
-    return _concat([M.joint_goal_accuracy(s, by=["run_id", "domain"]) for s in scoreds])
+def _with_interval(frame: pd.DataFrame, scored: Scored, by: str, resamples: int) -> pd.DataFrame:
+    """`frame` (one run, JGA per `by`) with the 95% dialogue-bootstrap interval as jga_low / jga_high."""
+    if resamples <= 0 or not len(frame):
+        return frame
+    ci = stats.bootstrap_ci(scored, "jga", by=by, n_resamples=resamples)
+    assert isinstance(ci, pd.DataFrame)
+    bounds = ci[[by, "low", "high"]].rename(columns={"low": "jga_low", "high": "jga_high"})
+    return frame.merge(bounds, on=by, how="left")
+
+
+def domain_jga(scoreds: Sequence[Scored], *, resamples: int = 1000) -> pd.DataFrame:
+    """Per run and domain: JGA over the turns where the domain occurs (see `joint_goal_accuracy`), with
+    its 95% dialogue-bootstrap interval."""
+    return _concat(
+        [_with_interval(M.joint_goal_accuracy(s, by=["run_id", "domain"]), s, "domain", resamples) for s in scoreds]
+    )
 
 
 def attribute_columns(scoreds: Scored | Sequence[Scored]) -> list[str]:
@@ -308,9 +321,10 @@ def jga_by_attribute(scoreds: Sequence[Scored], *, attribute: str) -> pd.DataFra
 # --- turn depth and compounding -------------------------------------------------------------------
 
 
-def depth_jga(scoreds: Sequence[Scored]) -> pd.DataFrame:
-    """JGA per run and turn index (0 = first user turn) with the number of turns at that depth."""
-    return _concat([M.jga_by_turn_depth(s, by="run_id") for s in scoreds])
+def depth_jga(scoreds: Sequence[Scored], *, resamples: int = 1000) -> pd.DataFrame:
+    """JGA per run and turn index (0 = first user turn) with the number of turns at that depth and its
+    95% dialogue-bootstrap interval."""
+    return _concat([_with_interval(M.jga_by_turn_depth(s, by="run_id"), s, "turn_index", resamples) for s in scoreds])
 
 
 def history_pairs(metas: Sequence[RunMeta]) -> list[tuple[str, str]]:

@@ -120,12 +120,14 @@ def test_value_confusions_and_examples(scored):
 
 
 def test_domain_and_depth_frames_equal_metrics(scored):
-    per_domain = views.domain_jga([scored])
+    per_domain = views.domain_jga([scored], resamples=200)
     expected = joint_goal_accuracy(scored, by=["run_id", "domain"])
-    pd.testing.assert_frame_equal(per_domain, expected)
-    depth = views.depth_jga([scored])
+    pd.testing.assert_frame_equal(per_domain[list(expected.columns)], expected)
+    assert (per_domain["jga_low"] <= per_domain["jga"]).all() and (per_domain["jga"] <= per_domain["jga_high"]).all()
+    depth = views.depth_jga([scored], resamples=200)
     assert list(depth["turn_index"]) == [0, 1, 2]
     assert depth["jga"].tolist() == pytest.approx([0.5, 0.5, 0.0])
+    assert (depth["jga_low"] <= depth["jga"]).all() and (depth["jga"] <= depth["jga_high"]).all()
 
 
 def test_history_pairs_and_compounding():
