@@ -127,9 +127,13 @@ def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server
 
 def _upload(page: Page, path: Path) -> None:
     page.get_by_text("Upload a run").click()
-    page.locator('[data-testid="stFileUploaderDropzoneInput"]').first.set_input_files(str(path))
-    # The file reaches the server asynchronously: wait until the uploader lists it before adding the run.
-    expect(page.locator('[data-testid="stSidebar"]').get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
+    # Address the prediction uploader by its label: the DOM order of the two uploaders is not a contract
+    # (CI once put the file into "Gold file" through `.first`).
+    uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
+    expect(uploader).to_be_visible(timeout=TIMEOUT)
+    uploader.locator('input[type="file"]').set_input_files(str(path))
+    # The file reaches the server asynchronously: wait until this uploader lists it before adding the run.
+    expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
     settle(page)
     page.get_by_role("button", name="Add run").click()
     settle(page)
