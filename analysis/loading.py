@@ -168,15 +168,22 @@ def align(
         turn_count_mismatches=[(str(id_of[k]), int(gold_counts[k]), int(pred_counts[k])) for k in differ],
     )
     matched = merged[merged["_merge"] == "both"]
-    # Re-key predicted states to the gold dialogue ids, so both sides share one key.
-    rekey = matched[["_pred_id", "turn_index", "dialogue_id"]].rename(columns={"dialogue_id": "_gold_id"})
-    states = pred_states.merge(
-        rekey, left_on=["dialogue_id", "turn_index"], right_on=["_pred_id", "turn_index"], how="inner"
-    )
-    states = states.drop(columns=["dialogue_id", "_pred_id"]).rename(columns={"_gold_id": "dialogue_id"})
     turns = gold_turns.drop(columns="_key")
-    matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
-    turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
+    if len(extra) == 0 and bool((matched["_pred_id"] == matched["dialogue_id"]).all()):
+        # The usual case: every predicted turn pairs with the gold turn of the very same id; nothing to re-key.
+        states = pred_states
+    else:
+        # Re-key predicted states to the gold dialogue ids, so both sides share one key.
+        rekey = matched[["_pred_id", "turn_index", "dialogue_id"]].rename(columns={"dialogue_id": "_gold_id"})
+        states = pred_states.merge(
+            rekey, left_on=["dialogue_id", "turn_index"], right_on=["_pred_id", "turn_index"], how="inner"
+        )
+        states = states.drop(columns=["dialogue_id", "_pred_id"]).rename(columns={"_gold_id": "dialogue_id"})
+    if len(missing) == 0:
+        turns["pred_missing"] = False
+    else:
+        matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
+        turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
 
 

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
+from dataclasses import replace
 from pathlib import Path
 
 from analysis.errors import InputError
@@ -11,6 +14,30 @@ from analysis.formats.reading import parse_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
 
 __all__ = ["FORMATS", "FormatSpec", "ParsedFile", "detect_format", "format_names", "parse_file"]
+
+
+_MEMORY: OrderedDict[str, ParsedFile] = OrderedDict()
+_MEMORY_LOCK = threading.Lock()
+MEMORY_ENTRIES = 8  # parsed files kept in memory: a workspace's runs mostly share one or two gold files
+
+
+def _shallow(parsed: ParsedFile) -> ParsedFile:
+    """A copy whose tables share data but not identity (copy-on-write): callers may add columns freely."""
+    return replace(
+        parsed,
+        turns=parsed.turns.copy(deep=False),
+        gold=None if parsed.gold is None else parsed.gold.copy(deep=False),
+        pred=None if parsed.pred is None else parsed.pred.copy(deep=False),
+        notes=dict(parsed.notes),
+    )
+
+
+def _remember(key: str, parsed: ParsedFile) -> None:
+    with _MEMORY_LOCK:
+        _MEMORY[key] = _shallow(parsed)
+        _MEMORY.move_to_end(key)
+        while len(_MEMORY) > MEMORY_ENTRIES:
+            _MEMORY.popitem(last=False)
 
 
 def format_names() -> list[str]:
@@ -35,12 +62,21 @@ def parse_file(
     Parquet tables (`analysis.formats.cache`); uploaded `data` never is.
     """
     if data is None and use_cache:
+        # Runs of one workspace share gold files: the last few parsed files are also kept in memory, keyed
+        # like the disk cache (path, size, mtime, format, parser digest), so each is read once per process.
+        key = cache.memory_key(Path(path), fmt)
+        if key is not None:
+            with _MEMORY_LOCK:
+                remembered = _MEMORY.get(key)
+            if remembered is not None:
+                return _shallow(remembered)
         cached = cache.load_cached(Path(path), fmt)
-        if cached is not None:
-            return cached
-        parsed = parse_file(path, fmt=fmt, use_cache=False)
-        cache.store(Path(path), fmt, parsed)
-        return parsed
+        if cached is None:
+            cached = parse_file(path, fmt=fmt, use_cache=False)
+            cache.store(Path(path), fmt, cached)
+        if key is not None:
+            _remember(key, cached)
+        return cached
     name = str(path)
     if fmt is not None and fmt not in FORMATS_BY_NAME:
         raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")

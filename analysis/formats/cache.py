@@ -48,6 +48,11 @@ def _key(path: Path, fmt: str | None) -> str | None:
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
+def memory_key(path: Path, fmt: str | None) -> str | None:
+    """The key of `path` for the in-process cache: the disk key, whether or not the disk cache is on."""
+    return _key(path, fmt)
+
+
 def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
     root, key = cache_dir(), _key(path, fmt)
     if root is None or key is None or not (root / key / "header.json").exists():

@@ -1,0 +1,132 @@
+"""The parse caches (Parquet on disk, a few parsed files in memory) and the aligner's fast path.
+
+A cache may only ever make loading faster: an edited file, a shared gold file mutated by one run, or
+prediction ids that need re-keying must give exactly what a fresh, uncached parse gives.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import formats
+from analysis.formats import cache, parse_file
+from analysis.loading import load_run
+from analysis.scoring import score_run
+from analysis.suite import headline_metrics
+
+
+def _write_jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("\n".join(json.dumps(r) for r in rows) + "\n", encoding="utf-8")
+    return path
+
+
+def _rows(value: str = "east", prefix: str = "MUL") -> list[dict]:
+    rows = []
+    for d in range(3):
+        for t in range(3):
+            gold = {"hotel": {"area": "east", "stars": str(t + 1)}}
+            pred = {"hotel": {"area": value if d == 0 else "east", "stars": str(t + 1)}}
+            rows.append({"dialogue_id": f"{prefix}{d:04d}", "turn_index": t, "gold": gold, "pred": pred})
+    return rows
+
+
+def _frames_equal(a: formats.ParsedFile, b: formats.ParsedFile) -> None:
+    for name in ("turns", "gold", "pred"):
+        left, right = getattr(a, name), getattr(b, name)
+        assert (left is None) == (right is None), name
+        if left is not None:
+            pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True))
+
+
+@pytest.fixture
+def cache_root(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    root = tmp_path / "cache"
+    monkeypatch.setenv("DST_CACHE_DIR", str(root))
+    formats._MEMORY.clear()
+    yield root
+    formats._MEMORY.clear()
+
+
+def test_cached_parse_equals_a_fresh_parse(tmp_path: Path, cache_root: Path) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    fresh = parse_file(path, use_cache=False)
+    first = parse_file(path)  # parses and stores on disk and in memory
+    assert any(cache_root.iterdir()), "nothing was written to the disk cache"
+    from_memory = parse_file(path)
+    formats._MEMORY.clear()
+    from_disk = parse_file(path)
+    for parsed in (first, from_memory, from_disk):
+        _frames_equal(parsed, fresh)
+        assert parsed.fmt == fresh.fmt
+
+
+def test_an_edited_file_is_read_again_not_served_stale(tmp_path: Path, cache_root: Path) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows("east"))
+    before = parse_file(path)
+    _write_jsonl(path, _rows("west") + _rows("north", prefix="PMUL"))
+    os.utime(path, ns=(path.stat().st_atime_ns, path.stat().st_mtime_ns + 10**9))
+    after = parse_file(path)
+    assert after.pred is not None and before.pred is not None
+    assert "west" in set(after.pred["value"]) and "west" not in set(before.pred["value"])
+    assert after.turns["dialogue_id"].nunique() == 6
+
+
+def test_a_run_changing_its_tables_cannot_change_the_shared_cached_file(tmp_path: Path, cache_root: Path) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    first = parse_file(path)
+    first.turns["dialogue_id"] = "overwritten"
+    assert first.gold is not None
+    first.gold.loc[:, "value"] = "overwritten"
+    second = parse_file(path)
+    assert second.gold is not None
+    assert "overwritten" not in set(second.turns["dialogue_id"])
+    assert "overwritten" not in set(second.gold["value"])
+
+
+def test_memory_cache_is_bounded(tmp_path: Path, cache_root: Path) -> None:
+    for i in range(formats.MEMORY_ENTRIES + 3):
+        parse_file(_write_jsonl(tmp_path / f"run{i}.jsonl", _rows()))
+    assert len(formats._MEMORY) == formats.MEMORY_ENTRIES
+
+
+def test_disk_cache_off_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DST_CACHE_DIR", "")
+    assert cache.cache_dir() is None
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    _frames_equal(parse_file(path), parse_file(path, use_cache=False))
+
+
+def test_same_ids_fast_path_scores_like_re_keyed_ids(tmp_path: Path, cache_root: Path) -> None:
+    """Predictions with the gold's own ids skip re-keying; ids differing in case and `.json` are re-keyed.
+    Both must give the same turns, states and metrics."""
+    gold_rows = _rows()
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{**r, "pred": r["gold"]} for r in gold_rows])
+    same = _write_jsonl(tmp_path / "same.jsonl", _rows("west"))
+    renamed = _write_jsonl(
+        tmp_path / "renamed.jsonl", [{**r, "dialogue_id": r["dialogue_id"].lower() + ".json"} for r in _rows("west")]
+    )
+    fast = load_run(same, gold, pred_format="jsonl", gold_format="jsonl", run_id="fast")
+    slow = load_run(renamed, gold, pred_format="jsonl", gold_format="jsonl", run_id="slow")
+    key = ["dialogue_id", "turn_index", "domain", "slot"]
+    pd.testing.assert_frame_equal(
+        fast.pred.sort_values(key).reset_index(drop=True), slow.pred.sort_values(key).reset_index(drop=True)
+    )
+    assert not fast.turns["pred_missing"].any() and not slow.turns["pred_missing"].any()
+    fast_metrics = headline_metrics(score_run(fast))
+    slow_metrics = headline_metrics(score_run(slow))
+    assert fast_metrics["jga"] == pytest.approx(6 / 9)
+    assert fast_metrics == slow_metrics
+
+
+def test_missing_predicted_turns_are_marked_on_the_fast_path(tmp_path: Path, cache_root: Path) -> None:
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{**r, "pred": r["gold"]} for r in _rows()])
+    partial = _write_jsonl(tmp_path / "partial.jsonl", [r for r in _rows() if r["turn_index"] != 2])
+    run = load_run(partial, gold, pred_format="jsonl", gold_format="jsonl")
+    assert int(run.turns["pred_missing"].sum()) == 3
+    assert run.alignment.missing_turns == 3
+    assert headline_metrics(score_run(run))["jga"] == pytest.approx(6 / 9)  # a missing turn scores as empty
