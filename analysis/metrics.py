@@ -45,7 +45,21 @@ def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
     if not slot_keys:
         return scored.turns
+    facts = _slot_group_counts(scored, tuple(slot_keys))
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    facts = facts.merge(scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))], on="tid")
+    facts["joint_correct"] = (facts["n_wrong"] + facts["n_missed"] + facts["n_spurious"]) == 0
+    return facts
+
+
+def _slot_group_counts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
+    """Outcome counts per turn and slot-level group; memoised on the Scored (per-domain JGA, its interval
+    and the outcome mix all start from it)."""
     slots = scored.slots
+    memo_key = ("slot_group_counts", slot_keys)
+    cached = scored._memo.get(memo_key)
+    if cached is not None and cached[0] is slots:
+        return cached[1]
     outcome = slots["outcome"]
     flags = pd.DataFrame(
         {
@@ -59,11 +73,9 @@ def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
             "n_spurious": (outcome == "spurious").to_numpy(),
         }
     )
-    facts = flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
-    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
-    facts = facts.merge(scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))], on="tid")
-    facts["joint_correct"] = (facts["n_wrong"] + facts["n_missed"] + facts["n_spurious"]) == 0
-    return facts
+    counts = flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
+    scored._memo[memo_key] = (slots, counts)
+    return counts
 
 
 def _aggregate(

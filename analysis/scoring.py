@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -48,6 +49,9 @@ class Scored:
     slots: pd.DataFrame
     ontology: pd.DataFrame
     alignment: dict[str, dict] = field(default_factory=dict)
+    # Derived tables memoised by `analysis.metrics` (keyed on the `slots` object they came from, so a
+    # Scored given new tables never serves old ones); not part of the value.
+    _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     @property
     def run_ids(self) -> list[str]:

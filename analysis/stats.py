@@ -73,6 +73,8 @@ def _check(metric: str, n_resamples: int, level: float) -> None:
 def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Per turn (and slot-level group): the turn key and `keys` columns, numerator, denominator."""
     full = list(dict.fromkeys([*TURN_KEY, *keys]))
+    if metric == "jga":
+        return _jga_parts(scored, full)
     if metric in _MEAN_OVER_TURNS:
         fn, column = _MEAN_OVER_TURNS[metric]
         per = fn(scored, by=full)
@@ -97,6 +99,22 @@ def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFr
     return per, num, np.nan_to_num(den)
 
 
+def _jga_parts(scored: Scored, full: list[str]) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
+    """JGA's per-turn parts without a group-by: `turn_facts` already has one row per turn (per turn and
+    slot-level group), and `full` starts with the turn key, so every row is its own group with one turn.
+    Equal to the generic path through `joint_goal_accuracy(by=full)` (tested), about 3x faster."""
+    facts = M.turn_facts(scored, by=full)
+    per = facts[full].reset_index(drop=True)
+    value = facts["joint_correct"].to_numpy(dtype=float)
+    return per, value, np.ones(len(per))
+
+
+def _dialogue_positions(dialogues: pd.Index, ids: pd.Series) -> np.ndarray:
+    """Position of each row's dialogue in `dialogues` (-1 if absent), keying each distinct id once."""
+    codes, uniques = pd.factorize(ids)
+    return dialogues.get_indexer(dialogue_key(pd.Series(uniques)))[codes]
+
+
 def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """The number of ontology cells behind each per-turn slot accuracy (the metric's denominator)."""
     slot_keys = [k for k in keys if k in M.SLOT_LEVEL]
@@ -114,7 +132,7 @@ def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> 
 
 def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) -> _Stats:
     per, num, den = _turn_parts(scored, metric, keys)
-    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
+    d = _dialogue_positions(dialogues, per["dialogue_id"])
     keep = d >= 0  # rows of dialogues outside `dialogues` (unpaired ones) do not count
     per, num, den, d = per[keep], num[keep], den[keep], d[keep]
     if keys:
@@ -135,7 +153,7 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
 
 
 def _dialogues(scored: Scored) -> pd.Index:
-    return pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique())
+    return pd.Index(dialogue_key(pd.Series(scored.turns["dialogue_id"].unique())).unique())
 
 
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:

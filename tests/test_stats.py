@@ -278,3 +278,43 @@ def test_mlcsg_against_itself(mlcsg: Scored) -> None:
     assert isinstance(paired, dict)
     assert paired["p_value"] == 1.0 and paired["n_dialogues"] == 999
     assert S.mcnemar(mlcsg, mlcsg)["p_value"] == 1.0
+
+
+@pytest.mark.parametrize("by", [None, "domain", "turn_index", ["domain", "slot"]])
+def test_jga_fast_parts_equal_the_generic_path(mlcsg: Scored, by) -> None:
+    """`_jga_parts` skips the per-turn group-by; it must give the same (group, dialogue) sums as the
+    generic path through `joint_goal_accuracy(by=turn key + by)`, hence the same intervals."""
+    keys = M._by_list(by)
+    dialogues = S._dialogues(mlcsg)
+    fast = S._stats(mlcsg, "jga", keys, dialogues)
+    full = list(dict.fromkeys([*S.TURN_KEY, *keys]))
+    per = M.joint_goal_accuracy(mlcsg, by=full)
+    per = per[per["n_turns"] > 0].reset_index(drop=True)
+    d = S._dialogue_positions(dialogues, per["dialogue_id"])
+    if keys:
+        grouped = per.groupby(keys, sort=True, observed=True, dropna=False)
+        g, labels = grouped.ngroup().to_numpy(), grouped.size().reset_index()[keys]
+    else:
+        g, labels = np.zeros(len(per), dtype="int64"), pd.DataFrame(index=range(1))
+    flat = g * len(dialogues) + d
+    size = len(labels) * len(dialogues)
+    num = np.bincount(flat, weights=per["jga"].to_numpy(float) * per["n_turns"].to_numpy(float), minlength=size)
+    den = np.bincount(flat, weights=per["n_turns"].to_numpy(float), minlength=size)
+    pd.testing.assert_frame_equal(fast.labels, labels.reset_index(drop=True))
+    np.testing.assert_array_equal(fast.num.ravel(), num)
+    np.testing.assert_array_equal(fast.den.ravel(), den)
+    assert fast.num.sum() > 0 and fast.den.sum() > fast.num.sum()  # not a vacuous comparison
+
+
+def test_memoised_slot_counts_follow_new_tables(small: Scored) -> None:
+    """Per-domain JGA memoises its slot counts on the Scored; a Scored given other slots recomputes."""
+    before = M.joint_goal_accuracy(small, by="domain")
+    assert M.joint_goal_accuracy(small, by="domain").equals(before)  # served from the memo, same value
+    slots = small.slots.copy()
+    wrong = slots["domain"] == "hotel"
+    slots.loc[wrong, "outcome"] = "wrong_value"
+    changed = replace(small, slots=slots)
+    after = M.joint_goal_accuracy(changed, by="domain")
+    hotel = after.loc[after["domain"] == "hotel", "jga"].iloc[0]
+    assert hotel == 0.0 and before.loc[before["domain"] == "hotel", "jga"].iloc[0] > 0
+    assert M.joint_goal_accuracy(small, by="domain").equals(before)  # the original is untouched
