@@ -61,7 +61,7 @@ pages = [st.Page(ROOT / file, title=title, url_path=url, icon=icon) for file, ti
 current = st.navigation(pages)
 page_name = current.url_path or PAGES[0][2]
 loading = loading_placeholder()
-from ui import links, sidebar  # noqa: E402  (imported after the placeholder is sent: pandas and analysis take ~0.5 s)
+from ui import links, prefetch, sidebar  # noqa: E402  (imported after the placeholder is sent: pandas and analysis take ~0.5 s)
 
 sidebar.load(workspace_argument(sys.argv[1:]))
 links.apply({url: file for file, _, url, _ in PAGES}, page_name)
@@ -70,3 +70,4 @@ current.run()
 links.write(page_name)
 if loading is not None:
     loading.empty()
+prefetch.start()  # the other pages' first views, computed while this one is read

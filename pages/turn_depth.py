@@ -9,7 +9,7 @@ st.title("Turn depth and compounding")
 runs = ui.need_runs()
 
 depth = ui.compute(views.depth_jga, runs)
-origin_runs = runs[:4]  # one panel per run: beyond four the panels get too small to read
+origin_runs = runs[: ui.ORIGIN_PANELS]
 origins = ui.compute(views.origins_by_depth, origin_runs)
 first_errors = ui.compute(views.first_error_distribution, runs)
 pairs = ui.compute(views.history_pairs_of, runs)

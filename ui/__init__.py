@@ -7,7 +7,7 @@ Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`to
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +21,7 @@ from ui.state import multiselect, select, toggle
 DIALOGUE_PAGE = "pages/dialogue.py"
 
 __all__ = [
+    "ORIGIN_PANELS",
     "colours",
     "compute",
     "ensure_frame",
@@ -31,6 +32,7 @@ __all__ = [
     "need_runs",
     "open_dialogue",
     "put",
+    "resolve",
     "runs",
     "select",
     "show_figure",
@@ -65,20 +67,31 @@ def workspace_mappings() -> list[dict[str, Any]]:
     return list(workspace.mappings) if workspace is not None else []
 
 
-def compute(fn: Callable[..., Any], *args: Any, **params: Any) -> Any:
-    """Call an `analysis` function with run ids replaced by scored runs (a list of ids: a list of
-    scored runs), under the sidebar's convention; cached on file stamps, convention and arguments."""
+# Inherited vs new errors: one panel per run, beyond four the panels get too small to read.
+ORIGIN_PANELS = 4
+
+
+def resolve(args: Sequence[Any]) -> tuple[list[Any], str]:
+    """`args` with run ids replaced by (run source, convention choice) pairs, and the choice itself:
+    what `data.compute` takes (and keys its cache on)."""
     known = state.sources()
     choice = state.convention_choice()
 
-    def resolve(arg: Any) -> Any:
+    def one(arg: Any) -> Any:
         if isinstance(arg, str) and arg in known:
             return (known[arg], choice)
         if isinstance(arg, list | tuple):
-            return [resolve(a) for a in arg]
+            return [one(a) for a in arg]
         return arg
 
-    return data.compute(fn, [resolve(a) for a in args], params, choice)
+    return [one(a) for a in args], choice
+
+
+def compute(fn: Callable[..., Any], *args: Any, **params: Any) -> Any:
+    """Call an `analysis` function with run ids replaced by scored runs (a list of ids: a list of
+    scored runs), under the sidebar's convention; cached on file stamps, convention and arguments."""
+    resolved, choice = resolve(args)
+    return data.compute(fn, resolved, params, choice)
 
 
 def ensure_frame(page: str) -> None:

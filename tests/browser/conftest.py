@@ -60,7 +60,7 @@ def free_port() -> int:
 
 
 def start_server(
-    workspace: Path, *, env: dict[str, str] | None = None, timeout: float = 120
+    workspace: Path, *, env: dict[str, str] | None = None, timeout: float = 120, app: Path = ROOT / "app.py"
 ) -> tuple[subprocess.Popen, str]:
     """`streamlit run app.py` on a free port, polled on /_stcore/health until it answers."""
     port = free_port()
@@ -69,7 +69,7 @@ def start_server(
         "-m",
         "streamlit",
         "run",
-        str(ROOT / "app.py"),
+        str(app),
         "--server.headless",
         "true",
         "--server.address",

@@ -1,0 +1,133 @@
+"""Background prefetch of the pages' first views: every planned call must be one a page really makes
+(same function, runs, convention and parameters: the same cache key), and it starts once per selection."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from ui import data, prefetch
+from ui.data import RunSource
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+TIMEOUT = 180
+
+pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
+
+
+def _arg_key(arg: Any) -> Any:
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
+        return (arg[0].run_id, arg[1])
+    if isinstance(arg, list | tuple):
+        return tuple(_arg_key(a) for a in arg)
+    return arg
+
+
+def _call_key(fn: Any, args: Any, params: dict[str, Any]) -> tuple:
+    return (f"{fn.__module__}.{fn.__qualname__}", tuple(_arg_key(a) for a in args), tuple(sorted(params.items())))
+
+
+def _app() -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(DEMO)
+    return at
+
+
+def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: set[tuple] = set()
+    real = data.compute
+
+    def recording(fn: Any, args: Any, params: dict[str, Any], choice: str) -> Any:
+        asked.add(_call_key(fn, args, params))
+        return real(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda: False)  # record the pages' own calls only
+    at = _app()
+    at.run()
+    runs = list(at.session_state["runs"])
+    assert len(runs) > 4  # the demo has more runs than inherited-vs-new panels, so the slice matters
+    for page in ("slots", "domains", "turn_depth", "dialogue"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+    planned = {
+        _call_key(fn, [_as_sources(a) for a in args], params) for fn, args, params in prefetch.plan(runs, runs[0])
+    }
+    assert planned, "empty plan"
+    assert planned <= asked, f"planned but never asked for by a page: {sorted(planned - asked)}"
+
+
+def _as_sources(arg: Any) -> Any:
+    """Run ids as the pages pass them after resolving: (source, convention choice) pairs."""
+    if isinstance(arg, str):
+        return (RunSource(run_id=arg, pred="", gold=None, pred_stamp="", gold_stamp=None), data.DECLARED)
+    if isinstance(arg, list | tuple):
+        return [_as_sources(a) for a in arg]
+    return arg
+
+
+def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.MonkeyPatch) -> None:
+    """(AppTest reruns only the page after the first run, so the frame's call is driven directly here.)"""
+    started: list[list] = []
+    session: dict[str, Any] = {}
+    choice = {"value": data.DECLARED}
+    runs = ["a", "b", "c"]
+    sources = {r: RunSource(run_id=r, pred=f"{r}.jsonl", gold=None, pred_stamp="1", gold_stamp=None) for r in runs}
+    monkeypatch.setattr(prefetch, "_work", lambda jobs: started.append(jobs))
+    monkeypatch.setattr(prefetch, "st", SimpleNamespace(session_state=session))
+    monkeypatch.setattr(
+        prefetch,
+        "state",
+        SimpleNamespace(
+            selected_runs=lambda: list(runs),
+            focus_run=lambda: runs[0],
+            sources=lambda: sources,
+            convention_choice=lambda: choice["value"],
+        ),
+    )
+    monkeypatch.setattr(
+        prefetch.ui, "resolve", lambda args: ([_resolved(a, sources, choice["value"]) for a in args], choice["value"])
+    )
+    assert prefetch.start() is True
+    started_threads = len(started)
+    for _ in range(50):  # the worker runs in a thread
+        if started:
+            break
+        time.sleep(0.01)
+    assert len(started) == 1, started_threads
+    names = [fn.__qualname__ for fn, *_ in started[0]]
+    assert "domain_jga" in names and "depth_jga" in names
+    assert prefetch.start() is False  # same runs, focus and convention: nothing new to compute
+    choice["value"] = "trade"
+    assert prefetch.start() is True
+    for _ in range(50):
+        if len(started) == 2:
+            break
+        time.sleep(0.01)
+    assert len(started) == 2
+    assert all(c == "trade" for *_, c in started[1])
+    runs.pop()
+    assert prefetch.start() is True  # another selection
+
+
+def _resolved(arg: Any, sources: dict[str, RunSource], choice: str) -> Any:
+    if isinstance(arg, str):
+        return (sources[arg], choice)
+    if isinstance(arg, list | tuple):
+        return [_resolved(a, sources, choice) for a in arg]
+    return arg
+
+
+def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*_: Any) -> Any:
+        raise ValueError("boom")
+
+    monkeypatch.setattr(data, "compute", broken)
+    prefetch._work([(len, [], {}, data.DECLARED)])  # logs at debug level, raises nothing
