@@ -11,6 +11,8 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.crosslingual import mapping_from_manifest
+from analysis.workspace import read_manifest
 from ui import data, prefetch
 from ui.data import RunSource
 
@@ -54,13 +56,18 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     at.run()
     runs = list(at.session_state["runs"])
     assert len(runs) > 4  # the demo has more runs than inherited-vs-new panels, so the slice matters
-    for page in ("slots", "domains", "turn_depth", "dialogue"):
+    for page in ("slots", "domains", "turn_depth", "crosslingual", "dialogue"):
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, [e.value for e in at.exception]
+    mappings = list(read_manifest(DEMO).mappings)
+    pair = prefetch.crosslingual_choice(runs, mappings, {})
+    assert pair is not None
+    overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     planned = {
-        _call_key(fn, [_as_sources(a) for a in args], params) for fn, args, params in prefetch.plan(runs, runs[0])
+        _call_key(fn, [_as_sources(a) for a in args], params)
+        for fn, args, params in prefetch.plan(runs, runs[0], pair, overrides)
     }
-    assert planned, "empty plan"
+    assert len(planned) == 12, sorted(planned)  # every page after the first, cross-lingual included
     assert planned <= asked, f"planned but never asked for by a page: {sorted(planned - asked)}"
 
 

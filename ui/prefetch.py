@@ -1,7 +1,7 @@
 """Compute the other pages' first views in the background once a page is drawn.
 
 A researcher reads the first page for a few seconds; meanwhile the server computes what the Slots,
-Domains, Turn depth and Dialogue viewer pages ask for first (per-domain and per-depth JGA with their
+Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-domain and per-depth JGA with their
 bootstrap intervals are the slow ones), so the first visit of each page finds its views cached.
 
 The plan lists each page's first `ui.compute` calls with its default widgets: same function, same
@@ -22,6 +22,8 @@ import streamlit as st
 
 import ui
 from analysis import views
+from analysis.crosslingual import mapping_from_manifest
+from analysis.diagnostics import AGREEMENT
 from ui import data, state
 
 LOG = logging.getLogger(__name__)
@@ -29,8 +31,23 @@ LOG = logging.getLogger(__name__)
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 
 
-def plan(runs: list[str], focus: str) -> list[Call]:
-    """The first views of each page after the first, in sidebar order (the order a user tends to visit)."""
+def plan(
+    runs: list[str],
+    focus: str,
+    pair: tuple[str, str] | None = None,
+    overrides: tuple[tuple[str, str], ...] = (),
+    cell: str = "only_a",
+) -> list[Call]:
+    """The first views of each page after the first, in sidebar order (the order a user tends to visit).
+    `pair`, `overrides`, `cell`: the Cross-lingual page's runs A and B, their manifest slot mapping and
+    drill-down cell, as that page will choose them."""
+    crosslingual: list[Call] = []
+    if pair is not None:
+        a, b = pair
+        crosslingual = [
+            (views.crosslingual_summary, (a, b), {"overrides": overrides}),
+            (views.crosslingual_turns, (a, b), {"cell": cell, "overrides": overrides, "slot_a": None}),
+        ]
     return [
         (views.slot_table, (focus,), {}),  # Slots
         (views.outcome_mix, (focus,), {"by": "slot"}),
@@ -41,8 +58,22 @@ def plan(runs: list[str], focus: str) -> list[Call]:
         (views.origins_by_depth, (runs[: ui.ORIGIN_PANELS],), {}),
         (views.first_error_distribution, (runs,), {}),
         (views.history_pairs_of, (runs,), {}),
+        *crosslingual,  # Cross-lingual
         (views.dialogue_index, (focus,), {}),  # Dialogue viewer
     ]
+
+
+def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session: Any) -> tuple[str, str] | None:
+    """Runs A and B as the Cross-lingual page picks them: the session's choice when still valid, else the
+    default pair (`views.default_pair`), else the first runs; the same rule as `ui.select`."""
+    if len(runs) < 2:
+        return None
+    pair = views.default_pair(runs, mappings)
+    chosen_a, chosen_b = session.get("run_a"), session.get("run_b")
+    a = chosen_a if chosen_a in runs else (pair[0] if pair and pair[0] in runs else runs[0])
+    others = [r for r in runs if r != a]
+    b = chosen_b if chosen_b in others else (pair[1] if pair and pair[1] in others else others[0])
+    return a, b
 
 
 def _work(jobs: list[tuple[Callable[..., Any], list[Any], dict[str, Any], str]]) -> None:
@@ -61,12 +92,25 @@ def start() -> bool:
         return False
     focus = state.focus_run() or runs[0]
     sources = state.sources()
-    signature = (tuple(sources[r].key for r in runs if r in sources), focus, state.convention_choice())
+    signature = (
+        tuple(sources[r].key for r in runs if r in sources),
+        focus,
+        state.convention_choice(),
+        st.session_state.get("run_a"),
+        st.session_state.get("run_b"),
+    )
     if st.session_state.get("_prefetched") == signature:
         return False
     st.session_state["_prefetched"] = signature
+    workspace = st.session_state.get("workspace")
+    mappings = list(workspace.mappings) if workspace is not None else []
+    pair = crosslingual_choice(runs, mappings, st.session_state)
+    overrides: tuple[tuple[str, str], ...] = ()
+    if pair is not None:
+        overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
+    cell = st.session_state.get("cell")
     jobs = []
-    for fn, args, params in plan(runs, focus):
+    for fn, args, params in plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a"):
         resolved, choice = ui.resolve(args)
         jobs.append((fn, resolved, params, choice))
     threading.Thread(target=_work, args=(jobs,), name="dst-prefetch", daemon=True).start()
