@@ -63,11 +63,12 @@ page_name = current.url_path or PAGES[0][2]
 loading = loading_placeholder()
 from ui import links, prefetch, sidebar  # noqa: E402  (imported after the placeholder is sent: pandas and analysis take ~0.5 s)
 
-sidebar.load(workspace_argument(sys.argv[1:]))
-links.apply({url: file for file, _, url, _ in PAGES}, page_name)
-sidebar.render()
-current.run()
-links.write(page_name)
-if loading is not None:
-    loading.empty()
+with prefetch.page_running():  # the background prefetch waits while any page is being computed
+    sidebar.load(workspace_argument(sys.argv[1:]))
+    links.apply({url: file for file, _, url, _ in PAGES}, page_name)
+    sidebar.render()
+    current.run()
+    links.write(page_name)
+    if loading is not None:
+        loading.empty()
 prefetch.start()  # the other pages' first views, computed while this one is read

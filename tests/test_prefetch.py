@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
@@ -138,3 +139,16 @@ def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.
 
     monkeypatch.setattr(data, "compute", broken)
     prefetch._work([(len, [], {}, data.DECLARED)])  # logs at debug level, raises nothing
+
+
+def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> None:
+    done: list[str] = []
+    monkeypatch.setattr(data, "compute", lambda fn, *_: done.append(fn.__qualname__))
+    with prefetch.page_running():
+        worker = threading.Thread(target=prefetch._work, args=([(len, [], {}, data.DECLARED)],))
+        worker.start()
+        time.sleep(0.2)
+        assert done == []  # a page is being computed: the prefetch has not started its job
+    worker.join(timeout=5)
+    assert done == ["len"]
+    assert prefetch._running == 0

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import streamlit as st
@@ -76,8 +78,34 @@ def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session
     return a, b
 
 
+_running = 0  # page scripts being computed now, in any session
+_running_lock = threading.Lock()
+MAX_WAIT = 10.0  # seconds a prefetch job yields to running pages before it goes ahead anyway
+
+
+@contextmanager
+def page_running() -> Iterator[None]:
+    """Mark a page script as running: the prefetch starts no new job meanwhile, so a page the user
+    opened does not share the interpreter with work nobody asked for yet."""
+    global _running
+    with _running_lock:
+        _running += 1
+    try:
+        yield
+    finally:
+        with _running_lock:
+            _running -= 1
+
+
+def _wait_for_pages() -> None:
+    deadline = time.monotonic() + MAX_WAIT
+    while _running > 0 and time.monotonic() < deadline:
+        time.sleep(0.02)
+
+
 def _work(jobs: list[tuple[Callable[..., Any], list[Any], dict[str, Any], str]]) -> None:
     for fn, args, params, choice in jobs:
+        _wait_for_pages()
         try:
             data.compute(fn, args, params, choice)
         except Exception:  # the page that asks for this view shows the error itself
