@@ -18,6 +18,13 @@ def dialogue_key(ids: pd.Series) -> pd.Series:
     return ids.astype("str").str.strip().str.lower().str.removesuffix(".json")
 
 
+def _row_keys(ids: pd.Series) -> pd.Series:
+    """`dialogue_key` of every row, computed once per distinct id (a dialogue has several turns)."""
+    codes, uniques = pd.factorize(ids)
+    keys = dialogue_key(pd.Series(uniques)).to_numpy()
+    return pd.Series(keys[codes], index=ids.index, dtype="str")
+
+
 def load_run(
     pred: str | Path,
     gold: str | Path | None = None,
@@ -113,8 +120,8 @@ def align(
     """Pair predicted turns with gold turns; gold turns are the universe that gets scored."""
     gold_turns = gold_file.turns.copy()
     pred_turns = pred_file.turns[["dialogue_id", "turn_index"]].copy()
-    gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
-    pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
+    gold_turns["_key"] = _row_keys(gold_turns["dialogue_id"])
+    pred_turns["_key"] = _row_keys(pred_turns["dialogue_id"])
     if pred_turns.duplicated(["_key", "turn_index"]).any():
         row = pred_turns[pred_turns.duplicated(["_key", "turn_index"])].iloc[0]
         raise InputError(
@@ -124,8 +131,13 @@ def align(
             dialogue_id=str(row["dialogue_id"]),
             turn=int(row["turn_index"]),
         )
-    gold_ids = set(gold_turns["_key"])
-    pred_ids = set(pred_turns["_key"])
+    if _same_turns(gold_turns, pred_turns):
+        # The usual case: the very same (dialogue id, turn) pairs on both sides; nothing to pair or report.
+        turns = gold_turns.drop(columns="_key")
+        turns["pred_missing"] = False
+        return turns, pred_states[STATE_COLUMNS], _self_report(turns)
+    gold_ids = set(gold_turns["_key"].unique())
+    pred_ids = set(pred_turns["_key"].unique())
     if not gold_ids & pred_ids:
         example = pred_turns.iloc[0]
         raise InputError(
@@ -185,6 +197,20 @@ def align(
         matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
         turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
+
+
+def _same_turns(gold_turns: pd.DataFrame, pred_turns: pd.DataFrame) -> bool:
+    """Whether both sides list exactly the same (dialogue id, turn index) pairs, ids as written."""
+    if len(gold_turns) != len(pred_turns):
+        return False
+    columns = ["dialogue_id", "turn_index"]
+    gold = gold_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"})
+    pred = pred_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"})
+    if gold.duplicated().any():
+        return False
+    gold = gold.sort_values(columns, kind="stable").reset_index(drop=True)
+    pred = pred.sort_values(columns, kind="stable").reset_index(drop=True)
+    return bool(gold.equals(pred))
 
 
 def _examples(frame: pd.DataFrame, id_column: str) -> list[tuple[str, int]]:

@@ -18,6 +18,7 @@ runs over the same dialogues (and the runs of one combination) share the resampl
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
@@ -159,18 +160,33 @@ def _dialogues(scored: Scored) -> pd.Index:
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
     """(n_resamples, n_dialogues) counts: how often each dialogue is drawn in each resample.
 
-    Every row sums to `n_dialogues` (a multinomial draw, drawn as indices with replacement).
+    Every row sums to `n_dialogues` (a multinomial draw, drawn as indices with replacement). The
+    matrix depends only on its three arguments, so runs of one test set share it (memoised, read-only).
 
     >>> resample_counts(3, n_resamples=2, seed=0).sum(axis=1).tolist()
     [3.0, 3.0]
     """
+    if n_dialogues * n_resamples <= _MEMO_CELLS:
+        return _memo_counts(n_dialogues, n_resamples, seed)
+    return _draw_counts(n_dialogues, n_resamples, seed)
+
+
+_MEMO_CELLS = 5_000_000  # memoise matrices up to 40 MB (1,000 resamples of 5,000 dialogues)
+
+
+def _draw_counts(n_dialogues: int, n_resamples: int, seed: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     if n_dialogues == 0:
         return np.zeros((n_resamples, 0))
     drawn = rng.integers(0, n_dialogues, size=(n_resamples, n_dialogues))
     drawn += (np.arange(n_resamples) * n_dialogues)[:, None]
     counts = np.bincount(drawn.ravel(), minlength=n_resamples * n_dialogues)
-    return counts.reshape(n_resamples, n_dialogues).astype(float)
+    out = counts.reshape(n_resamples, n_dialogues).astype(float)
+    out.flags.writeable = False
+    return out
+
+
+_memo_counts = functools.lru_cache(maxsize=4)(_draw_counts)
 
 
 def _ratio(weights: np.ndarray, stats: _Stats) -> np.ndarray:

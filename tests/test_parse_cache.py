@@ -130,3 +130,23 @@ def test_missing_predicted_turns_are_marked_on_the_fast_path(tmp_path: Path, cac
     assert int(run.turns["pred_missing"].sum()) == 3
     assert run.alignment.missing_turns == 3
     assert headline_metrics(score_run(run))["jga"] == pytest.approx(6 / 9)  # a missing turn scores as empty
+
+
+def test_identical_turns_in_another_order_pair_like_the_general_path(tmp_path: Path, cache_root: Path) -> None:
+    """Same (dialogue, turn) pairs listed in another order take the no-pairing path; the run must equal the
+    one loaded through the general pairing (forced by one extra predicted turn that pairs with nothing)."""
+    gold = _write_jsonl(tmp_path / "gold.jsonl", [{**r, "pred": r["gold"]} for r in _rows()])
+    shuffled = list(reversed(_rows("west")))
+    fast = load_run(_write_jsonl(tmp_path / "fast.jsonl", shuffled), gold, pred_format="jsonl", gold_format="jsonl")
+    extra = {**shuffled[0], "dialogue_id": "EXTRA0001", "turn_index": 0}
+    slow = load_run(
+        _write_jsonl(tmp_path / "slow.jsonl", [*shuffled, extra]), gold, pred_format="jsonl", gold_format="jsonl"
+    )
+    assert slow.alignment.extra_turns == 1 and fast.alignment.extra_turns == 0
+    assert fast.alignment.missing_turns == 0 and fast.alignment.gold_dialogues == 3
+    key = ["dialogue_id", "turn_index", "domain", "slot"]
+    pd.testing.assert_frame_equal(
+        fast.pred.sort_values(key).reset_index(drop=True), slow.pred.sort_values(key).reset_index(drop=True)
+    )
+    pd.testing.assert_frame_equal(fast.turns, slow.turns)
+    assert headline_metrics(score_run(fast)) == headline_metrics(score_run(slow))

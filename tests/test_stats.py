@@ -318,3 +318,13 @@ def test_memoised_slot_counts_follow_new_tables(small: Scored) -> None:
     hotel = after.loc[after["domain"] == "hotel", "jga"].iloc[0]
     assert hotel == 0.0 and before.loc[before["domain"] == "hotel", "jga"].iloc[0] > 0
     assert M.joint_goal_accuracy(small, by="domain").equals(before)  # the original is untouched
+
+
+def test_resample_counts_are_memoised_read_only_and_equal_to_a_fresh_draw() -> None:
+    first = S.resample_counts(50, n_resamples=200, seed=3)
+    assert S.resample_counts(50, n_resamples=200, seed=3) is first  # shared by the runs of one test set
+    np.testing.assert_array_equal(first, S._draw_counts(50, 200, 3))
+    assert not first.flags.writeable
+    with pytest.raises(ValueError):
+        first[0, 0] = 7.0
+    assert not np.array_equal(S.resample_counts(50, n_resamples=200, seed=4), first)
