@@ -254,6 +254,20 @@ def bootstrap_ci(
     """
     _check(metric, n_resamples, level)
     keys = M._by_list(by)
+    # Memoised on the Scored (keyed on its tables): the leaderboard, the domain and depth pages and the
+    # background prefetch ask for the same intervals. Callers get a copy, never the memo itself.
+    memo_key = ("bootstrap_ci", metric, tuple(keys), n_resamples, level, seed)
+    cached = scored._memo.get(memo_key)
+    if cached is not None and cached[0] is scored.turns and cached[1] is scored.slots:
+        return cached[2].copy()
+    result = _bootstrap_ci(scored, metric, keys, n_resamples, level, seed)
+    scored._memo[memo_key] = (scored.turns, scored.slots, result)
+    return result.copy()
+
+
+def _bootstrap_ci(
+    scored: Scored, metric: str, keys: list[str], n_resamples: int, level: float, seed: int
+) -> dict[str, Any] | pd.DataFrame:
     dialogues = _dialogues(scored)
     stats = _stats(scored, metric, keys, dialogues)
     point = _with_points(stats.labels, _point(scored, metric, keys), keys)

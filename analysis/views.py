@@ -34,6 +34,8 @@ STANDARD_TURN_COLUMNS = frozenset(
     | {"joint_correct", *COUNT_COLUMNS}
 )
 
+INTERVAL_RESAMPLES = 1000  # dialogue-bootstrap resamples behind every 95% interval the pages show
+
 
 def _concat(frames: Sequence[pd.DataFrame]) -> pd.DataFrame:
     frames = [f for f in frames if len(f.columns)]
@@ -76,7 +78,9 @@ def scope_caption(scoreds: Scored | Sequence[Scored]) -> str:
 # --- overview ------------------------------------------------------------------------------------
 
 
-def leaderboard(scoreds: Sequence[Scored], *, sort: str | None = None, resamples: int = 1000) -> pd.DataFrame:
+def leaderboard(
+    scoreds: Sequence[Scored], *, sort: str | None = None, resamples: int = INTERVAL_RESAMPLES
+) -> pd.DataFrame:
     """One row per run: metadata, convention, counts, every headline metric and alignment warnings;
     sorted by the metric `sort` (best first) when given, else in the order of `scoreds`. The `sort`
     metric also gets its 95% dialogue-level bootstrap interval (`<sort>_low`, `<sort>_high`)."""
@@ -293,7 +297,7 @@ def _with_interval(frame: pd.DataFrame, scored: Scored, by: str, resamples: int)
     return frame.merge(bounds, on=by, how="left")
 
 
-def domain_jga(scoreds: Sequence[Scored], *, resamples: int = 1000) -> pd.DataFrame:
+def domain_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:
     """Per run and domain: JGA over the turns where the domain occurs (see `joint_goal_accuracy`), with
     its 95% dialogue-bootstrap interval."""
     return _concat(
@@ -321,7 +325,7 @@ def jga_by_attribute(scoreds: Sequence[Scored], *, attribute: str) -> pd.DataFra
 # --- turn depth and compounding -------------------------------------------------------------------
 
 
-def depth_jga(scoreds: Sequence[Scored], *, resamples: int = 1000) -> pd.DataFrame:
+def depth_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:
     """JGA per run and turn index (0 = first user turn) with the number of turns at that depth and its
     95% dialogue-bootstrap interval."""
     return _concat([_with_interval(M.jga_by_turn_depth(s, by="run_id"), s, "turn_index", resamples) for s in scoreds])

@@ -152,3 +152,25 @@ def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> N
     worker.join(timeout=5)
     assert done == ["len"]
     assert prefetch._running == 0
+
+
+def test_interval_warmups_are_what_the_domain_and_depth_views_use(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After the per-run warmups, per-domain and per-depth JGA assemble without a single new bootstrap."""
+    from analysis import stats, views
+    from analysis.testing import scored_from_states
+
+    scored = scored_from_states(
+        {"a": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}, "taxi": {"leave": "9"}}], "b": [{}]},
+        {"a": [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], "b": [{}]},
+    )
+    for _, _, params in prefetch.warmups(["a"]):
+        prefetch._intervals(scored, **params)
+
+    def no_more(*_: Any, **__: Any) -> Any:
+        raise AssertionError("an interval was computed again instead of read from the memo")
+
+    monkeypatch.setattr(stats, "_bootstrap_ci", no_more)
+    per_domain = views.domain_jga([scored])
+    per_depth = views.depth_jga([scored])
+    assert {"jga_low", "jga_high"} <= set(per_domain.columns) and {"jga_low", "jga_high"} <= set(per_depth.columns)
+    assert per_domain["jga_low"].notna().any()

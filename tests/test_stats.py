@@ -328,3 +328,22 @@ def test_resample_counts_are_memoised_read_only_and_equal_to_a_fresh_draw() -> N
     with pytest.raises(ValueError):
         first[0, 0] = 7.0
     assert not np.array_equal(S.resample_counts(50, n_resamples=200, seed=4), first)
+
+
+def test_bootstrap_intervals_are_memoised_per_scored_and_handed_out_as_copies(small: Scored) -> None:
+    first = S.bootstrap_ci(small, "jga", by="domain", n_resamples=300)
+    first.loc[:, "low"] = -1.0  # a caller scribbling on its copy
+    again = S.bootstrap_ci(small, "jga", by="domain", n_resamples=300)
+    assert (again["low"] >= 0).all()
+    fresh = S._bootstrap_ci(small, "jga", ["domain"], 300, 0.95, 0)
+    pd.testing.assert_frame_equal(again, fresh)
+    overall = S.bootstrap_ci(small, "jga", n_resamples=300)
+    overall["low"] = -1.0
+    assert S.bootstrap_ci(small, "jga", n_resamples=300)["low"] >= 0
+    # Another seed is another interval, never the memoised one.
+    other_seed = S.bootstrap_ci(small, "jga", by="domain", n_resamples=300, seed=1)
+    pd.testing.assert_frame_equal(other_seed, S._bootstrap_ci(small, "jga", ["domain"], 300, 0.95, 1))
+    assert (other_seed["seed"] == 1).all()
+    changed = replace(small, turns=small.turns.copy(), slots=small.slots.assign(outcome="correct"))
+    ones = S.bootstrap_ci(changed, "jga", by="domain", n_resamples=300)
+    assert (ones["estimate"] == 1.0).all() and not (again["estimate"] == 1.0).all()

@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from analysis import views
+from analysis import stats, views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
 from ui import data, state
@@ -63,6 +63,18 @@ def plan(
         *crosslingual,  # Cross-lingual
         (views.dialogue_index, (focus,), {}),  # Dialogue viewer
     ]
+
+
+def _intervals(scored: Any, *, by: str) -> None:
+    """One run's 95% JGA interval per `by` group, as `views.domain_jga` / `views.depth_jga` ask for it;
+    memoised on the scored run (`stats.bootstrap_ci`), so those views then only assemble. One job per run
+    keeps each background step short, and the prefetch yields to pages between steps."""
+    stats.bootstrap_ci(scored, "jga", by=by, n_resamples=views.INTERVAL_RESAMPLES)
+
+
+def warmups(runs: list[str]) -> list[Call]:
+    """Per-run interval jobs: the slow part of the Domains and Turn depth views, in small pieces."""
+    return [(_intervals, (run,), {"by": by}) for by in ("domain", "turn_index") for run in runs]
 
 
 def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session: Any) -> tuple[str, str] | None:
@@ -137,8 +149,9 @@ def start() -> bool:
     if pair is not None:
         overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     cell = st.session_state.get("cell")
+    views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
     jobs = []
-    for fn, args, params in plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a"):
+    for fn, args, params in [*views_first[:2], *warmups(runs), *views_first[2:]]:
         resolved, choice = ui.resolve(args)
         jobs.append((fn, resolved, params, choice))
     threading.Thread(target=_work, args=(jobs,), name="dst-prefetch", daemon=True).start()
