@@ -14,15 +14,11 @@ EXAMPLES = 5
 
 
 def dialogue_key(ids: pd.Series) -> pd.Series:
-    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it)."""
-    return ids.astype("str").str.strip().str.lower().str.removesuffix(".json")
-
-
-def _row_keys(ids: pd.Series) -> pd.Series:
-    """`dialogue_key` of every row, computed once per distinct id (a dialogue has several turns)."""
-    codes, uniques = pd.factorize(ids)
-    keys = dialogue_key(pd.Series(uniques)).to_numpy()
-    return pd.Series(keys[codes], index=ids.index, dtype="str")
+    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it).
+    Computed once per distinct id (a dialogue has many turns), then spread back over the rows."""
+    codes, uniques = pd.factorize(ids, use_na_sentinel=False)
+    keys = pd.Series(uniques).astype("str").str.strip().str.lower().str.removesuffix(".json")
+    return pd.Series(keys.to_numpy()[codes], index=ids.index, dtype="str")
 
 
 def load_run(
@@ -120,8 +116,8 @@ def align(
     """Pair predicted turns with gold turns; gold turns are the universe that gets scored."""
     gold_turns = gold_file.turns.copy()
     pred_turns = pred_file.turns[["dialogue_id", "turn_index"]].copy()
-    gold_turns["_key"] = _row_keys(gold_turns["dialogue_id"])
-    pred_turns["_key"] = _row_keys(pred_turns["dialogue_id"])
+    gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
+    pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
     if pred_turns.duplicated(["_key", "turn_index"]).any():
         row = pred_turns[pred_turns.duplicated(["_key", "turn_index"])].iloc[0]
         raise InputError(
@@ -180,22 +176,15 @@ def align(
         turn_count_mismatches=[(str(id_of[k]), int(gold_counts[k]), int(pred_counts[k])) for k in differ],
     )
     matched = merged[merged["_merge"] == "both"]
+    # Re-key predicted states to the gold dialogue ids, so both sides share one key.
+    rekey = matched[["_pred_id", "turn_index", "dialogue_id"]].rename(columns={"dialogue_id": "_gold_id"})
+    states = pred_states.merge(
+        rekey, left_on=["dialogue_id", "turn_index"], right_on=["_pred_id", "turn_index"], how="inner"
+    )
+    states = states.drop(columns=["dialogue_id", "_pred_id"]).rename(columns={"_gold_id": "dialogue_id"})
     turns = gold_turns.drop(columns="_key")
-    if len(extra) == 0 and bool((matched["_pred_id"] == matched["dialogue_id"]).all()):
-        # The usual case: every predicted turn pairs with the gold turn of the very same id; nothing to re-key.
-        states = pred_states
-    else:
-        # Re-key predicted states to the gold dialogue ids, so both sides share one key.
-        rekey = matched[["_pred_id", "turn_index", "dialogue_id"]].rename(columns={"dialogue_id": "_gold_id"})
-        states = pred_states.merge(
-            rekey, left_on=["dialogue_id", "turn_index"], right_on=["_pred_id", "turn_index"], how="inner"
-        )
-        states = states.drop(columns=["dialogue_id", "_pred_id"]).rename(columns={"_gold_id": "dialogue_id"})
-    if len(missing) == 0:
-        turns["pred_missing"] = False
-    else:
-        matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
-        turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
+    matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
+    turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
 
 

@@ -55,11 +55,10 @@ def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
 def _slot_group_counts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
     """Outcome counts per turn and slot-level group; memoised on the Scored (per-domain JGA, its interval
     and the outcome mix all start from it)."""
-    slots = scored.slots
-    memo_key = ("slot_group_counts", slot_keys)
-    cached = scored._memo.get(memo_key)
-    if cached is not None and cached[0] is slots:
-        return cached[1]
+    return scored.memoised(("slot_group_counts", slot_keys), lambda: _count_slot_groups(scored.slots, slot_keys))
+
+
+def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...]) -> pd.DataFrame:
     outcome = slots["outcome"]
     flags = pd.DataFrame(
         {
@@ -73,9 +72,7 @@ def _slot_group_counts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFra
             "n_spurious": (outcome == "spurious").to_numpy(),
         }
     )
-    counts = flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
-    scored._memo[memo_key] = (slots, counts)
-    return counts
+    return flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
 
 
 def _aggregate(

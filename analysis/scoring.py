@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -15,6 +15,8 @@ from rapidfuzz.process import cpdist
 
 from analysis.conventions import MULTIWOZ30, Convention, convention_name, get_convention, normalise_codes
 from analysis.model import Run, RunMeta
+
+T = TypeVar("T")
 
 OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
 OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))
@@ -49,9 +51,18 @@ class Scored:
     slots: pd.DataFrame
     ontology: pd.DataFrame
     alignment: dict[str, dict] = field(default_factory=dict)
-    # Derived tables memoised by `analysis.metrics` (keyed on the `slots` object they came from, so a
-    # Scored given new tables never serves old ones); not part of the value.
+    # Derived results (see `memoised`); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def memoised(self, key: Any, compute: Callable[[], T]) -> T:
+        """`compute()`, once per `key` for these very tables: a Scored given new `turns` or `slots`
+        computes again. Memoised values are shared; callers copy before changing them."""
+        cached = self._memo.get(key)
+        if cached is not None and cached[0] is self.turns and cached[1] is self.slots:
+            return cached[2]
+        value = compute()
+        self._memo[key] = (self.turns, self.slots, value)
+        return value
 
     @property
     def run_ids(self) -> list[str]:

@@ -110,12 +110,6 @@ def _jga_parts(scored: Scored, full: list[str]) -> tuple[pd.DataFrame, np.ndarra
     return per, value, np.ones(len(per))
 
 
-def _dialogue_positions(dialogues: pd.Index, ids: pd.Series) -> np.ndarray:
-    """Position of each row's dialogue in `dialogues` (-1 if absent), keying each distinct id once."""
-    codes, uniques = pd.factorize(ids)
-    return dialogues.get_indexer(dialogue_key(pd.Series(uniques)))[codes]
-
-
 def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> np.ndarray:
     """The number of ontology cells behind each per-turn slot accuracy (the metric's denominator)."""
     slot_keys = [k for k in keys if k in M.SLOT_LEVEL]
@@ -133,7 +127,7 @@ def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> 
 
 def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) -> _Stats:
     per, num, den = _turn_parts(scored, metric, keys)
-    d = _dialogue_positions(dialogues, per["dialogue_id"])
+    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
     keep = d >= 0  # rows of dialogues outside `dialogues` (unpaired ones) do not count
     per, num, den, d = per[keep], num[keep], den[keep], d[keep]
     if keys:
@@ -154,7 +148,7 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
 
 
 def _dialogues(scored: Scored) -> pd.Index:
-    return pd.Index(dialogue_key(pd.Series(scored.turns["dialogue_id"].unique())).unique())
+    return pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique())
 
 
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
@@ -256,12 +250,10 @@ def bootstrap_ci(
     keys = M._by_list(by)
     # Memoised on the Scored (keyed on its tables): the leaderboard, the domain and depth pages and the
     # background prefetch ask for the same intervals. Callers get a copy, never the memo itself.
-    memo_key = ("bootstrap_ci", metric, tuple(keys), n_resamples, level, seed)
-    cached = scored._memo.get(memo_key)
-    if cached is not None and cached[0] is scored.turns and cached[1] is scored.slots:
-        return cached[2].copy()
-    result = _bootstrap_ci(scored, metric, keys, n_resamples, level, seed)
-    scored._memo[memo_key] = (scored.turns, scored.slots, result)
+    result = scored.memoised(
+        ("bootstrap_ci", metric, tuple(keys), n_resamples, level, seed),
+        lambda: _bootstrap_ci(scored, metric, keys, n_resamples, level, seed),
+    )
     return result.copy()
 
 

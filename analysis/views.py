@@ -287,14 +287,19 @@ def slot_examples(
 # --- domains and attributes -----------------------------------------------------------------------
 
 
+def jga_interval(scored: Scored, *, by: str, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:
+    """One run's 95% dialogue-bootstrap JGA interval per `by` group: `by`, jga_low, jga_high. Memoised on
+    the scored run, so the dashboard's prefetch can compute it run by run ahead of the views below."""
+    ci = stats.bootstrap_ci(scored, "jga", by=by, n_resamples=resamples)
+    assert isinstance(ci, pd.DataFrame)
+    return ci[[by, "low", "high"]].rename(columns={"low": "jga_low", "high": "jga_high"})
+
+
 def _with_interval(frame: pd.DataFrame, scored: Scored, by: str, resamples: int) -> pd.DataFrame:
     """`frame` (one run, JGA per `by`) with the 95% dialogue-bootstrap interval as jga_low / jga_high."""
     if resamples <= 0 or not len(frame):
         return frame
-    ci = stats.bootstrap_ci(scored, "jga", by=by, n_resamples=resamples)
-    assert isinstance(ci, pd.DataFrame)
-    bounds = ci[[by, "low", "high"]].rename(columns={"low": "jga_low", "high": "jga_high"})
-    return frame.merge(bounds, on=by, how="left")
+    return frame.merge(jga_interval(scored, by=by, resamples=resamples), on=by, how="left")
 
 
 def domain_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:

@@ -23,10 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,7 +37,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, VIEWPORT, start_server, stop_server  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 from analysis.loading import load_run  # noqa: E402
 from analysis.simulate import perturb_run  # noqa: E402
@@ -135,6 +138,21 @@ def busiest_dialogue(manifest: Path, run_id: str) -> str:
     return str(index.sort_values("error_turns", ascending=False, kind="stable")["dialogue_id"].iloc[0])
 
 
+@contextmanager
+def serving(manifest: Path, *, app: Path = ROOT / "app.py") -> Iterator[tuple[Browser, str]]:
+    """A fresh Streamlit server on `manifest` (running `app`) and a chromium to talk to it; both stopped after."""
+    process, url = start_server(manifest, timeout=300, app=app)
+    try:
+        with sync_playwright() as p:
+            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                yield browser, url
+            finally:
+                browser.close()
+    finally:
+        stop_server(process)
+
+
 def prime_parse_cache(manifest: Path) -> float:
     """Parse every file of the workspace once, as opening it the first time ever does: the files go to
     the on-disk parse cache (`analysis.formats.cache`), so "cold" below is a fresh server, not a first
@@ -157,28 +175,22 @@ def measure(name: str, manifest: Path, run_id: str, read_seconds: float = 0.0) -
         "first_parse_or_cache_read": prime_parse_cache(manifest),
     }
     dialogue = busiest_dialogue(manifest, run_id)
-    process, url = start_server(manifest, timeout=300)
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            for label in ("cold", "warm"):
-                context = browser.new_context(viewport=VIEWPORT)
-                page = context.new_page()
-                result[f"first_chart_{label}"] = time_first_chart(page, url)
-                page.wait_for_timeout(read_seconds * 1000)
-                switches = {title: time_page_switch(page, title) for title in PAGES}
-                result[f"page_switch_first_visit_{label}"] = switches
-                result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
-                page.goto(f"{url}/dialogue?page=dialogue&run={run_id}&dialogue={dialogue}&turn=0")
-                settle(page)
-                page.wait_for_selector('h3:has-text("Turn 0")', timeout=600_000)
-                result[f"diff_step_{label}"] = time_diff_steps(page)
-                if label == "warm":
-                    result["first_chart_returning"] = [time_first_chart(page, url) for _ in range(3)]
-                context.close()
-            browser.close()
-    finally:
-        stop_server(process)
+    with serving(manifest) as (browser, url):
+        for label in ("cold", "warm"):
+            context = browser.new_context(viewport=VIEWPORT)
+            page = context.new_page()
+            result[f"first_chart_{label}"] = time_first_chart(page, url)
+            page.wait_for_timeout(read_seconds * 1000)
+            switches = {title: time_page_switch(page, title) for title in PAGES}
+            result[f"page_switch_first_visit_{label}"] = switches
+            result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
+            page.goto(f"{url}/dialogue?page=dialogue&run={run_id}&dialogue={dialogue}&turn=0")
+            settle(page)
+            page.wait_for_selector('h3:has-text("Turn 0")', timeout=600_000)
+            result[f"diff_step_{label}"] = time_diff_steps(page)
+            if label == "warm":
+                result["first_chart_returning"] = [time_first_chart(page, url) for _ in range(3)]
+            context.close()
     return result
 
 
@@ -194,25 +206,19 @@ def measure_floor(folder: Path) -> dict:
     """First chart of a bare one-chart Streamlit app: fresh server, then new and returning browsers."""
     app = folder / "bare_app.py"
     app.write_text(BARE_APP, encoding="utf-8")
-    process, url = start_server(DEMO, app=app)
     result: dict = {"workspace": "floor: bare Streamlit app, one Plotly chart"}
-    try:
-        with sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            fresh = []
-            for _ in range(3):
-                context = browser.new_context(viewport=VIEWPORT)
-                fresh.append(time_first_chart(context.new_page(), url))
-                context.close()
+    with serving(DEMO, app=app) as (browser, url):
+        fresh = []
+        for _ in range(3):
             context = browser.new_context(viewport=VIEWPORT)
-            page = context.new_page()
-            time_first_chart(page, url)
-            result["first_chart_new_browser"] = fresh
-            result["first_chart_returning"] = [time_first_chart(page, url) for _ in range(3)]
+            fresh.append(time_first_chart(context.new_page(), url))
             context.close()
-            browser.close()
-    finally:
-        stop_server(process)
+        context = browser.new_context(viewport=VIEWPORT)
+        page = context.new_page()
+        time_first_chart(page, url)
+        result["first_chart_new_browser"] = fresh
+        result["first_chart_returning"] = [time_first_chart(page, url) for _ in range(3)]
+        context.close()
     return result
 
 
@@ -251,6 +257,10 @@ def main() -> None:
     args = parser.parse_args()
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing (scripts/system-deps.sh installs it)")
+    # The dialogue viewer opens the annotation store; keep the benchmark's out of the shipped demo folder.
+    os.environ.setdefault(
+        "DST_ANNOTATIONS_URL", f"sqlite:///{tempfile.mkdtemp(prefix='dst-bench-')}/annotations.sqlite"
+    )
     with tempfile.TemporaryDirectory() as folder:
         results = [measure_floor(Path(folder))]
     report_floor(results[-1])

@@ -37,6 +37,19 @@ def _call_key(fn: Any, args: Any, params: dict[str, Any]) -> tuple:
     return (f"{fn.__module__}.{fn.__qualname__}", tuple(_arg_key(a) for a in args), tuple(sorted(params.items())))
 
 
+def _source(run_id: str) -> RunSource:
+    return RunSource(run_id=run_id, pred=f"{run_id}.jsonl", gold=None, pred_stamp="1", gold_stamp=None)
+
+
+def _resolved(arg: Any, choice: str = data.DECLARED) -> Any:
+    """Run ids as `ui.resolve` passes them on: (source, convention choice) pairs (only run_id counts here)."""
+    if isinstance(arg, str):
+        return (_source(arg), choice)
+    if isinstance(arg, list | tuple):
+        return [_resolved(a, choice) for a in arg]
+    return arg
+
+
 def _app() -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.session_state["workspace_path"] = str(DEMO)
@@ -65,20 +78,11 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     assert pair is not None
     overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     planned = {
-        _call_key(fn, [_as_sources(a) for a in args], params)
+        _call_key(fn, [_resolved(a) for a in args], params)
         for fn, args, params in prefetch.plan(runs, runs[0], pair, overrides)
     }
     assert len(planned) == 12, sorted(planned)  # every page after the first, cross-lingual included
     assert planned <= asked, f"planned but never asked for by a page: {sorted(planned - asked)}"
-
-
-def _as_sources(arg: Any) -> Any:
-    """Run ids as the pages pass them after resolving: (source, convention choice) pairs."""
-    if isinstance(arg, str):
-        return (RunSource(run_id=arg, pred="", gold=None, pred_stamp="", gold_stamp=None), data.DECLARED)
-    if isinstance(arg, list | tuple):
-        return [_as_sources(a) for a in arg]
-    return arg
 
 
 def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -87,7 +91,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
     session: dict[str, Any] = {}
     choice = {"value": data.DECLARED}
     runs = ["a", "b", "c"]
-    sources = {r: RunSource(run_id=r, pred=f"{r}.jsonl", gold=None, pred_stamp="1", gold_stamp=None) for r in runs}
+    sources = {r: _source(r) for r in runs}
     monkeypatch.setattr(prefetch, "_work", lambda jobs: started.append(jobs))
     monkeypatch.setattr(prefetch, "st", SimpleNamespace(session_state=session))
     monkeypatch.setattr(
@@ -101,7 +105,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
         ),
     )
     monkeypatch.setattr(
-        prefetch.ui, "resolve", lambda args: ([_resolved(a, sources, choice["value"]) for a in args], choice["value"])
+        prefetch.ui, "resolve", lambda args: ([_resolved(a, choice["value"]) for a in args], choice["value"])
     )
     assert prefetch.start() is True
     started_threads = len(started)
@@ -123,14 +127,6 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
     assert all(c == "trade" for *_, c in started[1])
     runs.pop()
     assert prefetch.start() is True  # another selection
-
-
-def _resolved(arg: Any, sources: dict[str, RunSource], choice: str) -> Any:
-    if isinstance(arg, str):
-        return (sources[arg], choice)
-    if isinstance(arg, list | tuple):
-        return [_resolved(a, sources, choice) for a in arg]
-    return arg
 
 
 def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -163,8 +159,8 @@ def test_interval_warmups_are_what_the_domain_and_depth_views_use(monkeypatch: p
         {"a": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}, "taxi": {"leave": "9"}}], "b": [{}]},
         {"a": [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], "b": [{}]},
     )
-    for _, _, params in prefetch.warmups(["a"]):
-        prefetch._intervals(scored, **params)
+    for fn, _, params in prefetch.warmups(["a"]):
+        fn(scored, **params)
 
     def no_more(*_: Any, **__: Any) -> Any:
         raise AssertionError("an interval was computed again instead of read from the memo")

@@ -12,7 +12,7 @@ import pytest
 from analysis import metrics as M
 from analysis import stats as S
 from analysis.conventions import get_convention
-from analysis.loading import load_run
+from analysis.loading import dialogue_key, load_run
 from analysis.model import Run, RunMeta
 from analysis.scoring import Scored, combine, score_run
 from analysis.testing import run_from_states, scored_from_states
@@ -290,7 +290,7 @@ def test_jga_fast_parts_equal_the_generic_path(mlcsg: Scored, by) -> None:
     full = list(dict.fromkeys([*S.TURN_KEY, *keys]))
     per = M.joint_goal_accuracy(mlcsg, by=full)
     per = per[per["n_turns"] > 0].reset_index(drop=True)
-    d = S._dialogue_positions(dialogues, per["dialogue_id"])
+    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
     if keys:
         grouped = per.groupby(keys, sort=True, observed=True, dropna=False)
         g, labels = grouped.ngroup().to_numpy(), grouped.size().reset_index()[keys]

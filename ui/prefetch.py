@@ -23,7 +23,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from analysis import stats, views
+from analysis import views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
 from ui import data, state
@@ -65,16 +65,11 @@ def plan(
     ]
 
 
-def _intervals(scored: Any, *, by: str) -> None:
-    """One run's 95% JGA interval per `by` group, as `views.domain_jga` / `views.depth_jga` ask for it;
-    memoised on the scored run (`stats.bootstrap_ci`), so those views then only assemble. One job per run
-    keeps each background step short, and the prefetch yields to pages between steps."""
-    stats.bootstrap_ci(scored, "jga", by=by, n_resamples=views.INTERVAL_RESAMPLES)
-
-
 def warmups(runs: list[str]) -> list[Call]:
-    """Per-run interval jobs: the slow part of the Domains and Turn depth views, in small pieces."""
-    return [(_intervals, (run,), {"by": by}) for by in ("domain", "turn_index") for run in runs]
+    """Per-run interval jobs, the slow part of the Domains and Turn depth views, in small pieces: memoised
+    on each scored run (`views.jga_interval`), so those views then only assemble. Short background steps
+    let the prefetch yield to pages between them."""
+    return [(views.jga_interval, (run,), {"by": by}) for by in ("domain", "turn_index") for run in runs]
 
 
 def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session: Any) -> tuple[str, str] | None:
