@@ -74,7 +74,7 @@ class RunEntry:
     split: str = "test"
     history: str = "predicted"
     seed: int | None = None
-    convention: str = "exact"
+    convention: str | None = "exact"  # None: the prediction file's own convention (uploads)
     format: str | None = None
     gold_format: str | None = None
     description: str = ""
@@ -221,7 +221,8 @@ def _entry(path: Path, index: int, raw: Any, seen: set[str], default_convention:
     )
 
 
-def load_entry(entry: RunEntry) -> Run:
+def load_entry(entry: RunEntry, *, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run:
+    """Load the run a manifest entry describes; `*_data`: uploaded bytes read instead of the paths."""
     return load_run(
         entry.pred,
         entry.gold,
@@ -235,6 +236,8 @@ def load_entry(entry: RunEntry) -> Run:
         history=entry.history,
         seed=entry.seed,
         convention=entry.convention,
+        pred_data=pred_data,
+        gold_data=gold_data,
     )
 
 

@@ -14,11 +14,10 @@ from typing import Any
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.loading import load_run
 from analysis.model import Run
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
-from analysis.workspace import RunEntry, Workspace, read_manifest
+from analysis.workspace import RunEntry, Workspace, load_entry, read_manifest
 
 DECLARED = "declared"
 
@@ -46,6 +45,23 @@ class RunSource:
     @property
     def key(self) -> str:
         return repr(self)
+
+    def entry(self) -> RunEntry:
+        """The manifest entry this source stands for (an upload's paths are its file names)."""
+        return RunEntry(
+            name=self.run_id,
+            pred=Path(self.pred),
+            gold=Path(self.gold) if self.gold else None,
+            system=self.system,
+            dataset=self.dataset,
+            language=self.language,
+            split=self.split,
+            history=self.history,
+            seed=self.seed,
+            convention=self.convention,
+            format=self.pred_format,
+            gold_format=self.gold_format,
+        )
 
 
 def file_stamp(path: str | Path | None) -> str | None:
@@ -111,19 +127,8 @@ def _load(key: str, _source: RunSource) -> Run | str:
     source = _source
     store = _upload_store()
     try:
-        return load_run(
-            source.pred,
-            source.gold,
-            pred_format=source.pred_format,
-            gold_format=source.gold_format,
-            run_id=source.run_id,
-            system=source.system,
-            dataset=source.dataset,
-            language=source.language,
-            split=source.split,
-            history=source.history,
-            seed=source.seed,
-            convention=source.convention,
+        return load_entry(
+            source.entry(),
             pred_data=store.get(source.pred_stamp) if source.uploaded else None,
             gold_data=store.get(source.gold_stamp or "") if source.uploaded and source.gold_stamp else None,
         )
