@@ -28,7 +28,9 @@ st.caption(
 left, right = st.columns([2, 3])
 with left:
     ui.show_figure(
-        figures.agreement_heatmap(summary["cells"], run_a=run_a, run_b=run_b), key="xl_matrix", name="agreement"
+        ui.figure(figures.agreement_heatmap, summary["cells"], run_a=run_a, run_b=run_b),
+        key="xl_matrix",
+        name="agreement",
     )
 with right:
     cell = ui.select(
@@ -71,7 +73,9 @@ for tab, by in zip(tabs, ("slot", "domain", "turn_index"), strict=True):
         gaps = summary["gaps"][by]
         label = {"slot": "slot_a", "domain": "domain_a", "turn_index": "turn_index"}[by]
         ui.show_figure(
-            figures.gap_bar(gaps, by=label, value="gap"), key=f"xl_gap_{by}", name=f"gap by {by} {run_a} vs {run_b}"
+            ui.figure(figures.gap_bar, gaps, by=label, value="gap"),
+            key=f"xl_gap_{by}",
+            name=f"gap by {by} {run_a} vs {run_b}",
         )
         ui.show_table(gaps, key=f"xl_gap_table_{by}", name=f"gap by {by}")
 

@@ -17,13 +17,13 @@ st.caption(
     "in gold or prediction, judging the state restricted to that domain"
 )
 ui.show_figure(
-    figures.grouped_jga_bar(per_domain, by="domain", colours=ui.colours(), title="JGA per domain"),
+    ui.figure(figures.grouped_jga_bar, per_domain, by="domain", colours=ui.colours(), title="JGA per domain"),
     key="domains_jga",
     name="per-domain JGA",
 )
 ui.show_table(per_domain, key="domains_table", name="per-domain JGA")
 ui.show_figure(
-    figures.outcome_mix_bar(mix, title=f"Error outcomes per domain — {focus} (focus run)"),
+    ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per domain — {focus} (focus run)"),
     key="domains_mix",
     name=f"outcome mix per domain {focus}",
 )
@@ -36,7 +36,9 @@ else:
     by_attribute = ui.compute(views.jga_by_attribute, runs, attribute=attribute)
     st.caption(f"runs with a `{attribute}` attribute: {', '.join(dict.fromkeys(by_attribute['run_id']))}")
     ui.show_figure(
-        figures.grouped_jga_bar(by_attribute, by=attribute, colours=ui.colours(), title=f"JGA by {attribute}"),
+        ui.figure(
+            figures.grouped_jga_bar, by_attribute, by=attribute, colours=ui.colours(), title=f"JGA by {attribute}"
+        ),
         key="domains_attribute",
         name=f"JGA by {attribute}",
     )

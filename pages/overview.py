@@ -19,7 +19,9 @@ st.caption(ui.compute(views.scope_caption, runs))
 for line in warnings:
     st.warning(line, icon=":material/warning:")
 ui.show_figure(
-    figures.leaderboard_bar(board, metric=sort_by, colours=ui.colours()), key="overview_bar", name="leaderboard"
+    ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
+    key="overview_bar",
+    name="leaderboard",
 )
 columns = [
     "run_id",

@@ -16,11 +16,13 @@ st.caption(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run
 left, right = st.columns(2)
 with left:
     ui.show_figure(
-        figures.slot_f1_bar(table, run_id=run, colour=ui.colours()[run]), key="slots_f1", name=f"per-slot F1 {run}"
+        ui.figure(figures.slot_f1_bar, table, run_id=run, colour=ui.colours()[run]),
+        key="slots_f1",
+        name=f"per-slot F1 {run}",
     )
 with right:
     ui.show_figure(
-        figures.outcome_mix_bar(mix, title=f"Error outcomes per slot — {run}"),
+        ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per slot — {run}"),
         key="slots_mix",
         name=f"outcome mix {run}",
     )
@@ -41,7 +43,7 @@ slot = ui.select("Slot", slot_names, state="slot")
 domain, name = views.split_slot(table, slot)
 confusions = ui.compute(views.value_confusions, run, domain=domain, slot=name)
 ui.show_figure(
-    figures.confusion_heatmap(confusions, title=f"{slot}: gold → predicted (top confusions)"),
+    ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)"),
     key="slots_confusion",
     name=f"confusions {run} {slot}",
 )

@@ -15,7 +15,7 @@ first_errors = ui.compute(views.first_error_distribution, runs)
 pairs = ui.compute(views.history_pairs_of, runs)
 st.caption(f"{ui.compute(views.scope_caption, runs)} · turn 0 is the first user turn")
 
-ui.show_figure(figures.depth_lines(depth, colours=ui.colours()), key="depth_lines", name="JGA by turn depth")
+ui.show_figure(ui.figure(figures.depth_lines, depth, colours=ui.colours()), key="depth_lines", name="JGA by turn depth")
 
 st.subheader("Error compounding: JGA against GJGA")
 if not pairs:
@@ -34,14 +34,18 @@ else:
         f"{summary['paired_turns']:,} paired turns (unpaired: {summary['only_in_a']} / {summary['only_in_b']})"
     )
     ui.show_figure(
-        figures.compounding_figure(curve, predicted_run=predicted_run, gold_run=gold_run, colours=ui.colours()),
+        ui.figure(
+            figures.compounding_figure, curve, predicted_run=predicted_run, gold_run=gold_run, colours=ui.colours()
+        ),
         key="depth_compounding",
         name=f"compounding {chosen}",
     )
 
 st.subheader("Where errors come from")
-ui.show_figure(figures.first_error_bar(first_errors, colours=ui.colours()), key="depth_first", name="first error turn")
+ui.show_figure(
+    ui.figure(figures.first_error_bar, first_errors, colours=ui.colours()), key="depth_first", name="first error turn"
+)
 if len(runs) > len(origin_runs):
     st.caption(f"Inherited vs new errors: the first {len(origin_runs)} of the {len(runs)} selected runs.")
-ui.show_figure(figures.origins_bar(origins), key="depth_origins", name="inherited vs new errors")
+ui.show_figure(ui.figure(figures.origins_bar, origins), key="depth_origins", name="inherited vs new errors")
 ui.show_table(first_errors, key="depth_first_table", name="first error turn")

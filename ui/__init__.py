@@ -1,6 +1,6 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
-Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`, `show_figure`,
+Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`, `figure`, `show_figure`,
 `show_table`, `open_dialogue`, `need_runs`.
 """
 
@@ -15,7 +15,7 @@ import streamlit as st
 
 from analysis.figures import run_colours
 from ui import data, state
-from ui.place import show_figure, show_table
+from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, select, toggle
 
 DIALOGUE_PAGE = "pages/dialogue.py"
@@ -25,6 +25,7 @@ __all__ = [
     "colours",
     "compute",
     "ensure_frame",
+    "figure",
     "focus",
     "get",
     "meta",
