@@ -3,16 +3,20 @@
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import plotly.io as pio
 import pytest
 from streamlit.testing.v1 import AppTest
 
+import ui
 from analysis.crosslingual import mapping_from_manifest
+from analysis.figures import run_colours
 from analysis.workspace import read_manifest
 from ui import data, prefetch
 from ui.data import RunSource
@@ -85,6 +89,49 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     assert planned <= asked, f"planned but never asked for by a page: {sorted(planned - asked)}"
 
 
+def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built from the same view with the same builder and parameters, a planned figure has the cache key of
+    the page's own `ui.figure` call; equal JSON from one builder and parameters means equal input."""
+    drawn: dict[tuple, list[Any]] = {}
+    real = ui.figure
+
+    def recording(builder: Any, *args: Any, **params: Any) -> Any:
+        fig = real(builder, *args, **params)
+        key = (builder.__qualname__, repr(sorted(params.items())))
+        drawn.setdefault(key, []).append(json.loads(pio.to_json(fig, validate=False)))
+        return fig
+
+    monkeypatch.setattr(ui, "figure", recording)
+    monkeypatch.setattr(prefetch, "start", lambda: False)
+    at = _app()
+    at.run()
+    for page in ("slots", "domains", "turn_depth", "crosslingual"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+    runs = list(at.session_state["runs"])
+    sources = dict(at.session_state["sources"])
+    colours = run_colours(list(sources))
+    mappings = list(read_manifest(DEMO).mappings)
+    pair = prefetch.crosslingual_choice(runs, mappings, {})
+    assert pair is not None
+    overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
+
+    def resolved(arg: Any) -> Any:
+        if isinstance(arg, str):
+            return (sources[arg], data.DECLARED)
+        return [resolved(a) for a in arg]
+
+    planned = prefetch.figure_plan(runs, runs[0], colours, pair, overrides)
+    assert len(planned) == 11
+    for builder, (fn, args, params), path, figure_params in planned:
+        fig = prefetch.figure_job(
+            builder, (fn, [resolved(a) for a in args], params), path, figure_params, data.DECLARED
+        )
+        key = (builder.__qualname__, repr(sorted(figure_params.items())))
+        assert key in drawn, f"planned but never drawn by a page: {key}"
+        assert json.loads(pio.to_json(fig, validate=False)) in drawn[key], f"{key}: drawn from another input"
+
+
 def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.MonkeyPatch) -> None:
     """(AppTest reruns only the page after the first run, so the frame's call is driven directly here.)"""
     started: list[list] = []
@@ -107,6 +154,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
     monkeypatch.setattr(
         prefetch.ui, "resolve", lambda args: ([_resolved(a, choice["value"]) for a in args], choice["value"])
     )
+    monkeypatch.setattr(prefetch.ui, "colours", lambda: {r: "#000000" for r in runs})
     assert prefetch.start() is True
     started_threads = len(started)
     for _ in range(50):  # the worker runs in a thread
@@ -114,8 +162,8 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 1, started_threads
-    names = [fn.__qualname__ for fn, *_ in started[0]]
-    assert "domain_jga" in names and "depth_jga" in names
+    names = [args[0].__qualname__ for _, args in started[0]]
+    assert "domain_jga" in names and "depth_jga" in names and "depth_lines" in names
     assert prefetch.start() is False  # same runs, focus and convention: nothing new to compute
     choice["value"] = "trade"
     assert prefetch.start() is True
@@ -124,7 +172,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 2
-    assert all(c == "trade" for *_, c in started[1])
+    assert all(args[-1] == "trade" for _, args in started[1])
     runs.pop()
     assert prefetch.start() is True  # another selection
 
@@ -134,14 +182,14 @@ def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.
         raise ValueError("boom")
 
     monkeypatch.setattr(data, "compute", broken)
-    prefetch._work([(len, [], {}, data.DECLARED)])  # logs at debug level, raises nothing
+    prefetch._work([(prefetch.view_job, (len, [], {}, data.DECLARED))])  # logs at debug level, raises nothing
 
 
 def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> None:
     done: list[str] = []
     monkeypatch.setattr(data, "compute", lambda fn, *_: done.append(fn.__qualname__))
     with prefetch.page_running():
-        worker = threading.Thread(target=prefetch._work, args=([(len, [], {}, data.DECLARED)],))
+        worker = threading.Thread(target=prefetch._work, args=([(prefetch.view_job, (len, [], {}, data.DECLARED))],))
         worker.start()
         time.sleep(0.2)
         assert done == []  # a page is being computed: the prefetch has not started its job

@@ -2,11 +2,12 @@
 
 A researcher reads the first page for a few seconds; meanwhile the server computes what the Slots,
 Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-domain and per-depth JGA with their
-bootstrap intervals are the slow ones), so the first visit of each page finds its views cached.
+bootstrap intervals are the slow ones), so the first visit of each page finds its views cached. Then
+the figures those pages draw first from them (`figure_plan`; building a Plotly figure costs 30-90 ms).
 
 The plan lists each page's first `ui.compute` calls with its default widgets: same function, same
 arguments, same parameters, hence the same cache key. `tests/test_prefetch.py` checks every planned
-call is one the pages really make, so prefetching never computes what nobody asks for. Streamlit's
+call, and every planned figure, is one the pages really make, so prefetching never computes what nobody asks for. Streamlit's
 cache holds one compute lock per key: a page asking while the prefetch computes waits for that
 result instead of computing it twice.
 """
@@ -20,17 +21,20 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from analysis import views
+from analysis import figures, views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
-from ui import data, state
+from ui import data, place, state
 
 LOG = logging.getLogger(__name__)
 
 Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
+# A figure a page draws from a view: (builder, the view's call, path into the view's result, builder parameters).
+FigureCall = tuple[Callable[..., go.Figure], Call, tuple[str, ...], dict[str, Any]]
 
 
 def plan(
@@ -62,6 +66,53 @@ def plan(
         (views.history_pairs_of, (runs,), {}),
         *crosslingual,  # Cross-lingual
         (views.dialogue_index, (focus,), {}),  # Dialogue viewer
+    ]
+
+
+def figure_plan(
+    runs: list[str],
+    focus: str,
+    colours: dict[str, str],
+    pair: tuple[str, str] | None = None,
+    overrides: tuple[tuple[str, str], ...] = (),
+) -> list[FigureCall]:
+    """The figures the Slots, Domains, Turn depth and Cross-lingual pages draw from the planned views, with
+    the pages' own arguments (titles included): `ui.figure` then finds them built. `colours`: `ui.colours()`."""
+    crosslingual: list[FigureCall] = []
+    if pair is not None:
+        a, b = pair
+        summary: Call = (views.crosslingual_summary, (a, b), {"overrides": overrides})
+        crosslingual = [
+            (figures.agreement_heatmap, summary, ("cells",), {"run_a": a, "run_b": b}),
+            *[
+                (figures.gap_bar, summary, ("gaps", by), {"by": label, "value": "gap"})
+                for by, label in (("slot", "slot_a"), ("domain", "domain_a"), ("turn_index", "turn_index"))
+            ],
+        ]
+    return [
+        (figures.slot_f1_bar, (views.slot_table, (focus,), {}), (), {"run_id": focus, "colour": colours[focus]}),
+        (
+            figures.outcome_mix_bar,
+            (views.outcome_mix, (focus,), {"by": "slot"}),
+            (),
+            {"title": f"Error outcomes per slot — {focus}"},
+        ),
+        (
+            figures.grouped_jga_bar,
+            (views.domain_jga, (runs,), {}),
+            (),
+            {"by": "domain", "colours": colours, "title": "JGA per domain"},
+        ),
+        (
+            figures.outcome_mix_bar,
+            (views.outcome_mix, (focus,), {"by": "domain"}),
+            (),
+            {"title": f"Error outcomes per domain — {focus} (focus run)"},
+        ),
+        (figures.depth_lines, (views.depth_jga, (runs,), {}), (), {"colours": colours}),
+        (figures.first_error_bar, (views.first_error_distribution, (runs,), {}), (), {"colours": colours}),
+        (figures.origins_bar, (views.origins_by_depth, (runs[: ui.ORIGIN_PANELS],), {}), (), {}),
+        *crosslingual,
     ]
 
 
@@ -110,13 +161,36 @@ def _wait_for_pages() -> None:
         time.sleep(0.02)
 
 
-def _work(jobs: list[tuple[Callable[..., Any], list[Any], dict[str, Any], str]]) -> None:
-    for fn, args, params, choice in jobs:
+Job = tuple[Callable[..., Any], tuple[Any, ...]]
+
+
+def view_job(fn: Callable[..., Any], args: list[Any], params: dict[str, Any], choice: str) -> Any:
+    """A planned view, computed into the cache the page reads (`args` resolved by `ui.resolve`)."""
+    return data.compute(fn, args, params, choice)
+
+
+def figure_job(
+    builder: Callable[..., go.Figure],
+    call: tuple[Callable[..., Any], list[Any], dict[str, Any]],
+    path: tuple[str, ...],
+    params: dict[str, Any],
+    choice: str,
+) -> go.Figure:
+    """A planned figure, built into the cache `ui.figure` reads (`call`'s args resolved by `ui.resolve`)."""
+    fn, args, view_params = call
+    result = data.compute(fn, args, view_params, choice)
+    for step in path:
+        result = result[step]
+    return place.figure(builder, result, **params)
+
+
+def _work(jobs: list[Job]) -> None:
+    for run, args in jobs:
         _wait_for_pages()
         try:
-            data.compute(fn, args, params, choice)
+            run(*args)
         except Exception:  # the page that asks for this view shows the error itself
-            LOG.debug("prefetch of %s failed", fn.__qualname__, exc_info=True)
+            LOG.debug("prefetch job %s%r failed", run.__qualname__, args[:1], exc_info=True)
 
 
 def start() -> bool:
@@ -145,9 +219,25 @@ def start() -> bool:
         overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     cell = st.session_state.get("cell")
     views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
-    jobs = []
-    for fn, args, params in [*views_first[:2], *warmups(runs), *views_first[2:]]:
+    figures_first = figure_plan(runs, focus, ui.colours(), pair, overrides)
+
+    def view(call: Call) -> Job:
+        fn, args, params = call
         resolved, choice = ui.resolve(args)
-        jobs.append((fn, resolved, params, choice))
+        return (view_job, (fn, resolved, params, choice))
+
+    def figure(planned: FigureCall) -> Job:
+        builder, (fn, args, params), path, figure_params = planned
+        resolved, choice = ui.resolve(args)
+        return (figure_job, (builder, (fn, resolved, params), path, figure_params, choice))
+
+    # Slots first (next in the sidebar), then the slow intervals, then the rest.
+    jobs: list[Job] = [
+        *map(view, views_first[:2]),
+        *map(figure, figures_first[:2]),
+        *map(view, warmups(runs)),
+        *map(view, views_first[2:]),
+        *map(figure, figures_first[2:]),
+    ]
     threading.Thread(target=_work, args=(jobs,), name="dst-prefetch", daemon=True).start()
     return True
