@@ -71,4 +71,4 @@ with prefetch.page_running():  # the background prefetch waits while any page is
     links.write(page_name)
     if loading is not None:
         loading.empty()
-prefetch.start()  # the other pages' first views, computed while this one is read
+prefetch.start(delay=prefetch.FIRST_DELAY if loading is not None else 0.0)  # the other pages' first views

@@ -65,7 +65,8 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     real = data.compute
 
     def recording(fn: Any, args: Any, params: dict[str, Any], choice: str) -> Any:
-        asked.add(_call_key(fn, args, params))
+        if threading.current_thread().name != "dst-prefetch":  # the pages' calls, not an earlier test's prefetch
+            asked.add(_call_key(fn, args, params))
         return real(fn, args, params, choice)
 
     monkeypatch.setattr(data, "compute", recording)
@@ -81,11 +82,12 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     pair = prefetch.crosslingual_choice(runs, mappings, {})
     assert pair is not None
     overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
+    first_views, _ = prefetch.first_page(runs, run_colours(runs))
     planned = {
         _call_key(fn, [_resolved(a) for a in args], params)
-        for fn, args, params in prefetch.plan(runs, runs[0], pair, overrides)
+        for fn, args, params in [*first_views, *prefetch.plan(runs, runs[0], pair, overrides)]
     }
-    assert len(planned) == 12, sorted(planned)  # every page after the first, cross-lingual included
+    assert len(planned) == 14, sorted(planned)  # the Overview, then every other page, cross-lingual included
     assert planned <= asked, f"planned but never asked for by a page: {sorted(planned - asked)}"
 
 
@@ -109,6 +111,7 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, [e.value for e in at.exception]
     runs = list(at.session_state["runs"])
+    assert runs == list(at.session_state["sources"])  # all runs shown: run_colours(runs) is ui.colours()
     sources = dict(at.session_state["sources"])
     colours = run_colours(list(sources))
     mappings = list(read_manifest(DEMO).mappings)
@@ -121,8 +124,8 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
             return (sources[arg], data.DECLARED)
         return [resolved(a) for a in arg]
 
-    planned = prefetch.figure_plan(runs, runs[0], colours, pair, overrides)
-    assert len(planned) == 11
+    planned = [*prefetch.first_page(runs, colours)[1], *prefetch.figure_plan(runs, runs[0], colours, pair, overrides)]
+    assert len(planned) == 12
     for builder, (fn, args, params), path, figure_params in planned:
         fig = prefetch.figure_job(
             builder, (fn, [resolved(a) for a in args], params), path, figure_params, data.DECLARED
@@ -139,7 +142,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
     choice = {"value": data.DECLARED}
     runs = ["a", "b", "c"]
     sources = {r: _source(r) for r in runs}
-    monkeypatch.setattr(prefetch, "_work", lambda jobs: started.append(jobs))
+    monkeypatch.setattr(prefetch, "run_jobs", lambda jobs: started.append(jobs))
     monkeypatch.setattr(prefetch, "st", SimpleNamespace(session_state=session))
     monkeypatch.setattr(
         prefetch,
@@ -151,10 +154,6 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             convention_choice=lambda: choice["value"],
         ),
     )
-    monkeypatch.setattr(
-        prefetch.ui, "resolve", lambda args: ([_resolved(a, choice["value"]) for a in args], choice["value"])
-    )
-    monkeypatch.setattr(prefetch.ui, "colours", lambda: {r: "#000000" for r in runs})
     assert prefetch.start() is True
     started_threads = len(started)
     for _ in range(50):  # the worker runs in a thread
@@ -182,14 +181,15 @@ def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.
         raise ValueError("boom")
 
     monkeypatch.setattr(data, "compute", broken)
-    prefetch._work([(prefetch.view_job, (len, [], {}, data.DECLARED))])  # logs at debug level, raises nothing
+    prefetch.run_jobs([(prefetch.view_job, (len, [], {}, data.DECLARED))])  # logs at debug level, raises nothing
 
 
 def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> None:
     done: list[str] = []
-    monkeypatch.setattr(data, "compute", lambda fn, *_: done.append(fn.__qualname__))
+    # Only this test's job counts: prefetch threads of earlier AppTest sessions may still be running.
+    monkeypatch.setattr(data, "compute", lambda fn, *_: done.append(fn.__qualname__) if fn is len else None)
     with prefetch.page_running():
-        worker = threading.Thread(target=prefetch._work, args=([(prefetch.view_job, (len, [], {}, data.DECLARED))],))
+        worker = threading.Thread(target=prefetch.run_jobs, args=([(prefetch.view_job, (len, [], {}, data.DECLARED))],))
         worker.start()
         time.sleep(0.2)
         assert done == []  # a page is being computed: the prefetch has not started its job

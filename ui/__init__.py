@@ -7,7 +7,7 @@ Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`to
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -58,9 +58,10 @@ def meta(run_id: str) -> data.RunSource:
     return state.sources()[run_id]
 
 
-def colours() -> dict[str, str]:
-    """One fixed colour per run of the session (workspace order), shared by every figure."""
-    return run_colours(list(state.sources()))
+def colours(sources: Mapping[str, data.RunSource] | None = None) -> dict[str, str]:
+    """One fixed colour per run of the session (workspace order), shared by every figure; `sources`:
+    those runs when there is no session (the server's warm-up)."""
+    return run_colours(list(state.sources() if sources is None else sources))
 
 
 def workspace_mappings() -> list[dict[str, Any]]:
@@ -72,11 +73,14 @@ def workspace_mappings() -> list[dict[str, Any]]:
 ORIGIN_PANELS = 4
 
 
-def resolve(args: Sequence[Any]) -> tuple[list[Any], str]:
+def resolve(
+    args: Sequence[Any], sources: Mapping[str, data.RunSource] | None = None, choice: str | None = None
+) -> tuple[list[Any], str]:
     """`args` with run ids replaced by (run source, convention choice) pairs, and the choice itself:
-    what `data.compute` takes (and keys its cache on)."""
-    known = state.sources()
-    choice = state.convention_choice()
+    what `data.compute` takes (and keys its cache on). The session's runs and convention, unless
+    `sources` and `choice` are given (the server's warm-up has no session)."""
+    known = state.sources() if sources is None else sources
+    choice = state.convention_choice() if choice is None else choice
 
     def one(arg: Any) -> Any:
         if isinstance(arg, str) and arg in known:

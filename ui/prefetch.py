@@ -10,6 +10,9 @@ arguments, same parameters, hence the same cache key. `tests/test_prefetch.py` c
 call, and every planned figure, is one the pages really make, so prefetching never computes what nobody asks for. Streamlit's
 cache holds one compute lock per key: a page asking while the prefetch computes waits for that
 result instead of computing it twice.
+
+`make run` (`scripts/serve.py`) runs the same jobs, the Overview's first (`first_page`), while the
+server starts, before any session exists.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ import ui
 from analysis import figures, views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
+from analysis.suite import HEADLINE
 from ui import data, place, state
 
 LOG = logging.getLogger(__name__)
@@ -139,6 +143,10 @@ def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session
 _running = 0  # page scripts being computed now, in any session
 _running_lock = threading.Lock()
 MAX_WAIT = 10.0  # seconds a prefetch job yields to running pages before it goes ahead anyway
+# After a session's first page, the browser is still fetching and compiling Streamlit's and Plotly's
+# JavaScript (about 2 s on a two-core machine), served by this same Python process: prefetching meanwhile
+# slows that down, so the first prefetch of a session waits this long.
+FIRST_DELAY = 2.0
 
 
 @contextmanager
@@ -184,7 +192,9 @@ def figure_job(
     return place.figure(builder, result, **params)
 
 
-def _work(jobs: list[Job]) -> None:
+def run_jobs(jobs: list[Job]) -> None:
+    """Run `jobs` one by one, each after any running page finishes (at most MAX_WAIT s); failures are
+    logged at debug level and skipped."""
     for run, args in jobs:
         _wait_for_pages()
         try:
@@ -193,9 +203,66 @@ def _work(jobs: list[Job]) -> None:
             LOG.debug("prefetch job %s%r failed", run.__qualname__, args[:1], exc_info=True)
 
 
-def start() -> bool:
+def _after(delay: float, planned: list[Job]) -> None:
+    time.sleep(delay)
+    run_jobs(planned)
+
+
+def first_page(runs: list[str], colours: dict[str, str]) -> tuple[list[Call], list[FigureCall]]:
+    """The Overview's views and figure with its default sort: what the first page of a session computes."""
+    sort = HEADLINE[0][0]
+    board: Call = (views.leaderboard, (runs,), {"sort": sort})
+    return [board, (views.scope_caption, (runs,), {})], [
+        (figures.leaderboard_bar, board, (), {"metric": sort, "colours": colours})
+    ]
+
+
+def _to_jobs(
+    sources: dict[str, data.RunSource], choice: str, calls: list[Call], figure_calls: list[FigureCall]
+) -> tuple[list[Job], list[Job]]:
+    """Planned views and figures as jobs, run ids resolved to `sources` under `choice` (as `ui.resolve`)."""
+    view_jobs: list[Job] = [
+        (view_job, (fn, ui.resolve(args, sources, choice)[0], params, choice)) for fn, args, params in calls
+    ]
+    figure_jobs: list[Job] = [
+        (figure_job, (builder, (fn, ui.resolve(args, sources, choice)[0], params), path, figure_params, choice))
+        for builder, (fn, args, params), path, figure_params in figure_calls
+    ]
+    return view_jobs, figure_jobs
+
+
+def first_page_jobs(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> list[Job]:
+    """`first_page` as jobs: what the server warms before any session (`scripts/serve.py`)."""
+    view_jobs, figure_jobs = _to_jobs(sources, choice, *first_page(runs, ui.colours(sources)))
+    return [*view_jobs, *figure_jobs]
+
+
+def jobs(
+    runs: list[str],
+    focus: str,
+    sources: dict[str, data.RunSource],
+    choice: str,
+    mappings: list[dict[str, Any]],
+    session: Any,
+) -> list[Job]:
+    """The prefetch's jobs for these runs and focus under convention `choice`; `session`: the selections
+    the Cross-lingual page remembers (`run_a`, `run_b`, `cell`), any mapping."""
+    pair = crosslingual_choice(runs, mappings, session)
+    overrides: tuple[tuple[str, str], ...] = ()
+    if pair is not None:
+        overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
+    cell = session.get("cell")
+    views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
+    figures_first = figure_plan(runs, focus, ui.colours(sources), pair, overrides)
+    view_jobs, figure_jobs = _to_jobs(sources, choice, [*views_first, *warmups(runs)], figures_first)
+    n = len(views_first)
+    # Slots first (next in the sidebar), then the slow intervals, then the rest.
+    return [*view_jobs[:2], *figure_jobs[:2], *view_jobs[n:], *view_jobs[2:n], *figure_jobs[2:]]
+
+
+def start(delay: float = 0.0) -> bool:
     """Start computing the plan for the session's current runs, focus and convention, once per
-    combination. Returns whether a prefetch was started."""
+    combination, after `delay` seconds. Returns whether a prefetch was started."""
     runs = state.selected_runs()
     if not runs:
         return False
@@ -213,31 +280,6 @@ def start() -> bool:
     st.session_state["_prefetched"] = signature
     workspace = st.session_state.get("workspace")
     mappings = list(workspace.mappings) if workspace is not None else []
-    pair = crosslingual_choice(runs, mappings, st.session_state)
-    overrides: tuple[tuple[str, str], ...] = ()
-    if pair is not None:
-        overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
-    cell = st.session_state.get("cell")
-    views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
-    figures_first = figure_plan(runs, focus, ui.colours(), pair, overrides)
-
-    def view(call: Call) -> Job:
-        fn, args, params = call
-        resolved, choice = ui.resolve(args)
-        return (view_job, (fn, resolved, params, choice))
-
-    def figure(planned: FigureCall) -> Job:
-        builder, (fn, args, params), path, figure_params = planned
-        resolved, choice = ui.resolve(args)
-        return (figure_job, (builder, (fn, resolved, params), path, figure_params, choice))
-
-    # Slots first (next in the sidebar), then the slow intervals, then the rest.
-    jobs: list[Job] = [
-        *map(view, views_first[:2]),
-        *map(figure, figures_first[:2]),
-        *map(view, warmups(runs)),
-        *map(view, views_first[2:]),
-        *map(figure, figures_first[2:]),
-    ]
-    threading.Thread(target=_work, args=(jobs,), name="dst-prefetch", daemon=True).start()
+    planned = jobs(runs, focus, sources, state.convention_choice(), mappings, st.session_state)
+    threading.Thread(target=_after, args=(delay, planned), name="dst-prefetch", daemon=True).start()
     return True
