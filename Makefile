@@ -25,7 +25,7 @@ browser-deps:
 	bash scripts/system-deps.sh
 
 run: $(VENV)/.run-deps browser-deps
-	$(VENV)/bin/streamlit run app.py --server.headless true --server.port $(PORT) --browser.gatherUsageStats false -- --workspace $(WORKSPACE)
+	$(PY) scripts/serve.py --workspace $(WORKSPACE) --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
 
 test: $(VENV)/.dev-deps browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)

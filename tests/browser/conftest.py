@@ -6,6 +6,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -60,16 +61,16 @@ def free_port() -> int:
 
 
 def start_server(
-    workspace: Path, *, env: dict[str, str] | None = None, timeout: float = 120, app: Path = ROOT / "app.py"
+    workspace: Path,
+    *,
+    env: dict[str, str] | None = None,
+    timeout: float = 120,
+    app: Path = ROOT / "app.py",
 ) -> tuple[subprocess.Popen, str]:
-    """`streamlit run app.py` on a free port, polled on /_stcore/health until it answers."""
+    """The dashboard as `make run` starts it (`scripts/serve.py`: `streamlit run app.py` plus the workspace
+    warm-up, done before the server listens) on a free port, polled on /_stcore/health until it answers. Another `app` (e.g. a bare one) runs with plain `streamlit run`."""
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "streamlit",
-        "run",
-        str(app),
+    options = [
         "--server.headless",
         "true",
         "--server.address",
@@ -78,18 +79,27 @@ def start_server(
         str(port),
         "--browser.gatherUsageStats",
         "false",
-        "--",
-        "--workspace",
-        str(workspace),
     ]
+    if app == ROOT / "app.py":
+        command = [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(workspace), *options]
+    else:
+        command = [sys.executable, "-m", "streamlit", "run", str(app), *options, "--", "--workspace", str(workspace)]
     process = subprocess.Popen(
-        command, cwd=ROOT, env={**os.environ, **(env or {})}, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+        command,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
     )
+    lines: list[str] = []  # stderr, drained (an undrained pipe would block a chatty server)
+    threading.Thread(target=lambda: lines.extend(process.stderr or []), daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"streamlit exited with {process.returncode}: {process.stderr.read().decode()[-2000:]}")
+            time.sleep(0.2)  # let the drain thread collect the last lines
+            raise RuntimeError(f"the server exited with {process.returncode}: {''.join(lines)[-2000:]}")
         try:
             with urllib.request.urlopen(f"{url}/_stcore/health", timeout=2) as response:
                 if response.status == 200:
@@ -97,7 +107,7 @@ def start_server(
         except OSError:
             time.sleep(0.3)
     process.terminate()
-    raise RuntimeError(f"streamlit did not answer on {url} within {timeout} s")
+    raise RuntimeError(f"the server did not answer on {url} within {timeout} s: {''.join(lines)[-2000:]}")
 
 
 def stop_server(process: subprocess.Popen) -> None:
