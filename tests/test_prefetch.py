@@ -70,7 +70,7 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
         return real(fn, args, params, choice)
 
     monkeypatch.setattr(data, "compute", recording)
-    monkeypatch.setattr(prefetch, "start", lambda: False)  # record the pages' own calls only
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)  # record the pages' own calls only
     at = _app()
     at.run()
     runs = list(at.session_state["runs"])
@@ -104,7 +104,7 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
         return fig
 
     monkeypatch.setattr(ui, "figure", recording)
-    monkeypatch.setattr(prefetch, "start", lambda: False)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
     for page in ("slots", "domains", "turn_depth", "crosslingual"):
@@ -135,6 +135,52 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
         assert json.loads(pio.to_json(fig, validate=False)) in drawn[key], f"{key}: drawn from another input"
 
 
+def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Slots page's default-slot half and the Turn depth page's default compounding pair depend on a
+    first view's result; their jobs must still ask for exactly the pages' views and draw their figures."""
+    asked: set[tuple] = set()
+    drawn: list[Any] = []
+    real_compute, real_figure = data.compute, ui.figure
+
+    def recording(fn: Any, args: Any, params: dict[str, Any], choice: str) -> Any:
+        if threading.current_thread().name != "dst-prefetch":
+            asked.add(_call_key(fn, args, params))
+        return real_compute(fn, args, params, choice)
+
+    def drawing(builder: Any, *args: Any, **params: Any) -> Any:
+        fig = real_figure(builder, *args, **params)
+        drawn.append(json.loads(pio.to_json(fig, validate=False)))
+        return fig
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(ui, "figure", drawing)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = _app()
+    at.run()
+    for page in ("slots", "turn_depth"):
+        at.switch_page(f"pages/{page}.py").run()
+        assert not at.exception, [e.value for e in at.exception]
+    runs = list(at.session_state["runs"])
+    sources = dict(at.session_state["sources"])
+    pages_asked = set(asked)
+    job_figures: list[Any] = []
+
+    def job_drawing(builder: Any, *args: Any, **params: Any) -> Any:
+        fig = real_figure(builder, *args, **params)
+        job_figures.append(json.loads(pio.to_json(fig, validate=False)))
+        return fig
+
+    asked.clear()
+    monkeypatch.setattr(prefetch.place, "figure", job_drawing)
+    prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
+    prefetch.compounding_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
+    names = {key[0].rpartition(".")[2] for key in asked}
+    assert {"value_confusions", "slot_examples", "history_pairs_of", "compounding_curve"} <= names, names
+    assert asked <= pages_asked, f"asked by a job, never by a page: {sorted(asked - pages_asked)}"
+    assert len(job_figures) == 2  # the confusion heatmap and the compounding chart
+    assert all(fig in drawn for fig in job_figures), "a job drew a figure no page draws"
+
+
 def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.MonkeyPatch) -> None:
     """(AppTest reruns only the page after the first run, so the frame's call is driven directly here.)"""
     started: list[list] = []
@@ -161,7 +207,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 1, started_threads
-    names = [args[0].__qualname__ for _, args in started[0]]
+    names = [getattr(args[0], "__qualname__", run.__qualname__) for run, args in started[0]]
     assert "domain_jga" in names and "depth_jga" in names and "depth_lines" in names
     assert prefetch.start() is False  # same runs, focus and convention: nothing new to compute
     choice["value"] = "trade"

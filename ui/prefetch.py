@@ -169,7 +169,7 @@ def _wait_for_pages() -> None:
         time.sleep(0.02)
 
 
-Job = tuple[Callable[..., Any], tuple[Any, ...]]
+Job = tuple[Callable[..., Any], tuple[Any, ...]]  # (job function, its arguments: the convention choice last)
 
 
 def view_job(fn: Callable[..., Any], args: list[Any], params: dict[str, Any], choice: str) -> Any:
@@ -190,6 +190,36 @@ def figure_job(
     for step in path:
         result = result[step]
     return place.figure(builder, result, **params)
+
+
+def slot_detail_job(focus: str, sources: dict[str, data.RunSource], slot: Any, choice: str) -> None:
+    """The Slots page's lower half for its default slot (`slot`, the session's, when still a slot of the
+    table, else the worst-F1 one, as `ui.select` picks it): value confusions, their heatmap, example turns."""
+    args = ui.resolve([focus], sources, choice)[0]
+    table = data.compute(views.slot_table, args, {}, choice)
+    names = list(table["slot_name"])
+    if not names:
+        return
+    slot = slot if slot in names else names[0]
+    domain, name = views.split_slot(table, slot)
+    confusions = data.compute(views.value_confusions, args, {"domain": domain, "slot": name}, choice)
+    place.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)")
+    examples = {"domain": domain, "slot": name, "gold": None, "predicted": None}
+    data.compute(views.slot_examples, args, examples, choice)
+
+
+def compounding_job(
+    runs: list[str], sources: dict[str, data.RunSource], colours: dict[str, str], pair: Any, choice: str
+) -> None:
+    """The Turn depth page's compounding chart for its default pair (`pair`, the session's label, when
+    still offered, else the first, as `ui.select` picks it)."""
+    pairs = data.compute(views.history_pairs_of, ui.resolve([runs], sources, choice)[0], {}, choice)
+    if not pairs:
+        return
+    labels = {f"{p} vs {g}": (p, g) for p, g in pairs}
+    predicted, gold = labels[pair if pair in labels else next(iter(labels))]
+    curve = data.compute(views.compounding_curve, ui.resolve([predicted, gold], sources, choice)[0], {}, choice)
+    place.figure(figures.compounding_figure, curve, predicted_run=predicted, gold_run=gold, colours=colours)
 
 
 def run_jobs(jobs: list[Job]) -> None:
@@ -256,8 +286,18 @@ def jobs(
     figures_first = figure_plan(runs, focus, ui.colours(sources), pair, overrides)
     view_jobs, figure_jobs = _to_jobs(sources, choice, [*views_first, *warmups(runs)], figures_first)
     n = len(views_first)
+    slot_detail: Job = (slot_detail_job, (focus, sources, session.get("slot"), choice))
+    compounding: Job = (compounding_job, (runs, sources, ui.colours(sources), session.get("pair"), choice))
     # Slots first (next in the sidebar), then the slow intervals, then the rest.
-    return [*view_jobs[:2], *figure_jobs[:2], *view_jobs[n:], *view_jobs[2:n], *figure_jobs[2:]]
+    return [
+        *view_jobs[:2],
+        *figure_jobs[:2],
+        slot_detail,
+        *view_jobs[n:],
+        *view_jobs[2:n],
+        *figure_jobs[2:],
+        compounding,
+    ]
 
 
 def start(delay: float = 0.0) -> bool:
