@@ -66,9 +66,11 @@ def start_server(
     env: dict[str, str] | None = None,
     timeout: float = 120,
     app: Path = ROOT / "app.py",
+    launcher: bool = True,
 ) -> tuple[subprocess.Popen, str]:
     """The dashboard as `make run` starts it (`scripts/serve.py`: `streamlit run app.py` plus the workspace
-    warm-up, done before the server listens) on a free port, polled on /_stcore/health until it answers. Another `app` (e.g. a bare one) runs with plain `streamlit run`."""
+    warm-up, done before the server listens) on a free port, polled on /_stcore/health until it answers.
+    Without `launcher`, or for another `app` (e.g. a bare one), plain `streamlit run`."""
     port = free_port()
     options = [
         "--server.headless",
@@ -80,7 +82,7 @@ def start_server(
         "--browser.gatherUsageStats",
         "false",
     ]
-    if app == ROOT / "app.py":
+    if launcher and app == ROOT / "app.py":
         command = [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(workspace), *options]
     else:
         command = [sys.executable, "-m", "streamlit", "run", str(app), *options, "--", "--workspace", str(workspace)]

@@ -177,10 +177,12 @@ def test_upload_over_the_limit_is_refused(page: Page, tmp_path: Path, screenshot
         stop_server(process)
 
 
-def test_deep_link_as_the_first_request_of_a_fresh_server(page: Page, scored):
-    """Before app.py has run once, Streamlit serves pages/ on its own; the link must still land."""
+@pytest.mark.parametrize("launcher", [True, False], ids=["make-run", "streamlit-run"])
+def test_deep_link_as_the_first_request_of_a_fresh_server(page: Page, scored, launcher: bool):
+    """Before app.py has run once, Streamlit serves pages/ on its own; the link must still land, on a server
+    started by `make run` (workspace warmed first) and by plain `streamlit run app.py -- --workspace`."""
     dialogue = str(views.dialogue_index(scored)["dialogue_id"].iloc[7])
-    process, url = start_server(DEMO)
+    process, url = start_server(DEMO, launcher=launcher)
     try:
         page.goto(f"{url}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 1}))
         settle(page)
