@@ -244,6 +244,15 @@ def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> N
     assert prefetch._running == 0
 
 
+def test_run_jobs_starts_no_job_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The launcher's warm-up is time-boxed (`scripts/serve.py`): jobs past the deadline are left over."""
+    done: list[int] = []
+    monkeypatch.setattr(data, "compute", lambda fn, args, *_: done.append(args[0]) if fn is len else None)
+    jobs = [(prefetch.view_job, (len, [i], {}, data.DECLARED)) for i in range(3)]
+    assert prefetch.run_jobs(jobs, deadline=time.monotonic() - 1) == 0 and done == []
+    assert prefetch.run_jobs(jobs, deadline=time.monotonic() + 60) == 3 and done == [0, 1, 2]
+
+
 def test_interval_warmups_are_what_the_domain_and_depth_views_use(monkeypatch: pytest.MonkeyPatch) -> None:
     """After the per-run warmups, per-domain and per-depth JGA assemble without a single new bootstrap."""
     from analysis import stats, views

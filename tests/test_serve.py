@@ -79,8 +79,8 @@ def test_the_launcher_warms_every_run_of_the_workspace() -> None:
     runs = len(read_manifest(DEMO).entries)
     with serving(DEMO) as (url, lines):
         line = _line(lines, "dashboard: workspace")
-        assert line.startswith(f"dashboard: workspace ready: {runs} runs (in "), line
-        assert line.endswith("starting the server"), line
+        assert line.startswith(f"dashboard: workspace ready: {runs} runs; "), line
+        assert "first views computed" in line and line.endswith("starting the server"), line
         assert _healthy(url)
         assert not any("Traceback" in entry for entry in lines), "".join(lines)
 

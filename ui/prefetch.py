@@ -222,15 +222,19 @@ def compounding_job(
     place.figure(figures.compounding_figure, curve, predicted_run=predicted, gold_run=gold, colours=colours)
 
 
-def run_jobs(jobs: list[Job]) -> None:
+def run_jobs(jobs: list[Job], deadline: float | None = None) -> int:
     """Run `jobs` one by one, each after any running page finishes (at most MAX_WAIT s); failures are
-    logged at debug level and skipped."""
-    for run, args in jobs:
+    logged at debug level and skipped. `deadline` (`time.monotonic()`): start no job after it. Returns
+    how many jobs ran."""
+    for done, (run, args) in enumerate(jobs):
         _wait_for_pages()
+        if deadline is not None and time.monotonic() >= deadline:
+            return done
         try:
             run(*args)
         except Exception:  # the page that asks for this view shows the error itself
             LOG.debug("prefetch job %s%r failed", run.__qualname__, args[:1], exc_info=True)
+    return len(jobs)
 
 
 def _after(delay: float, planned: list[Job]) -> None:
