@@ -136,8 +136,9 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
 
 
 def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Slots page's default-slot half and the Turn depth page's default compounding pair depend on a
-    first view's result; their jobs must still ask for exactly the pages' views and draw their figures."""
+    """The Slots page's default-slot half, the Turn depth page's default compounding pair and the Dialogue
+    viewer's default dialogue depend on a first view's result; their jobs must still ask for exactly the
+    pages' views and draw their figures."""
     asked: set[tuple] = set()
     drawn: list[Any] = []
     real_compute, real_figure = data.compute, ui.figure
@@ -157,7 +158,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    for page in ("slots", "turn_depth"):
+    for page in ("slots", "turn_depth", "dialogue"):
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, [e.value for e in at.exception]
     runs = list(at.session_state["runs"])
@@ -174,10 +175,12 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     monkeypatch.setattr(prefetch.place, "figure", job_drawing)
     prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
     prefetch.compounding_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
+    prefetch.dialogue_job(runs[0], sources, None, data.DECLARED)
     names = {key[0].rpartition(".")[2] for key in asked}
-    assert {"value_confusions", "slot_examples", "history_pairs_of", "compounding_curve"} <= names, names
+    expected = {"value_confusions", "slot_examples", "history_pairs_of", "compounding_curve", "dialogue_view"}
+    assert expected <= names, names
     assert asked <= pages_asked, f"asked by a job, never by a page: {sorted(asked - pages_asked)}"
-    assert len(job_figures) == 2  # the confusion heatmap and the compounding chart
+    assert len(job_figures) == 3  # the confusion heatmap, the compounding chart, the turn strip
     assert all(fig in drawn for fig in job_figures), "a job drew a figure no page draws"
 
 

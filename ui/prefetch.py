@@ -222,6 +222,20 @@ def compounding_job(
     place.figure(figures.compounding_figure, curve, predicted_run=predicted, gold_run=gold, colours=colours)
 
 
+def dialogue_job(focus: str, sources: dict[str, data.RunSource], dialogue: Any, choice: str) -> None:
+    """The Dialogue viewer's default dialogue (`dialogue`, the session's, when the focus run has it, else
+    the first with errors, as `ui.select` picks it): its turn-level view and turn strip."""
+    args = ui.resolve([focus], sources, choice)[0]
+    index = data.compute(views.dialogue_index, args, {}, choice)
+    ids = list(index["dialogue_id"])
+    if not ids:
+        return
+    hint = views.first_dialogue_with_errors(index)
+    dialogue = dialogue if dialogue in ids else (hint if hint in ids else ids[0])
+    turns, _ = data.compute(views.dialogue_view, args, {"dialogue_id": dialogue}, choice)
+    place.figure(figures.turn_strip, turns)
+
+
 def run_jobs(jobs: list[Job], deadline: float | None = None) -> int:
     """Run `jobs` one by one, each after any running page finishes (at most MAX_WAIT s); failures are
     logged at debug level and skipped. `deadline` (`time.monotonic()`): start no job after it. Returns
@@ -301,6 +315,7 @@ def jobs(
         *view_jobs[2:n],
         *figure_jobs[2:],
         compounding,
+        (dialogue_job, (focus, sources, session.get("dialogue"), choice)),
     ]
 
 
