@@ -30,12 +30,13 @@ PAGES = [
 
 
 def workspace_argument(argv: list[str]) -> str:
-    """`--workspace PATH` from the arguments after `--` (default: the demo workspace)."""
+    """`--workspace PATH` from the arguments after `--` (default: the demo workspace), made absolute."""
+    from ui.data import manifest_path  # not at the top: imported after the loading placeholder is sent
+
     parser = argparse.ArgumentParser(add_help=False, allow_abbrev=False)
     parser.add_argument("--workspace", default=str(DEFAULT_WORKSPACE))
     known, _ = parser.parse_known_args(argv)
-    path = Path(known.workspace)
-    return str(path if path.is_absolute() else (Path.cwd() / path).resolve())
+    return manifest_path(known.workspace)
 
 
 def loading_placeholder() -> Any:

@@ -26,6 +26,8 @@ from analysis.metrics import turn_facts
 from analysis.scoring import Scored
 
 GAP_BY = ("slot", "domain", "turn_index")
+# The column each `crosslingual_gaps` table is keyed on (A's labels for slots and domains).
+GAP_COLUMN = {"slot": "slot_a", "domain": "domain_a", "turn_index": "turn_index"}
 SOURCES = ("inferred", "override", "identical-name")
 ALIGNMENT_COLUMNS = [
     "slot_a",

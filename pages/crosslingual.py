@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
-from analysis.crosslingual import mapping_from_manifest
+from analysis.crosslingual import GAP_COLUMN, mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
 
 st.title("Cross-lingual and cross-ontology")
@@ -71,9 +71,8 @@ tabs = st.tabs(["Gap by slot", "Gap by domain", "Gap by turn depth"])
 for tab, by in zip(tabs, ("slot", "domain", "turn_index"), strict=True):
     with tab:
         gaps = summary["gaps"][by]
-        label = {"slot": "slot_a", "domain": "domain_a", "turn_index": "turn_index"}[by]
         ui.show_figure(
-            ui.figure(figures.gap_bar, gaps, by=label, value="gap"),
+            ui.figure(figures.gap_bar, gaps, by=GAP_COLUMN[by], value="gap"),
             key=f"xl_gap_{by}",
             name=f"gap by {by} {run_a} vs {run_b}",
         )

@@ -34,12 +34,6 @@ NOT_WARMED = "dashboard: workspace not warmed"
 WARM_BUDGET = 6.0
 
 
-def absolute(path: str) -> str:
-    """The workspace path as app.py keys its caches on it (app.workspace_argument: relative to the cwd)."""
-    given = Path(path)
-    return str(given if given.is_absolute() else (Path.cwd() / given).resolve())
-
-
 def warm(workspace: str, budget: float = WARM_BUDGET) -> str:
     """Read the workspace's runs, compute its first page, then the other pages' first views for at most
     `budget` more seconds, into Streamlit's caches; a one-line summary. Before the server exists:
@@ -49,21 +43,16 @@ def warm(workspace: str, budget: float = WARM_BUDGET) -> str:
     manifest = data.open_manifest(workspace)
     if isinstance(manifest, str):
         return f"{NOT_WARMED}: {manifest}"
-    sources = {}
-    for entry in manifest.entries:
-        source = data.source_from_entry(entry)
-        if not isinstance(data.load(source), str):
-            sources[entry.name] = source
+    sources, failed = data.load_workspace(manifest)
     runs = list(sources)
     if not runs:
         return f"{NOT_WARMED}: none of its {len(manifest.entries)} runs loaded"
     prefetch.run_jobs(prefetch.first_page_jobs(runs, sources, data.DECLARED))
     rest = prefetch.jobs(runs, runs[0], sources, data.DECLARED, list(manifest.mappings), {})
     done = prefetch.run_jobs(rest, deadline=time.monotonic() + budget)
-    failed = len(manifest.entries) - len(runs)
     return (
         f"{READY}: {len(runs)} runs"
-        + (f" ({failed} failed to load: the dashboard says why)" if failed else "")
+        + (f" ({len(failed)} failed to load: the dashboard says why)" if failed else "")
         + (
             "; every page's first views computed"
             if done == len(rest)
@@ -76,15 +65,17 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="the workspace manifest (TOML)")
     known, streamlit_options = parser.parse_known_args(argv)
-    workspace = absolute(known.workspace)
     started = time.perf_counter()
-    print(f"dashboard: reading {workspace} …", file=sys.stderr, flush=True)
     # Streamlit notes each cache used before its runtime exists ("No runtime found"): expected here.
     import streamlit.runtime.caching.cache_data_api  # noqa: F401  (creates the logger, with Streamlit's level)
 
     cache_log = logging.getLogger("streamlit.runtime.caching.cache_data_api")
     level = cache_log.level
     cache_log.setLevel(logging.ERROR)
+    from ui.data import manifest_path  # keys the workspace as app.py does
+
+    workspace = manifest_path(known.workspace)
+    print(f"dashboard: reading {workspace} …", file=sys.stderr, flush=True)
     try:
         summary = warm(workspace)
     except Exception as exc:  # the dashboard shows the error itself; the server starts anyway

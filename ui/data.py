@@ -117,6 +117,13 @@ def _manifest(path: str, stamp: str | None) -> Workspace | str:
         return str(exc)
 
 
+def manifest_path(given: str | Path) -> str:
+    """A manifest path as every cache keys it: absolute, relative ones taken from the working directory
+    (`app.py --workspace` and `scripts/serve.py --workspace` must key the same workspace alike)."""
+    path = Path(given)
+    return str(path if path.is_absolute() else (Path.cwd() / path).resolve())
+
+
 def open_manifest(path: str) -> Workspace | str:
     """The parsed manifest (cached on path + mtime), or its one-line error."""
     return _manifest(path, file_stamp(path))
@@ -143,6 +150,25 @@ def load(source: RunSource) -> Run | str:
     return _load(source.key, source)
 
 
+def load_workspace(
+    workspace: Workspace, before: Callable[[int, RunSource], None] | None = None
+) -> tuple[dict[str, RunSource], dict[str, str]]:
+    """Every run of the manifest loaded (cached): the sources of those that loaded, in manifest order,
+    and the one-line error of each that failed. `before(i, source)` is called before each load."""
+    sources: dict[str, RunSource] = {}
+    failed: dict[str, str] = {}
+    for i, entry in enumerate(workspace.entries):
+        source = source_from_entry(entry)
+        if before is not None:
+            before(i, source)
+        result = load(source)
+        if isinstance(result, str):
+            failed[entry.name] = result
+        else:
+            sources[entry.name] = source
+    return sources, failed
+
+
 def effective_convention(source: RunSource, choice: str) -> str | None:
     return source.convention if choice == DECLARED else choice
 
@@ -159,7 +185,8 @@ def scored(source: RunSource, choice: str) -> Scored:
     return _score(source.key, effective_convention(source, choice), source)
 
 
-def _function(name: str) -> Callable[..., Any]:
+def function_named(name: str) -> Callable[..., Any]:
+    """The function `module.qualname` names (cache keys carry names, not function objects)."""
     module, _, attr = name.rpartition(".")
     return getattr(importlib.import_module(module), attr)
 
@@ -173,7 +200,7 @@ def _view(name: str, keys: tuple, params: tuple, _args: tuple) -> Any:
             return [materialise(a) for a in arg]
         return arg
 
-    return _function(name)(*[materialise(a) for a in _args], **dict(params))
+    return function_named(name)(*[materialise(a) for a in _args], **dict(params))
 
 
 def compute(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any], choice: str) -> Any:

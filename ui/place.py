@@ -7,7 +7,6 @@ Files are made only when a button is clicked (a callable `data`), never on every
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -18,6 +17,7 @@ import streamlit as st
 from analysis import export
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
+from ui import data
 
 # Column names as people read them; frames keep their machine names.
 COLUMN_LABELS: dict[str, str] = {
@@ -103,9 +103,7 @@ def _table_exports(frame: pd.DataFrame, *, key: str, name: str) -> None:
 @st.cache_data(show_spinner=False, max_entries=512)
 def _figure_spec(name: str, args: tuple, params: tuple, attrs: tuple) -> dict[str, Any]:
     del attrs  # part of the cache key only: hashing a frame ignores its attrs
-    module, _, attr = name.rpartition(".")
-    builder = getattr(importlib.import_module(module), attr)
-    return dict(builder(*args, **dict(params)).to_dict())
+    return dict(data.function_named(name)(*args, **dict(params)).to_dict())
 
 
 def figure(builder: Callable[..., go.Figure], *args: Any, **params: Any) -> go.Figure:

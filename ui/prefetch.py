@@ -1,15 +1,16 @@
 """Compute the other pages' first views in the background once a page is drawn.
 
 A researcher reads the first page for a few seconds; meanwhile the server computes what the Slots,
-Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-domain and per-depth JGA with their
-bootstrap intervals are the slow ones), so the first visit of each page finds its views cached. Then
-the figures those pages draw first from them (`figure_plan`; building a Plotly figure costs 30-90 ms).
+Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-domain and per-depth
+JGA with their bootstrap intervals are the slow ones), so the first visit of each page finds its views
+cached; then the figures those pages draw first from them (`figure_plan`; building a Plotly figure
+costs 30-90 ms).
 
 The plan lists each page's first `ui.compute` calls with its default widgets: same function, same
 arguments, same parameters, hence the same cache key. `tests/test_prefetch.py` checks every planned
-call, and every planned figure, is one the pages really make, so prefetching never computes what nobody asks for. Streamlit's
-cache holds one compute lock per key: a page asking while the prefetch computes waits for that
-result instead of computing it twice.
+call, and every planned figure, is one the pages really make, so prefetching never computes what
+nobody asks for. Streamlit's cache holds one compute lock per key: a page asking while the prefetch
+computes waits for that result instead of computing it twice.
 
 `make run` (`scripts/serve.py`) runs the same jobs, the Overview's first (`first_page`), while the
 server starts, before any session exists.
@@ -29,10 +30,11 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
-from analysis.crosslingual import mapping_from_manifest
+from analysis.crosslingual import GAP_COLUMN, mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
 from analysis.suite import HEADLINE
 from ui import data, place, state
+from ui.state import choose
 
 LOG = logging.getLogger(__name__)
 
@@ -89,8 +91,8 @@ def figure_plan(
         crosslingual = [
             (figures.agreement_heatmap, summary, ("cells",), {"run_a": a, "run_b": b}),
             *[
-                (figures.gap_bar, summary, ("gaps", by), {"by": label, "value": "gap"})
-                for by, label in (("slot", "slot_a"), ("domain", "domain_a"), ("turn_index", "turn_index"))
+                (figures.gap_bar, summary, ("gaps", by), {"by": column, "value": "gap"})
+                for by, column in GAP_COLUMN.items()
             ],
         ]
     return [
@@ -128,15 +130,13 @@ def warmups(runs: list[str]) -> list[Call]:
 
 
 def crosslingual_choice(runs: list[str], mappings: list[dict[str, Any]], session: Any) -> tuple[str, str] | None:
-    """Runs A and B as the Cross-lingual page picks them: the session's choice when still valid, else the
-    default pair (`views.default_pair`), else the first runs; the same rule as `ui.select`."""
+    """Runs A and B as the Cross-lingual page picks them (`ui.state.choose`): the session's choice when still
+    valid, else the default pair (`views.default_pair`), else the first runs."""
     if len(runs) < 2:
         return None
-    pair = views.default_pair(runs, mappings)
-    chosen_a, chosen_b = session.get("run_a"), session.get("run_b")
-    a = chosen_a if chosen_a in runs else (pair[0] if pair and pair[0] in runs else runs[0])
-    others = [r for r in runs if r != a]
-    b = chosen_b if chosen_b in others else (pair[1] if pair and pair[1] in others else others[0])
+    pair = views.default_pair(runs, mappings) or (None, None)
+    a = choose(session.get("run_a"), runs, pair[0])
+    b = choose(session.get("run_b"), [r for r in runs if r != a], pair[1])
     return a, b
 
 
@@ -194,13 +194,12 @@ def figure_job(
 
 def slot_detail_job(focus: str, sources: dict[str, data.RunSource], slot: Any, choice: str) -> None:
     """The Slots page's lower half for its default slot (`slot`, the session's, when still a slot of the
-    table, else the worst-F1 one, as `ui.select` picks it): value confusions, their heatmap, example turns."""
+    table, else the worst-F1 one: `ui.state.choose`): value confusions, their heatmap, example turns."""
     args = ui.resolve([focus], sources, choice)[0]
     table = data.compute(views.slot_table, args, {}, choice)
-    names = list(table["slot_name"])
-    if not names:
+    slot = choose(slot, list(table["slot_name"]))
+    if slot is None:
         return
-    slot = slot if slot in names else names[0]
     domain, name = views.split_slot(table, slot)
     confusions = data.compute(views.value_confusions, args, {"domain": domain, "slot": name}, choice)
     place.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)")
@@ -212,26 +211,24 @@ def compounding_job(
     runs: list[str], sources: dict[str, data.RunSource], colours: dict[str, str], pair: Any, choice: str
 ) -> None:
     """The Turn depth page's compounding chart for its default pair (`pair`, the session's label, when
-    still offered, else the first, as `ui.select` picks it)."""
+    still offered, else the first: `ui.state.choose`)."""
     pairs = data.compute(views.history_pairs_of, ui.resolve([runs], sources, choice)[0], {}, choice)
     if not pairs:
         return
     labels = {f"{p} vs {g}": (p, g) for p, g in pairs}
-    predicted, gold = labels[pair if pair in labels else next(iter(labels))]
+    predicted, gold = labels[choose(pair, list(labels))]
     curve = data.compute(views.compounding_curve, ui.resolve([predicted, gold], sources, choice)[0], {}, choice)
     place.figure(figures.compounding_figure, curve, predicted_run=predicted, gold_run=gold, colours=colours)
 
 
 def dialogue_job(focus: str, sources: dict[str, data.RunSource], dialogue: Any, choice: str) -> None:
     """The Dialogue viewer's default dialogue (`dialogue`, the session's, when the focus run has it, else
-    the first with errors, as `ui.select` picks it): its turn-level view and turn strip."""
+    the first with errors: `ui.state.choose`): its turn-level view and turn strip."""
     args = ui.resolve([focus], sources, choice)[0]
     index = data.compute(views.dialogue_index, args, {}, choice)
-    ids = list(index["dialogue_id"])
-    if not ids:
+    dialogue = choose(dialogue, list(index["dialogue_id"]), views.first_dialogue_with_errors(index))
+    if dialogue is None:
         return
-    hint = views.first_dialogue_with_errors(index)
-    dialogue = dialogue if dialogue in ids else (hint if hint in ids else ids[0])
     turns, _ = data.compute(views.dialogue_view, args, {"dialogue_id": dialogue}, choice)
     place.figure(figures.turn_strip, turns)
 
@@ -301,11 +298,12 @@ def jobs(
         overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     cell = session.get("cell")
     views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
-    figures_first = figure_plan(runs, focus, ui.colours(sources), pair, overrides)
+    colours = ui.colours(sources)
+    figures_first = figure_plan(runs, focus, colours, pair, overrides)
     view_jobs, figure_jobs = _to_jobs(sources, choice, [*views_first, *warmups(runs)], figures_first)
     n = len(views_first)
     slot_detail: Job = (slot_detail_job, (focus, sources, session.get("slot"), choice))
-    compounding: Job = (compounding_job, (runs, sources, ui.colours(sources), session.get("pair"), choice))
+    compounding: Job = (compounding_job, (runs, sources, colours, session.get("pair"), choice))
     # Slots first (next in the sidebar), then the slow intervals, then the rest.
     return [
         *view_jobs[:2],

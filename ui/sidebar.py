@@ -27,19 +27,14 @@ def _open_workspace(path: str) -> None:
         return
     st.session_state["workspace_error"] = None
     st.session_state["workspace"] = manifest
-    sources: dict[str, data.RunSource] = {}
-    failed: dict[str, str] = {}
-    entries = manifest.entries
     progress = st.sidebar.empty()
-    for i, entry in enumerate(entries):
-        source = data.source_from_entry(entry)
-        if source.key not in st.session_state.get("_loaded_keys", set()):
-            progress.caption(f"loading {entry.name} ({i + 1}/{len(entries)})…")
-        result = data.load(source)
-        if isinstance(result, str):
-            failed[entry.name] = result
-        else:
-            sources[entry.name] = source
+    loaded = st.session_state.get("_loaded_keys", set())
+
+    def announce(i: int, source: data.RunSource) -> None:
+        if source.key not in loaded:
+            progress.caption(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…")
+
+    sources, failed = data.load_workspace(manifest, announce)
     progress.empty()
     st.session_state["_loaded_keys"] = {s.key for s in sources.values()}
     for name, source in uploads.items():

@@ -48,6 +48,14 @@ def _sync(name: str, widget: str | None = None) -> None:
     st.session_state[name] = st.session_state[widget or f"w_{name}"]
 
 
+def choose(current: Any, options: Sequence[Any], hint: Any = None) -> Any:
+    """What a `select` shows: `current` when still an option, else `hint` when one, else the first
+    option (None without options). The prefetch picks the pages' defaults with it too."""
+    if current in options:
+        return current
+    return hint if hint in options else (options[0] if options else None)
+
+
 def select(
     label: str,
     options: Sequence[Any],
@@ -66,7 +74,7 @@ def select(
     options = list(options)
     current = st.session_state.get(state)
     if current not in options:
-        current = index_hint if index_hint in options else (options[0] if options else None)
+        current = choose(current, options, index_hint)
         st.session_state[state] = current
     st.session_state[widget] = current
     host = container or st
