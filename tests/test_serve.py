@@ -3,6 +3,8 @@ stderr when the workspace is ready, or why it could not warm it, and starts the 
 
 from __future__ import annotations
 
+import importlib.util
+import re
 import socket
 import subprocess
 import sys
@@ -20,6 +22,10 @@ from analysis.workspace import read_manifest
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = ROOT / "scripts" / "serve.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
+_spec = importlib.util.spec_from_file_location("serve", SERVE)
+assert _spec is not None and _spec.loader is not None
+serve = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(serve)
 
 
 def _port() -> int:
@@ -83,6 +89,17 @@ def test_the_launcher_warms_every_run_of_the_workspace() -> None:
         assert "first views computed" in line and line.endswith("starting the server"), line
         assert _healthy(url)
         assert not any("Traceback" in entry for entry in lines), "".join(lines)
+        assert not any("Plotly not preloaded" in entry for entry in lines), "".join(lines)
+        # Every page (a deep link too) asks for Plotly with the page, and the file it names is served.
+        for path in ("/", "/dialogue?run=x&turn=2"):
+            with urllib.request.urlopen(f"{url}{path}", timeout=10) as response:
+                html = response.read().decode("utf-8")
+            chunk = re.search(r'import\("\./(static/js/PlotlyChart\.[\w-]+\.js)"\)', html)
+            assert chunk, html[-1500:]
+            assert f'<link rel="modulepreload" crossorigin href="./{chunk[1]}">' in html
+        with urllib.request.urlopen(f"{url}/{chunk[1]}", timeout=10) as response:
+            assert response.status == 200
+            assert len(response.read()) == (Path(streamlit_static()) / chunk[1]).stat().st_size
 
 
 def test_a_broken_workspace_is_reported_and_the_server_keeps_serving(tmp_path: Path) -> None:
@@ -93,3 +110,63 @@ def test_a_broken_workspace_is_reported_and_the_server_keeps_serving(tmp_path: P
         assert line.startswith("dashboard: workspace not warmed: "), line
         assert str(manifest) in line  # the one-line error names the file
         assert _healthy(url)
+
+
+def streamlit_static() -> str:
+    from streamlit import file_util
+
+    return file_util.get_static_dir()
+
+
+def _fake_static(folder: Path, chunks: dict[str, str]) -> Path:
+    """A Streamlit-like static folder: index.html listing index.js and one preloaded shared module."""
+    (folder / "static" / "js").mkdir(parents=True)
+    (folder / "index.html").write_text(
+        '<html><head><script type="module" crossorigin src="./static/js/index.a1.js"></script>\n'
+        '<link rel="modulepreload" crossorigin href="./static/js/shared.b2.js">\n</head><body></body></html>',
+        encoding="utf-8",
+    )
+    (folder / "favicon.png").write_bytes(b"png")
+    for name, text in {"index.a1.js": "", "shared.b2.js": "", "own.c3.js": "", **chunks}.items():
+        (folder / "static" / "js" / name).write_text(text, encoding="utf-8")
+    return folder
+
+
+def test_the_page_asks_for_plotly_with_itself_and_loads_it_when_idle(tmp_path: Path) -> None:
+    chunk = 'import{o as e}from"./shared.b2.js";import"./own.c3.js";export default e'
+    static = _fake_static(tmp_path / "static", {"PlotlyChart.Xy-9.js": chunk})
+    original = (static / "index.html").read_text(encoding="utf-8")
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+
+    assert serve.preload_plotly(static, mirror) == "PlotlyChart.Xy-9.js"
+
+    html = (mirror / "index.html").read_text(encoding="utf-8")
+    head, body = html.split("</head>")
+    assert "<body></body></html>" in body and head.startswith(original.split("</head>")[0])
+    assert '<link rel="modulepreload" crossorigin href="./static/js/PlotlyChart.Xy-9.js">' in head
+    assert '<link rel="modulepreload" crossorigin href="./static/js/own.c3.js">' in head  # its own import
+    assert head.count('href="./static/js/shared.b2.js"') == 1  # already preloaded by Streamlit: not twice
+    assert 'requestIdleCallback(() => import("./static/js/PlotlyChart.Xy-9.js")' in head
+    assert (static / "index.html").read_text(encoding="utf-8") == original  # Streamlit's own page untouched
+    assert sorted(p.name for p in mirror.iterdir()) == ["favicon.png", "index.html", "static"]
+    for name in ("favicon.png", "static"):
+        assert (mirror / name).is_symlink() and (mirror / name).resolve() == (static / name).resolve()
+    assert (mirror / "static" / "js" / "PlotlyChart.Xy-9.js").read_text(encoding="utf-8") == chunk
+
+
+@pytest.mark.parametrize("chunks", [{}, {"PlotlyChart.a.js": "", "PlotlyChart.b.js": ""}], ids=["none", "two"])
+def test_without_exactly_one_plotly_file_nothing_is_changed(tmp_path: Path, chunks: dict[str, str]) -> None:
+    static = _fake_static(tmp_path / "static", chunks)
+    mirror = tmp_path / "mirror"
+    mirror.mkdir()
+    with pytest.raises(ValueError, match=rf"{len(chunks)} files static/js/PlotlyChart\.\*\.js"):
+        serve.preload_plotly(static, mirror)
+    assert not any(mirror.iterdir())
+
+
+def test_the_installed_streamlit_has_the_plotly_file_the_launcher_preloads(tmp_path: Path) -> None:
+    """A Streamlit upgrade that renames its Plotly component fails here, not silently in `make run`."""
+    chunk = serve.preload_plotly(Path(streamlit_static()), tmp_path)
+    assert (Path(streamlit_static()) / "static" / "js" / chunk).stat().st_size > 1_000_000
+    assert f'import("./static/js/{chunk}")' in (tmp_path / "index.html").read_text(encoding="utf-8")
