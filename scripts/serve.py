@@ -68,8 +68,11 @@ def preload_plotly(static: Path, mirror: Path) -> str:
         for name in dict.fromkeys(needed)
         if name not in listed
     ]
+    # Browsers without requestIdleCallback (Safari) import it on the next turn of the event loop; a failed
+    # import is left to Streamlit's own, which retries it when a chart needs it.
     tags.append(
-        f'<script type="module">requestIdleCallback(() => import("./static/js/{chunk}"), {{timeout: 1500}})</script>'
+        '<script type="module">(window.requestIdleCallback || ((run) => setTimeout(run, 1)))'
+        f'(() => import("./static/js/{chunk}").catch(() => {{}}), {{timeout: 1500}})</script>'
     )
     for entry in static.iterdir():
         if entry.name != "index.html":
