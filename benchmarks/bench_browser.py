@@ -15,7 +15,9 @@ cache warm), what a researcher sees every time after the first. Page switches ar
 first visit of each page in a session (its views computed) and on a second visit.
 
 For scale, the same timings are taken for a bare Streamlit app holding one two-bar Plotly chart
-("floor"): no dashboard can open faster than that on the same machine and browser.
+("floor"): no dashboard can open faster than that on the same machine and browser. It is served twice:
+by plain `streamlit run`, and with the Plotly preload `make run` adds to the page
+(`scripts/serve.py`, `serve_plotly_preloaded`), the floor the dashboard is really up against.
 
 Run: `.venv/bin/python benchmarks/bench_browser.py [--skip-big]`; results also go to
 benchmarks/results/bench_browser.json (git-ignored).
@@ -141,10 +143,12 @@ def busiest_dialogue(manifest: Path, run_id: str) -> str:
 
 
 @contextmanager
-def serving(manifest: Path, *, app: Path = ROOT / "app.py") -> Iterator[tuple[Browser, str]]:
-    """A fresh server on `manifest` as `make run` starts it (a bare `app`: plain `streamlit run`) and a
-    chromium to talk to it; both stopped after."""
-    process, url = start_server(manifest, timeout=600, app=app)
+def serving(
+    manifest: Path, *, app: Path = ROOT / "app.py", runner: Path | None = None
+) -> Iterator[tuple[Browser, str]]:
+    """A fresh server on `manifest` as `make run` starts it (a bare `app`: plain `streamlit run`, or through
+    `runner`) and a chromium to talk to it; both stopped after."""
+    process, url = start_server(manifest, timeout=600, app=app, runner=runner)
     try:
         with sync_playwright() as p:
             browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -207,12 +211,31 @@ st.plotly_chart(go.Figure(go.Bar(x=["a", "b"], y=[1, 2])))
 """
 
 
-def measure_floor(folder: Path) -> dict:
-    """First chart of a bare one-chart Streamlit app: fresh server, then new and returning browsers."""
+# `streamlit ...` with the page `make run` serves: Plotly fetched with the page (scripts/serve.py).
+PRELOADED_STREAMLIT = f"""import sys
+sys.path.insert(0, {str(ROOT / "scripts")!r})
+import serve
+problem = serve.serve_plotly_preloaded()
+if problem:
+    raise SystemExit(f"Plotly not preloaded: {{problem}}")
+from streamlit.web import cli
+sys.argv = ["streamlit", *sys.argv[1:]]
+cli.main()
+"""
+
+
+def measure_floor(folder: Path, *, preloaded: bool = False) -> dict:
+    """First chart of a bare one-chart Streamlit app: fresh server, then new and returning browsers.
+    `preloaded`: served with `make run`'s Plotly preload."""
     app = folder / "bare_app.py"
     app.write_text(BARE_APP, encoding="utf-8")
-    result: dict = {"workspace": "floor: bare Streamlit app, one Plotly chart"}
-    with serving(DEMO, app=app) as (browser, url):
+    runner = None
+    if preloaded:
+        runner = folder / "preloaded_streamlit.py"
+        runner.write_text(PRELOADED_STREAMLIT, encoding="utf-8")
+    how = "with make run's Plotly preload" if preloaded else "plain streamlit run"
+    result: dict = {"workspace": f"floor: bare Streamlit app, one Plotly chart, {how}"}
+    with serving(DEMO, app=app, runner=runner) as (browser, url):
         fresh = []
         for _ in range(3):
             context = browser.new_context(viewport=VIEWPORT)
@@ -260,6 +283,7 @@ def report(result: dict) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--skip-big", action="store_true", help="only the demo workspace")
+    parser.add_argument("--floor-only", action="store_true", help="only the bare app's floors")
     args = parser.parse_args()
     if not CHROMIUM.exists():
         raise SystemExit(f"{CHROMIUM} is missing (scripts/system-deps.sh installs it)")
@@ -267,13 +291,15 @@ def main() -> None:
     os.environ.setdefault(
         "DST_ANNOTATIONS_URL", f"sqlite:///{tempfile.mkdtemp(prefix='dst-bench-')}/annotations.sqlite"
     )
-    with tempfile.TemporaryDirectory() as folder:
-        results = [measure_floor(Path(folder))]
-    report_floor(results[-1])
-    for read_seconds in (0.0, 3.0):
+    results = []
+    for preloaded in (False, True):
+        with tempfile.TemporaryDirectory() as folder:
+            results.append(measure_floor(Path(folder), preloaded=preloaded))
+        report_floor(results[-1])
+    for read_seconds in () if args.floor_only else (0.0, 3.0):
         results.append(measure("demo", DEMO, "simulated-A-mwz-en-predicted", read_seconds))
         report(results[-1])
-    if not args.skip_big:
+    if not (args.skip_big or args.floor_only):
         with tempfile.TemporaryDirectory() as folder:
             start = time.perf_counter()
             manifest = build_big_workspace(Path(folder))

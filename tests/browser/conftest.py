@@ -67,10 +67,12 @@ def start_server(
     timeout: float = 120,
     app: Path = ROOT / "app.py",
     launcher: bool = True,
+    runner: Path | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """The dashboard as `make run` starts it (`scripts/serve.py`: `streamlit run app.py` plus the workspace
     warm-up, done before the server listens) on a free port, polled on /_stcore/health until it answers.
-    Without `launcher`, or for another `app` (e.g. a bare one), plain `streamlit run`."""
+    Without `launcher`, or for another `app` (e.g. a bare one), plain `streamlit run`; with `runner`, that
+    Python script instead of `-m streamlit`, given the same arguments (`run APP options -- --workspace`)."""
     port = free_port()
     options = [
         "--server.headless",
@@ -85,7 +87,8 @@ def start_server(
     if launcher and app == ROOT / "app.py":
         command = [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(workspace), *options]
     else:
-        command = [sys.executable, "-m", "streamlit", "run", str(app), *options, "--", "--workspace", str(workspace)]
+        streamlit = [str(runner)] if runner is not None else ["-m", "streamlit"]
+        command = [sys.executable, *streamlit, "run", str(app), *options, "--", "--workspace", str(workspace)]
     process = subprocess.Popen(
         command,
         cwd=ROOT,
