@@ -61,6 +61,23 @@ def test_app_loads_with_leaderboard_chart(page: Page, server: str, screenshots: 
     page.screenshot(path=str(screenshots / "overview.png"))
 
 
+def test_plotly_is_fetched_with_the_page_not_after_the_first_chart(page: Page, server: str):
+    """`make run`'s page asks for Streamlit's Plotly component itself (scripts/serve.py, preload_plotly): the
+    request starts before the page's DOMContentLoaded, i.e. before the server can have sent any chart."""
+    page.goto(server)
+    settle(page)
+    timing = page.evaluate(
+        """() => ({
+            loaded: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
+            plotly: performance.getEntriesByType('resource').filter(r => /PlotlyChart\\.[\\w-]+\\.js$/.test(r.name))
+                .map(r => r.startTime),
+        })"""
+    )
+    assert len(timing["plotly"]) == 1, timing  # fetched once: Streamlit's own import found it loaded
+    assert timing["plotly"][0] < timing["loaded"], timing
+    assert charts_drawn(page) >= 1
+
+
 def test_every_page_is_visited_and_draws(page: Page, server: str, screenshots: Path):
     page.goto(server)
     settle(page)
