@@ -14,8 +14,8 @@ down (measured: 4.4-5.3 s to the first chart instead of 3.3-3.7 s on a two-core 
 
 The page it serves also asks for Plotly at once (`preload_plotly`): Streamlit's page loads its 4.7 MB Plotly
 component only when the first chart arrives and then spends about a second compiling it; here the browser
-fetches it with the page and compiles it while it waits for the server (measured on a two-core machine:
-first chart 2.6-3.0 s instead of 3.3-3.6 s).
+fetches it with the page and compiles it while it waits for the server (interleaved A/B on a two-core
+machine, empty browser cache: first chart 2.5-3.2 s instead of 3.5-4.3 s; benchmarks/README.md).
 
     python scripts/serve.py [--workspace PATH] [streamlit run options, e.g. --server.port 8502]
 """
