@@ -4,6 +4,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -136,9 +138,9 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
 
 
 def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Slots page's default-slot half, the Turn depth page's default compounding pair and the Dialogue
-    viewer's default dialogue depend on a first view's result; their jobs must still ask for exactly the
-    pages' views and draw their figures."""
+    """The Slots page's default-slot half, the Domains page's default attribute, the Turn depth page's default
+    compounding pair and the Dialogue viewer's default dialogue depend on a first view's result; their jobs
+    must still ask for exactly the pages' views and draw their figures."""
     asked: set[tuple] = set()
     drawn: list[Any] = []
     real_compute, real_figure = data.compute, ui.figure
@@ -158,7 +160,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    for page in ("slots", "turn_depth", "dialogue"):
+    for page in ("slots", "domains", "turn_depth", "dialogue"):
         at.switch_page(f"pages/{page}.py").run()
         assert not at.exception, [e.value for e in at.exception]
     runs = list(at.session_state["runs"])
@@ -174,14 +176,55 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     asked.clear()
     monkeypatch.setattr(prefetch.place, "figure", job_drawing)
     prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
+    prefetch.attribute_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
     prefetch.compounding_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
     prefetch.dialogue_job(runs[0], sources, None, data.DECLARED)
     names = {key[0].rpartition(".")[2] for key in asked}
-    expected = {"value_confusions", "slot_examples", "history_pairs_of", "compounding_curve", "dialogue_view"}
+    expected = {
+        "value_confusions",
+        "slot_examples",
+        "jga_by_attribute",
+        "history_pairs_of",
+        "compounding_curve",
+        "dialogue_view",
+    }
     assert expected <= names, names
     assert asked <= pages_asked, f"asked by a job, never by a page: {sorted(asked - pages_asked)}"
-    assert len(job_figures) == 3  # the confusion heatmap, the compounding chart, the turn strip
+    assert len(job_figures) == 4  # the confusion heatmap, JGA by attribute, the compounding chart, the turn strip
     assert all(fig in drawn for fig in job_figures), "a job drew a figure no page draws"
+
+
+def test_the_prefetch_imports_what_the_pages_import() -> None:
+    """In a fresh interpreter: the pages' own imports (read from their files) and pandas' Styler are loaded by
+    the job, SQLAlchemy (the Dialogue viewer's tag form) and jinja2 (tinted tables) among them."""
+    script = (
+        "import sys; from ui import prefetch\n"
+        "lazy = {'sqlalchemy', 'jinja2'}\n"
+        "assert not lazy & set(sys.modules), 'already imported: the check would prove nothing'\n"
+        "names = prefetch.page_modules()\n"
+        "assert {'ui.review', 'analysis.annotations', 'analysis.fewjoint', 'ui.reconcile'} <= set(names), names\n"
+        "n = prefetch.import_pages_job()\n"
+        "assert lazy <= set(sys.modules), lazy - set(sys.modules)\n"
+        "assert {'ui.review', 'analysis.reconcile', 'pandas.io.formats.style'} <= set(sys.modules)\n"
+        "print(n)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert int(done.stdout.split()[-1]) >= 10
+
+
+def test_a_page_import_that_fails_does_not_escape_the_job(tmp_path: Path) -> None:
+    (tmp_path / "a.py").write_text("import json\nfrom json import dumps, decoder\nimport no_such_module_here\n")
+    (tmp_path / "b.py").write_text("from . import sibling\nimport tests.malformed_module_does_not_exist\n")
+    names = prefetch.page_modules(tmp_path)
+    assert names[:5] == [
+        "json",
+        "json.dumps",
+        "json.decoder",
+        "no_such_module_here",
+        "tests.malformed_module_does_not_exist",
+    ]
+    assert prefetch.import_pages_job(tmp_path) == 3  # json, json.decoder, pandas' Styler
 
 
 def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -210,7 +253,9 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 1, started_threads
-    names = [getattr(args[0], "__qualname__", run.__qualname__) for run, args in started[0]]
+    names = [
+        getattr(args[0], "__qualname__", run.__qualname__) if args else run.__qualname__ for run, args in started[0]
+    ]
     assert "domain_jga" in names and "depth_jga" in names and "depth_lines" in names
     assert prefetch.start() is False  # same runs, focus and convention: nothing new to compute
     choice["value"] = "trade"
@@ -220,7 +265,7 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 2
-    assert all(args[-1] == "trade" for _, args in started[1])
+    assert all(args[-1] == "trade" for _, args in started[1] if args)  # the imports job takes no convention
     runs.pop()
     assert prefetch.start() is True  # another selection
 

@@ -4,7 +4,8 @@ A researcher reads the first page for a few seconds; meanwhile the server comput
 Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-domain and per-depth
 JGA with their bootstrap intervals are the slow ones), so the first visit of each page finds its views
 cached; then the figures those pages draw first from them (`figure_plan`; building a Plotly figure
-costs 30-90 ms).
+costs 30-90 ms), and the modules the pages import (`page_modules`: SQLAlchemy for the Dialogue viewer's
+tag form costs about 0.2 s on a first import).
 
 The plan lists each page's first `ui.compute` calls with its default widgets: same function, same
 arguments, same parameters, hence the same cache key. `tests/test_prefetch.py` checks every planned
@@ -18,11 +19,14 @@ server starts, before any session exists.
 
 from __future__ import annotations
 
+import ast
+import importlib
 import logging
 import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import plotly.graph_objects as go
@@ -169,7 +173,8 @@ def _wait_for_pages() -> None:
         time.sleep(0.02)
 
 
-Job = tuple[Callable[..., Any], tuple[Any, ...]]  # (job function, its arguments: the convention choice last)
+# (job function, its arguments: the convention choice last, for the jobs that depend on one)
+Job = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
 def view_job(fn: Callable[..., Any], args: list[Any], params: dict[str, Any], choice: str) -> Any:
@@ -219,6 +224,56 @@ def compounding_job(
     predicted, gold = labels[choose(pair, list(labels))]
     curve = data.compute(views.compounding_curve, ui.resolve([predicted, gold], sources, choice)[0], {}, choice)
     place.figure(figures.compounding_figure, curve, predicted_run=predicted, gold_run=gold, colours=colours)
+
+
+def attribute_job(
+    runs: list[str], sources: dict[str, data.RunSource], colours: dict[str, str], attribute: Any, choice: str
+) -> None:
+    """The Domains page's lower half for its default attribute (`attribute`, the session's, when the runs
+    still carry it, else the first: `ui.state.choose`): JGA by that attribute and its chart."""
+    args = ui.resolve([runs], sources, choice)[0]
+    attribute = choose(attribute, data.compute(views.attribute_columns, args, {}, choice))
+    if attribute is None:
+        return
+    table = data.compute(views.jga_by_attribute, args, {"attribute": attribute}, choice)
+    place.figure(figures.grouped_jga_bar, table, by=attribute, colours=colours, title=f"JGA by {attribute}")
+
+
+PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
+# Imported on first use by what pages call, not by the pages themselves: pandas' Styler (the outcome tint of
+# `ui.place.show_table`) brings in jinja2.
+LAZY_MODULES = ("pandas.io.formats.style",)
+
+
+def page_modules(folder: Path = PAGES_DIR) -> list[str]:
+    """The modules the page scripts in `folder` import at their top level (read, not run), then
+    `LAZY_MODULES`; `from X import Y` gives X, and X.Y when Y is a submodule."""
+    names: dict[str, None] = {}
+    for page in sorted(folder.glob("*.py")):
+        for node in ast.parse(page.read_text(encoding="utf-8"), filename=str(page)).body:
+            if isinstance(node, ast.Import):
+                names.update(dict.fromkeys(alias.name for alias in node.names))
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names[node.module] = None
+                names.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names))
+    names.update(dict.fromkeys(LAZY_MODULES))
+    return list(names)
+
+
+def import_pages_job(folder: Path = PAGES_DIR) -> int:
+    """Import what the pages import (`page_modules`), so a page's first visit does not wait for it (the
+    Dialogue viewer's annotation store brings in SQLAlchemy: about 0.2 s). Names that are not modules
+    (`from X import function`) are skipped. Returns how many modules were imported."""
+    imported = 0
+    for name in page_modules(folder):
+        try:
+            importlib.import_module(name)
+        except ModuleNotFoundError as exc:
+            if exc.name != name:  # a module that is there but fails to import: the page shows that error
+                LOG.debug("prefetch could not import %s", name, exc_info=True)
+            continue
+        imported += 1
+    return imported
 
 
 def dialogue_job(focus: str, sources: dict[str, data.RunSource], dialogue: Any, choice: str) -> None:
@@ -303,15 +358,18 @@ def jobs(
     view_jobs, figure_jobs = _to_jobs(sources, choice, [*views_first, *warmups(runs)], figures_first)
     n = len(views_first)
     slot_detail: Job = (slot_detail_job, (focus, sources, session.get("slot"), choice))
+    attribute: Job = (attribute_job, (runs, sources, colours, session.get("attribute"), choice))
     compounding: Job = (compounding_job, (runs, sources, colours, session.get("pair"), choice))
     # Slots first (next in the sidebar), then the slow intervals, then the rest.
     return [
         *view_jobs[:2],
         *figure_jobs[:2],
         slot_detail,
+        (import_pages_job, ()),
         *view_jobs[n:],
         *view_jobs[2:n],
         *figure_jobs[2:],
+        attribute,
         compounding,
         (dialogue_job, (focus, sources, session.get("dialogue"), choice)),
     ]
