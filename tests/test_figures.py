@@ -75,6 +75,39 @@ def test_outcomes_readable_without_colour(runs):
             assert trace.marker.pattern.shape
 
 
+def test_depth_bands_are_one_closed_shape_per_run(runs):
+    depth = views.depth_jga(runs)
+    fig = figures.depth_lines(depth, colours=figures.run_colours(["a", "b"]))
+    bands = [t for t in fig.data if t.fill == "toself"]
+    lines = [t for t in fig.data if t.fill != "toself"]
+    assert [t.name for t in bands] == [t.name for t in lines] == ["a", "b"]
+    for band in bands:
+        part = depth[depth["run_id"] == band.name]
+        n = len(part)
+        assert list(band.x) == [*part["turn_index"], *part["turn_index"][::-1]]
+        assert list(band.y) == pytest.approx([*part["jga_high"], *part["jga_low"][::-1]])
+        assert list(band.customdata) == ["upper"] * n + ["lower"] * n  # hover says which bound
+        assert band.hoveron == "points" and band.showlegend is False and band.legendgroup == band.name
+    assert all(t.mode == "lines+markers" for t in lines)
+
+
+def test_depth_bands_skip_depths_without_an_interval(runs):
+    depth = views.depth_jga(runs)
+    depth.loc[depth.index[0], "jga_low"] = float("nan")
+    band = figures.depth_lines(depth).data[0]
+    assert band.fill == "toself" and len(band.x) == 2 * (int((depth["run_id"] == band.name).sum()) - 1)
+    assert not any(pd.isna(band.y))
+
+
+def test_many_runs_are_drawn_as_lines_without_markers(runs):
+    depth = views.depth_jga(runs)
+    many = pd.concat([depth[depth["run_id"] == "a"].assign(run_id=f"run-{i}") for i in range(figures.MARKED_RUNS + 1)])
+    lines = [t for t in figures.depth_lines(many).data if t.fill != "toself"]
+    assert len(lines) == figures.MARKED_RUNS + 1 and {t.mode for t in lines} == {"lines"}
+    few = many[many["run_id"].isin([f"run-{i}" for i in range(figures.MARKED_RUNS)])]
+    assert {t.mode for t in figures.depth_lines(few).data if t.fill != "toself"} == {"lines+markers"}
+
+
 def test_compounding_gap_is_shaded(runs):
     fig = _all_figures(runs)["compounding"]
     assert fig.data[1].fill == "tonexty"
