@@ -254,7 +254,7 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
     if spec.keep_title and out.layout.title.text:
         out.update_layout(title={"font": {"size": round(font_px * 1.15, 2)}, "x": 0, "xanchor": "left"})
     else:
-        out.update_layout(title={"text": None})
+        out.update_layout(title={"text": None, "subtitle": {"text": None}})
     axis = {
         "tickfont": {"size": tick_px},
         "title": {"font": {"size": font_px}, "standoff": 2},

@@ -529,11 +529,12 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
             hovertemplate="%{text}<extra></extra>",
         )
     )
-    fig.update_layout(title=f"Agreement over paired turns<br><sup>A = {run_a}, B = {run_b}</sup>")
+    # The runs as the title's subtitle: a `<br>` inside the title text got its first line cut off at the top.
+    fig.update_layout(title={"text": "Agreement over paired turns", "subtitle": {"text": f"A = {run_a}, B = {run_b}"}})
     fig.update_yaxes(autorange="reversed")
     fig.update_traces(textfont={"size": 14})
     apply_style(fig, style, height=400)
-    fig.update_layout(margin={"t": 90})  # room for the two-line title
+    fig.update_layout(margin={"t": 90})  # room for the title and its subtitle
     return fig
 
 

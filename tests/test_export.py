@@ -57,6 +57,15 @@ def test_presets_widths_and_png_pixels() -> None:
         E.preset("paper", "triple")
 
 
+def test_a_subtitle_goes_with_its_title() -> None:
+    fig = F.agreement_heatmap({"both_correct": 3, "only_a": 1, "only_b": 1, "both_wrong": 0}, run_a="x", run_b="y")
+    assert fig.layout.title.text == "Agreement over paired turns" and fig.layout.title.subtitle.text == "A = x, B = y"
+    paper = E.style_figure(fig, style="paper", width="single")
+    slides = E.style_figure(fig, style="slides", width="double")
+    assert paper.layout.title.text is None and paper.layout.title.subtitle.text is None
+    assert slides.layout.title.subtitle.text == "A = x, B = y"
+
+
 def test_style_figure_paper_drops_title_slides_keeps_it() -> None:
     fig = _figures()["bar"]
     assert fig.layout.title.text  # the dashboard figure has a title
