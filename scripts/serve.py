@@ -4,7 +4,7 @@
 the same process, after a warm-up: it imports what the pages import, reads every run of the workspace,
 computes the Overview (the leaderboard with its intervals, and its chart) and then, for at most
 `WARM_BUDGET` seconds, what a session's prefetch computes after its first page (`ui.prefetch.jobs`: the
-other pages' first views and figures), all into Streamlit's caches; then it starts the server. The URL
+other pages' first views and figures, and the modules the pages import), all into Streamlit's caches; then it starts the server. The URL
 appears when the dashboard can answer at once: the first browser finds its pages computed, as a second
 visitor would.
 
