@@ -213,11 +213,16 @@ def test_the_prefetch_imports_what_the_pages_import() -> None:
     assert int(done.stdout.split()[-1]) >= 10
 
 
-def test_a_page_import_that_fails_does_not_escape_the_job(tmp_path: Path) -> None:
+def test_a_page_import_that_fails_does_not_escape_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "broken_on_import_xyz.py").write_text("raise RuntimeError('broken on purpose')\n")
+    monkeypatch.syspath_prepend(str(tmp_path / "lib"))
+    (tmp_path / "0.py").write_text("import broken_on_import_xyz\n")  # first: the rest must still be imported
     (tmp_path / "a.py").write_text("import json\nfrom json import dumps, decoder\nimport no_such_module_here\n")
     (tmp_path / "b.py").write_text("from . import sibling\nimport tests.malformed_module_does_not_exist\n")
     names = prefetch.page_modules(tmp_path)
-    assert names[:5] == [
+    assert names[:6] == [
+        "broken_on_import_xyz",
         "json",
         "json.dumps",
         "json.decoder",

@@ -263,13 +263,14 @@ def page_modules(folder: Path = PAGES_DIR) -> list[str]:
 def import_pages_job(folder: Path = PAGES_DIR) -> int:
     """Import what the pages import (`page_modules`), so a page's first visit does not wait for it (the
     Dialogue viewer's annotation store brings in SQLAlchemy: about 0.2 s). Names that are not modules
-    (`from X import function`) are skipped. Returns how many modules were imported."""
+    (`from X import function`) are skipped, and so is a module that fails to import (the page shows that
+    error when it runs); the others are still imported. Returns how many modules were imported."""
     imported = 0
     for name in page_modules(folder):
         try:
             importlib.import_module(name)
-        except ModuleNotFoundError as exc:
-            if exc.name != name:  # a module that is there but fails to import: the page shows that error
+        except Exception as exc:
+            if not (isinstance(exc, ModuleNotFoundError) and exc.name == name):
                 LOG.debug("prefetch could not import %s", name, exc_info=True)
             continue
         imported += 1
