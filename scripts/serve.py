@@ -1,12 +1,12 @@
 """`make run`: the dashboard's server, started once the workspace is read and its first views computed.
 
 `streamlit run app.py -- --workspace PATH` serves the same dashboard; this launcher runs exactly that, in
-the same process, after a warm-up: it imports what the pages import, reads every run of the workspace,
-computes the Overview (the leaderboard with its intervals, and its chart) and then, for at most
-`WARM_BUDGET` seconds, what a session's prefetch computes after its first page (`ui.prefetch.jobs`: the
-other pages' first views and figures, and the modules the pages import), all into Streamlit's caches; then it starts the server. The URL
-appears when the dashboard can answer at once: the first browser finds its pages computed, as a second
-visitor would.
+the same process, after a warm-up: it reads every run of the workspace, computes the Overview (the
+leaderboard with its intervals, and its chart) and then, for at most `WARM_BUDGET` seconds, what a
+session's prefetch computes after its first page (`ui.prefetch.jobs`: the other pages' first views and
+figures, and the modules the pages import), all into Streamlit's caches and the interpreter; then it
+starts the server. The URL appears when the dashboard can answer at once: the first browser finds its
+pages computed, as a second visitor would.
 
 Warming before the server listens, not beside it, is on purpose: Streamlit serves its JavaScript from
 this same Python process, so work in a background thread while a browser loads the page slows the page
