@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
-Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`, `figure`, `show_figure`,
-`show_table`, `open_dialogue`, `need_runs`.
+Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
+`show_figure`, `show_table`, `open_dialogue`, `need_runs`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import streamlit as st
 from analysis.figures import run_colours
 from ui import data, state
 from ui.place import figure, show_figure, show_table
-from ui.state import multiselect, select, toggle
+from ui.state import multiselect, select, tabs, toggle
 
 DIALOGUE_PAGE = "pages/dialogue.py"
 
@@ -38,6 +38,8 @@ __all__ = [
     "select",
     "show_figure",
     "show_table",
+    "switch_tab",
+    "tabs",
     "toggle",
     "update_link",
     "workspace_mappings",
@@ -131,6 +133,12 @@ def open_dialogue(run: str, dialogue: str, turn: int | None = None, slot: str | 
         values["runs"] = [*runs(), run]
     state.put(**values)
     st.switch_page(DIALOGUE_PAGE)
+
+
+def switch_tab(page: str, label: str) -> None:
+    """Choose tab `label` of `page`'s `tabs` and rerun, e.g. after a table row asked for another tab."""
+    state.put(**{state.view_state(page): label})
+    st.rerun()
 
 
 def put(**values: Any) -> None:

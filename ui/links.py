@@ -1,8 +1,9 @@
 """Deep links: the URL's query parameters <-> the shared session state.
 
 `?page=dialogue&runs=a,b&run=a&dialogue=MUL0001&turn=3&slot=hotel-area&convention=exact` opens the
-same view in another browser. Parameters are applied when they differ from what this session last
-wrote (a pasted link, a reload), and rewritten after every run of a page.
+same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`). Parameters
+are applied when they differ from what this session last wrote (a pasted link, a reload), and rewritten
+after every run of a page.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import streamlit as st
 
 from ui import state
 
-PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare")
+PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view")
 
 
 def _current() -> dict[str, str]:
@@ -40,6 +41,9 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
     for name in ("run", "dialogue", "slot", "convention", "compare"):
         if params.get(name):
             values[name] = params[name]
+    page = params.get("page")
+    if params.get("view"):
+        values[state.view_state(page or current_page)] = params["view"]
     if params.get("turn"):
         try:
             values["turn"] = int(params["turn"])
@@ -49,7 +53,6 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
         values["runs"] = [*values.get("runs", state.selected_runs()), values["run"]]
     state.put(**values)
     st.session_state["link_notes"] = notes
-    page = params.get("page")
     if page and page != current_page and page in page_paths:
         st.switch_page(page_paths[page], query_params=params)
 
@@ -67,6 +70,9 @@ def write(page: str) -> None:
         value = state.get(name)
         if value:
             params[name] = str(value)
+    view = state.get(state.view_state(page))
+    if view:
+        params["view"] = str(view)
     if state.get("turn") is not None and state.get("dialogue"):
         params["turn"] = str(state.get("turn"))
     choice = state.convention_choice()

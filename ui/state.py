@@ -93,6 +93,26 @@ def multiselect(label: str, options: Sequence[Any], *, state: str, container: An
     return list(host.multiselect(label, options, key=widget, on_change=_sync, args=(state,), **kwargs))
 
 
+def view_state(page: str) -> str:
+    """The state key of the chosen tab of `page` (its url path), also the deep link's `view`."""
+    return f"view_{page}"
+
+
+def tabs(labels: Sequence[str], *, page: str) -> list[Any]:
+    """Tabs of which only the chosen one is drawn: choosing another reruns the page, and each tab's
+    `.open` says whether it is the chosen one, so a page puts only that tab's charts and tables on screen
+    (Streamlit's plain tabs send and draw every tab's content, hidden or not). The choice is kept in
+    `st.session_state[view_state(page)]` across page switches and set by a deep link's `view`; an
+    unknown value falls back to the first tab."""
+    name = view_state(page)
+    widget = f"w_{name}"
+    labels = list(labels)
+    current = choose(st.session_state.get(name), labels)
+    st.session_state[name] = current
+    st.session_state[widget] = current
+    return list(st.tabs(labels, key=widget, on_change=_sync, args=(name,)))
+
+
 def toggle(label: str, *, state: str, default: bool = False, container: Any = None, **kwargs: Any) -> bool:
     widget = f"w_{state}"
     st.session_state[widget] = bool(st.session_state.get(state, default))
