@@ -1,4 +1,6 @@
-"""Domains: per-domain JGA per run, the outcome mix per domain, JGA by any dialogue attribute."""
+"""Domains: per-domain JGA per run, the outcome mix per domain, JGA by any dialogue attribute.
+
+One tab at a time (`ui.tabs`): a tab's charts are drawn when it is chosen, so the page opens fast."""
 
 import streamlit as st
 
@@ -7,39 +9,52 @@ from analysis import figures, views
 
 st.title("Domains")
 runs = ui.need_runs()
-
-per_domain = ui.compute(views.domain_jga, runs)
 focus = ui.focus() or runs[0]
-mix = ui.compute(views.outcome_mix, focus, by="domain")
-attributes = ui.compute(views.attribute_columns, runs)
 st.caption(
     f"{ui.compute(views.scope_caption, runs)} · per-domain JGA counts the turns where the domain occurs "
     "in gold or prediction, judging the state restricted to that domain"
 )
-ui.show_figure(
-    ui.figure(figures.grouped_jga_bar, per_domain, by="domain", colours=ui.colours(), title="JGA per domain"),
-    key="domains_jga",
-    name="per-domain JGA",
-)
-ui.show_table(per_domain, key="domains_table", name="per-domain JGA")
-ui.show_figure(
-    ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per domain — {focus} (focus run)"),
-    key="domains_mix",
-    name=f"outcome mix per domain {focus}",
+per_domain_tab, mix_tab, attribute_tab = ui.tabs(
+    ["JGA per domain", "Outcomes per domain", "JGA by dialogue attribute"], page="domains"
 )
 
-st.subheader("JGA by dialogue attribute")
-if not attributes:
-    st.info("The selected runs carry no dialogue attributes (such as CrossWOZ's dialogue type).")
-else:
-    attribute = ui.select("Attribute", attributes, state="attribute")
-    by_attribute = ui.compute(views.jga_by_attribute, runs, attribute=attribute)
-    st.caption(f"runs with a `{attribute}` attribute: {', '.join(dict.fromkeys(by_attribute['run_id']))}")
-    ui.show_figure(
-        ui.figure(
-            figures.grouped_jga_bar, by_attribute, by=attribute, colours=ui.colours(), title=f"JGA by {attribute}"
-        ),
-        key="domains_attribute",
-        name=f"JGA by {attribute}",
-    )
-    ui.show_table(by_attribute, key="domains_attribute_table", name=f"JGA by {attribute}")
+if per_domain_tab.open:
+    with per_domain_tab:
+        per_domain = ui.compute(views.domain_jga, runs)
+        ui.show_figure(
+            ui.figure(figures.grouped_jga_bar, per_domain, by="domain", colours=ui.colours(), title="JGA per domain"),
+            key="domains_jga",
+            name="per-domain JGA",
+        )
+        ui.show_table(per_domain, key="domains_table", name="per-domain JGA")
+
+if mix_tab.open:
+    with mix_tab:
+        mix = ui.compute(views.outcome_mix, focus, by="domain")
+        ui.show_figure(
+            ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per domain — {focus} (focus run)"),
+            key="domains_mix",
+            name=f"outcome mix per domain {focus}",
+        )
+
+if attribute_tab.open:
+    with attribute_tab:
+        attributes = ui.compute(views.attribute_columns, runs)
+        if not attributes:
+            st.info("The selected runs carry no dialogue attributes (such as CrossWOZ's dialogue type).")
+        else:
+            attribute = ui.select("Attribute", attributes, state="attribute")
+            by_attribute = ui.compute(views.jga_by_attribute, runs, attribute=attribute)
+            st.caption(f"runs with a `{attribute}` attribute: {', '.join(dict.fromkeys(by_attribute['run_id']))}")
+            ui.show_figure(
+                ui.figure(
+                    figures.grouped_jga_bar,
+                    by_attribute,
+                    by=attribute,
+                    colours=ui.colours(),
+                    title=f"JGA by {attribute}",
+                ),
+                key="domains_attribute",
+                name=f"JGA by {attribute}",
+            )
+            ui.show_table(by_attribute, key="domains_attribute_table", name=f"JGA by {attribute}")

@@ -1,70 +1,89 @@
-"""Slots: per-slot precision/recall/F1 with support, the outcome mix per slot, value confusions."""
+"""Slots: per-slot precision/recall/F1 with support, the outcome mix per slot, value confusions.
+
+One tab at a time (`ui.tabs`): a tab's charts are drawn when it is chosen, so the page opens fast."""
 
 import streamlit as st
 
 import ui
 from analysis import figures, views
 
+CONFUSIONS = "Value confusions"
+
 st.title("Slots")
 runs = ui.need_runs()
 run = ui.focus() or runs[0]
 
 table = ui.compute(views.slot_table, run)
-mix = ui.compute(views.outcome_mix, run, by="slot")
 st.caption(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")
+scores_tab, mix_tab, confusions_tab = ui.tabs(["Per-slot scores", "Outcomes per slot", CONFUSIONS], page="slots")
 
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
-        ui.figure(figures.slot_f1_bar, table, run_id=run, colour=ui.colours()[run]),
-        key="slots_f1",
-        name=f"per-slot F1 {run}",
-    )
-with right:
-    ui.show_figure(
-        ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per slot — {run}"),
-        key="slots_mix",
-        name=f"outcome mix {run}",
-    )
-st.subheader("Per-slot scores (worst F1 first)")
-picked_slot = ui.show_table(
-    table,
-    key="slots_table",
-    name=f"per-slot scores {run}",
-    select=True,
-    columns=["slot_name", "precision", "recall", "f1", "support", "correct", "wrong_value", "missed", "spurious"],
-)
-if picked_slot is not None:
-    ui.put(slot=picked_slot["slot_name"])
+if scores_tab.open:
+    with scores_tab:
+        ui.show_figure(
+            ui.figure(figures.slot_f1_bar, table, run_id=run, colour=ui.colours()[run]),
+            key="slots_f1",
+            name=f"per-slot F1 {run}",
+        )
+        st.caption("Worst F1 first. Pick a row to see that slot's value confusions.")
+        picked_slot = ui.show_table(
+            table,
+            key="slots_table",
+            name=f"per-slot scores {run}",
+            select=True,
+            columns=[
+                "slot_name",
+                "precision",
+                "recall",
+                "f1",
+                "support",
+                "correct",
+                "wrong_value",
+                "missed",
+                "spurious",
+            ],
+        )
+        if picked_slot is not None:
+            ui.put(slot=picked_slot["slot_name"])
+            ui.switch_tab("slots", CONFUSIONS)
 
-st.subheader("Value confusions of one slot")
-slot_names = list(table["slot_name"])
-slot = ui.select("Slot", slot_names, state="slot")
-domain, name = views.split_slot(table, slot)
-confusions = ui.compute(views.value_confusions, run, domain=domain, slot=name)
-ui.show_figure(
-    ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)"),
-    key="slots_confusion",
-    name=f"confusions {run} {slot}",
-)
-st.caption("Pick a row to list its turns; pick a turn to open it in the dialogue viewer.")
-picked = ui.show_table(
-    confusions,
-    key="slots_confusion_table",
-    name=f"confusions {run} {slot}",
-    select=True,
-    columns=["gold", "predicted", "outcome", "n", "share", "dialogue_id", "turn_index"],
-)
-if picked is not None:
-    ui.put(confusion=(slot, picked["gold"], picked["predicted"]))
-chosen = ui.get("confusion")
-gold, predicted = (chosen[1], chosen[2]) if chosen and chosen[0] == slot else (None, None)
-examples = ui.compute(views.slot_examples, run, domain=domain, slot=name, gold=gold, predicted=predicted)
-st.text(
-    f"Turns with an error on {slot}"
-    + (f": gold {gold!r} → predicted {predicted!r}" if gold is not None else " (all confusions)")
-    + f" — {len(examples)} shown"
-)
-turn_pick = ui.show_table(examples, key="slots_examples", name=f"turns {run} {slot}", select=True, height=300)
-if turn_pick is not None:
-    ui.open_dialogue(run, turn_pick["dialogue_id"], turn_pick["turn_index"], slot=slot)
+if mix_tab.open:
+    with mix_tab:
+        mix = ui.compute(views.outcome_mix, run, by="slot")
+        ui.show_figure(
+            ui.figure(figures.outcome_mix_bar, mix, title=f"Error outcomes per slot — {run}"),
+            key="slots_mix",
+            name=f"outcome mix {run}",
+        )
+
+if confusions_tab.open:
+    with confusions_tab:
+        slot_names = list(table["slot_name"])
+        slot = ui.select("Slot", slot_names, state="slot")
+        domain, name = views.split_slot(table, slot)
+        confusions = ui.compute(views.value_confusions, run, domain=domain, slot=name)
+        ui.show_figure(
+            ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)"),
+            key="slots_confusion",
+            name=f"confusions {run} {slot}",
+        )
+        st.caption("Pick a row to list its turns; pick a turn to open it in the dialogue viewer.")
+        picked = ui.show_table(
+            confusions,
+            key="slots_confusion_table",
+            name=f"confusions {run} {slot}",
+            select=True,
+            columns=["gold", "predicted", "outcome", "n", "share", "dialogue_id", "turn_index"],
+        )
+        if picked is not None:
+            ui.put(confusion=(slot, picked["gold"], picked["predicted"]))
+        chosen = ui.get("confusion")
+        gold, predicted = (chosen[1], chosen[2]) if chosen and chosen[0] == slot else (None, None)
+        examples = ui.compute(views.slot_examples, run, domain=domain, slot=name, gold=gold, predicted=predicted)
+        st.text(
+            f"Turns with an error on {slot}"
+            + (f": gold {gold!r} → predicted {predicted!r}" if gold is not None else " (all confusions)")
+            + f" — {len(examples)} shown"
+        )
+        turn_pick = ui.show_table(examples, key="slots_examples", name=f"turns {run} {slot}", select=True, height=300)
+        if turn_pick is not None:
+            ui.open_dialogue(run, turn_pick["dialogue_id"], turn_pick["turn_index"], slot=slot)

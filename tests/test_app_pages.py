@@ -45,7 +45,10 @@ def app(**state) -> AppTest:
     return at
 
 
-def opened(page: str, **state) -> AppTest:
+def opened(page: str, view: str | None = None, **state) -> AppTest:
+    """`page` opened after the Overview; `view`: the tab to show on a page with tabs (`ui.tabs`)."""
+    if view is not None:
+        state[f"view_{page}"] = view
     at = app(**state)
     at.run()
     if page != "overview":
@@ -74,6 +77,48 @@ def test_every_page_opens_and_draws(page):
     no_exception(at)
     assert at.get("plotly_chart"), f"{page} drew no chart"
     assert any("Convention" in c.value for c in at.caption), f"{page} has no caption stating the convention"
+
+
+TABBED = {"slots": 3, "domains": 3, "turn_depth": 3, "crosslingual": 4}
+
+
+@pytest.mark.parametrize("page", sorted(TABBED))
+def test_every_tab_opens_and_only_the_chosen_tab_is_sent(page):
+    """Each tab of a page with tabs (`ui.tabs`) opens without exception and shows a chart or a table, and
+    only the chosen tab's content is sent: the other tabs' charts are neither computed into the page nor
+    drawn by the browser (Streamlit's plain tabs would send every tab's)."""
+    at = opened(page)
+    labels = [tab.label for tab in at.tabs]
+    assert len(labels) == TABBED[page], labels
+    seen = set()
+    for label in labels:
+        at = opened(page, view=label)
+        no_exception(at)
+        chosen = [tab for tab in at.tabs if tab.label == label]
+        assert len(chosen) == 1
+        charts = [json.loads(c.proto.spec)["layout"]["meta"]["name"] for c in chosen[0].get("plotly_chart")]
+        tables = [tuple(d.value.columns) for d in chosen[0].dataframe]
+        assert charts or tables, f"{page}: tab {label!r} shows nothing"
+        others = [tab for tab in at.tabs if tab.label != label]
+        assert all(not tab.children for tab in others), f"{page}: tabs other than {label!r} have content"
+        seen.add((tuple(charts), tuple(tables)))
+    assert len(seen) == len(labels)  # each tab shows its own content
+
+
+def test_a_deep_link_opens_the_tab_it_names():
+    at = app()
+    at.query_params.update({"page": "turn_depth", "view": "Where errors come from"})
+    at.run()
+    no_exception(at)
+    assert at.session_state["view_turn_depth"] == "Where errors come from"
+    assert at.query_params["view"] in ("Where errors come from", ["Where errors come from"])
+    titles = [json.loads(c.proto.spec)["layout"]["meta"]["name"] for c in at.get("plotly_chart")]
+    assert titles == ["first error turn", "inherited vs new errors"]
+    at = app()
+    at.query_params.update({"page": "turn_depth", "view": "no such tab"})
+    at.run()
+    no_exception(at)
+    assert at.session_state["view_turn_depth"] == "JGA by turn depth"  # an unknown tab falls back to the first
 
 
 def test_leaderboard_equals_analysis(scored_runs):
@@ -121,10 +166,12 @@ def test_slots_page_equals_per_slot_prf(scored_runs):
     expected_f1 = dict(zip(expected["domain"] + "-" + expected["slot"], expected["f1"], strict=True))
     for slot, f1 in zip(shown["slot"], shown["F1"], strict=True):
         assert f1 == pytest.approx(expected_f1[slot], nan_ok=True)
+    at = opened("slots", view="Value confusions", run=run)
+    no_exception(at)
     slot = at.selectbox(key="w_slot").value
     domain, name = slot.split("-", 1)
     confusions = views.value_confusions(scored_runs[run], domain=domain, slot=name)
-    assert at.dataframe[1].value["n"].tolist() == confusions["n"].tolist()
+    assert at.dataframe[0].value["n"].tolist() == confusions["n"].tolist()
 
 
 def test_domains_page_equals_metrics(scored_runs):
@@ -135,7 +182,9 @@ def test_domains_page_equals_metrics(scored_runs):
         expected = joint_goal_accuracy(scored_runs[run], by="domain").set_index("domain")["jga"]
         got = table[table["run"] == run].set_index("domain")["JGA"]
         assert got.to_dict() == pytest.approx(expected.to_dict())
-    attribute = at.dataframe[1].value
+    at = opened("domains", view="JGA by dialogue attribute")
+    no_exception(at)
+    attribute = at.dataframe[0].value
     crosswoz = attribute[attribute["run"] == "crosswoz-rule-dst"].set_index("type")["JGA"]
     expected = joint_goal_accuracy(scored_runs["crosswoz-rule-dst"], by="type").set_index("type")["jga"]
     assert crosswoz.to_dict() == pytest.approx(expected.to_dict())
@@ -144,14 +193,18 @@ def test_domains_page_equals_metrics(scored_runs):
 def test_turn_depth_page_shows_compounding_and_first_errors(scored_runs):
     at = opened("turn_depth")
     no_exception(at)
-    assert any("GJGA" in t.value for t in at.text)
-    first = at.dataframe[0].value
     run = "simulated-A-mwz-en-predicted"
-    expected = first_error_turns(scored_runs[run])
-    assert first[first["run"] == run]["dialogues"].sum() == len(expected)
     depth = {t["name"]: values(t["y"]) for t in chart(at, 0)["data"]}
     expected_depth = views.depth_jga([scored_runs[run]])["jga"].tolist()
     assert depth[run] == pytest.approx(expected_depth)
+    at = opened("turn_depth", view="Error compounding: JGA against GJGA")
+    no_exception(at)
+    assert any("GJGA" in t.value for t in at.text)
+    at = opened("turn_depth", view="Where errors come from")
+    no_exception(at)
+    first = at.dataframe[0].value
+    expected = first_error_turns(scored_runs[run])
+    assert first[first["run"] == run]["dialogues"].sum() == len(expected)
 
 
 def test_crosslingual_page_uses_manifest_mapping(scored_runs, manifest):
@@ -160,11 +213,13 @@ def test_crosslingual_page_uses_manifest_mapping(scored_runs, manifest):
     run_a = at.selectbox(key="w_run_a").value
     run_b = at.selectbox(key="w_run_b").value
     assert (run_a, run_b) == (manifest.mappings[0]["a"], manifest.mappings[0]["b"])
-    alignment = next(d.value for d in at.dataframe if "source" in d.value.columns)
-    assert (alignment["source"] == "override").sum() == len(manifest.mappings[0]["slots"])
     heat = chart(at, 0)["data"][0]
     summary = views.crosslingual_summary(scored_runs[run_a], scored_runs[run_b])
     assert sum(sum(values(row)) for row in heat["z"]) == summary["pairing"]["paired_turns"]
+    at = opened("crosslingual", view="Ontology alignment")
+    no_exception(at)
+    alignment = next(d.value for d in at.dataframe if "source" in d.value.columns)
+    assert (alignment["source"] == "override").sum() == len(manifest.mappings[0]["slots"])
 
 
 def test_dialogue_viewer_steps_to_next_error(scored_runs):

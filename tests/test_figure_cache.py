@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import plotly.io as pio
 import pytest
+from page_visits import visit_every_tab
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -74,9 +75,7 @@ def test_every_page_figure_from_the_cache_equals_a_fresh_build(monkeypatch: pyte
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.session_state["workspace_path"] = str(DEMO)
     at.run()
-    for page in PAGES:
-        at.switch_page(f"pages/{page}.py").run()
-        assert not at.exception, (page, [e.value for e in at.exception])
+    visit_every_tab(at, PAGES)
     names = {builder.__name__ for builder, _, _ in calls}
     assert names >= {
         "leaderboard_bar",

@@ -14,6 +14,7 @@ from typing import Any
 
 import plotly.io as pio
 import pytest
+from page_visits import visit_every_tab
 from streamlit.testing.v1 import AppTest
 
 import ui
@@ -77,9 +78,7 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     at.run()
     runs = list(at.session_state["runs"])
     assert len(runs) > 4  # the demo has more runs than inherited-vs-new panels, so the slice matters
-    for page in ("slots", "domains", "turn_depth", "crosslingual", "dialogue"):
-        at.switch_page(f"pages/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
+    visit_every_tab(at, ("slots", "domains", "turn_depth", "crosslingual", "dialogue"))
     mappings = list(read_manifest(DEMO).mappings)
     pair = prefetch.crosslingual_choice(runs, mappings, {})
     assert pair is not None
@@ -109,9 +108,7 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    for page in ("slots", "domains", "turn_depth", "crosslingual"):
-        at.switch_page(f"pages/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
+    visit_every_tab(at, ("slots", "domains", "turn_depth", "crosslingual"))
     runs = list(at.session_state["runs"])
     assert runs == list(at.session_state["sources"])  # all runs shown: run_colours(runs) is ui.colours()
     sources = dict(at.session_state["sources"])
@@ -160,9 +157,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    for page in ("slots", "domains", "turn_depth", "dialogue"):
-        at.switch_page(f"pages/{page}.py").run()
-        assert not at.exception, [e.value for e in at.exception]
+    visit_every_tab(at, ("slots", "domains", "turn_depth", "dialogue"))
     runs = list(at.session_state["runs"])
     sources = dict(at.session_state["sources"])
     pages_asked = set(asked)
