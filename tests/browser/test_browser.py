@@ -156,6 +156,53 @@ def _upload(page: Page, path: Path) -> None:
     settle(page)
 
 
+def test_a_tab_draws_only_its_charts_and_a_copied_link_reopens_it(page: Page, server: str, browser, screenshots: Path):
+    """Pages with tabs (`ui.tabs`) put only the chosen tab on screen; choosing another reruns the page, draws
+    that tab's charts and writes it into the link (`view`), which opens the same tab in another browser."""
+    page.goto(f"{server}/turn_depth?page=turn_depth")
+    settle(page)
+    charts = page.locator('[data-testid="stPlotlyChart"]')
+    expect(charts).to_have_count(1, timeout=TIMEOUT)  # JGA by turn depth; the other tabs' four charts are not sent
+    assert charts_drawn(page) == 1
+    page.get_by_role("tab", name="Where errors come from").click()
+    settle(page)
+    expect(page.get_by_role("tab", name="Where errors come from")).to_have_attribute("aria-selected", "true")
+    expect(charts).to_have_count(2, timeout=TIMEOUT)
+    assert charts_drawn(page) == 2
+    assert "view=Where+errors+come+from" in page.url
+    page.screenshot(path=str(screenshots / "turn_depth_origins_tab.png"))
+    other = browser.new_context(viewport={"width": 1400, "height": 2400})
+    try:
+        copy = other.new_page()
+        copy.goto(page.url)
+        settle(copy)
+        expect(copy.get_by_role("tab", name="Where errors come from")).to_have_attribute(
+            "aria-selected", "true", timeout=TIMEOUT
+        )
+        expect(copy.locator('[data-testid="stPlotlyChart"]')).to_have_count(2, timeout=TIMEOUT)
+    finally:
+        other.close()
+
+
+def test_picking_a_slot_row_opens_its_value_confusions(page: Page, server: str, scored, screenshots: Path):
+    """A row of the per-slot table leads to that slot's value confusions, on their own tab."""
+    expected = str(views.slot_table(scored)["slot_name"].iloc[2])
+    page.goto(f"{server}/slots?" + urlencode({"page": "slots", "run": RUN}))
+    settle(page)
+    grid = page.locator('[data-testid="stDataFrame"]').first
+    expect(grid).to_be_visible(timeout=TIMEOUT)
+    box = grid.bounding_box()
+    assert box is not None
+    row_height = 35  # Streamlit's grid: a header row, then rows of 35 px
+    page.mouse.click(box["x"] + 12, box["y"] + row_height * 3 + row_height / 2)  # the third row's selector
+    settle(page)
+    expect(page.get_by_role("tab", name="Value confusions")).to_have_attribute("aria-selected", "true", timeout=TIMEOUT)
+    expect(page.get_by_role("combobox", name="Slot", exact=True)).to_have_value(expected, timeout=TIMEOUT)
+    assert charts_drawn(page) == 1  # the confusion heatmap
+    assert "view=Value+confusions" in page.url and f"slot={expected}" in page.url
+    page.screenshot(path=str(screenshots / "slots_confusions_tab.png"))
+
+
 def test_malformed_upload_shows_one_line_error_and_session_keeps_working(
     page: Page, server: str, tmp_path: Path, screenshots: Path
 ):
