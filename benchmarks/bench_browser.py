@@ -12,7 +12,8 @@ served the workspace once (what a second user sees). Both use
 a fresh browser context, i.e. an empty browser cache: Streamlit's 4.7 MB Plotly bundle is downloaded
 and compiled from scratch. "Returning" reopens the dashboard in the same browser (HTTP and code
 cache warm), what a researcher sees every time after the first. Page switches are measured on the
-first visit of each page in a session (its views computed) and on a second visit.
+first visit of each page in a session (its views computed) and on a second visit; tab switches on the
+pages whose analyses are tabs (a rerun that draws the chosen tab), each tab after the first, then back.
 
 For scale, the same timings are taken for a bare Streamlit app holding one two-bar Plotly chart
 ("floor"): no dashboard can open faster than that on the same machine and browser. It is served twice:
@@ -49,6 +50,7 @@ from analysis.simulate import perturb_run  # noqa: E402
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 REALDATA = ROOT.parent / "shared" / "realdata"
 PAGES = ["Slots", "Domains", "Turn depth", "Cross-lingual", "Dialogue viewer", "Overview"]
+TABBED = ["Slots", "Domains", "Turn depth", "Cross-lingual"]  # pages whose analyses are tabs (`ui.tabs`)
 DRAWN = '[data-testid="stPlotlyChart"] .js-plotly-plot :is(g.trace, g.hm)'
 TARGETS = {"first_chart": 3.0, "page_switch": 1.0, "diff_step": 0.5}
 
@@ -105,6 +107,33 @@ def time_page_switch(page: Page, title: str) -> float:
     page.wait_for_selector(IDLE, timeout=600_000)
     page.wait_for_selector(DRAWN, state="attached", timeout=600_000)
     return time.perf_counter() - start
+
+
+# The chosen tab is drawn: the script finished, the tab's panel holds content (a chart, table or note) and
+# every chart in it has a trace. Clicking a tab selects it at once, with an empty panel until the rerun.
+TAB_DRAWN = """() => {
+    const app = document.querySelector('[data-testid="stApp"]');
+    const panel = document.querySelector('[role="tabpanel"]');
+    if (!app || !panel || app.getAttribute('data-test-script-state') !== 'notRunning') return false;
+    const charts = [...panel.querySelectorAll('[data-testid="stPlotlyChart"] .js-plotly-plot')];
+    const other = panel.querySelectorAll('[data-testid="stDataFrame"], [data-testid="stAlert"]').length;
+    return charts.length + other > 0 && charts.every(c => c.querySelector('g.trace, g.hm'));
+}"""
+
+
+def time_tab_switches(page: Page, title: str) -> dict[str, float]:
+    """On page `title`, choose each of its other tabs (`ui.tabs`: a rerun, then that tab drawn, `TAB_DRAWN`)
+    and come back to the first; seconds per click."""
+    time_page_switch(page, title)
+    tabs = page.get_by_role("tab")
+    labels = [tabs.nth(i).inner_text() for i in range(tabs.count())]
+    times = {}
+    for label in [*labels[1:], labels[0]]:
+        start = time.perf_counter()
+        page.get_by_role("tab", name=label, exact=True).click()
+        page.wait_for_function(TAB_DRAWN, timeout=600_000)
+        times[label] = time.perf_counter() - start
+    return times
 
 
 def time_diff_steps(page: Page, n: int = 8) -> list[float]:
@@ -193,6 +222,11 @@ def measure(name: str, manifest: Path, run_id: str, read_seconds: float = 0.0) -
             switches = {title: time_page_switch(page, title) for title in PAGES}
             result[f"page_switch_first_visit_{label}"] = switches
             result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
+            result[f"tab_switch_{label}"] = {
+                f"{title}: {tab}": seconds
+                for title in TABBED
+                for tab, seconds in time_tab_switches(page, title).items()
+            }
             page.goto(f"{url}/dialogue?page=dialogue&run={run_id}&dialogue={dialogue}&turn=0")
             settle(page)
             page.wait_for_selector('h3:has-text("Turn 0")', timeout=600_000)
@@ -272,6 +306,9 @@ def report(result: dict) -> None:
             switches = result[f"page_switch_{kind}_{label}"]
             shown = ", ".join(f"{k} {v:.2f}" for k, v in switches.items())
             print(f"  page switch, {kind.replace('_', ' ')} ({label}): max {max(switches.values()):.2f} s — {shown}")
+        tabs = result[f"tab_switch_{label}"]
+        shown = ", ".join(f"{k} {v:.2f}" for k, v in tabs.items())
+        print(f"  tab switch ({label}): max {max(tabs.values()):.2f} s — {shown}")
         steps = result[f"diff_step_{label}"]
         if steps:
             print(
