@@ -121,6 +121,21 @@ def test_a_deep_link_opens_the_tab_it_names():
     assert at.session_state["view_turn_depth"] == "JGA by turn depth"  # an unknown tab falls back to the first
 
 
+def test_the_upload_form_is_sent_only_while_its_box_is_open():
+    """Closed, the sidebar's upload box holds no widgets (the file uploaders' browser code is then not
+    loaded with the first page); opened, it has both uploaders, the format and the run name."""
+    at = opened("overview")
+    no_exception(at)
+    assert [e.label for e in at.expander] == ["Upload a run"]
+    assert not at.get("file_uploader")
+    at = app(w_upload_box=True)  # a fresh session with the box open (AppTest drops an unchanged sidebar on a rerun)
+    at.run()
+    no_exception(at)
+    assert [u.proto.label for u in at.get("file_uploader")] == ["Prediction file", "Gold file (optional)"]
+    assert at.selectbox(key="w_upload_format").value == "detect"
+    assert at.text_input(key="w_upload_name") is not None
+
+
 def test_leaderboard_equals_analysis(scored_runs):
     at = opened("overview")
     no_exception(at)
