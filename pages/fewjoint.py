@@ -1,5 +1,6 @@
 """FewJoint: few-shot joint NLU leaderboard over systems and shot settings, breakdowns, intent confusion,
-slot-type P/R/F1 and a query browser with a token-level tag diff."""
+slot-type P/R/F1 and a query browser with a token-level tag diff. Below the leaderboard, one analysis at a
+time (`ui.tabs`): a tab's charts are drawn when it is chosen, so the page opens fast."""
 
 import streamlit as st
 
@@ -56,135 +57,164 @@ ui.show_figure(
     name="FewJoint leaderboard",
 )
 
-# --- one system -----------------------------------------------------------------------------------
-st.subheader(f"{system}: seeds and checks")
-entry = data.entries()[system]
-st.caption(
-    f"{entry.description or system} · {len(result.seeds)} seeds · {result.n_queries} query utterances · "
-    f"{'K unknown' if result.shots is None else f'{result.shots}-shot'} · {views.averaging_caption(averaging)}"
-)
-for line in views.check_warnings(result):
-    st.warning(line, icon=":material/warning:")
-ui.show_table(views.seed_table(result), key="fewjoint_seeds", name=f"{system} per seed")
-st.caption(
-    "Ill-formed BIO: an I-X tag not after B-X or I-X of the same type; scored leniently, as conlleval does. "
-    "Missing predictions and wrong token counts are scored as wrong."
-)
-if len(result.alignment):
-    st.caption("Alignment problems (every one is listed; what scoring did about it is in the last column)")
-    ui.show_table(result.alignment, key="fewjoint_alignment", name=f"{system} alignment", height=240)
-
-st.subheader("Per domain and per intent")
+# --- one system, one analysis at a time (`ui.tabs`: only the chosen tab is computed and drawn) ----------
 domains = views.browser_options(result)["domain"]
-left, right = st.columns(2)
-with left:
-    ui.show_figure(
-        apply_style(breakdown_bar(result, by="domain", metric=metric)), key="fewjoint_domain", name="per domain"
-    )
-with right:
-    intent_domain = ui.select(
-        "Intents of domain",
-        ["", *domains],
-        state="fewjoint_intent_domain",
-        format_func=lambda d: d or "(all domains)",
-        index_hint=domains[0] if len(domains) > 3 else "",
-    )
-    ui.show_figure(
-        apply_style(breakdown_bar(result, by="intent", metric=metric, domain=intent_domain or None)),
-        key="fewjoint_intent",
-        name="per intent",
-    )
-
-st.subheader("Intent confusion")
-cols = st.columns([2, 2, 1])
-confusion_domain = ui.select(
-    "Domain",
-    ["", *domains],
-    state="fewjoint_confusion_domain",
-    container=cols[0],
-    format_func=lambda d: d or "(all domains)",
-    index_hint=domains[0] if len(domains) > 3 else "",
-)
-confusion_seed = ui.select(
-    "Seed",
-    ["", *views.browser_options(result)["seed"]],
-    state="fewjoint_confusion_seed",
-    container=cols[1],
-    format_func=lambda s: f"seed {s}" if s else "(all seeds, summed)",
-)
-normalise = ui.toggle("Row-normalised", state="fewjoint_normalise", default=True, container=cols[2])
-ui.show_figure(
-    apply_style(
-        intent_confusion_heatmap(
-            result, domain=confusion_domain or None, seed=confusion_seed or None, normalize=normalise
-        ),
-        height=520,
-    ),
-    key="fewjoint_confusion",
-    name="intent confusion",
+seeds_tab, breakdown_tab, confusion_tab, slot_tab, browser_tab = ui.tabs(
+    ["Seeds and checks", "Per domain and per intent", "Intent confusion", "Slot types", "Query browser"],
+    page="fewjoint",
 )
 
-st.subheader("Slot types")
-ui.show_figure(apply_style(slot_type_prf_bar(result)), key="fewjoint_slot_types", name="slot type P/R/F1")
-ui.show_table(
-    views.slot_type_table(result),
-    key="fewjoint_slot_table",
-    name=f"{system} slot types",
-    columns=["slot_type", "precision", "recall", "f1", "f1_std", "support", "n_pred_mean"],
-)
-st.caption("Micro over queries per seed, then the mean over seeds; support = gold chunks; f1 std over seeds.")
+if seeds_tab.open:
+    with seeds_tab:
+        entry = data.entries()[system]
+        st.caption(
+            f"{entry.description or system} · {len(result.seeds)} seeds · {result.n_queries} query utterances · "
+            f"{'K unknown' if result.shots is None else f'{result.shots}-shot'} · {views.averaging_caption(averaging)}"
+        )
+        for line in views.check_warnings(result):
+            st.warning(line, icon=":material/warning:")
+        ui.show_table(views.seed_table(result), key="fewjoint_seeds", name=f"{system} per seed")
+        st.caption(
+            "Ill-formed BIO: an I-X tag not after B-X or I-X of the same type; scored leniently, as conlleval does. "
+            "Missing predictions and wrong token counts are scored as wrong."
+        )
+        if len(result.alignment):
+            st.caption("Alignment problems (every one is listed; what scoring did about it is in the last column)")
+            ui.show_table(result.alignment, key="fewjoint_alignment", name=f"{system} alignment", height=240)
 
-# --- query browser --------------------------------------------------------------------------------
-st.subheader("Query browser")
-filters = st.columns([1, 2, 2, 3, 1.3])
-seed = ui.select("Seed", views.browser_options(result)["seed"], state="fewjoint_seed", container=filters[0])
-domain = ui.select(
-    "Domain", ["", *domains], state="fewjoint_domain", container=filters[1], format_func=lambda d: d or "(all)"
-)
-intents = views.browser_options(result, domain=domain or None)["intent"]
-intent = ui.select(
-    "Gold intent", ["", *intents], state="fewjoint_intent", container=filters[2], format_func=lambda i: i or "(all)"
-)
-kinds = ui.multiselect(
-    "Error kind",
-    views.browser_options(result)["error_kind"],
-    state="fewjoint_kinds",
-    container=filters[3],
-    format_func=views.ERROR_KIND_LABELS.get,
-    placeholder="(all kinds)",
-)
-errors_only = ui.toggle("Errors only", state="fewjoint_errors_only", default=True, container=filters[4])
-queries = views.query_table(
-    result, seed=seed, domain=domain or None, intent=intent or None, error_kind=kinds or None, errors_only=errors_only
-)
-st.caption(f"{len(queries)} queries of seed {seed} match · pick a row to see its tag diff")
-picked = ui.show_table(
-    queries,
-    key="fewjoint_queries",
-    name=f"{system} queries seed {seed}",
-    select=True,
-    height=300,
-    columns=["domain", "episode", "query_index", "verdict", "text", "gold_intent", "pred_intent", "n_ill_formed"],
-)
-if picked is not None:
-    ui.put(fewjoint_query=picked["query_id"])
-if not len(queries):
-    st.info("No query matches these filters.")
-    st.stop()
-labels = dict(zip(queries["query_id"], queries["verdict"] + " · " + queries["text"], strict=True))
-query_id = ui.select("Query", list(labels), state="fewjoint_query", format_func=lambda q: f"{q} — {labels[q]}")
-where, episode, index = views.query_location(query_id)
-verdict = views.query_verdict(result, domain=where, episode=episode, query_index=index, seed=seed)
-(st.success if verdict["sentence_correct"] else st.error)(
-    "Sentence correct" if verdict["sentence_correct"] else "Sentence wrong", icon=":material/rule:"
-)
-st.text(verdict["verdict"])
-st.text(f"gold: {verdict['gold_bracketed']}  ·  intent {verdict['gold_intent']}")
-st.text(f"pred: {verdict['pred_bracketed']}  ·  intent {verdict['pred_intent']}")
-ui.show_table(
-    views.tag_diff(result, domain=where, episode=episode, query_index=index, seed=seed),
-    key="fewjoint_tag_diff",
-    name=f"tag diff {query_id} seed {seed}",
-    columns=["position", "mark", "token", "gold_tag", "pred_tag", "gold_chunk", "pred_chunk", "status"],
-)
-st.caption("Chunks (conlleval): `[type` opens, `type]` closes, `[type]` is one token, `·` inside. ✓ ≠ − + mark tokens.")
+if breakdown_tab.open:
+    with breakdown_tab:
+        left, right = st.columns(2)
+        with left:
+            ui.show_figure(
+                apply_style(breakdown_bar(result, by="domain", metric=metric)), key="fewjoint_domain", name="per domain"
+            )
+        with right:
+            intent_domain = ui.select(
+                "Intents of domain",
+                ["", *domains],
+                state="fewjoint_intent_domain",
+                format_func=lambda d: d or "(all domains)",
+                index_hint=domains[0] if len(domains) > 3 else "",
+            )
+            ui.show_figure(
+                apply_style(breakdown_bar(result, by="intent", metric=metric, domain=intent_domain or None)),
+                key="fewjoint_intent",
+                name="per intent",
+            )
+
+if confusion_tab.open:
+    with confusion_tab:
+        cols = st.columns([2, 2, 1])
+        confusion_domain = ui.select(
+            "Domain",
+            ["", *domains],
+            state="fewjoint_confusion_domain",
+            container=cols[0],
+            format_func=lambda d: d or "(all domains)",
+            index_hint=domains[0] if len(domains) > 3 else "",
+        )
+        confusion_seed = ui.select(
+            "Seed",
+            ["", *views.browser_options(result)["seed"]],
+            state="fewjoint_confusion_seed",
+            container=cols[1],
+            format_func=lambda s: f"seed {s}" if s else "(all seeds, summed)",
+        )
+        normalise = ui.toggle("Row-normalised", state="fewjoint_normalise", default=True, container=cols[2])
+        ui.show_figure(
+            apply_style(
+                intent_confusion_heatmap(
+                    result, domain=confusion_domain or None, seed=confusion_seed or None, normalize=normalise
+                ),
+                height=520,
+            ),
+            key="fewjoint_confusion",
+            name="intent confusion",
+        )
+
+if slot_tab.open:
+    with slot_tab:
+        ui.show_figure(apply_style(slot_type_prf_bar(result)), key="fewjoint_slot_types", name="slot type P/R/F1")
+        ui.show_table(
+            views.slot_type_table(result),
+            key="fewjoint_slot_table",
+            name=f"{system} slot types",
+            columns=["slot_type", "precision", "recall", "f1", "f1_std", "support", "n_pred_mean"],
+        )
+        st.caption("Micro over queries per seed, then the mean over seeds; support = gold chunks; f1 std over seeds.")
+
+if browser_tab.open:
+    with browser_tab:
+        filters = st.columns([1, 2, 2, 3, 1.3])
+        seed = ui.select("Seed", views.browser_options(result)["seed"], state="fewjoint_seed", container=filters[0])
+        domain = ui.select(
+            "Domain", ["", *domains], state="fewjoint_domain", container=filters[1], format_func=lambda d: d or "(all)"
+        )
+        intents = views.browser_options(result, domain=domain or None)["intent"]
+        intent = ui.select(
+            "Gold intent",
+            ["", *intents],
+            state="fewjoint_intent",
+            container=filters[2],
+            format_func=lambda i: i or "(all)",
+        )
+        kinds = ui.multiselect(
+            "Error kind",
+            views.browser_options(result)["error_kind"],
+            state="fewjoint_kinds",
+            container=filters[3],
+            format_func=views.ERROR_KIND_LABELS.get,
+            placeholder="(all kinds)",
+        )
+        errors_only = ui.toggle("Errors only", state="fewjoint_errors_only", default=True, container=filters[4])
+        queries = views.query_table(
+            result,
+            seed=seed,
+            domain=domain or None,
+            intent=intent or None,
+            error_kind=kinds or None,
+            errors_only=errors_only,
+        )
+        st.caption(f"{len(queries)} queries of seed {seed} match · pick a row to see its tag diff")
+        picked = ui.show_table(
+            queries,
+            key="fewjoint_queries",
+            name=f"{system} queries seed {seed}",
+            select=True,
+            height=300,
+            columns=[
+                "domain",
+                "episode",
+                "query_index",
+                "verdict",
+                "text",
+                "gold_intent",
+                "pred_intent",
+                "n_ill_formed",
+            ],
+        )
+        if picked is not None:
+            ui.put(fewjoint_query=picked["query_id"])
+        if not len(queries):
+            st.info("No query matches these filters.")
+            st.stop()
+        labels = dict(zip(queries["query_id"], queries["verdict"] + " · " + queries["text"], strict=True))
+        query_id = ui.select("Query", list(labels), state="fewjoint_query", format_func=lambda q: f"{q} — {labels[q]}")
+        where, episode, index = views.query_location(query_id)
+        verdict = views.query_verdict(result, domain=where, episode=episode, query_index=index, seed=seed)
+        (st.success if verdict["sentence_correct"] else st.error)(
+            "Sentence correct" if verdict["sentence_correct"] else "Sentence wrong", icon=":material/rule:"
+        )
+        st.text(verdict["verdict"])
+        st.text(f"gold: {verdict['gold_bracketed']}  ·  intent {verdict['gold_intent']}")
+        st.text(f"pred: {verdict['pred_bracketed']}  ·  intent {verdict['pred_intent']}")
+        ui.show_table(
+            views.tag_diff(result, domain=where, episode=episode, query_index=index, seed=seed),
+            key="fewjoint_tag_diff",
+            name=f"tag diff {query_id} seed {seed}",
+            columns=["position", "mark", "token", "gold_tag", "pred_tag", "gold_chunk", "pred_chunk", "status"],
+        )
+        st.caption(
+            "Chunks (conlleval): `[type` opens, `type]` closes, `[type]` is one token, `·` inside. ✓ ≠ − + mark tokens."
+        )

@@ -150,7 +150,7 @@ shots = 1
 
 def test_fewjoint_query_browser_filters_and_diffs(fewjoint):
     result = fewjoint["episode"]
-    at = opened("fewjoint", fewjoint_domain="music", fewjoint_errors_only=False)
+    at = opened("fewjoint", fewjoint_domain="music", fewjoint_errors_only=False, view_fewjoint="Query browser")
     no_exception(at)
     queries = table_with(at, "verdict")
     expected = result.queries[(result.queries["seed"].astype(str) == "1") & (result.queries["domain"] == "music")]

@@ -15,7 +15,7 @@ from analysis.annotations import AnnotationStore
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000
-PAGES = [("FewJoint", "fewjoint", 5), ("Review", "review", 0), ("Reconcile", "reconcile", 2)]
+PAGES = [("FewJoint", "fewjoint", 1), ("Review", "review", 0), ("Reconcile", "reconcile", 2)]
 
 
 @pytest.fixture(scope="module")
