@@ -50,7 +50,6 @@ from analysis.simulate import perturb_run  # noqa: E402
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 REALDATA = ROOT.parent / "shared" / "realdata"
 PAGES = ["Slots", "Domains", "Turn depth", "Cross-lingual", "Dialogue viewer", "Overview"]
-TABBED = ["Slots", "Domains", "Turn depth", "Cross-lingual"]  # pages whose analyses are tabs (`ui.tabs`)
 DRAWN = '[data-testid="stPlotlyChart"] .js-plotly-plot :is(g.trace, g.hm)'
 TARGETS = {"first_chart": 3.0, "page_switch": 1.0, "diff_step": 0.5}
 
@@ -123,12 +122,12 @@ TAB_DRAWN = """() => {
 
 def time_tab_switches(page: Page, title: str) -> dict[str, float]:
     """On page `title`, choose each of its other tabs (`ui.tabs`: a rerun, then that tab drawn, `TAB_DRAWN`)
-    and come back to the first; seconds per click."""
+    and come back to the first; seconds per click (none for a page without tabs)."""
     time_page_switch(page, title)
     tabs = page.get_by_role("tab")
     labels = [tabs.nth(i).inner_text() for i in range(tabs.count())]
-    times = {}
-    for label in [*labels[1:], labels[0]]:
+    times: dict[str, float] = {}
+    for label in [*labels[1:], *labels[:1]]:
         start = time.perf_counter()
         page.get_by_role("tab", name=label, exact=True).click()
         page.wait_for_function(TAB_DRAWN, timeout=600_000)
@@ -223,9 +222,7 @@ def measure(name: str, manifest: Path, run_id: str, read_seconds: float = 0.0) -
             result[f"page_switch_first_visit_{label}"] = switches
             result[f"page_switch_second_visit_{label}"] = {t: time_page_switch(page, t) for t in PAGES[:-1]}
             result[f"tab_switch_{label}"] = {
-                f"{title}: {tab}": seconds
-                for title in TABBED
-                for tab, seconds in time_tab_switches(page, title).items()
+                f"{title}: {tab}": seconds for title in PAGES for tab, seconds in time_tab_switches(page, title).items()
             }
             page.goto(f"{url}/dialogue?page=dialogue&run={run_id}&dialogue={dialogue}&turn=0")
             settle(page)

@@ -70,9 +70,8 @@ with right:
         ui.open_dialogue(run_a, picked["dialogue_id"], picked["turn_index"])
 
 GAPS = {"Gap by slot": "slot", "Gap by domain": "domain", "Gap by turn depth": "turn_index"}
-ALIGNMENT = "Ontology alignment"
-tabs = ui.tabs([*GAPS, ALIGNMENT], page="crosslingual")
-for tab, by in zip(tabs, GAPS.values(), strict=False):
+*gap_tabs, alignment_tab = ui.tabs([*GAPS, "Ontology alignment"], page="crosslingual")
+for tab, by in zip(gap_tabs, GAPS.values(), strict=True):
     if tab.open:
         with tab:
             gaps = summary["gaps"][by]
@@ -83,8 +82,8 @@ for tab, by in zip(tabs, GAPS.values(), strict=False):
             )
             ui.show_table(gaps, key=f"xl_gap_table_{by}", name=f"gap by {by}")
 
-if tabs[-1].open:
-    with tabs[-1]:
+if alignment_tab.open:
+    with alignment_tab:
         st.caption(
             f"{len(overrides)} pairs come from the manifest's [[mappings]]; the rest are inferred from the "
             "parallel gold states (score = Jaccard of the turns each slot is filled × value consistency). "
