@@ -62,6 +62,10 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
     ]
     width = max(len(v) for v in labels.values())
     lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels]
+    if result.get("not_applicable"):
+        from analysis.suite import not_applicable_text
+
+        lines += ["", not_applicable_text(result["not_applicable"])]
     lines += ["", "JGA by turn:"]
     lines += [f"  turn {t:>3}  {_fmt(v)}" for t, v in list(result["jga_by_turn"].items())[:25]]
     lines += ["", "Per-domain JGA:"]

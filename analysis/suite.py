@@ -28,6 +28,34 @@ LABELS = {key: label for key, _, label in HEADLINE} | {
 }
 
 
+# Headline metrics defined over the convention's ontology: NaN ("n/a") where it does not fit the run.
+ONTOLOGY_METRICS = ("slot_accuracy", "slot_accuracy_trade")
+
+
+def not_applicable(scored: Scored) -> dict[str, str]:
+    """The headline metrics whose definition does not apply to these runs, each with the reason; their
+    values are NaN, shown as "n/a" (JSON null) beside this reason, never as a number.
+
+    >>> from analysis.testing import scored_from_states
+    >>> sorted(not_applicable(scored_from_states([{"景点": {"名称": "故宫"}}], [{}], convention="trade")))
+    ['slot_accuracy', 'slot_accuracy_trade']
+    """
+    reason = M.ontology_mismatch(scored)
+    return dict.fromkeys(ONTOLOGY_METRICS, reason) if reason else {}
+
+
+def not_applicable_text(reasons: dict[str, str]) -> str:
+    """One line for a caption or a table cell: the metrics (as labelled) and why they are n/a.
+
+    >>> not_applicable_text({"slot_accuracy": "no fit", "aga": "no fit"})
+    'Slot accuracy, AGA n/a: no fit'
+    """
+    by_reason: dict[str, list[str]] = {}
+    for key, reason in reasons.items():
+        by_reason.setdefault(reason, []).append(LABELS.get(key, key))
+    return "; ".join(f"{', '.join(labels)} n/a: {reason}" for reason, labels in by_reason.items())
+
+
 def _clean(value: Any) -> Any:
     """JSON-safe: NaN becomes None, numpy scalars plain Python."""
     if isinstance(value, dict):
@@ -55,7 +83,8 @@ def headline_metrics(scored: Scored) -> dict[str, float]:
 
 
 def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, Any]:
-    """The CLI's `metrics --json` object; values are fractions in [0, 1]."""
+    """The CLI's `metrics --json` object; values are fractions in [0, 1]. A metric whose definition does
+    not apply (`not_applicable`) is null, and `not_applicable` maps it to the reason."""
     turns = scored.turns
     result: dict[str, Any] = {
         "n_dialogues": int(turns[["run_id", "dialogue_id"]].drop_duplicates().shape[0]),
@@ -64,6 +93,7 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
         "runs": [m.to_dict() for m in scored.metas],
     }
     result.update(headline_metrics(scored))
+    result["not_applicable"] = not_applicable(scored)
     by_turn = M.jga_by_turn_depth(scored)
     result["jga_by_turn"] = {int(t): v for t, v in zip(by_turn["turn_index"], by_turn["jga"], strict=True)}
     per_domain = M.joint_goal_accuracy(scored, by="domain")
