@@ -332,7 +332,9 @@ def paired_bootstrap(
     Both runs are resampled with the same dialogue counts. Returns `estimate_a`, `estimate_b` (the
     metrics module's values on the shared dialogues), `delta` (b - a), its percentile interval `low`,
     `high`, a two-sided `p_value` (twice the smaller share of resampled deltas on either side of 0,
-    ties counting on both sides, capped at 1: identical runs give exactly 1) and `win_ratio` (the share
+    ties counting on both sides, capped at 1: identical runs give exactly 1), `p_floor` (1/B, B the
+    `n_resamples`: a resampled p of 0 only says p < 1/B) and `p_text`, the p to print (`format_p`:
+    `p < 0.001 (B = 1,000)` when no resample fell on the other side), and `win_ratio` (the share
     of resamples where b beats a, ties counted half), plus the dialogue counts. With `by` (turn or
     slot-level columns other than `run_id`): one row per group.
 
@@ -370,6 +372,7 @@ def paired_bootstrap(
         at_least = (delta >= -_TIE).sum(axis=0) / valid
         ties = (np.abs(delta) <= _TIE).sum(axis=0) / valid
         wins = (delta > _TIE).sum(axis=0) / valid
+    p_value = np.minimum(1.0, 2 * np.minimum(at_most, at_least))
     out = labels.assign(
         metric=metric,
         estimate_a=point_a,
@@ -377,7 +380,9 @@ def paired_bootstrap(
         delta=point_b - point_a,
         low=low,
         high=high,
-        p_value=np.minimum(1.0, 2 * np.minimum(at_most, at_least)),
+        p_value=p_value,
+        p_floor=1 / n_resamples,
+        p_text=[format_p(p, n_resamples=n_resamples) for p in p_value],
         win_ratio=wins + ties / 2,
         n_dialogues=len(shared),
         only_in_a=len(dialogues_a) - len(shared),
@@ -390,11 +395,12 @@ def paired_bootstrap(
     if keys:
         return out
     record = out.iloc[0].to_dict()
-    floats = ("estimate_a", "estimate_b", "delta", "low", "high", "p_value", "win_ratio")
+    floats = ("estimate_a", "estimate_b", "delta", "low", "high", "p_value", "p_floor", "win_ratio")
     ints = ("n_dialogues", "only_in_a", "only_in_b")
     return {
         "metric": metric,
         **{k: float(record[k]) for k in floats},
+        "p_text": str(record["p_text"]),
         **{k: int(record[k]) for k in ints},
         "n_resamples": n_resamples,
         "level": level,
@@ -403,32 +409,66 @@ def paired_bootstrap(
     }
 
 
+def format_p(p: float, *, n_resamples: int | None = None, log10_p: float | None = None) -> str:
+    """The p-value to print. A resampled p (`n_resamples` = B given) of 0 only says that no resample fell
+    on the other side: it prints as `p < 1/B` with B named, never as p = 0. An exact p prints as is, and
+    one below the smallest float from its base-10 logarithm (`log10_p`).
+
+    >>> format_p(0.0, n_resamples=1000), format_p(0.046, n_resamples=1000)
+    ('p < 0.001 (B = 1,000)', 'p = 0.046 (B = 1,000)')
+    >>> format_p(0.0123), format_p(3.2e-7), format_p(0.0, log10_p=-602.3)
+    ('p = 0.0123', 'p = 3.2e-07', 'p = 5.0e-603')
+    """
+    if p is None or math.isnan(p):
+        return "p n/a"
+    if n_resamples is not None:
+        resamples = f"(B = {n_resamples:,})"
+        return f"p < {1 / n_resamples:.3g} {resamples}" if p == 0 else f"p = {p:.3g} {resamples}"
+    if p == 0 and log10_p is not None and math.isfinite(log10_p):
+        exponent = math.floor(log10_p)
+        mantissa = 10 ** (log10_p - exponent)
+        if round(mantissa, 1) >= 10:
+            mantissa, exponent = mantissa / 10, exponent + 1
+        return f"p = {mantissa:.1f}e{exponent}"
+    return f"p = {p:.3g}" if p >= 1e-4 or p == 0 else f"p = {p:.1e}"
+
+
+def log_binomial_two_sided_p(k: int, n: int) -> float:
+    """Natural logarithm of `binomial_two_sided_p(k, n)`, finite where the p itself underflows to 0.
+
+    >>> round(log_binomial_two_sided_p(0, 5), 6) == round(math.log(0.0625), 6)
+    True
+    """
+    if n == 0:
+        return 0.0
+    k = min(k, n - k)
+    j = np.arange(1, k + 1, dtype=float)
+    log_comb = np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))])  # log C(n, 0..k)
+    log_terms = log_comb - n * math.log(2)
+    peak = float(log_terms.max())
+    return min(0.0, math.log(2) + peak + math.log(float(np.exp(log_terms - peak).sum())))
+
+
 def binomial_two_sided_p(k: int, n: int) -> float:
     """Exact two-sided p-value of `k` successes in `n` fair coin flips: 2 P(X <= min(k, n-k)), capped at 1.
 
-    Summed in log space, so it stays finite for tens of thousands of flips.
+    Summed in log space (`log_binomial_two_sided_p`); a p below the smallest float (e.g. 0 of 2,000
+    flips, 2^-1999) underflows to 0.0 here, so print it with `format_p(..., log10_p=)`.
 
     >>> binomial_two_sided_p(0, 5)
     0.0625
     >>> binomial_two_sided_p(3, 6)
     1.0
     """
-    if n == 0:
-        return 1.0
-    k = min(k, n - k)
-    j = np.arange(1, k + 1, dtype=float)
-    log_comb = np.concatenate([[0.0], np.cumsum(np.log((n - j + 1) / j))])  # log C(n, 0..k)
-    log_terms = log_comb - n * math.log(2)
-    peak = float(log_terms.max())
-    tail = math.exp(peak) * float(np.exp(log_terms - peak).sum())
-    return min(1.0, 2 * tail)
+    return math.exp(log_binomial_two_sided_p(k, n))
 
 
 def mcnemar(a: Scored, b: Scored) -> dict[str, Any]:
     """McNemar's test on turn-level joint correctness of two runs over the same turns.
 
     Turns pair on (dialogue key, turn index). `b10`: a correct and b wrong; `b01`: a wrong and b
-    correct. `p_value` is the exact two-sided binomial test on the discordant turns (the one to report);
+    correct. `p_value` is the exact two-sided binomial test on the discordant turns (the one to report;
+    `p_text` prints it, also where it is below the smallest float);
     `chi2`/`p_value_chi2` the continuity-corrected chi-square approximation (fine when b01 + b10 is large).
     No discordant turn (e.g. identical runs) gives p = 1.
     """
@@ -437,6 +477,8 @@ def mcnemar(a: Scored, b: Scored) -> dict[str, Any]:
     b10, b01 = int(cells["only_a"]), int(cells["only_b"])
     n = b01 + b10
     chi2 = max(abs(b01 - b10) - 1, 0) ** 2 / n if n else 0.0
+    log_p = log_binomial_two_sided_p(b01, n)
+    p_value = math.exp(log_p)
     return {
         "b01": b01,
         "b10": b10,
@@ -445,7 +487,8 @@ def mcnemar(a: Scored, b: Scored) -> dict[str, Any]:
         "n_paired_turns": counts["paired_turns"],
         "only_in_a": counts["only_in_a"],
         "only_in_b": counts["only_in_b"],
-        "p_value": binomial_two_sided_p(b01, n),
+        "p_value": p_value,
+        "p_text": format_p(p_value, log10_p=log_p / math.log(10)),
         "chi2": float(chi2),
         "p_value_chi2": math.erfc(math.sqrt(chi2 / 2)),
         "method": "McNemar: exact two-sided binomial on discordant turns; chi-square with continuity correction",
