@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
 from analysis.model import STATE_COLUMNS, AlignmentReport, Run, RunMeta
@@ -83,7 +84,7 @@ def load_run(
         split=split,
         history=history,
         seed=seed,
-        convention=convention or _default_convention(formats),
+        convention=convention or _default_convention_of(formats, gold_states),
         sources=sources,
         formats=formats,
     )
@@ -101,6 +102,25 @@ def _default_convention(formats: tuple[str, ...]) -> str:
     if {"risawoz", "dialogues"} & set(formats):
         return "risawoz"
     return "exact"
+
+
+def _default_convention_of(formats: tuple[str, ...], gold_states: pd.DataFrame) -> str:
+    """The file's own convention, also from what it holds where the format alone does not say: a nested
+    per-turn file (the `gt`/`pr` layout of the Granular_Change_Accuracy and FGA repositories) over TRADE's
+    30 MultiWOZ slots comes out of TRADE's preprocessing, and those repositories score it TRADE-style."""
+    by_format = _default_convention(formats)
+    if by_format == "exact" and "nested" in formats and _over_trade_slots(gold_states):
+        return "trade"
+    return by_format
+
+
+def _over_trade_slots(states: pd.DataFrame) -> bool:
+    """Whether the gold slot names, under TRADE's aliases (`book day` -> `day`), are some of its 30 slots.
+    Gold only: a prediction's stray slot is the model's error, not a sign of another dataset."""
+    trade = CONVENTIONS["trade"]
+    names = states[["domain", "slot"]].drop_duplicates()
+    named = {convention_name(d, s, trade) for d, s in zip(names["domain"], names["slot"], strict=True)}
+    return bool(named) and named <= MULTIWOZ30
 
 
 def _self_report(turns: pd.DataFrame) -> AlignmentReport:
