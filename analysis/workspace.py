@@ -4,7 +4,7 @@ Manifest shape (all paths relative to the manifest)::
 
     [workspace]
     name = "Demo"
-    convention = "exact"            # default convention of the dashboard for this workspace
+    convention = "exact"            # optional: the convention of every run that does not name its own
 
     [[runs]]
     name = "rule-dst-zh"            # unique run id
@@ -14,7 +14,7 @@ Manifest shape (all paths relative to the manifest)::
     split = "test"
     history = "gold"                # predicted (JGA) or gold (GJGA)
     seed = 1
-    convention = "exact"
+    convention = "exact"            # optional: see "Which convention a run is scored under" below
     pred = "crosswoz/rule_preds.json"
     gold = "crosswoz/test.json.zip" # optional when the prediction file carries gold
     format = "nested"               # optional: forced prediction format
@@ -30,6 +30,21 @@ Manifest shape (all paths relative to the manifest)::
     gold = "fewjoint/5shot/test.json"
     pred = ["seed1.jsonl", "seed2.jsonl", "seed3.jsonl", "seed4.jsonl", "seed5.jsonl"]
     shots = 5                       # optional: read from the gold path (`5shot`) when absent
+
+Which convention a run is scored under (the dashboard's "as declared per run", the report's default):
+
+1. the run's own `convention` key;
+2. else the `[workspace]` `convention` key, when the manifest writes one: an explicit choice made once
+   for the whole table, so it also overrides a format's own convention (a manifest that writes
+   `convention = "trade"` keeps scoring every run under TRADE's rules, whatever the files' formats).
+   It is not merely the dashboard's starting choice: that would override the runs' own keys too, and
+   leave the report and the exports scoring the runs differently from the dashboard;
+3. else the format's own, as the CLI and the upload form choose it (`analysis.loading`): `trade` for
+   TRADE output and for nested per-turn files (`gt`/`pr` and the like) over TRADE's 30 MultiWOZ slots,
+   `mwzeval` for mwzeval-style outputs, `dstc9`, `risawoz`, and `exact` for everything else.
+
+Runs left to their formats' conventions may end up under different ones; every view that sets them side
+by side says so (`analysis.views.comparability_warnings`), and the sidebar can score them all under one.
 """
 
 from __future__ import annotations
@@ -74,7 +89,7 @@ class RunEntry:
     split: str = "test"
     history: str = "predicted"
     seed: int | None = None
-    convention: str | None = "exact"  # None: the prediction file's own convention (uploads)
+    convention: str | None = None  # None: the files' own convention (`analysis.loading`)
     format: str | None = None
     gold_format: str | None = None
     description: str = ""
@@ -97,7 +112,7 @@ class Workspace:
 
     path: Path
     name: str
-    convention: str
+    convention: str | None  # the `[workspace]` key as written; None: each run's format decides
     entries: list[RunEntry]
     runs: dict[str, Run] = field(default_factory=dict)
     failed: dict[str, str] = field(default_factory=dict)
@@ -129,8 +144,8 @@ def read_manifest(path: str | Path) -> Workspace:
     head = data.get("workspace", {})
     if not isinstance(head, dict):
         raise InputError(str(path), "workspace", "[workspace] must be a table")
-    convention = head.get("convention", "exact")
-    if convention not in CONVENTIONS:
+    convention = head.get("convention")  # absent: no workspace-wide choice, not `exact`
+    if convention is not None and convention not in CONVENTIONS:
         raise InputError(str(path), "workspace", f"convention has to be one of {', '.join(CONVENTIONS)}")
     raw_runs = data.get("runs", [])
     if not isinstance(raw_runs, list) or not raw_runs:
@@ -179,7 +194,7 @@ def _fewjoint_entry(path: Path, index: int, raw: Any) -> FewJointEntry:
     )
 
 
-def _entry(path: Path, index: int, raw: Any, seen: set[str], default_convention: str) -> RunEntry:
+def _entry(path: Path, index: int, raw: Any, seen: set[str], default_convention: str | None) -> RunEntry:
     where = f"[[runs]] #{index + 1}"
     if not isinstance(raw, dict):
         raise InputError(str(path), "workspace", f"{where} must be a table")
@@ -198,7 +213,7 @@ def _entry(path: Path, index: int, raw: Any, seen: set[str], default_convention:
     if history not in HISTORY_MODES:
         raise InputError(str(path), "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
     convention = raw.get("convention", default_convention)
-    if convention not in CONVENTIONS:
+    if convention is not None and convention not in CONVENTIONS:
         raise InputError(str(path), "workspace", f"run {name!r}: convention has to be one of {', '.join(CONVENTIONS)}")
     seed = raw.get("seed")
     if seed is not None and not isinstance(seed, int):
