@@ -113,6 +113,10 @@ def leaderboard(
     return board
 
 
+# The columns that make runs comparable, as `comparability_warnings` reads them.
+COMPARABLE_BY = ("dataset", "split", "convention", "history")
+
+
 _VERSION = re.compile(r"^(?P<family>.*?)[\s_-]*v?(?P<version>\d+(?:\.\d+)+|\d+)$")
 
 
@@ -137,35 +141,72 @@ def _groups(board: pd.DataFrame, column: str, label: Any = None) -> str:
     return " vs ".join(parts)
 
 
-def comparability_warnings(board: pd.DataFrame) -> list[str]:
+def run_table(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """One row per run: its metadata and the convention it was scored under (no metrics).
+
+    >>> from analysis.testing import scored_from_states
+    >>> run_table([scored_from_states([{}], [{}])])[["run_id", "convention"]].to_dict("records")
+    [{'run_id': 'run', 'convention': 'exact'}]
+    """
+    rows = [
+        {**{c: getattr(meta, c) for c in META_COLUMNS}, "convention": scored.convention.name}
+        for scored in scoreds
+        for meta in scored.metas
+    ]
+    return pd.DataFrame(rows, columns=[*META_COLUMNS, "convention"])
+
+
+def comparability_warnings(runs: pd.DataFrame | Sequence[Scored], *, about: Sequence[str] = COMPARABLE_BY) -> list[str]:
     """Plain sentences for every way the runs side by side differ so their numbers cannot be compared:
-    dataset (or its version), split, convention, history mode. Empty when they are comparable."""
+    dataset (or its version), split, convention, history mode. Empty when they are comparable.
+
+    `runs`: the leaderboard (or any frame with a row per run and the `COMPARABLE_BY` columns), or the
+    scored runs a table or chart sets side by side; `about`: the differences to check, e.g.
+    `("convention",)` for views that only ever set runs of different datasets side by side. Each run is
+    scored under its own convention unless one is chosen for all, so mixed conventions are the difference
+    nobody typed: that sentence names every run's convention and says how to score them alike.
+
+    >>> board = pd.DataFrame({"run_id": ["a", "b"], "convention": ["trade", "mwzeval"]})
+    >>> comparability_warnings(board, about=("convention",))  # doctest: +NORMALIZE_WHITESPACE
+    ['Scored under different conventions: a (trade), b (mwzeval). Their numbers are not comparable: score
+    them under one convention to compare them.']
+    """
+    unknown = sorted(set(about) - set(COMPARABLE_BY))
+    if unknown:
+        raise ValueError(f"about has to name some of {', '.join(COMPARABLE_BY)}, got {unknown}")
+    board = runs if isinstance(runs, pd.DataFrame) else run_table(runs)
     if len(board) < 2:
         return []
     lines = []
-    names = board["dataset"].fillna("").astype(str)
-    family = names.map(lambda n: dataset_version(n)[0])
-    version = names.map(lambda n: dataset_version(n)[1])
-    frame = board.assign(_family=family, _version=version, _dataset=names)
-    for fam, part in frame.groupby("_family", sort=True):
-        if part["_version"].nunique() > 1:
+    if "dataset" in about:
+        names = board["dataset"].fillna("").astype(str)
+        family = names.map(lambda n: dataset_version(n)[0])
+        version = names.map(lambda n: dataset_version(n)[1])
+        frame = board.assign(_family=family, _version=version, _dataset=names)
+        for fam, part in frame.groupby("_family", sort=True):
+            if part["_version"].nunique() > 1:
+                lines.append(
+                    f"Dataset versions differ within {part['_dataset'].iloc[0].rsplit(' ', 1)[0] or fam}: "
+                    f"{_groups(part, '_dataset')}. Their numbers are not comparable."
+                )
+        if frame["_family"].nunique() > 1:
             lines.append(
-                f"Dataset versions differ within {part['_dataset'].iloc[0].rsplit(' ', 1)[0] or fam}: "
-                f"{_groups(part, '_dataset')}. Their numbers are not comparable."
+                f"The runs are on different datasets: {_groups(frame, '_dataset')}. "
+                "Numbers are comparable only within one dataset."
             )
-    if frame["_family"].nunique() > 1:
+    if "split" in about and board["split"].nunique(dropna=False) > 1:
+        lines.append(f"Splits differ: {_groups(board, 'split')}. Their numbers are not comparable.")
+    if "convention" in about and board["convention"].nunique(dropna=False) > 1:
+        each = ", ".join(f"{run} ({conv})" for run, conv in zip(board["run_id"], board["convention"], strict=True))
         lines.append(
-            f"The runs are on different datasets: {_groups(frame, '_dataset')}. "
-            "Numbers are comparable only within one dataset."
+            f"Scored under different conventions: {each}. Their numbers are not comparable: "
+            "score them under one convention to compare them."
         )
-    history = {"predicted": "predicted history (JGA)", "gold": "gold history (GJGA)"}
-    for column, what, label in (
-        ("split", "Splits differ", None),
-        ("convention", "Scored under different conventions", None),
-        ("history", "History modes differ", history.get),
-    ):
-        if board[column].nunique(dropna=False) > 1:
-            lines.append(f"{what}: {_groups(board, column, label)}. Their numbers are not comparable.")
+    if "history" in about and board["history"].nunique(dropna=False) > 1:
+        history = {"predicted": "predicted history (JGA)", "gold": "gold history (GJGA)"}
+        lines.append(
+            f"History modes differ: {_groups(board, 'history', history.get)}. Their numbers are not comparable."
+        )
     return lines
 
 
