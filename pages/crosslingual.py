@@ -26,6 +26,7 @@ st.caption(
     f"(only in A: {pairing['only_in_a']:,}, only in B: {pairing['only_in_b']:,}); correctness is judged "
     "within each run, then compared"
 )
+ui.warn_incomparable([run_a, run_b])
 
 left, right = st.columns([2, 3])
 with left:

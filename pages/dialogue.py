@@ -123,6 +123,7 @@ def stepper() -> None:
         format_func=lambda t: f"turn {t} of {len(all_turns) - 1}",
     )
     if compare:
+        ui.warn_incomparable([run, compare])
         left, right = st.columns(2)
         with left:
             show_turn(run, dialogue, turns, diff, turn, key="a")

@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `open_dialogue`, `need_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `open_dialogue`, `need_runs`.
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+from analysis import views
 from analysis.figures import run_colours
 from ui import data, state
 from ui.place import figure, show_figure, show_table
@@ -42,6 +43,7 @@ __all__ = [
     "tabs",
     "toggle",
     "update_link",
+    "warn_incomparable",
     "workspace_mappings",
 ]
 
@@ -112,6 +114,15 @@ def ensure_frame(page: str) -> None:
         return
     params = {k: st.query_params.get(k, "") for k in st.query_params.keys()}  # noqa: SIM118
     st.switch_page("app.py", query_params={**params, "page": params.get("page") or page})
+
+
+def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("convention",)) -> None:
+    """One warning per way the runs a chart or table sets side by side cannot be compared; by default
+    only mixed conventions, the difference nobody typed: under the sidebar's "as declared per run" each
+    run is scored under its own (manifest key, else the workspace's, else its format's). The Overview
+    checks every difference (`views.comparability_warnings` on its leaderboard)."""
+    for line in compute(views.comparability_warnings, list(run_ids), about=tuple(about)):
+        st.warning(line, icon=":material/warning:")
 
 
 def need_runs(n: int = 1) -> list[str]:

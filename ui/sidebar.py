@@ -176,7 +176,11 @@ def render() -> None:
         state="convention",
         container=sidebar,
         format_func=lambda c: "as declared per run" if c == DECLARED else c,
-        help="score every run under one convention, or each under the one its manifest entry declares",
+        help=(
+            "score every run under one convention, or each under its own: its manifest entry's `convention`, "
+            "else the workspace's, else its file format's (as the command line does); a view that sets runs "
+            "of different conventions side by side says so"
+        ),
     )
     for note in st.session_state.get("link_notes", []):
         sidebar.warning(note)
