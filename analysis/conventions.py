@@ -7,8 +7,8 @@ convention is a value, not a code path: `normalise_states` reads its switches.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass, field, fields
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
 
@@ -16,10 +16,12 @@ import numpy as np
 import pandas as pd
 
 DONTCARE_POLICIES = ("keep", "drop_gold", "drop_both")
-MULTI_VALUE_POLICIES = ("any", "first", "literal", "set")
+MULTI_VALUE_POLICIES = ("any", "first", "literal", "set", "intersect")
 NORMALISER_STEPS = ("strip", "lower", "delete_whitespace", "synonyms", "time")
-MATCHING = ("exact", "fuzzy")
-SLOT_SCOPES = ("all", "ontology", "gold")
+VALUE_RULES = ("", "mwzeval")
+SLOT_RULES = ("", "mwzeval")
+MATCHING = ("exact", "fuzzy", "fuzzy_int")
+SLOT_SCOPES = ("all", "ontology", "gold", "turn_listed")
 ONTOLOGIES = ("listed", "observed", "multiwoz30")
 
 COMMON_EMPTY = frozenset({"", "none", "not mentioned", "未提及"})
@@ -69,6 +71,30 @@ MULTIWOZ30 = frozenset(
     + [("taxi", s) for s in ("leaveat", "destination", "departure", "arriveby")]
 )
 DSTC9_SYNONYMS = MappingProxyType({"是的": "有", "不是": "没有", "free admission": "free"})
+# ConvLab-2 `convlab2/dst/dstc9/utils.py::unify_value`: one value map per subtask, applied after
+# lower-casing and before all whitespace is deleted (so ` none ` and `not mentioned` stay values).
+DSTC9_SUBTASK_MAPS = MappingProxyType(
+    {
+        "multiwoz": MappingProxyType({"未提及": "", "none": "", "是的": "有", "不是": "没有"}),
+        "crosswoz": MappingProxyType({"none": "", "free admission": "free"}),
+    }
+)
+# Domains only a CrossWOZ / CrossWOZ-en state lists (every CrossWOZ turn lists all five domains).
+CROSSWOZ_DOMAINS = frozenset({"metro", "地铁"})
+# MultiWOZ 2.2 names its booking slots `bookday`, `bookpeople`, ... (mwzeval's gold); the 2.1 raw data and
+# most systems use the bare names. Keyed by (domain, bare slot name as mwzeval spells it).
+MWZ22_BOOKING = MappingProxyType(
+    {
+        ("hotel", "day"): "bookday",
+        ("hotel", "people"): "bookpeople",
+        ("hotel", "stay"): "bookstay",
+        ("restaurant", "day"): "bookday",
+        ("restaurant", "people"): "bookpeople",
+        ("restaurant", "time"): "booktime",
+        ("train", "people"): "bookpeople",
+    }
+)
+MWZ_BARE_BOOKING = MappingProxyType({"bookday": "day", "bookpeople": "people", "bookstay": "stay", "booktime": "time"})
 
 
 @dataclass(frozen=True)
@@ -90,6 +116,26 @@ class Convention:
     slot_scope: str = "all"
     ontology: str = "listed"
     compare_relation: bool = False
+    # Values that mark an empty *prediction*; None: the same as `empty_values`. mwzeval counts every
+    # predicted value, `none` and "" included, so its set is empty.
+    pred_empty_values: frozenset[str] | None = None
+    # Slot-dependent value rules of a scorer, applied after `normaliser` ("mwzeval": its canonical
+    # names, types, foods, times and parking/internet `free`).
+    value_rules: str = ""
+    # A scorer's own slot-name rules, applied after lower-casing and aliases ("mwzeval": lower-case,
+    # spaces removed, arriveby -> arrive, leaveat -> leave).
+    slot_rules: str = ""
+    # Gold (domain, slot) renamed after the name rules (mwzeval's MultiWOZ 2.2 gold `bookday`, ...).
+    gold_slot_renames: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    # Whether gold turns the prediction file lacks are scored (as empty predictions). mwzeval scores
+    # only the turns the prediction file holds; the alignment report counts the others either way.
+    score_missing_turns: bool = True
+    # Precision, recall and F1 when their denominator is 0: None gives NaN; DSTC9 prints 1,
+    # ConvLab-3 and mwzeval 0.
+    empty_ratio: float | None = None
+    # DSTC9: value maps per subtask; `subtask` is the one in force ("" = chosen from the data at scoring).
+    subtask_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    subtask: str = ""
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -98,6 +144,8 @@ class Convention:
             ("matching", self.matching, MATCHING),
             ("slot_scope", self.slot_scope, SLOT_SCOPES),
             ("ontology", self.ontology, ONTOLOGIES),
+            ("value_rules", self.value_rules, VALUE_RULES),
+            ("slot_rules", self.slot_rules, SLOT_RULES),
         ):
             if value not in allowed:
                 raise ValueError(f"convention {self.name}: {name} has to be one of {', '.join(allowed)}, got {value!r}")
@@ -105,12 +153,23 @@ class Convention:
         if bad:
             raise ValueError(f"convention {self.name}: unknown normaliser steps {bad}; known: {NORMALISER_STEPS}")
 
+        if self.subtask and self.subtask not in self.subtask_synonyms:
+            raise ValueError(f"convention {self.name}: subtask has to be one of {sorted(self.subtask_synonyms)}")
+
+    @property
+    def pred_empty(self) -> frozenset[str]:
+        """The values that mark an empty prediction."""
+        return self.empty_values if self.pred_empty_values is None else self.pred_empty_values
+
     def describe(self) -> dict[str, Any]:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
         for key in ("empty_values", "dontcare_values"):
             out[key] = sorted(out[key])
+        out["pred_empty_values"] = None if self.pred_empty_values is None else sorted(self.pred_empty_values)
         out["synonyms"] = dict(self.synonyms)
         out["slot_aliases"] = dict(self.slot_aliases)
+        out["gold_slot_renames"] = {f"{d}-{s}": n for (d, s), n in self.gold_slot_renames.items()}
+        out["subtask_synonyms"] = {k: dict(v) for k, v in self.subtask_synonyms.items()}
         return out
 
 
@@ -136,33 +195,73 @@ CONVENTIONS: dict[str, Convention] = {
         ),
         Convention(
             "dstc9",
-            "DSTC9 track 2: lower-case, none/未提及 empty, 是的→有, 不是→没有, free admission→free, all "
-            "whitespace deleted; a list-valued gold accepts any element; slot accuracy over every listed slot.",
+            "DSTC9 track 2 (ConvLab-2 convlab2/dst/dstc9/utils.py::eval_states): per gold-listed slot, both "
+            "values lower-cased, mapped by the subtask's map (multiwoz: 未提及/none empty, 是的→有, 不是→没有; "
+            "crosswoz: none empty, free admission→free), then all whitespace deleted; equal strings match "
+            "(` none ` and `not mentioned` are values); a list-valued gold accepts any element; predicted "
+            "domains and slots the gold turn does not list are ignored; slot accuracy over every listed "
+            "slot; precision, recall and F1 are 1 when their denominator is 0. The subtask is chosen from "
+            "the data (crosswoz when the gold lists a Metro domain), or forced with dstc9-multiwoz / "
+            "dstc9-crosswoz.",
+            empty_values=frozenset({""}),
             normaliser=("lower", "synonyms", "delete_whitespace"),
-            synonyms=DSTC9_SYNONYMS,
             multi_value="any",
+            slot_scope="turn_listed",
             ontology="listed",
+            empty_ratio=1.0,
+            subtask_synonyms=DSTC9_SUBTASK_MAPS,
         ),
         Convention(
             "mwzeval",
-            "MultiWOZ_Evaluation (Nekvinda & Dušek 2021): slot-name aliases, lower-case, times as HH:MM, "
-            "dontcare dropped from gold only, first gold alternative, fuzzy match partial_ratio > 95.",
-            normaliser=("strip", "lower", "time"),
+            "MultiWOZ_Evaluation (Tomiinek/MultiWOZ_Evaluation, mwzeval/normalization.py::normalize_data "
+            "then mwzeval/metrics.py::get_dst): slot names lower-cased without spaces (arriveby→arrive, "
+            "leaveat→leave), gold booking slots in MultiWOZ 2.2 names (bookday, bookpeople, bookstay, "
+            "booktime: a predicted `day` does not match them); its value rules on both sides (canonical "
+            "names, types, foods, times as HH:MM, parking/internet free→yes); gold dontcare dropped and the "
+            'first gold alternative kept; every predicted value counts (`none` and "" too); fuzzywuzzy\'s '
+            "integer partial_ratio > 95; only the turns the prediction file holds are scored; P/R/F1 0 "
+            "when undefined.",
+            empty_values=frozenset({"", "not mentioned", "none"}),
+            pred_empty_values=frozenset(),
             dontcare="drop_gold",
             multi_value="first",
-            matching="fuzzy",
-            lower_names=True,
-            slot_aliases=MULTIWOZ_SLOT_ALIASES,
+            matching="fuzzy_int",
+            value_rules="mwzeval",
+            slot_rules="mwzeval",
+            gold_slot_renames=MWZ22_BOOKING,
+            score_missing_turns=False,
             ontology="multiwoz30",
+            empty_ratio=0.0,
+        ),
+        Convention(
+            "mwzeval-lenient",
+            "mwzeval's rules with shared slot names and every gold turn: booking slots named day/people/"
+            "stay/time on both sides (a predicted `day` matches gold `bookday`), and a gold turn the "
+            "prediction file lacks is scored as an empty prediction. Not what mwzeval prints: the kinder "
+            "rule this tool used under the name mwzeval before.",
+            empty_values=frozenset({"", "not mentioned", "none"}),
+            pred_empty_values=frozenset(),
+            dontcare="drop_gold",
+            multi_value="first",
+            matching="fuzzy_int",
+            value_rules="mwzeval",
+            slot_rules="mwzeval",
+            slot_aliases=MWZ_BARE_BOOKING,
+            ontology="multiwoz30",
+            empty_ratio=0.0,
         ),
         Convention(
             "convlab3",
-            "ConvLab-3 unified evaluation: lower-case and strip, any gold alternative matches, predictions "
-            "of slots outside the gold file's listed slots ignored.",
-            normaliser=("strip", "lower"),
-            multi_value="any",
-            lower_names=True,
-            slot_scope="ontology",
+            "ConvLab-3 (ConvLab/ConvLab-3 convlab/dst/evaluate_unified_datasets.py::evaluate): per slot the "
+            "sample's gold state lists (names compared as written; predicted domains and slots it does not "
+            "list are ignored), both values lower-cased with all whitespace deleted, then split on `|`: "
+            "right when any predicted alternative is a gold alternative; `none` and `dontcare` are "
+            "ordinary values; accuracy is the share of samples without error; P/R/F1 0 when undefined.",
+            empty_values=frozenset({""}),
+            normaliser=("delete_whitespace", "lower"),
+            multi_value="intersect",
+            slot_scope="turn_listed",
+            empty_ratio=0.0,
         ),
         Convention(
             "risawoz",
@@ -179,6 +278,31 @@ CONVENTIONS: dict[str, Convention] = {
 }
 
 
+for _subtask in DSTC9_SUBTASK_MAPS:
+    CONVENTIONS[f"dstc9-{_subtask}"] = replace(
+        CONVENTIONS["dstc9"],
+        name=f"dstc9-{_subtask}",
+        notes=f"DSTC9 track 2, subtask {_subtask} forced (see dstc9).",
+        subtask=_subtask,
+        synonyms=DSTC9_SUBTASK_MAPS[_subtask],
+    )
+
+
+def resolve_convention(conv: Convention, domains: Iterable[str]) -> Convention:
+    """The convention as it applies to one run: DSTC9's subtask chosen from the run's gold domains
+    (crosswoz when they include a Metro domain, which every CrossWOZ turn lists; else multiwoz).
+
+    >>> resolve_convention(CONVENTIONS["dstc9"], ["Hotel", "Metro"]).subtask
+    'crosswoz'
+    """
+    if conv.subtask_synonyms and not conv.subtask:
+        crosswoz = any(str(d).strip().lower() in CROSSWOZ_DOMAINS for d in domains)
+        conv = replace(conv, subtask="crosswoz" if crosswoz else "multiwoz")
+    if conv.subtask:
+        conv = replace(conv, synonyms=conv.subtask_synonyms[conv.subtask])
+    return conv
+
+
 def get_convention(name: str | Convention) -> Convention:
     if isinstance(name, Convention):
         return name
@@ -192,11 +316,14 @@ _SPACES = re.compile(r"\s+")
 _TIME = re.compile(r"^(\d{1,2})\s*[:.]\s*(\d{2})$")
 
 
-def normalise_value(value: str, convention: Convention) -> str:
-    """One value through the convention's normaliser steps (applied once per distinct value).
+def normalise_value(value: str, convention: Convention, slot: str = "") -> str:
+    """One value through the convention's normaliser steps, then its scorer's slot-dependent value
+    rules (`slot` is the slot's name under the convention; applied once per distinct value and slot).
 
-    >>> normalise_value(" 5 : 30 ", CONVENTIONS["mwzeval"]), normalise_value("Free Admission", CONVENTIONS["dstc9"])
-    ('05:30', 'free')
+    >>> normalise_value(" 5 : 30 ", CONVENTIONS["exact"]), normalise_value("Free Admission", CONVENTIONS["dstc9-crosswoz"])
+    (' 5 : 30 ', 'free')
+    >>> normalise_value("1715", CONVENTIONS["mwzeval"], "leave"), normalise_value(" 17 : 30", CONVENTIONS["convlab3"])
+    ('17:15', '17:30')
     """
     for step in convention.normaliser:
         if step == "strip":
@@ -211,29 +338,41 @@ def normalise_value(value: str, convention: Convention) -> str:
             match = _TIME.match(value.strip())
             if match:
                 value = f"{int(match.group(1)):02d}:{match.group(2)}"
+    if convention.value_rules == "mwzeval":
+        from analysis import mwzeval_rules
+
+        value = mwzeval_rules.normalise_value(slot, value)
     return value
 
 
-def _alternatives(value: str, convention: Convention) -> list[str]:
-    alts = [normalise_value(a, convention) for a in value.split("|")]
-    return [a for a in alts if a.strip().lower() not in convention.empty_values]
+def _empty(convention: Convention, side: str) -> frozenset[str]:
+    return convention.empty_values if side == "gold" else convention.pred_empty
 
 
-def _canonical(value: str, convention: Convention, side: str) -> tuple[str, str | None]:
-    """(value used for comparison, `|`-joined alternatives when gold accepts any of several).
+def _alternatives(value: str, convention: Convention, side: str, slot: str = "") -> list[str]:
+    empty = _empty(convention, side)
+    alts = [normalise_value(a, convention, slot) for a in value.split("|")]
+    return [a for a in alts if a.strip().lower() not in empty]
+
+
+def _canonical(value: str, convention: Convention, side: str, slot: str = "") -> tuple[str, str | None]:
+    """(value used for comparison, `|`-joined alternatives that match).
 
     `any` and `first` are rules about *gold* values; a prediction holding `a|b` is one literal value
-    (a tracker that hedges does not get the benefit of the doubt). `set` applies to both sides.
+    (a tracker that hedges does not get the benefit of the doubt). `set` applies to both sides, and so
+    does `intersect` (ConvLab-3: right when the two sides' alternatives share one).
     """
-    if value.strip().lower() in convention.empty_values:
+    if value.strip().lower() in _empty(convention, side):
         return "", None  # an empty marker is empty before any normaliser step rewrites it
     if "|" not in value or convention.multi_value == "literal":
-        return normalise_value(value, convention), None
-    alts = _alternatives(value, convention)
+        return normalise_value(value, convention, slot), None
+    alts = _alternatives(value, convention, side, slot)
     if not alts:
         return "", None
     if convention.multi_value == "set":
         return "|".join(sorted(set(alts))), None
+    if convention.multi_value == "intersect":
+        return "|".join(alts), ("|".join(alts) if len(alts) > 1 else None)
     if side == "pred":
         # A hedging prediction `a|b` is one value: it matches only a gold with exactly these alternatives.
         return "|".join(alts), None
@@ -259,17 +398,32 @@ class NormalisedCodes:
     displays: list[str]
 
 
-def normalise_codes(states: pd.DataFrame, convention: Convention, *, side: str) -> NormalisedCodes:
-    """The value work of `normalise_states` (names aside), once per distinct value, as codes."""
+def normalise_codes(
+    states: pd.DataFrame, convention: Convention, *, side: str, slot_names: np.ndarray | None = None
+) -> NormalisedCodes:
+    """The value work of `normalise_states` (names aside), once per distinct value, as codes.
+
+    Under slot-dependent value rules (`value_rules`), once per distinct (slot, value): `slot_names`
+    gives each row's slot name under the convention (computed here when not given).
+    """
     drop_dontcare = convention.dontcare == "drop_both" or (convention.dontcare == "drop_gold" and side == "gold")
+    empty = _empty(convention, side)
     codes, uniques = pd.factorize(states["value"])
     distinct = uniques.tolist()  # plain strings: iterating a pyarrow-backed Index costs more per element
-    canon = [_canonical(v, convention, side) for v in distinct]
+    if convention.value_rules:
+        if slot_names is None:
+            slot_names = side_slot_names(states, convention, side)
+        slot_codes, slot_uniques = pd.factorize(np.asarray(slot_names, dtype=object))
+        width = max(len(slot_uniques), 1)
+        pair_codes, pair_ids = pd.factorize(codes.astype("int64") * width + slot_codes)
+        pairs = [(distinct[int(p) // width], slot_uniques[int(p) % width]) for p in pair_ids.tolist()]
+        canon = [_canonical(v, convention, side, str(n)) for v, n in pairs]
+        codes = pair_codes
+        distinct = [v for v, _ in pairs]
+    else:
+        canon = [_canonical(v, convention, side) for v in distinct]
     marker = [c[0].strip().lower() for c in canon]
-    drop = np.array(
-        [m in convention.empty_values or (drop_dontcare and m in convention.dontcare_values) for m in marker],
-        dtype=bool,
-    )
+    drop = np.array([m in empty or (drop_dontcare and m in convention.dontcare_values) for m in marker], dtype=bool)
     keep = np.flatnonzero(~drop[codes]) if len(codes) else np.zeros(0, dtype="int64")
     kept_codes = codes[keep]
     values: list[str | None] = [c[0] for c in canon]
@@ -306,7 +460,7 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
             "dialogue_id": states["dialogue_id"].array.take(keep),
             "turn_index": states["turn_index"].to_numpy()[keep],
             "domain": _names(states["domain"], convention, aliases=False).take(keep),
-            "slot": _names(states["slot"], convention, aliases=True).take(keep),
+            "slot": pd.array(side_slot_names(states, convention, side), dtype="str").take(keep),
             "value": pd.array(coded.values, dtype="str").take(coded.value),
             "display": states["value"].array.take(keep),
             "alternatives": pd.array(coded.alternatives, dtype="str").take(coded.value),
@@ -319,18 +473,37 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
 
 
 def convention_name(domain: str, slot: str, convention: Convention) -> tuple[str, str]:
-    """One (domain, slot) name under the convention's naming rules (lower-casing, slot aliases)."""
+    """One (domain, slot) name under the convention's naming rules (lower-casing, slot aliases, the
+    scorer's own slot rules). Side-specific renames (`gold_slot_renames`) are the scorer's business."""
     if convention.lower_names:
         domain, slot = domain.lower(), slot.lower()
-    return domain, convention.slot_aliases.get(slot, slot)
+    return domain, _slot_name(slot, convention)
+
+
+def _slot_name(slot: str, convention: Convention) -> str:
+    if convention.slot_rules == "mwzeval":
+        from analysis import mwzeval_rules
+
+        slot = mwzeval_rules.slot_name(slot)
+    return convention.slot_aliases.get(slot, slot)
+
+
+def side_slot_names(states: pd.DataFrame, convention: Convention, side: str) -> np.ndarray:
+    """Each state row's slot name under the convention, with the gold side's renames applied."""
+    slots = np.asarray(_names(states["slot"], convention, aliases=True), dtype=object)
+    if side == "gold" and convention.gold_slot_renames and len(slots):
+        domains = np.asarray(_names(states["domain"], convention, aliases=False), dtype=object)
+        renames = convention.gold_slot_renames
+        slots = np.array([renames.get((d, s), s) for d, s in zip(domains, slots, strict=True)], dtype=object)
+    return slots
 
 
 def _names(names: pd.Series, convention: Convention, *, aliases: bool) -> pd.api.extensions.ExtensionArray:
     """Domain or slot names under the convention (lower-cased, aliased), mapped once per distinct name."""
-    if not convention.lower_names and not (aliases and convention.slot_aliases):
+    if not convention.lower_names and not (aliases and (convention.slot_aliases or convention.slot_rules)):
         return names.astype("str").array
     codes, distinct = pd.factorize(names)
     mapped = [n.lower() if convention.lower_names else n for n in distinct]
     if aliases:
-        mapped = [convention.slot_aliases.get(n, n) for n in mapped]
+        mapped = [_slot_name(n, convention) for n in mapped]
     return pd.array(mapped, dtype="str").take(codes)

@@ -50,8 +50,10 @@ def load_run(
         if pred_file.gold is not None and pred_file.pred is not None:
             turns = pred_file.turns
             gold_states, pred_states, listed = pred_file.gold, pred_file.pred, pred_file.listed_slots
+            listings = pred_file.listings
+            if "pred_missing" not in turns:  # a format may mark turns it holds no prediction for (ConvLab-3)
+                turns = turns.assign(pred_missing=False)
             report = _self_report(turns)
-            turns = turns.assign(pred_missing=False)
         elif pred_file.pred is not None:
             raise InputError(
                 str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)"
@@ -72,6 +74,7 @@ def load_run(
             notes["embedded_gold_replaced_by"] = Path(str(gold)).name
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
         gold_states, listed = gold_file.gold, gold_file.listed_slots
+        listings = gold_file.listings
         notes.update(gold_file.notes)
     report.notes.update({k: v for k, v in notes.items() if v})
     formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
@@ -88,7 +91,7 @@ def load_run(
         sources=sources,
         formats=formats,
     )
-    return Run(meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report)
+    return Run(meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
 
 
 def _default_convention(formats: tuple[str, ...]) -> str:
@@ -101,6 +104,8 @@ def _default_convention(formats: tuple[str, ...]) -> str:
         return "dstc9"
     if {"risawoz", "dialogues"} & set(formats):
         return "risawoz"
+    if {"convlab3", "convlab3-dialogues"} & set(formats):
+        return "convlab3"
     return "exact"
 
 
@@ -124,9 +129,15 @@ def _over_trade_slots(states: pd.DataFrame) -> bool:
 
 
 def _self_report(turns: pd.DataFrame) -> AlignmentReport:
+    missing = turns[turns["pred_missing"]] if "pred_missing" in turns else turns.iloc[:0]
     n_dialogues = int(turns["dialogue_id"].nunique())
     return AlignmentReport(
-        gold_dialogues=n_dialogues, gold_turns=len(turns), pred_dialogues=n_dialogues, pred_turns=len(turns)
+        gold_dialogues=n_dialogues,
+        gold_turns=len(turns),
+        pred_dialogues=int(turns.loc[~turns.index.isin(missing.index), "dialogue_id"].nunique()),
+        pred_turns=len(turns) - len(missing),
+        missing_turns=len(missing),
+        missing_turn_examples=_examples(missing, "dialogue_id"),
     )
 
 
@@ -134,8 +145,12 @@ def align(
     gold_file: ParsedFile, pred_file: ParsedFile, pred_states: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, AlignmentReport]:
     """Pair predicted turns with gold turns; gold turns are the universe that gets scored."""
-    gold_turns = gold_file.turns.copy()
-    pred_turns = pred_file.turns[["dialogue_id", "turn_index"]].copy()
+    # A gold file's own `pred_missing` marks say nothing of this prediction file's turns.
+    gold_turns = gold_file.turns.drop(columns="pred_missing", errors="ignore")
+    pred_turns = pred_file.turns
+    if "pred_missing" in pred_turns:  # turns a format holds without a prediction (ConvLab-3) are missing
+        pred_turns = pred_turns[~pred_turns["pred_missing"].to_numpy(dtype=bool)]
+    pred_turns = pred_turns[["dialogue_id", "turn_index"]].copy()
     gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
     pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
     if pred_turns.duplicated(["_key", "turn_index"]).any():

@@ -133,12 +133,18 @@ def jga_by_turn_depth(scored: Scored, *, by: By = None) -> pd.DataFrame:
     return result
 
 
-def _prf(tp: Any, fp: Any, fn: Any) -> tuple[Any, Any, Any]:
-    """Precision, recall and F1 of series or arrays of counts; 0/0 is NaN."""
+def _prf(tp: Any, fp: Any, fn: Any, *, empty: float | None = None) -> tuple[Any, Any, Any]:
+    """Precision, recall and F1 of series or arrays of counts; 0/0 is NaN, or `empty` when the
+    convention's scorer prints a number there (DSTC9 1, ConvLab-3 and mwzeval 0)."""
     with np.errstate(divide="ignore", invalid="ignore"):
         precision = tp / (tp + fp)
         recall = tp / (tp + fn)
         f1 = 2 * tp / (2 * tp + fp + fn)
+    if empty is not None:
+        precision, recall, f1 = (
+            x.fillna(empty) if isinstance(x, pd.Series) else np.where(np.isnan(x), empty, x)
+            for x in (precision, recall, f1)
+        )
     return precision, recall, f1
 
 
@@ -158,7 +164,10 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         turns = scored.turns
         totals = {c: np.array([turns[c].to_numpy().sum()]) for c in counts}
         precision, recall, f1 = _prf(
-            totals["n_correct"], totals["n_wrong"] + totals["n_spurious"], totals["n_wrong"] + totals["n_missed"]
+            totals["n_correct"],
+            totals["n_wrong"] + totals["n_spurious"],
+            totals["n_wrong"] + totals["n_missed"],
+            empty=scored.convention.empty_ratio,
         )
         return {
             "precision": float(precision[0]),
@@ -196,7 +205,7 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
     tp = sums["n_correct"]
     fp = sums["n_wrong"] + sums["n_spurious"]
     fn = sums["n_wrong"] + sums["n_missed"]
-    precision, recall, f1 = _prf(tp, fp, fn)
+    precision, recall, f1 = _prf(tp, fp, fn, empty=scored.convention.empty_ratio)
     out = pd.DataFrame(
         {
             "precision": precision,
@@ -326,11 +335,25 @@ def joint_f1_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     prediction scores 1, empty gold with any prediction 0, and a turn with no true positive 0."""
     keys = _by_list(by)
     facts = turn_facts(scored, by=keys)
-    tp, wrong, missed, spurious = (facts[c].to_numpy() for c in ("n_correct", "n_wrong", "n_missed", "n_spurious"))
+    tp, fp, fn = _triple_counts(scored, facts, keys)
     with np.errstate(divide="ignore", invalid="ignore"):
-        f1 = np.where(tp > 0, 2 * tp / (2 * tp + 2 * wrong + spurious + missed), 0.0)
+        f1 = np.where(tp > 0, 2 * tp / (2 * tp + fp + fn), 0.0)
     f1 = np.where(facts["n_gold"].to_numpy() > 0, f1, (facts["n_pred"].to_numpy() == 0).astype(float))
     return _aggregate(facts, pd.Series(f1), keys, "joint_f1_trade")
+
+
+def _triple_counts(scored: Scored, facts: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, ...]:
+    """Per row of `facts`: true positives, false positives and false negatives of its triples (TRADE's
+    literal sets: a slot predicted with two values has one right and one wrong triple)."""
+    slots = scored.slots
+    if "set_tp" not in slots:
+        tp, wrong, missed, spurious = (facts[c].to_numpy() for c in ("n_correct", "n_wrong", "n_missed", "n_spurious"))
+        return tp, wrong + spurious, wrong + missed
+    slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    sums = slots.groupby(["tid", *slot_keys], observed=True, sort=False)[["set_tp", "set_fp", "set_fn"]].sum()
+    index = pd.MultiIndex.from_frame(facts[["tid", *slot_keys]]) if slot_keys else pd.Index(facts["tid"])
+    aligned = sums.reindex(index, fill_value=0)
+    return tuple(aligned[c].to_numpy() for c in ("set_tp", "set_fp", "set_fn"))
 
 
 def _ontology_size(scored: Scored, keys: list[str]) -> pd.DataFrame | int:

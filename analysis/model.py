@@ -118,6 +118,8 @@ class Run:
     pred: pd.DataFrame
     listed_slots: frozenset[tuple[str, str]]
     alignment: AlignmentReport
+    # The gold file's distinct per-turn listings, indexed by `turns["listing"]` (see ParsedFile).
+    listings: tuple[tuple[tuple[str, str], ...], ...] = ()
 
     def __post_init__(self) -> None:
         validate_run(self)

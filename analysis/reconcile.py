@@ -63,23 +63,34 @@ __all__ = [
 DEFAULT_CONVENTIONS = ("exact", "trade", "dstc9", "mwzeval", "convlab3")
 # Switch groups in attribution order: (cause, Convention fields toggled together).
 SWITCH_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("turns", ("score_missing_turns",)),
     ("dontcare", ("dontcare", "dontcare_values")),
-    ("normaliser", ("normaliser", "synonyms", "empty_values")),
+    ("pred_none", ("pred_empty_values",)),
+    ("whitespace", ("normaliser",)),
+    ("normaliser", ("normaliser", "synonyms", "empty_values", "value_rules", "subtask_synonyms", "subtask")),
     ("multi_value", ("multi_value",)),
     ("matching", ("matching", "fuzzy_threshold")),
-    ("slot_alias", ("slot_aliases", "lower_names")),
+    ("slot_alias", ("slot_aliases", "lower_names", "slot_rules", "gold_slot_renames")),
     ("slot_scope", ("slot_scope", "ontology")),
     ("relation", ("compare_relation",)),
+    ("empty_ratio", ("empty_ratio",)),
 )
-CAUSES = (*(g for g, _ in SWITCH_GROUPS), "combined")
+# Groups compared on part of a field: whitespace deletion alone, and the other normaliser steps.
+_WHITESPACE = "delete_whitespace"
+CAUSES = (*(g for g, _ in SWITCH_GROUPS), "hedged_prediction", "combined")
 CAUSE_LABELS = {
+    "turns": "turn denominator (turns the prediction file lacks are not scored)",
     "dontcare": "dontcare policy",
-    "normaliser": "value normaliser",
+    "pred_none": "a predicted none or empty value counted as a value",
+    "whitespace": "whitespace deletion",
+    "normaliser": "value normalisation",
     "multi_value": "multiple gold values",
-    "matching": "fuzzy matching",
-    "slot_alias": "slot alias",
-    "slot_scope": "slot scope",
+    "hedged_prediction": "a hedged prediction (a|b) accepted when one alternative is right",
+    "matching": "fuzzy matching or its threshold",
+    "slot_alias": "slot naming",
+    "slot_scope": "slot scope (a slot outside the gold state's listed slots, or the ontology)",
     "relation": "relation compared",
+    "empty_ratio": "undefined ratios",
     "combined": "combined (no single switch)",
 }
 METRIC_LABELS = {
@@ -118,15 +129,33 @@ def _switches(conv: Convention) -> dict[str, Any]:
     return out
 
 
+def _group_value(switches: dict[str, Any], group: str) -> tuple[Any, ...]:
+    """What a switch group compares: whitespace deletion is one step of `normaliser`, and the value
+    normaliser group is the other steps."""
+    if group == "whitespace":
+        return (_WHITESPACE in switches["normaliser"],)
+    values = [switches[n] for n in dict(SWITCH_GROUPS)[group]]
+    if group == "normaliser":
+        values[0] = tuple(step for step in switches["normaliser"] if step != _WHITESPACE)
+    return tuple(values)
+
+
 def _differing_groups(a: Convention, b: Convention) -> list[str]:
     sa, sb = _switches(a), _switches(b)
-    return [group for group, names in SWITCH_GROUPS if any(sa[n] != sb[n] for n in names)]
+    return [group for group, _ in SWITCH_GROUPS if _group_value(sa, group) != _group_value(sb, group)]
 
 
 def _toggle(a: Convention, b: Convention, group: str) -> Convention:
     """Convention `a` with one switch group taken from `b`."""
     names = dict(SWITCH_GROUPS)[group]
-    return replace(a, name=f"{a.name}+{group}:{b.name}", **{n: getattr(b, n) for n in names})
+    changes = {n: getattr(b, n) for n in names}
+    if group == "whitespace":
+        steps = [step for step in a.normaliser if step != _WHITESPACE]
+        changes = {"normaliser": (*steps, _WHITESPACE) if _WHITESPACE in b.normaliser else tuple(steps)}
+    elif group == "normaliser":
+        steps = [step for step in b.normaliser if step != _WHITESPACE]
+        changes["normaliser"] = (*steps, _WHITESPACE) if _WHITESPACE in a.normaliser else tuple(steps)
+    return replace(a, name=f"{a.name}+{group}:{b.name}", **changes)
 
 
 def _conv_key(conv: Convention) -> str:
@@ -175,14 +204,23 @@ def _triple_outcomes(rows: pd.DataFrame, scored: Scored) -> np.ndarray:
     """
     raw_codes, raw_names = pd.factorize(rows["name"].to_numpy())
     parts = pd.Series(raw_names, dtype="str").str.split(_SEP, n=1, expand=True)
-    named = _name_map(pd.DataFrame({"domain": parts[0], "slot": parts[1]}), scored.convention)
-    norm_of_raw = (named["n_domain"] + _SEP + named["n_slot"]).to_numpy(dtype=object)
+    raw_frame = pd.DataFrame({"domain": parts[0], "slot": parts[1]})
+    norm = []  # per side: the compared name of each distinct raw name (gold-side renames on gold only)
+    for conv in (scored.convention, replace(scored.convention, gold_slot_renames={})):
+        named = _name_map(raw_frame, conv)
+        norm.append((named["n_domain"] + _SEP + named["n_slot"]).to_numpy(dtype=object))
     slots = scored.slots
     slot_names = (slots["domain"] + _SEP + slots["slot"]).to_numpy(dtype=object)
-    vocab = pd.Index(pd.unique(np.concatenate([norm_of_raw, pd.unique(slot_names)])))
+    vocab = pd.Index(pd.unique(np.concatenate([*norm, pd.unique(slot_names)])))
     width = len(vocab) + 1
-    row_key = rows["tid"].to_numpy(dtype="int64") * width + vocab.get_indexer(norm_of_raw)[raw_codes]
-    slot_key = slots["tid"].to_numpy(dtype="int64") * width + vocab.get_indexer(slot_names)
+    is_gold = (rows["side"] == "gold").to_numpy()
+    name_code = np.where(is_gold, vocab.get_indexer(norm[0])[raw_codes], vocab.get_indexer(norm[1])[raw_codes])
+    row_key = rows["tid"].to_numpy(dtype="int64") * width + name_code
+    slot_tid = slots["tid"].to_numpy(dtype="int64")
+    positions = scored.memoised("run_positions", lambda: None)
+    if positions is not None:  # the scorer left turns out: its tids count the turns it kept
+        slot_tid = np.asarray(positions)[slot_tid]
+    slot_key = slot_tid * width + vocab.get_indexer(slot_names)
     out = np.full(len(rows), IGNORED, dtype=object)
     side_of = rows["side"].to_numpy()
     values_all = rows["value"].to_numpy(dtype=object)
@@ -311,6 +349,7 @@ class Reconciliation:
     metrics: pd.DataFrame
     correct: pd.DataFrame
     _raw: pd.DataFrame = field(repr=False)
+    counted: pd.DataFrame = field(default_factory=pd.DataFrame)  # per convention: the turns it scores
     _explained: dict[tuple[str, str], _PairExplanation] = field(default_factory=dict, repr=False)
     _outcome_cache: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
@@ -333,7 +372,7 @@ class Reconciliation:
                 {
                     "a": a,
                     "b": b,
-                    "count": int((ca != cb).sum()),
+                    "count": int(self._flipped(a, b).sum()),
                     "only_a": int((ca & ~cb).sum()),
                     "only_b": int((cb & ~ca).sum()),
                 }
@@ -344,7 +383,7 @@ class Reconciliation:
         """The turns whose joint correctness differs between a and b: `tid`, `dialogue_id`,
         `turn_index`, `user`, `correct_a`, `correct_b` and (with `causes`) the turn's sorted causes."""
         self._check_pair(a, b)
-        flipped = self.correct[self.correct[a] != self.correct[b]]
+        flipped = self.correct[self._flipped(a, b)]
         out = flipped[["tid", *TURN_KEY]].assign(correct_a=flipped[a], correct_b=flipped[b])
         out = out.merge(self.run.turns[[*TURN_KEY, "user"]], on=TURN_KEY, how="left")
         if causes:
@@ -409,6 +448,12 @@ class Reconciliation:
             "conventions": conventions,
             "flips": flips,
         }
+
+    def _flipped(self, a: str, b: str) -> np.ndarray:
+        """Turns whose joint correctness differs, or that only one of a, b scores."""
+        both = (self.counted[a] & self.counted[b]).to_numpy()
+        differ = (self.correct[a] != self.correct[b]).to_numpy()
+        return (both & differ) | (self.counted[a] != self.counted[b]).to_numpy()
 
     # ---- attribution --------------------------------------------------------------------------
     def _check_pair(self, a: str, b: str) -> None:
@@ -479,10 +524,36 @@ class Reconciliation:
                 explained = open_ & (err == err_b)
                 cause[explained] = group
                 open_ &= ~explained
+            # A multiple-values cause whose prediction holds `a|b`: the hedge is what was accepted.
+            hedged = resp.loc[
+                (resp["side"] == "pred") & resp["value"].astype("str").str.contains("|", regex=False), "unit"
+            ]
+            cause[(cause == "multi_value") & first["unit"].isin(set(hedged)).to_numpy()] = "hedged_prediction"
             by_unit = pd.Series(cause, index=first["unit"].to_numpy())
             chosen = units.loc[units["responsible"]]
-            self._explained[(a, b)] = self._summarise(chosen, by_unit)
+            self._explained[(a, b)] = self._summarise(chosen, by_unit, self._denominator_rows(a, b))
         return self._explained
+
+    def _denominator_rows(self, a: str, b: str) -> pd.DataFrame:
+        """Turns scored under one of a, b only (mwzeval scores only the turns a prediction file holds):
+        one row each, cause `turns`, no slot."""
+        only = self.counted[a] != self.counted[b]
+        turns = self.correct.loc[only.to_numpy(), ["tid", *TURN_KEY]]
+        label = {True: "scored", False: "not scored"}
+        return pd.DataFrame(
+            {
+                "tid": turns["tid"].to_numpy(),
+                "dialogue_id": turns["dialogue_id"].to_numpy(),
+                "turn_index": turns["turn_index"].to_numpy(),
+                "domain": "",
+                "slot": "",
+                "gold": "",
+                "pred": "",
+                "outcome_a": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), a]],
+                "outcome_b": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), b]],
+                "cause": "turns",
+            }
+        )
 
     def _conv(self, name: str) -> Convention:
         return self.scored[name].convention
@@ -492,11 +563,15 @@ class Reconciliation:
         name switches applied), with each triple's outcome under a and b and whether its slot is
         responsible for a flip."""
         ca, cb = self._conv(a), self._conv(b)
-        mask = (self.correct[a] != self.correct[b]).to_numpy()
+        mask = ((self.correct[a] != self.correct[b]) & self.counted[a] & self.counted[b]).to_numpy()
         rows_mask = mask[self._raw["tid"].to_numpy()]
         rows = self._raw[rows_mask]
         common = replace(
-            ca, lower_names=ca.lower_names or cb.lower_names, slot_aliases={**cb.slot_aliases, **ca.slot_aliases}
+            ca,
+            lower_names=ca.lower_names or cb.lower_names,
+            slot_aliases={**cb.slot_aliases, **ca.slot_aliases},
+            slot_rules=ca.slot_rules or cb.slot_rules,
+            gold_slot_renames={},
         )
         names = _name_map(rows[["domain", "slot"]], common)
         units = rows.merge(names, on=["domain", "slot"], how="left")
@@ -510,7 +585,7 @@ class Reconciliation:
         units["responsible"] = units["err_a"] != units["err_b"]
         return units
 
-    def _summarise(self, rows: pd.DataFrame, cause: pd.Series) -> _PairExplanation:
+    def _summarise(self, rows: pd.DataFrame, cause: pd.Series, extra: pd.DataFrame | None = None) -> _PairExplanation:
         unit = rows["unit"].to_numpy()
         first = rows.drop_duplicates("unit").set_index("unit")
         slots = pd.DataFrame(
@@ -528,6 +603,8 @@ class Reconciliation:
         slots["outcome_a"] = _labels(unit, rows["outcome_a"].to_numpy()).reindex(slots.index)
         slots["outcome_b"] = _labels(unit, rows["outcome_b"].to_numpy()).reindex(slots.index)
         slots["cause"] = cause.reindex(slots.index)
+        if extra is not None and len(extra):
+            slots = pd.concat([slots, extra], ignore_index=True)
         slots = slots.astype({"outcome_a": "str", "outcome_b": "str", "cause": "str"})
         slots = slots.sort_values(["tid", "domain", "slot"], kind="stable").reset_index(drop=True)
         bits = slots["cause"].map({c: 1 << i for i, c in enumerate(CAUSES)}).to_numpy(dtype="int64")
@@ -570,9 +647,18 @@ def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVEN
     scored = {c.name: score_run(run, c) for c in convs}
     metrics = pd.DataFrame.from_dict({n: _headline(s) for n, s in scored.items()}, orient="index")
     metrics.index.name = "convention"
-    first = scored[names[0]].turns
-    correct = first[["tid", *TURN_KEY]].copy()
+    # Turns keyed as `_raw_triples` numbers them (positions in run.turns); a convention that scores only
+    # the turns a prediction file holds leaves the others uncounted.
+    correct = run.turns[TURN_KEY].assign(tid=np.arange(len(run.turns), dtype="int64"))[["tid", *TURN_KEY]]
+    counted = pd.DataFrame(index=correct.index)
+    position = pd.MultiIndex.from_frame(run.turns[TURN_KEY])
     for name, s in scored.items():
-        by_tid = s.turns.set_index("tid")["joint_correct"].reindex(correct["tid"].to_numpy())
-        correct[name] = by_tid.to_numpy(dtype=bool)
-    return Reconciliation(run, names, scored, metrics, correct, _raw_triples(run))
+        at = position.get_indexer(pd.MultiIndex.from_frame(s.turns[TURN_KEY]))
+        joint = np.zeros(len(correct), dtype=bool)
+        seen = np.zeros(len(correct), dtype=bool)
+        joint[at] = s.turns["joint_correct"].to_numpy(dtype=bool)
+        seen[at] = True
+        correct[name] = joint
+        counted[name] = seen
+        s.memoised("run_positions", lambda at=at: at)
+    return Reconciliation(run, names, scored, metrics, correct, _raw_triples(run), counted)

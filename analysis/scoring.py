@@ -13,7 +13,14 @@ import pyarrow.compute as pc
 from rapidfuzz import fuzz
 from rapidfuzz.process import cpdist
 
-from analysis.conventions import MULTIWOZ30, Convention, convention_name, get_convention, normalise_codes
+from analysis.conventions import (
+    MULTIWOZ30,
+    Convention,
+    convention_name,
+    get_convention,
+    normalise_codes,
+    resolve_convention,
+)
 from analysis.model import Run, RunMeta
 
 T = TypeVar("T")
@@ -92,18 +99,40 @@ class _Side:
     values: list[str | None]
     alternatives: list[str | None]
     displays: list[str]
+    raw: np.ndarray  # code of the slot name as the file writes it
+    # Merged duplicate slots (a triple list naming one slot twice): key -> the value codes merged.
+    merged: dict[int, list[int]] = field(default_factory=dict)
 
     def subset(self, rows: np.ndarray) -> _Side:
         return _Side(
-            self.key[rows], self.value[rows], self.display[rows], self.values, self.alternatives, self.displays
+            self.key[rows],
+            self.value[rows],
+            self.display[rows],
+            self.values,
+            self.alternatives,
+            self.displays,
+            self.raw[rows],
         )
 
 
 def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     """Normalise both sides under `convention` (default: the run's own), pair slots, classify outcomes."""
     conv = get_convention(convention if convention is not None else run.meta.convention)
+    conv = resolve_convention(conv, pc.unique(_arrow(run.gold["domain"])).to_pylist())
     run_id = run.meta.run_id
-    turns = run.turns.copy()
+    turns = run.turns
+    alignment = run.alignment.to_dict()
+    if not conv.score_missing_turns and "pred_missing" in turns and turns["pred_missing"].any():
+        # mwzeval scores only the turns the prediction file holds; the report still counts the others.
+        n_missing = int(turns["pred_missing"].sum())
+        turns = turns[~turns["pred_missing"].to_numpy(dtype=bool)]
+        alignment["notes"] = {**alignment.get("notes", {}), "turns_not_scored": n_missing}
+        alignment["warnings"] = [
+            *alignment.get("warnings", []),
+            f"{n_missing} gold turns without a prediction are not scored under {conv.name} "
+            "(its scorer scores only the turns the prediction file holds)",
+        ]
+    turns = turns.reset_index(drop=True)
     turns.insert(0, "run_id", run_id)
     turns.insert(1, "tid", np.arange(len(turns), dtype="int64"))
     dialogue_ids = pc.unique(_arrow(turns["dialogue_id"]))
@@ -115,17 +144,30 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
 
     # Both sides stay integer codes until the `slots` table is built: every string column taken or
     # factorized on ~40k rows costs about a millisecond, and this runs for every run and convention.
-    coded = [normalise_codes(run.gold, conv, side="gold"), normalise_codes(run.pred, conv, side="pred")]
     tids = _turn_ids(turns, turn_dialogue, dialogue_ids, run.gold, run.pred)
     domain_codes, domains = _name_codes(run.gold["domain"], run.pred["domain"], conv, aliases=False)
     slot_codes, slot_names = _name_codes(run.gold["slot"], run.pred["slot"], conv, aliases=True)
+    if conv.gold_slot_renames:
+        slot_codes = (_rename_gold(domain_codes[0], slot_codes[0], domains, slot_names, conv), slot_codes[1])
+    names_array = np.asarray(slot_names, dtype=object)
+    coded = [
+        normalise_codes(
+            run.gold, conv, side="gold", slot_names=names_array[slot_codes[0]] if conv.value_rules else None
+        ),
+        normalise_codes(
+            run.pred, conv, side="pred", slot_names=names_array[slot_codes[1]] if conv.value_rules else None
+        ),
+    ]
+    raw_codes, raw_names = _name_codes(run.gold["slot"], run.pred["slot"], get_convention("exact"), aliases=True)
     n_names = max(len(slot_names), 1)
     kept = []  # per side: turn id, domain-slot name key, value and display codes of the rows kept
-    for c, tid_all, dom, slo in zip(coded, tids, domain_codes, slot_codes, strict=True):
+    raw_kept = []  # per side: the slot name as the file writes it (the seed recipe's key)
+    for c, tid_all, dom, slo, raw in zip(coded, tids, domain_codes, slot_codes, raw_codes, strict=True):
         tid = tid_all[c.keep]
         found = tid >= 0  # rows of unknown turns are dropped
         rows = c.keep[found]
         kept.append((tid[found], dom[rows] * n_names + slo[rows], c.value[found], c.display[found]))
+        raw_kept.append(raw[rows])
     # Pair gold and prediction on one integer key (turn id x domain-slot code): joins on strings cost
     # several times more.
     n_gold_rows = len(kept[0][0])
@@ -136,9 +178,9 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     gold_pairs = _sorted_unique(codes[:n_gold_rows])
     ontology = _ontology(run, conv, zip(pair_domain[gold_pairs], pair_slot[gold_pairs], strict=True))
     gold, pred = (
-        _Side(tid * n_pairs + pair_codes, value, display, c.values, c.alternatives, c.displays)
-        for (tid, _, value, display), pair_codes, c in zip(
-            kept, (codes[:n_gold_rows], codes[n_gold_rows:]), coded, strict=True
+        _Side(tid * n_pairs + pair_codes, value, display, c.values, c.alternatives, c.displays, raw)
+        for (tid, _, value, display), pair_codes, c, raw in zip(
+            kept, (codes[:n_gold_rows], codes[n_gold_rows:]), coded, raw_kept, strict=True
         )
     )
     onto_names = set(zip(ontology["domain"], ontology["slot"], strict=True))
@@ -147,6 +189,8 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
         pred = pred.subset(pair_in_ontology[pred.key % n_pairs])
     elif conv.slot_scope == "gold":
         pred = pred.subset(np.isin(pred.key, gold.key))
+    elif conv.slot_scope == "turn_listed":
+        pred = pred.subset(_listed_in_turn(run, turns, conv, pred, gold, pair_domain, pair_slot, n_pairs))
     gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
 
     key, gold_row, pred_row = _outer_join(gold.key, pred.key)
@@ -186,12 +230,44 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     slots["gold_code"] = value_codes[: len(slots)]
     slots["pred_code"] = value_codes[len(slots) :]
     slots["pair_code"] = pair
-    slots["slot_code"] = _factorize_small((pair_ids % n_names)[pair], n_names)[0]
+    # The seed recipe pools slots by name as the file writes it: no convention alias merges two names.
+    raw_slot = np.where(gold_row >= 0, _pick(gold.raw, gold_row), _pick(pred.raw, pred_row))
+    slots["slot_code"] = _factorize_small(raw_slot, max(len(raw_names), 1))[0]
     slots["trade_extra"] = _trade_hyphen_quirk(slots)
+    slots["set_tp"], slots["set_fp"], slots["set_fn"] = _set_counts(slots, key, gold, pred, common, len(gold.values))
 
     turns = _attach_counts(turns, slots)
     ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
-    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: run.alignment.to_dict()})
+    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment})
+
+
+def _set_counts(
+    slots: pd.DataFrame, key: np.ndarray, gold: _Side, pred: _Side, common: np.ndarray, n_gold_values: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """True positives, false positives and false negatives of each slot row's triples: from the outcome,
+    except where a side named the slot more than once (TRADE compares literal sets of
+    `domain-slot-value` strings: a prediction holding `east` and `west` for a gold `east` has one right
+    and one wrong triple)."""
+    codes = slots["outcome"].cat.codes.to_numpy()
+    tp = (codes == 0).astype("int64")
+    fp = ((codes == 1) | (codes == 3)).astype("int64")
+    fn = ((codes == 1) | (codes == 2)).astype("int64")
+    if not gold.merged and not pred.merged:
+        return tp, fp, fn
+    position = {int(k): i for i, k in enumerate(key.tolist())}
+
+    def value_set(side: _Side, k: int, offset: int) -> set[int]:
+        if k in side.merged:
+            return {int(common[offset + c]) for c in side.merged[k]}
+        rows = np.flatnonzero(side.key == k)
+        return {int(common[offset + side.value[rows[0]]])} if len(rows) else set()
+
+    for k in set(gold.merged) | set(pred.merged):
+        i = position.get(int(k))
+        if i is not None:
+            g, p = value_set(gold, k, 0), value_set(pred, k, n_gold_values)
+            tp[i], fp[i], fn[i] = len(g & p), len(p - g), len(g - p)
+    return tp, fp, fn
 
 
 def _factorize_small(values: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
@@ -276,7 +352,9 @@ def _turn_ids(
 def _ontology(run: Run, conv: Convention, observed: Iterable[tuple[str, str]]) -> pd.DataFrame:
     """The slot list that slot accuracy counts over (and `ontology` slot scope keeps)."""
     if conv.ontology == "multiwoz30":
-        pairs = sorted(MULTIWOZ30)
+        # TRADE's 30 slots in the convention's own names (mwzeval: `arrive`, gold `bookday`, ...).
+        named = (convention_name(domain, slot, conv) for domain, slot in MULTIWOZ30)
+        pairs = sorted({(d, conv.gold_slot_renames.get((d, s), s)) for d, s in named})
     elif conv.ontology == "listed" and run.listed_slots:
         pairs = sorted({convention_name(domain, slot, conv) for domain, slot in run.listed_slots})
     else:
@@ -309,7 +387,7 @@ def _outer_join(gold_keys: np.ndarray, pred_keys: np.ndarray) -> tuple[np.ndarra
 
 def _merge_duplicates(side: _Side) -> _Side:
     """A triple list may name one slot twice: keep both values as one set-literal `a|b` (and the
-    first accepted alternatives)."""
+    first accepted alternatives); `merged` remembers each merged slot's value codes."""
     ordered = np.sort(side.key)
     if not (ordered[1:] == ordered[:-1]).any():  # the common case, found without hashing
         return side
@@ -318,12 +396,15 @@ def _merge_duplicates(side: _Side) -> _Side:
     for row in np.flatnonzero(dup).tolist():
         groups.setdefault(int(side.key[row]), []).append(row)
     values, alternatives, displays = list(side.values), list(side.alternatives), list(side.displays)
-    keys, value, display = [], [], []
+    keys, value, display, raw = [], [], [], []
+    merged: dict[int, list[int]] = {}
     for key, members in groups.items():
         codes = [int(side.value[r]) for r in members]
+        merged[key] = sorted(set(codes))
         keys.append(key)
         value.append(len(values))
         display.append(len(displays))
+        raw.append(int(side.raw[members[0]]))
         values.append("|".join(sorted({side.values[c] for c in codes})))  # type: ignore[misc]
         alternatives.append(next((side.alternatives[c] for c in codes if side.alternatives[c] is not None), None))
         displays.append("|".join(sorted({side.displays[int(side.display[r])] for r in members})))
@@ -335,7 +416,57 @@ def _merge_duplicates(side: _Side) -> _Side:
         values,
         alternatives,
         displays,
+        np.concatenate([side.raw[single], np.array(raw, dtype="int64")]),
+        merged,
     )
+
+
+def _rename_gold(
+    domain_codes: np.ndarray, slot_codes: np.ndarray, domains: list[str], slot_names: list[str], conv: Convention
+) -> np.ndarray:
+    """Gold slot codes after the convention's gold-side renames (mwzeval's MultiWOZ 2.2 booking names);
+    new names are appended to `slot_names`."""
+    width = max(len(slot_names), 1)
+    combos, inverse = np.unique(domain_codes.astype("int64") * width + slot_codes, return_inverse=True)
+    new_codes = combos % width
+    for i, combo in enumerate(combos.tolist()):
+        renamed = conv.gold_slot_renames.get((domains[combo // width], slot_names[combo % width]))
+        if renamed is not None:
+            if renamed not in slot_names:
+                slot_names.append(renamed)
+            new_codes[i] = slot_names.index(renamed)
+    return new_codes[inverse].astype("int64") if len(slot_codes) else slot_codes
+
+
+def _listed_in_turn(
+    run: Run,
+    turns: pd.DataFrame,
+    conv: Convention,
+    pred: _Side,
+    gold: _Side,
+    pair_domain: np.ndarray,
+    pair_slot: np.ndarray,
+    n_pairs: int,
+) -> np.ndarray:
+    """Which predicted rows name a slot their turn's gold state lists (ConvLab-3, DSTC9 score only
+    those). A turn of a file that lists empty slots has its listing; elsewhere a turn lists exactly
+    its non-empty gold slots."""
+    in_gold = np.isin(pred.key, gold.key)
+    if not run.listings or "listing" not in turns:
+        return in_gold
+    pair_of = {(d, s): i for i, (d, s) in enumerate(zip(pair_domain.tolist(), pair_slot.tolist(), strict=True))}
+    table = np.zeros((len(run.listings), n_pairs), dtype=bool)
+    for lid, listing in enumerate(run.listings):
+        for domain, slot in listing:
+            name = convention_name(domain, slot, conv)
+            name = (name[0], conv.gold_slot_renames.get(name, name[1]))
+            pair = pair_of.get(name)
+            if pair is not None:
+                table[lid, pair] = True
+    listing = turns["listing"].to_numpy()[pred.key // n_pairs]
+    has_listing = listing >= 0
+    listed = table[np.where(has_listing, listing, 0), pred.key % n_pairs] if len(table) else in_gold
+    return np.where(has_listing, listed, in_gold)
 
 
 def _outcomes(slots: pd.DataFrame, conv: Convention, gold_code: np.ndarray, pred_code: np.ndarray) -> pd.Categorical:
@@ -350,12 +481,27 @@ def _outcomes(slots: pd.DataFrame, conv: Convention, gold_code: np.ndarray, pred
         choices = np.asarray(slots["gold_alternatives"].array.take(idx), dtype=object)
         preds = np.asarray(slots["pred_value"].array.take(idx), dtype=object)
         match[idx] = [p == c or p in c.split("|") for p, c in zip(preds, choices, strict=True)]
-    if conv.matching == "fuzzy":
+    if conv.multi_value == "intersect":
+        # ConvLab-3: both sides' `|` alternatives; right when they share one.
         rest = np.flatnonzero(both & ~match)
         if len(rest):
             gold_values = np.asarray(slots["gold_value"].array.take(rest), dtype=object).tolist()
             pred_values = np.asarray(slots["pred_value"].array.take(rest), dtype=object).tolist()
-            scores = cpdist(pred_values, gold_values, scorer=fuzz.partial_ratio, workers=1)
+            match[rest] = [
+                ("|" in g or "|" in p) and not set(g.split("|")).isdisjoint(p.split("|"))
+                for g, p in zip(gold_values, pred_values, strict=True)
+            ]
+    if conv.matching in ("fuzzy", "fuzzy_int"):
+        rest = np.flatnonzero(both & ~match)
+        if len(rest):
+            gold_values = np.asarray(slots["gold_value"].array.take(rest), dtype=object).tolist()
+            pred_values = np.asarray(slots["pred_value"].array.take(rest), dtype=object).tolist()
+            if conv.matching == "fuzzy_int":
+                from analysis import mwzeval_rules  # fuzzywuzzy's integer partial_ratio, as mwzeval calls it
+
+                scores = mwzeval_rules.partial_ratios(pred_values, gold_values)
+            else:
+                scores = cpdist(pred_values, gold_values, scorer=fuzz.partial_ratio, workers=1)
             match[rest] = np.asarray(scores) > conv.fuzzy_threshold
     codes = np.where(match, 0, np.where(both, 1, np.where(has_gold, 2, 3)))
     return pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)

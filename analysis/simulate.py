@@ -357,7 +357,7 @@ def _simulated_run(run: Run, pred: pd.DataFrame, *, run_id: str, system: str, hi
     report = AlignmentReport(
         gold_dialogues=n_dialogues, gold_turns=len(run.turns), pred_dialogues=n_dialogues, pred_turns=len(run.turns)
     )
-    return Run(meta, run.turns.assign(pred_missing=False), run.gold, pred, run.listed_slots, report)
+    return Run(meta, run.turns.assign(pred_missing=False), run.gold, pred, run.listed_slots, report, run.listings)
 
 
 def simulate_run(

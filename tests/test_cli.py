@@ -94,7 +94,7 @@ def test_formats_and_conventions_listings(capsys) -> None:
     assert main(["conventions", "--json"]) == 0
     conventions = json.loads(capsys.readouterr().out)
     assert {"exact", "trade", "dstc9", "mwzeval", "convlab3"} <= set(conventions)
-    assert conventions["mwzeval"]["matching"] == "fuzzy"
+    assert conventions["mwzeval"]["matching"] == "fuzzy_int"
 
 
 def test_module_entry_point_exits_2_with_one_line(tmp_path: Path) -> None:

@@ -93,7 +93,12 @@ def parse_file(
             container = "jsonl"  # a JSON array of line records is accepted for JSONL formats
         if not spec.detect(records):
             raise InputError(name, fmt, f"content does not have the {fmt} shape: {spec.summary}; e.g. {spec.example}")
-    collector = Collector(name, spec.name, sides=("gold", "pred") if spec.sides == "both" else (spec.sides,))
+    collector = Collector(
+        name,
+        spec.name,
+        sides=("gold", "pred") if spec.sides == "both" else (spec.sides,),
+        keep_empty_pred=spec.keep_empty_pred,
+    )
     try:
         spec.parse(records, collector)
     except InputError:

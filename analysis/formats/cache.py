@@ -75,6 +75,7 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
         pred=tables["pred"],
         listed_slots=frozenset((d, s) for d, s in header["listed_slots"]),
         notes=header["notes"],
+        listings=tuple(tuple((d, s) for d, s in listing) for listing in header.get("listings", [])),
     )
 
 
@@ -93,6 +94,7 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
             "tables": present,
             "listed_slots": sorted(parsed.listed_slots),
             "notes": parsed.notes,
+            "listings": [list(listing) for listing in parsed.listings],
         }
         (staging / "header.json").write_text(json.dumps(header, ensure_ascii=False), encoding="utf-8")
         os.replace(staging, root / key)  # atomic: readers see a whole entry or none

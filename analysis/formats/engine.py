@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from analysis.errors import InputError
@@ -32,6 +33,10 @@ class ParsedFile:
     pred: pd.DataFrame | None
     listed_slots: frozenset[tuple[str, str]] = frozenset()
     notes: dict[str, int] = field(default_factory=dict)
+    # The distinct per-turn gold listings (every (domain, slot) a turn's gold state names, empty ones
+    # included); `turns["listing"]` indexes them, -1 for a turn without gold. Set only for files that
+    # list empty slots (see `listed_slots`); elsewhere a turn lists exactly its non-empty gold slots.
+    listings: tuple[tuple[tuple[str, str], ...], ...] = ()
 
     @property
     def states(self) -> pd.DataFrame:
@@ -44,13 +49,17 @@ class ParsedFile:
 class Collector:
     """Accumulates rows while a format walks its records, with the record location for errors."""
 
-    def __init__(self, path: str, fmt: str, *, sides: tuple[str, ...]) -> None:
+    def __init__(self, path: str, fmt: str, *, sides: tuple[str, ...], keep_empty_pred: bool = False) -> None:
         self.path = path
         self.fmt = fmt
         self.sides = sides
+        # Formats whose predictions name only the slots a system emitted keep a predicted "" as a
+        # row: a scorer may count it as a predicted value (mwzeval does); conventions treat it as empty.
+        self.keep_empty_pred = keep_empty_pred
+        self.listing_ids: dict[tuple[tuple[str, str], ...], int] = {}
+        self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
         self.state_rows: dict[str, list[tuple[str, int, str, str, str, str]]] = {s: [] for s in sides}
-        self.listed: set[tuple[str, str]] = set()
         self.notes: dict[str, int] = {}
         self._seen: set[tuple[str, int]] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
@@ -99,7 +108,9 @@ class Collector:
         self.sides_seen.add(side)
         # Flatteners are partials of (state, field, ...): name that field in messages raised here.
         where = triples.args[1] if isinstance(triples, partial) and len(triples.args) > 1 else side
-        listed = 0
+        pairs: list[tuple[str, str]] = []
+        gold = side == "gold"
+        keep_empty = not gold and self.keep_empty_pred
         try:
             for domain, slot, relation, value in triples():
                 if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
@@ -108,17 +119,19 @@ class Collector:
                     raise StateProblem(
                         f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where
                     )
-                if side == "gold":
-                    self.listed.add((domain, slot))
-                    listed += 1
-                if value == "":
-                    self.saw_empty_gold |= side == "gold"
+                if gold:
+                    pairs.append((domain, slot))
+                if value == "" and not keep_empty:
+                    self.saw_empty_gold |= gold
                     continue
                 rows.append((dialogue_id, turn_index, domain, slot, relation, value))
         except StateProblem as problem:
             raise self.error(problem.problem, problem.field) from None
-        if side == "gold":
-            self.listed_per_turn[(dialogue_id, turn_index)] = listed
+        if gold:
+            key = (dialogue_id, turn_index)
+            self.listed_per_turn[key] = len(pairs)
+            listing = tuple(pairs)
+            self.listing_of[key] = self.listing_ids.setdefault(listing, len(self.listing_ids))
 
     def note(self, key: str, count: int = 1) -> None:
         self.notes[key] = self.notes.get(key, 0) + count
@@ -131,9 +144,15 @@ class Collector:
             if name not in turns.columns:
                 turns[name] = pd.Series([None] * len(turns), dtype="str")
         turns["turn_index"] = turns["turn_index"].astype("int64")
+        listings: tuple[tuple[tuple[str, str], ...], ...] = ()
+        listed: set[tuple[str, str]] = set()
         if self.saw_empty_gold:
-            keys = zip(turns["dialogue_id"], turns["turn_index"], strict=True)
+            keys = list(zip(turns["dialogue_id"], turns["turn_index"], strict=True))
             turns["n_listed"] = [self.listed_per_turn.get(k, 0) for k in keys]
+            turns["listing"] = np.array([self.listing_of.get(k, -1) for k in keys], dtype="int64")
+            listings = tuple(self.listing_ids)
+            for listing in listings:
+                listed.update(listing)
         tables: dict[str, pd.DataFrame | None] = {"gold": None, "pred": None}
         for side, rows in self.state_rows.items():
             if side not in self.sides_seen:
@@ -147,8 +166,9 @@ class Collector:
             turns=turns,
             gold=tables["gold"],
             pred=tables["pred"],
-            listed_slots=frozenset(self.listed) if self.saw_empty_gold else frozenset(),
+            listed_slots=frozenset(listed),
             notes=self.notes,
+            listings=listings,
         )
 
 
