@@ -39,6 +39,9 @@ def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None =
         try:
             with zipfile.ZipFile(io.BytesIO(data)) as zf:
                 members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX")]
+                # A ConvLab-3 unified dataset's data.zip holds data/dialogues.json beside ontology.json.
+                dialogues = [m for m in members if m.filename.rsplit("/", 1)[-1] == "dialogues.json"]
+                members = dialogues if len(members) > 1 and len(dialogues) == 1 else members
                 if len(members) != 1:
                     listed = ", ".join(m.filename for m in members[:5]) or "none"
                     raise InputError(name, fmt, f"zip archive must hold exactly one file, found: {listed}")
