@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
+from analysis.formats.convlab3 import CONVLAB3_FORMATS
 from analysis.formats.engine import Collector, expect
 from analysis.formats.states import (
     any_state,
@@ -496,5 +497,6 @@ FORMATS: tuple[FormatSpec, ...] = (
         _detect_dstc9_submission,
         _parse_dstc9_submission,
     ),
+    *(FormatSpec(**fields) for fields in CONVLAB3_FORMATS),
 )
 FORMATS_BY_NAME = {spec.name: spec for spec in FORMATS}
