@@ -56,7 +56,8 @@ def _fmt(value: Any) -> str:
 def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
     run = result["runs"][0]
     lines = [
-        f"run {run['run_id']}  ({' + '.join(run['formats'])})  convention: {result['convention']}",
+        f"run {run['run_id']}  ({' + '.join(run['formats'])})  convention: {result['convention']}"
+        + (f" (subtask {result['subtask']})" if result.get("subtask") else ""),
         f"{result['n_dialogues']} dialogues, {result['n_turns']} turns",
         "",
     ]

@@ -157,6 +157,11 @@ class Convention:
             raise ValueError(f"convention {self.name}: subtask has to be one of {sorted(self.subtask_synonyms)}")
 
     @property
+    def label(self) -> str:
+        """The name as shown beside a number: DSTC9's subtask in force included."""
+        return f"{self.name} (subtask {self.subtask})" if self.subtask and self.name == "dstc9" else self.name
+
+    @property
     def pred_empty(self) -> frozenset[str]:
         """The values that mark an empty prediction."""
         return self.empty_values if self.pred_empty_values is None else self.pred_empty_values
