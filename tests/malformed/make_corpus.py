@@ -64,6 +64,8 @@ FAMILIES = (
     "dialogues",
     "jsonl",
     "csv",
+    "convlab3",
+    "convlab3-dialogues",
 )
 
 
@@ -159,6 +161,39 @@ def ours(dialogue_id: Any, turn: Any, gold: Any, pred: Any) -> dict[str, Any]:
 
 
 CSV_HEAD = "dialogue_id,turn_index,side,domain,slot,value\n"
+
+
+def cl3_sample(utt_idx: int, area: str, pred: Any, dialogue_id: Any = "MUL0001.json") -> dict[str, Any]:
+    """A ConvLab-3 prediction sample (merge_predict_res.py): gold state listing every slot, "" when empty."""
+    return {
+        "dialogue_id": dialogue_id,
+        "utt_idx": utt_idx,
+        "speaker": "user",
+        "utterance": f"user {utt_idx}",
+        "state": {"hotel": {"area": area, "stars": ""}},
+        "predictions": {"state": pred},
+    }
+
+
+def cl3_samples() -> list[dict[str, Any]]:
+    return [cl3_sample(0, "east", {"hotel": {"area": "east"}}), cl3_sample(2, "east", {"hotel": {"area": "west"}})]
+
+
+def cl3_dialogue(*states: dict[str, Any] | None) -> dict[str, Any]:
+    """A ConvLab-3 unified dialogue: user and system turns alternating, `state` on user turns (None: left out)."""
+    turns: list[dict[str, Any]] = []
+    for i, state in enumerate(states):
+        user: dict[str, Any] = {"speaker": "user", "utterance": f"user {i}", "utt_idx": 2 * i}
+        if state is not None:
+            user["state"] = state
+        turns += [user, {"speaker": "system", "utterance": f"system {i}", "utt_idx": 2 * i + 1}]
+    return {
+        "dataset": "multiwoz21",
+        "data_split": "test",
+        "dialogue_id": "multiwoz21-test-0",
+        "original_id": "MUL0001.json",
+        "turns": turns,
+    }
 
 
 def partners() -> dict[str, bytes]:
@@ -963,6 +998,153 @@ def cases() -> list[Case]:
         contains="does not have the dstc9 shape",
         role="gold",
         gold_format="dstc9",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    # ConvLab-3 unified predictions and dialogues ---------------------------------------------------
+    samples = cl3_samples()
+    del samples[1]["state"]
+    add(
+        "convlab3_sample_without_state.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="sample 1 (utt_idx 2) has no gold state",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="state",
+    )
+    samples = cl3_samples()
+    samples[1]["state"] = [["hotel", "area", "east"]]
+    add(
+        "convlab3_state_not_object.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="sample 1 (utt_idx 2): state must be an object",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="state",
+    )
+    samples = cl3_samples()
+    samples[1]["state"]["hotel"]["area"] = ["east", "centre"]
+    add(
+        "convlab3_gold_value_list.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="sample 1 (utt_idx 2): slot value must be a string",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="state.hotel.area",
+    )
+    samples = cl3_samples()
+    samples[1]["predictions"]["state"] = {"hotel": {"stars": 4}}
+    add(
+        "convlab3_pred_value_number.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="predicted value of a slot the gold state lists must be a string",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="predictions.state.hotel.stars",
+    )
+    samples = cl3_samples()
+    samples[1]["predictions"] = "[hotel]([area][east])"
+    add(
+        "convlab3_predictions_string.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="predictions must be an object",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="predictions",
+    )
+    add(
+        "convlab3_sample_not_object.json",
+        "wrong_types",
+        "convlab3",
+        js([cl3_samples()[0], "MUL0001.json user 2"]),
+        format="convlab3",
+        contains="sample 1 must be an object, got a JSON string",
+    )
+    samples = cl3_samples()
+    del samples[1]["dialogue_id"]
+    add(
+        "convlab3_missing_dialogue_id.json",
+        "wrong_types",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="sample 1: dialogue_id must be a string, got missing",
+        field="dialogue_id",
+    )
+    samples = cl3_samples()
+    del samples[1]["utt_idx"]
+    add(
+        "convlab3_missing_utt_idx.json",
+        "bad_turn_index",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="sample 1: utt_idx must be an integer",
+        dialogue_id="MUL0001.json",
+        field="utt_idx",
+    )
+    samples = [*cl3_samples(), cl3_sample(2, "east", {"hotel": {"area": "east"}})]
+    add(
+        "convlab3_duplicate_utt_idx.json",
+        "duplicate_turns",
+        "convlab3",
+        js(samples),
+        format="convlab3",
+        contains="samples 1 and 2 of this dialogue have the same utt_idx 2",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="utt_idx",
+    )
+    dialogue = cl3_dialogue({"hotel": {"area": "east"}}, {"hotel": {"area": "east"}})
+    dialogue["turns"][2]["utt_idx"] = 0
+    add(
+        "convlab3_dialogues_duplicate_utt_idx.json",
+        "duplicate_turns",
+        "convlab3-dialogues",
+        js([dialogue]),
+        format="convlab3-dialogues",
+        contains="dialogue 0: two turns have the same utt_idx 0",
+        dialogue_id="MUL0001.json",
+        field="utt_idx",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    dialogue = cl3_dialogue({"hotel": {"area": "east"}}, {"hotel": {"area": 4}})
+    add(
+        "convlab3_dialogues_value_number.json",
+        "wrong_types",
+        "convlab3-dialogues",
+        js([dialogue]),
+        format="convlab3-dialogues",
+        contains="dialogue 0, utt_idx 2: slot value must be a string",
+        dialogue_id="MUL0001.json",
+        turn=1,
+        field="state.hotel.area",
+        role="gold",
+        pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    add(
+        "convlab3_dialogues_no_state.json",
+        "empty",
+        "convlab3-dialogues",
+        js([cl3_dialogue(None, None)]),
+        format="convlab3-dialogues",
+        contains="no user turn holds a state",
+        role="gold",
         pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
     )
     return out
