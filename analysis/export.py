@@ -27,7 +27,10 @@ Fonts
 Tables
     `table_bytes(frame, "latex" | "markdown" | "csv", ...)`. LaTeX uses booktabs (\\toprule, \\midrule,
     \\bottomrule), puts the best value of each metric column in bold (higher is better unless the
-    column is in `lower_better`; ties are all bold) and shows an interval as `0.519 [0.500, 0.540]`
+    column is in `lower_better`; ties are all bold), comparing only comparable runs: in a table of runs
+    of several datasets, splits, conventions or history modes (`views.comparable_groups`, the rule of
+    the Overview's comparability warnings) each group gets its own best, and a note under the table says
+    so. It shows an interval as `0.519 [0.500, 0.540]`
     (a percentile interval is not symmetric, so no +/-). Special characters of run and slot names are
     escaped; Chinese text is written as UTF-8 as is -- compile with XeLaTeX or LuaLaTeX and
     `\\usepackage{xeCJK}`. Markdown is a GitHub pipe table with the same cells. CSV keeps every column
@@ -56,6 +59,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.figures import OKABE_ITO
+from analysis.views import comparable_groups
 
 FIGURE_FORMATS = ("pdf", "svg", "png")
 TABLE_FORMATS = ("latex", "markdown", "csv")
@@ -881,9 +885,9 @@ def _is_number(series: pd.Series) -> bool:
     return pd.api.types.is_numeric_dtype(series) and not pd.api.types.is_bool_dtype(series)
 
 
-def _fmt_number(value: Any, digits: int) -> str:
+def _fmt_number(value: Any, digits: int, na_rep: str = "–") -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or pd.isna(value):
-        return "–"
+        return na_rep
     if isinstance(value, (int, np.integer)):
         return f"{int(value):,}"
     number = float(value)
@@ -896,6 +900,7 @@ class _Cells:
     rows: list[list[str]]
     bold: list[list[bool]]
     numeric: list[bool]
+    note: str = ""  # said under the table: how best values were picked when runs are not all comparable
 
 
 def _cells(
@@ -905,6 +910,7 @@ def _cells(
     intervals: Mapping[str, tuple[str, str]] | None,
     lower_better: Sequence[str],
     digits: int,
+    na_rep: str = "–",
 ) -> _Cells:
     intervals = dict(intervals or {})
     hidden = {c for pair in intervals.values() for c in pair}
@@ -913,28 +919,38 @@ def _cells(
     best_columns = set(float_columns if best is None else best)
     rows: list[list[str]] = []
     bold: list[list[bool]] = []
-    winners: dict[str, float] = {}
+    # Best values only among comparable runs: one winner per group of `views.comparable_groups`.
+    groups = comparable_groups(frame).to_numpy()
+    winners: dict[tuple[str, str], float] = {}
     for column in best_columns:
         values = pd.to_numeric(frame[column], errors="coerce")
-        if values.notna().sum() > 1:
-            winners[column] = float(values.min() if column in lower_better else values.max())
-    for _, record in frame.iterrows():
+        for group, members in values.groupby(groups, sort=False):
+            if members.notna().sum() > 1:
+                winners[(group, column)] = float(members.min() if column in lower_better else members.max())
+    for group, (_, record) in zip(groups, frame.iterrows(), strict=True):
         row, flags = [], []
         for column in columns:
             value = record[column]
             if _is_number(frame[column]):
-                cell = _fmt_number(value, digits)
+                cell = _fmt_number(value, digits, na_rep)
                 if column in intervals and not pd.isna(value):
                     low, high = (record[c] for c in intervals[column])
-                    cell += f" [{_fmt_number(low, digits)}, {_fmt_number(high, digits)}]"
+                    cell += f" [{_fmt_number(low, digits, na_rep)}, {_fmt_number(high, digits, na_rep)}]"
             else:
                 cell = "" if pd.isna(value) else str(value)
             row.append(cell)
-            win = column in winners and not pd.isna(value) and round(float(value), 12) == round(winners[column], 12)
-            flags.append(bool(win))
+            best = winners.get((group, column))
+            flags.append(best is not None and not pd.isna(value) and round(float(value), 12) == round(best, 12))
         rows.append(row)
         bold.append(flags)
-    return _Cells([str(c) for c in columns], rows, bold, [_is_number(frame[c]) for c in columns])
+    distinct = list(dict.fromkeys(groups))
+    note = ""
+    if best_columns and len(distinct) > 1:
+        note = (
+            "Bold: the best value of each column among comparable runs only (same dataset, split, convention "
+            f"and history mode), one per group: {'; '.join(distinct)}."
+        )
+    return _Cells([str(c) for c in columns], rows, bold, [_is_number(frame[c]) for c in columns], note)
 
 
 def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
@@ -950,7 +966,8 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
     lines = [
         "% Generated by `python -m analysis report`; needs \\usepackage{booktabs}.",
         "% Non-Latin text (e.g. Chinese) is UTF-8: compile with XeLaTeX/LuaLaTeX and \\usepackage{xeCJK}.",
-        "% Best value per metric column in bold; [low, high] is a 95% cluster-bootstrap interval.",
+        "% Best value per metric column in bold (within each group of comparable runs); [low, high] is a 95% "
+        "cluster-bootstrap interval.",
         "\\begin{table}[t]",
         "\\centering",
     ]
@@ -964,7 +981,10 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
     for row, flags in zip(cells.rows, cells.bold, strict=True):
         parts = [cell(t, b, n) for t, b, n in zip(row, flags, cells.numeric, strict=True)]
         lines.append(" & ".join(parts) + r" \\")
-    lines += ["\\bottomrule", "\\end{tabular}", "\\end{table}", ""]
+    lines += ["\\bottomrule", "\\end{tabular}"]
+    if cells.note:
+        lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(cells.note)}}}")
+    lines += ["\\end{table}", ""]
     return "\n".join(lines)
 
 
@@ -981,6 +1001,8 @@ def _markdown(cells: _Cells, caption: str | None) -> str:
             value, sep, rest = clean(text).partition(" [")
             shown.append((f"**{value}**" if strong and value else value) + sep + rest)
         lines.append("| " + " | ".join(shown) + " |")
+    if cells.note:
+        lines += ["", f"_{clean(cells.note)}_"]
     return "\n".join(lines) + "\n"
 
 
@@ -994,13 +1016,17 @@ def table_bytes(
     intervals: Mapping[str, tuple[str, str]] | None = None,
     lower_better: Sequence[str] = (),
     digits: int = 3,
+    na_rep: str = "–",
 ) -> bytes:
     r"""A table file (UTF-8): `fmt` is latex, markdown or csv.
 
     `best`: metric columns whose best value is bold (default: every float column; `()` for none),
     higher is better unless the column is in `lower_better`. `intervals` maps a column to its
     (low, high) columns, shown as `value [low, high]` (LaTeX, Markdown) and kept as separate columns
-    in the CSV, which has every column at full precision.
+    in the CSV, which has every column at full precision. Best values are compared within each group of
+    comparable runs only (`views.comparable_groups`: dataset, split, convention, history mode, for the
+    columns the frame has), and a note under the table says so when there are several groups. A missing
+    value prints as `na_rep`: "–" for an empty slice, "n/a" where a metric's definition does not apply.
 
     >>> frame = pd.DataFrame({"run": ["a_1", "b"], "jga": [0.5, 0.625], "lo": [0.4, 0.5], "hi": [0.6, 0.7]})
     >>> print(table_bytes(frame, "markdown", intervals={"jga": ("lo", "hi")}).decode())
@@ -1016,7 +1042,7 @@ def table_bytes(
         buffer = io.StringIO()
         frame.to_csv(buffer, index=False, lineterminator="\n")
         return buffer.getvalue().encode("utf-8")
-    cells = _cells(frame, best=best, intervals=intervals, lower_better=lower_better, digits=digits)
+    cells = _cells(frame, best=best, intervals=intervals, lower_better=lower_better, digits=digits, na_rep=na_rep)
     text = _latex(cells, caption, label) if fmt == "latex" else _markdown(cells, caption)
     return text.encode("utf-8")
 

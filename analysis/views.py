@@ -20,7 +20,7 @@ from analysis import stats
 from analysis.loading import dialogue_key
 from analysis.model import RunMeta
 from analysis.scoring import COUNT_COLUMNS, OUTCOMES, Scored
-from analysis.suite import headline_metrics
+from analysis.suite import headline_metrics, not_applicable, not_applicable_text
 
 # Text markers next to colours, so every outcome is readable without colour.
 OUTCOME_MARKERS = {"correct": "✓", "wrong_value": "≠", "missed": "−", "spurious": "+"}
@@ -83,7 +83,9 @@ def leaderboard(
 ) -> pd.DataFrame:
     """One row per run: metadata, convention, counts, every headline metric and alignment warnings;
     sorted by the metric `sort` (best first) when given, else in the order of `scoreds`. The `sort`
-    metric also gets its 95% dialogue-level bootstrap interval (`<sort>_low`, `<sort>_high`)."""
+    metric also gets its 95% dialogue-level bootstrap interval (`<sort>_low`, `<sort>_high`). A metric
+    whose definition does not apply to a run is NaN there, and `not_applicable` says which and why
+    (empty when all apply; see `not_applicable_notes`)."""
     rows = []
     for scored in scoreds:
         meta = _meta(scored)
@@ -96,11 +98,12 @@ def leaderboard(
         rows.append(
             {
                 **{c: getattr(meta, c) for c in META_COLUMNS},
-                "convention": scored.convention.name,
+                "convention": scored.convention.label,
                 "n_dialogues": int(scored.turns["dialogue_id"].nunique()),
                 "n_turns": len(scored.turns),
                 **headline_metrics(scored),
                 **interval,
+                "not_applicable": not_applicable_text(not_applicable(scored)),
                 "n_warnings": len(warnings),
                 "warnings": " | ".join(warnings),
             }
@@ -113,8 +116,45 @@ def leaderboard(
     return board
 
 
+def not_applicable_notes(board: pd.DataFrame) -> list[str]:
+    """One line per run with a metric shown as n/a: the run, the metrics and the reason (for captions).
+
+    >>> not_applicable_notes(pd.DataFrame({"run_id": ["a", "b"], "not_applicable": ["", "Slot accuracy n/a: x"]}))
+    ['b: Slot accuracy n/a: x']
+    """
+    if "not_applicable" not in board.columns:
+        return []
+    return [f"{run}: {text}" for run, text in zip(board["run_id"], board["not_applicable"], strict=True) if text]
+
+
 # The columns that make runs comparable, as `comparability_warnings` reads them.
 COMPARABLE_BY = ("dataset", "split", "convention", "history")
+
+
+def comparable_groups(table: pd.DataFrame) -> pd.Series:
+    """For each row of a table of runs, a label naming its group of comparable runs: the same dataset
+    (family and version, as `dataset_version` reads the name), split, convention and history mode, the
+    differences `comparability_warnings` names. Columns the table lacks do not split it; a table with
+    none of them is one group (label ""). Best values are compared only within a group.
+
+    >>> table = pd.DataFrame({"dataset": ["MultiWOZ 2.1", "CrossWOZ", "multiwoz-2.1"], "history": ["gold"] * 3})
+    >>> comparable_groups(table).tolist()
+    ['MultiWOZ 2.1, gold history', 'CrossWOZ, gold history', 'MultiWOZ 2.1, gold history']
+    """
+    parts = []
+    for column in COMPARABLE_BY:
+        if column not in table.columns:
+            continue
+        values = table[column].fillna("").astype(str)
+        if column == "dataset":
+            key = values.map(dataset_version)
+            first = dict(zip(key[::-1], values[::-1], strict=True))  # the first spelling of a dataset names it
+            parts.append(key.map(first))
+        else:
+            parts.append(values + (" history" if column == "history" else ""))
+    if not parts:
+        return pd.Series("", index=table.index)
+    return pd.concat(parts, axis=1).apply(lambda row: ", ".join(v for v in row if v), axis=1)
 
 
 _VERSION = re.compile(r"^(?P<family>.*?)[\s_-]*v?(?P<version>\d+(?:\.\d+)+|\d+)$")

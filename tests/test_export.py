@@ -150,6 +150,41 @@ def test_markdown_and_csv_tables() -> None:
         E.table_bytes(LEADERBOARD, "xlsx")
 
 
+MIXED = pd.DataFrame(
+    {
+        "run": ["mwz-a", "mwz-b", "cw-a", "cw-b"],
+        "dataset": ["MultiWOZ 2.1", "MultiWOZ 2.1", "CrossWOZ", "CrossWOZ"],
+        "history": ["predicted"] * 4,
+        "convention": ["trade"] * 4,
+        "JGA": [0.5, 0.6, 0.8, 0.7],
+    }
+)
+
+
+def test_a_table_mixing_two_datasets_bolds_one_best_per_dataset() -> None:
+    md = E.table_bytes(MIXED, "markdown").decode()
+    rows = {line.split("|")[1].strip(): line for line in md.splitlines() if line.startswith("| ") and "---" not in line}
+    assert "**0.600**" in rows["mwz-b"] and "**0.800**" in rows["cw-a"]  # not only the overall best 0.800
+    assert "**" not in rows["mwz-a"] + rows["cw-b"]
+    assert "among comparable runs only" in md and "MultiWOZ 2.1, predicted history, trade" not in md
+    assert "MultiWOZ 2.1, trade, predicted history" in md and "CrossWOZ, trade, predicted history" in md
+    tex = E.table_bytes(MIXED, "latex").decode()
+    assert tex.count("\\textbf{") == 2 and E.latex_environments_balanced(tex)
+    assert "\\footnotesize Bold: the best value of each column among comparable runs only" in tex
+    # One dataset: one best over all the runs, and no note.
+    one = MIXED.assign(dataset="MultiWOZ 2.1")
+    assert E.table_bytes(one, "latex").decode().count("\\textbf{") == 1
+    assert "comparable" not in E.table_bytes(one, "markdown").decode()
+
+
+def test_n_a_instead_of_a_dash_where_asked() -> None:
+    frame = MIXED.assign(JGA=[0.5, float("nan"), 0.8, 0.7])
+    assert (
+        "| mwz-b | MultiWOZ 2.1 | predicted | trade | n/a |" in E.table_bytes(frame, "markdown", na_rep="n/a").decode()
+    )
+    assert "| mwz-b | MultiWOZ 2.1 | predicted | trade | – |" in E.table_bytes(frame, "markdown").decode()
+
+
 def test_latex_balance_checker_catches_mismatch() -> None:
     assert not E.latex_environments_balanced("\\begin{table}\\begin{tabular}{l}\\end{table}")
     assert not E.latex_environments_balanced("\\begin{table}")

@@ -88,6 +88,26 @@ def test_incomparable_runs_are_named(column, values, expected):
         assert "(a)" in lines[0] and "(b)" in lines[0]
 
 
+@pytest.mark.parametrize(
+    "columns",
+    [
+        {},
+        {"dataset": ["MultiWOZ 2.1", "multiwoz-2.1"]},
+        {"dataset": ["MultiWOZ 2.1", "MultiWOZ 2.4"]},
+        {"dataset": ["MultiWOZ 2.1", "CrossWOZ"]},
+        {"split": ["test", "val"]},
+        {"convention": ["exact", "trade"]},
+        {"history": ["predicted", "gold"]},
+    ],
+)
+def test_comparable_groups_are_the_comparability_warnings_rule(columns):
+    """One rule: two runs share a group (their best values are compared) exactly when the Overview has no
+    warning about them."""
+    board = _board(**columns)
+    groups = views.comparable_groups(board)
+    assert (groups.nunique() == 1) == (views.comparability_warnings(board) == [])
+
+
 def test_dataset_version():
     assert views.dataset_version("MultiWOZ 2.4") == ("multiwoz", "2.4")
     assert views.dataset_version("CrossWOZ-en") == ("crosswoz-en", "")
