@@ -19,6 +19,10 @@ What a report holds:
 * per `[[fewjoint]]` system: the seeds figure and table (mean, sample std and every seed) and the
   per-domain breakdown.
 
+The index opens with the comparability warnings the Overview page shows (`views.comparability_warnings`),
+tables bold the best value among comparable runs only, and a metric whose definition does not apply to a
+run (slot accuracy over an ontology its slots lie outside) is "n/a" with the reason in the caption.
+
 Every run keeps one colour in every file: `figures.run_colours` over the workspace's run order.
 """
 
@@ -73,6 +77,8 @@ class ReportPlan:
     figures: list[FigureItem] = field(default_factory=list)
     tables: list[TableItem] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # What makes the runs' numbers incomparable: the Overview page's warnings, at the top of the index.
+    warnings: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -313,15 +319,18 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     items = list(scoreds.values())
 
     board = views.leaderboard(items)
+    plan.warnings = views.comparability_warnings(board)
     cis = _cis_by_run(scoreds, n_resamples=n_resamples)
     table, intervals = leaderboard_table(board, cis)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
+    not_applicable = "".join(f" {note}." for note in views.not_applicable_notes(board))
     plan.tables.append(
         TableItem(
             "leaderboard",
-            f"Leaderboard: every run under its convention, best in bold, {method}.",
+            f"Leaderboard: every run under its convention, best in bold among comparable runs (same dataset, "
+            f"history mode and convention), {method}.{not_applicable}",
             table,
-            {"intervals": intervals, "best": list(intervals), "label": "tab:leaderboard"},
+            {"intervals": intervals, "best": list(intervals), "label": "tab:leaderboard", "na_rep": "n/a"},
         )
     )
     plan.figures.append(
@@ -448,6 +457,8 @@ def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.Da
 
 def _index_md(plan: ReportPlan, written: Sequence[Written], settings: str) -> str:
     lines = [f"# Report: {plan.title}", "", settings, ""]
+    if plan.warnings:
+        lines += ["## Comparability", "", *[f"- {w}" for w in plan.warnings], ""]
     for kind, heading in (("figure", "Figures"), ("table", "Tables")):
         lines += [f"## {heading}", ""]
         for item in (w for w in written if w.kind == kind):
@@ -468,6 +479,10 @@ def _index_html(plan: ReportPlan, written: Sequence[Written], settings: str) -> 
         "img{max-width:100%;border:1px solid #ddd}figure{margin:1.5em 0}</style></head><body>",
         f"<h1>Report: {esc(plan.title)}</h1><p>{esc(settings)}</p>",
     ]
+    if plan.warnings:
+        parts.append("<h2>Comparability</h2><ul class='warnings'>")
+        parts += [f"<li>{esc(w)}</li>" for w in plan.warnings]
+        parts.append("</ul>")
     for item in written:
         links = " · ".join(f"<a href='{esc(p.name)}'>{esc(p.suffix[1:])}</a>" for p in item.files)
         preview = next((p for p in item.files if p.suffix in (".svg", ".png")), None)
