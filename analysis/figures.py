@@ -155,6 +155,8 @@ def leaderboard_bar(
                 "<br>%{customdata[3]:,} turns, %{customdata[4]:,} dialogues<extra></extra>"
             ),
         )
+        if pd.isna(value):  # a metric that does not apply to this run: say so where its bar would be
+            fig.add_annotation(x=row.run_id, y=0, text="n/a", showarrow=False, yanchor="bottom")
     title = f"{_label(metric)} per run" + (" (95% dialogue bootstrap interval)" if has_ci else "")
     fig.update_layout(title=title, showlegend=False, yaxis_title=_label(metric))
     fig.update_yaxes(rangemode="tozero")

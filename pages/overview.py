@@ -35,15 +35,18 @@ columns = [
     "n_turns",
     *metric_keys,
     *[c for c in (f"{sort_by}_low", f"{sort_by}_high") if c in board.columns],
+    "not_applicable",
     "n_warnings",
     "warnings",
 ]
-ui.show_table(board, key="overview_table", name="leaderboard", columns=columns)
+ui.show_table(board, key="overview_table", name="leaderboard", columns=columns, na_rep="n/a")
 st.caption(
     "Click a column header to sort. Low/high: 95% interval of the sorted metric from 1,000 bootstrap "
     "resamples of dialogues (turns of one dialogue are correlated, so dialogues are resampled). "
     "Alignment warnings say how predictions paired with gold."
 )
+for note in views.not_applicable_notes(board):
+    st.caption(note)
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(f"run {name} failed to load: {error}")

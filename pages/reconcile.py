@@ -7,6 +7,7 @@ import ui
 from analysis import figures_review
 from analysis.conventions import CONVENTIONS
 from analysis.reconcile import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
+from analysis.suite import not_applicable, not_applicable_text
 from ui import reconcile as data
 
 st.title("Reconcile conventions")
@@ -41,7 +42,12 @@ with right:
         key="reconcile_table",
         name=f"metrics per convention {run}",
         columns=["convention", "jga", "slot_f1_micro", "slot_accuracy", "slot_f1_seed"],
+        na_rep="n/a",
     )
+    for convention, scored in rec.scored.items():
+        reasons = {metric: why for metric, why in not_applicable(scored).items() if metric in table.columns}
+        if reasons:
+            st.caption(f"{convention}: {not_applicable_text(reasons)}")
     st.caption("Turns whose joint correctness differs, per pair (only a: correct under a only).")
     ui.show_table(rec.flip_counts(), key="reconcile_flip_counts", name=f"flips per pair {run}", height=250)
 

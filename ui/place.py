@@ -13,6 +13,7 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
+from pandas.io.formats.style import Styler
 
 from analysis import export
 from analysis.figures import OUTCOME_COLOURS
@@ -87,12 +88,12 @@ def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
             )
 
 
-def _table_exports(frame: pd.DataFrame, *, key: str, name: str) -> None:
+def _table_exports(frame: pd.DataFrame, *, key: str, name: str, na_rep: str = "–") -> None:
     with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
         for column, fmt in zip(st.columns(len(export.TABLE_FORMATS)), export.TABLE_FORMATS, strict=True):
             column.download_button(
                 {"latex": "LaTeX", "markdown": "Markdown", "csv": "CSV"}[fmt],
-                data=lambda fmt=fmt: export.table_bytes(frame, fmt, caption=name),
+                data=lambda fmt=fmt: export.table_bytes(frame, fmt, caption=name, na_rep=na_rep),
                 file_name=export.file_name(name, fmt),
                 mime=export.MIME_TYPES[fmt],
                 key=f"{key}__{fmt}",
@@ -162,9 +163,11 @@ def show_table(
     select: bool = False,
     columns: Sequence[str] | None = None,
     height: int | None = None,
+    na_rep: str | None = None,
 ) -> dict[str, Any] | None:
     """Place a table (values rendered as text, never HTML). With `select`, a click on a row reruns and
-    that row (all columns, machine names) is returned."""
+    that row (all columns, machine names) is returned. `na_rep`: what a missing number shows (e.g.
+    "n/a" where a metric's definition does not apply), on screen and in the exported files."""
     frame = _frame(frame_or_rows).reset_index(drop=True)
     shown = frame[list(columns)] if columns is not None else frame
     display = shown.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in shown.columns})
@@ -176,8 +179,20 @@ def show_table(
             return [f"background-color: {_TINTS.get(o, '')}" if o in _TINTS else "" for o in outcome_values]
 
         styled = display.style.apply(tint, axis=0)
-    _table_exports(shown, key=key, name=name)
-    kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": _formats(shown.columns)}
+    config = _formats(shown.columns)
+    if na_rep is not None:
+        missing = [
+            label
+            for column, label in zip(shown.columns, display.columns, strict=True)
+            if pd.api.types.is_float_dtype(shown[column]) and shown[column].isna().any()
+        ]
+        if missing:
+            styler = styled if isinstance(styled, Styler) else display.style
+            styled = styler.format("{:.4f}", na_rep=na_rep, subset=missing)
+            # The browser shows a number cell's styled text only when its column sets no format of its own.
+            config.update({label: st.column_config.NumberColumn(label) for label in missing})
+    _table_exports(shown, key=key, name=name, na_rep="–" if na_rep is None else na_rep)
+    kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": config}
     if height is not None:
         kwargs["height"] = height
     if select:
