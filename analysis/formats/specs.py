@@ -38,6 +38,8 @@ class FormatSpec:
     example: str
     detect: Callable[[Any], bool]
     parse: Callable[[Any, Collector], None]
+    # Predictions name only the slots a system emitted, so a predicted "" is kept (see Collector).
+    keep_empty_pred: bool = False
 
 
 def _dialogue_id(c: Collector, raw: Any) -> str:
@@ -487,6 +489,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         '{"mul0001": [{"response": "...", "state": {"hotel": {"area": "east"}}}]}',
         _detect_mwzeval,
         _parse_mwzeval,
+        keep_empty_pred=True,
     ),
     FormatSpec(
         "dstc9-submission",
