@@ -13,7 +13,6 @@ from typing import Any
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
-from pandas.io.formats.style import Styler
 
 from analysis import export
 from analysis.figures import OUTCOME_COLOURS
@@ -187,7 +186,7 @@ def show_table(
             if pd.api.types.is_float_dtype(shown[column]) and shown[column].isna().any()
         ]
         if missing:
-            styler = styled if isinstance(styled, Styler) else display.style
+            styler = display.style if isinstance(styled, pd.DataFrame) else styled  # Styler loads jinja2: not before
             styled = styler.format("{:.4f}", na_rep=na_rep, subset=missing)
             # The browser shows a number cell's styled text only when its column sets no format of its own.
             config.update({label: st.column_config.NumberColumn(label) for label in missing})
