@@ -939,8 +939,8 @@ def _cells(
             else:
                 cell = "" if pd.isna(value) else str(value)
             row.append(cell)
-            best = winners.get((group, column))
-            flags.append(best is not None and not pd.isna(value) and round(float(value), 12) == round(best, 12))
+            winner = winners.get((group, column))
+            flags.append(winner is not None and not pd.isna(value) and round(float(value), 12) == round(winner, 12))
         rows.append(row)
         bold.append(flags)
     distinct = list(dict.fromkeys(groups))
