@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import threading
 from collections import OrderedDict
 from dataclasses import replace
@@ -99,6 +100,8 @@ def parse_file(
         sides=("gold", "pred") if spec.sides == "both" else (spec.sides,),
         keep_empty_pred=spec.keep_empty_pred,
     )
+    collecting = gc.isenabled()
+    gc.disable()  # millions of small tuples, none of them cyclic: collection passes only cost time (~15%)
     try:
         spec.parse(records, collector)
     except InputError:
@@ -106,6 +109,9 @@ def parse_file(
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError) as exc:
         # A shape no check anticipated: still one message at the record being read, never a traceback.
         raise collector.error(f"unexpected structure ({type(exc).__name__}: {exc})") from None
+    finally:
+        if collecting:
+            gc.enable()
     return collector.finish()
 
 

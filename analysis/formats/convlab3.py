@@ -211,10 +211,14 @@ def parse_samples(records: Any, c: Collector) -> None:
             if keep_dataset:
                 attrs["source_dataset"] = sample.get("dataset")
             c.add_turn(dialogue_id, t, **attrs)
-            c.add_state("gold", dialogue_id, t, partial(_state_triples, gold, "state", where))
+            c.add_state("gold", dialogue_id, t, partial(_state_triples, gold, "state", where), state=gold)
             if predicted is not None:
                 c.add_state(
-                    "pred", dialogue_id, t, partial(_prediction_triples, predicted, "predictions.state", gold, where)
+                    "pred",
+                    dialogue_id,
+                    t,
+                    partial(_prediction_triples, predicted, "predictions.state", gold, where),
+                    state=predicted,
                 )
 
 
@@ -298,7 +302,9 @@ def parse_dialogues(records: Any, c: Collector) -> None:
                 attrs["source_dataset"] = dialogue.get("dataset")
             c.add_turn(dialogue_id, t, **attrs)
             where = f"dialogue {position}, utt_idx {utt}"
-            c.add_state("gold", dialogue_id, t, partial(_state_triples, turn["state"], "state", where))
+            c.add_state(
+                "gold", dialogue_id, t, partial(_state_triples, turn["state"], "state", where), state=turn["state"]
+            )
     if without_state:
         c.note("user_turns_without_state_not_read", without_state)
     if not c.turn_rows:

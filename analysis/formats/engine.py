@@ -11,9 +11,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import InputError
-from analysis.formats.states import MAX_VALUE_CHARS, StateProblem, Triple
+from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
+_ONLY_STR = frozenset({str})
 MAX_TURNS_PER_DIALOGUE = 10_000
 
 
@@ -56,7 +57,7 @@ class Collector:
         # Formats whose predictions name only the slots a system emitted keep a predicted "" as a
         # row: a scorer may count it as a predicted value (mwzeval does); conventions treat it as empty.
         self.keep_empty_pred = keep_empty_pred
-        self.listing_ids: dict[tuple[tuple[str, str], ...], int] = {}
+        self.listing_ids: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}
         self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
         self.state_rows: dict[str, list[tuple[str, int, str, str, str, str]]] = {s: [] for s in sides}
@@ -101,11 +102,26 @@ class Collector:
                 raise self.error(f"utterance must be a string, got {type(value).__name__}", name)
         self.turn_rows.append({"dialogue_id": dialogue_id, "turn_index": turn_index, **attrs})
 
-    def add_state(self, side: str, dialogue_id: str, turn_index: int, triples: Callable[[], Iterable[Triple]]) -> None:
-        """Record one turn's state; empty values are dropped here but remembered as listed slots."""
+    def add_state(
+        self,
+        side: str,
+        dialogue_id: str,
+        turn_index: int,
+        triples: Callable[[], Iterable[Triple]],
+        *,
+        state: Any = None,
+    ) -> None:
+        """Record one turn's state; empty values are dropped here but remembered as listed slots.
+
+        `state`, when given, is the `{domain: {slot: value}}` object `triples` flattens: when every name
+        and value in it is a string, it is read directly (a few times faster on files that list every
+        slot); anything else goes through `triples`, which checks it and names what is wrong.
+        """
         self.at(dialogue_id, turn_index)
-        rows = self.state_rows[side]
         self.sides_seen.add(side)
+        if state is not None and self._add_plain(side, dialogue_id, turn_index, state):
+            return
+        rows = self.state_rows[side]
         # Flatteners are partials of (state, field, ...): name that field in messages raised here.
         where = triples.args[1] if isinstance(triples, partial) and len(triples.args) > 1 else side
         pairs: list[tuple[str, str]] = []
@@ -128,10 +144,59 @@ class Collector:
         except StateProblem as problem:
             raise self.error(problem.problem, problem.field) from None
         if gold:
-            key = (dialogue_id, turn_index)
-            self.listed_per_turn[key] = len(pairs)
-            listing = tuple(pairs)
-            self.listing_of[key] = self.listing_ids.setdefault(listing, len(self.listing_ids))
+            grouped: dict[str, list[str]] = {}
+            for domain, slot in pairs:
+                grouped.setdefault(domain, []).append(slot)
+            self._list(dialogue_id, turn_index, tuple((d, tuple(s)) for d, s in grouped.items()), len(pairs))
+
+    def _add_plain(self, side: str, dialogue_id: str, turn_index: int, state: Any) -> bool:
+        """The fast path of `add_state` for a state object of strings only; False (nothing recorded)
+        for anything else."""
+        if type(state) is not dict:
+            return False
+        rows = self.state_rows[side]
+        start = len(rows)
+        gold = side == "gold"
+        keep_empty = not gold and self.keep_empty_pred
+        listing = []
+        n_listed = 0
+        saw_empty = False
+        for domain, slots in state.items():
+            if type(slots) is not dict or type(domain) is not str or not domain:
+                del rows[start:]
+                return False
+            # Checked per domain with C-level passes (map, set, max): a per-slot Python loop costs
+            # several times more on files that list ~60 slots a turn.
+            values = slots.values()
+            if slots and (
+                not _ONLY_STR.issuperset(map(type, values))
+                or not _ONLY_STR.issuperset(map(type, slots))
+                or "" in slots
+                or max(map(len, values)) > MAX_VALUE_CHARS
+            ):
+                del rows[start:]
+                return False
+            if keep_empty:
+                rows.extend([(dialogue_id, turn_index, domain, slot, EQ, value) for slot, value in slots.items()])
+            else:
+                kept = [(dialogue_id, turn_index, domain, slot, EQ, value) for slot, value in slots.items() if value]
+                saw_empty |= len(kept) < len(slots)
+                rows.extend(kept)
+            if gold:
+                listing.append((domain, tuple(slots)))
+                n_listed += len(slots)
+        if gold:
+            self.saw_empty_gold |= saw_empty
+            self._list(dialogue_id, turn_index, tuple(listing), n_listed)
+        return True
+
+    def _list(
+        self, dialogue_id: str, turn_index: int, listing: tuple[tuple[str, tuple[str, ...]], ...], n: int
+    ) -> None:
+        """Remember the slots a gold turn lists (grouped by domain), interned: most turns share one."""
+        key = (dialogue_id, turn_index)
+        self.listed_per_turn[key] = n
+        self.listing_of[key] = self.listing_ids.setdefault(listing, len(self.listing_ids))
 
     def note(self, key: str, count: int = 1) -> None:
         self.notes[key] = self.notes.get(key, 0) + count
@@ -150,7 +215,7 @@ class Collector:
             keys = list(zip(turns["dialogue_id"], turns["turn_index"], strict=True))
             turns["n_listed"] = [self.listed_per_turn.get(k, 0) for k in keys]
             turns["listing"] = np.array([self.listing_of.get(k, -1) for k in keys], dtype="int64")
-            listings = tuple(self.listing_ids)
+            listings = tuple(tuple((d, s) for d, slots in grouped for s in slots) for grouped in self.listing_ids)
             for listing in listings:
                 listed.update(listing)
         tables: dict[str, pd.DataFrame | None] = {"gold": None, "pred": None}

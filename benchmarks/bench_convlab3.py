@@ -1,0 +1,100 @@
+"""Benchmark: a MultiWOZ-size ConvLab-3 prediction file (7,372 samples, 8.6 MB), as issue 20 asks.
+
+1. In process: `load_run` (parse, no disk cache, a fresh in-memory cache each time) plus `score_run`
+   under `convlab3` plus the headline metrics. Target: at most 0.3 s (median of 5).
+2. As whole processes, 5 runs each timed with `/usr/bin/time`, medians compared:
+   `python -m analysis metrics --pred FILE --json` (disk cache off) against ConvLab-3's own
+   `python evaluate_unified_datasets.py -p FILE`. Target: ours at most twice theirs.
+
+ConvLab-3's script is not part of this project: point `CONVLAB3_EVALUATE` at a copy of
+`convlab/dst/evaluate_unified_datasets.py` (e.g. from a checkout of ConvLab/ConvLab-3); without it,
+part 2 times ours only. The file is ../shared/realdata/scorer_oracles/convlab3_augpt_predictions.json.gz,
+decompressed to a temporary file first (ConvLab-3's script reads plain JSON). Run from the project root:
+
+    CONVLAB3_EVALUATE=/path/to/evaluate_unified_datasets.py .venv/bin/python benchmarks/bench_convlab3.py
+"""
+
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+os.environ["DST_CACHE_DIR"] = ""  # every parse is a real parse
+
+from analysis import formats  # noqa: E402
+from analysis import metrics as M  # noqa: E402
+from analysis.loading import load_run  # noqa: E402
+from analysis.scoring import score_run  # noqa: E402
+
+SOURCE = ROOT.parent / "shared" / "realdata" / "scorer_oracles" / "convlab3_augpt_predictions.json.gz"
+IN_PROCESS_TARGET_S = 0.3
+RUNS = 5
+
+
+def in_process(path: Path) -> list[float]:
+    times = []
+    for _ in range(RUNS):
+        formats._MEMORY.clear()  # a fresh process's in-memory cache
+        start = time.perf_counter()
+        scored = score_run(load_run(path))
+        M.joint_goal_accuracy(scored)
+        M.slot_prf_micro(scored)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def whole_process(command: list[str]) -> list[float]:
+    times = []
+    for _ in range(RUNS):
+        with tempfile.NamedTemporaryFile(suffix=".time") as out:
+            subprocess.run(
+                ["/usr/bin/time", "-f", "%e", "-o", out.name, *command],
+                check=True,
+                stdout=subprocess.DEVNULL,
+                env={**os.environ, "DST_CACHE_DIR": ""},
+                cwd=ROOT,
+            )
+            times.append(float(Path(out.name).read_text().strip().splitlines()[-1]))
+    return times
+
+
+def main() -> int:
+    if not SOURCE.exists():
+        print(f"{SOURCE} is absent: this benchmark needs ../shared/realdata")
+        return 0
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "convlab3_augpt_predictions.json"
+        with gzip.open(SOURCE) as src, path.open("wb") as dst:
+            shutil.copyfileobj(src, dst)
+        print(f"file: {path.stat().st_size / 1e6:.1f} MB; load average {os.getloadavg()[0]:.2f}")
+        times = in_process(path)
+        median = statistics.median(times)
+        verdict = "met" if median <= IN_PROCESS_TARGET_S else "MISSED"
+        print(
+            f"in process, load + score + metrics: median {median:.3f} s of {[round(t, 3) for t in times]} "
+            f"(target {IN_PROCESS_TARGET_S} s: {verdict})"
+        )
+        ours = whole_process([sys.executable, "-m", "analysis", "metrics", "--pred", str(path), "--json"])
+        print(f"python -m analysis metrics --json: median {statistics.median(ours):.2f} s of {ours}")
+        official = os.environ.get("CONVLAB3_EVALUATE")
+        if official and Path(official).exists():
+            theirs = whole_process([sys.executable, official, "-p", str(path)])
+            ratio = statistics.median(ours) / statistics.median(theirs)
+            print(f"ConvLab-3 evaluate_unified_datasets.py: median {statistics.median(theirs):.2f} s of {theirs}")
+            print(f"ratio {ratio:.2f} (target at most 2: {'met' if ratio <= 2 else 'MISSED'})")
+        else:
+            print("CONVLAB3_EVALUATE not set: ConvLab-3's own script not timed")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
