@@ -220,3 +220,25 @@ def test_realdata_single_switch_pairs_attribute_everything_to_that_switch(augpt,
     causes = rec.causes(a.name, b.name)
     assert rec.flip_counts()["count"].iloc[0] > 0
     assert set(causes) == {group}
+
+
+def test_turn_denominator_is_a_cause(tmp_path) -> None:
+    """mwzeval scores only the turns the prediction file holds; mwzeval-lenient scores the missing one
+    as an empty prediction: that turn flips, and its cause is the turn denominator."""
+    gold = [
+        {"dialogue_id": "d1", "turn_index": 0, "gold": {"hotel": {"area": "east"}}},
+        {"dialogue_id": "d1", "turn_index": 1, "gold": {"hotel": {"area": "east"}}},
+    ]
+    pred = [{"dialogue_id": "d1", "turn_index": 0, "pred": {"hotel": {"area": "east"}}}]
+    _write_jsonl(tmp_path / "gold.jsonl", gold)
+    _write_jsonl(tmp_path / "pred.jsonl", pred)
+    from analysis.loading import load_run
+
+    run = load_run(tmp_path / "pred.jsonl", tmp_path / "gold.jsonl")
+    rec = reconcile(run, ["mwzeval", "mwzeval-lenient"])
+    assert rec.table().set_index("convention")["jga"].to_dict() == {"mwzeval": 1.0, "mwzeval-lenient": 0.5}
+    assert rec.causes("mwzeval", "mwzeval-lenient") == {"turns": 1}
+    flips = rec.flips("mwzeval", "mwzeval-lenient")
+    assert flips[["turn_index", "causes"]].to_dict("records") == [{"turn_index": 1, "causes": "turns"}]
+    row = rec.responsible("mwzeval", "mwzeval-lenient").iloc[0]
+    assert (row["outcome_a"], row["outcome_b"]) == ("not scored", "scored")
