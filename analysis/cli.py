@@ -81,8 +81,9 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
 
 
 def _formats(args: argparse.Namespace) -> int:
+    width = max(len(spec.name) for spec in FORMATS)
     for spec in FORMATS:
-        print(f"{spec.name:<17} {spec.summary}\n{'':<17} e.g. {spec.example}")
+        print(f"{spec.name:<{width}} {spec.summary}\n{'':<{width}} e.g. {spec.example}")
     return 0
 
 
