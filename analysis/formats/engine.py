@@ -254,5 +254,4 @@ def json_type_name(value: Any) -> str:
     if isinstance(value, bool):
         return "a JSON boolean"
     kind = {dict: "object", list: "array", str: "string", int: "number", float: "number"}.get(type(value), "value")
-    article = "an" if kind[0] in "aeiou" else "a"
-    return f"{article} JSON {kind}"
+    return f"a JSON {kind}"  # the article goes with "JSON", whatever the kind
