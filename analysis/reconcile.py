@@ -631,12 +631,12 @@ def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVEN
     """Score `run` under each convention (`score_run`) and tabulate headline metrics and flips.
 
     >>> from analysis.testing import run_from_states
-    >>> run = run_from_states([{"hotel": {"price range": "Cheap"}}], [{"hotel": {"pricerange": "cheap"}}])
+    >>> run = run_from_states([{"hotel": {"price range": "cheap"}}], [{"hotel": {"pricerange": "cheap"}}])
     >>> rec = reconcile(run, ["exact", "mwzeval"])
     >>> rec.table()[["convention", "jga"]].to_dict("records")
     [{'convention': 'exact', 'jga': 0.0}, {'convention': 'mwzeval', 'jga': 1.0}]
     >>> rec.causes("exact", "mwzeval")
-    {'combined': 1}
+    {'slot_alias': 1}
     """
     convs = [get_convention(c) for c in conventions]
     names = tuple(c.name for c in convs)
