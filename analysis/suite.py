@@ -90,6 +90,7 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
         "n_dialogues": int(turns[["run_id", "dialogue_id"]].drop_duplicates().shape[0]),
         "n_turns": len(turns),
         "convention": scored.convention.name,
+        "subtask": scored.convention.subtask or None,  # DSTC9's, chosen from the data
         "runs": [m.to_dict() for m in scored.metas],
     }
     result.update(headline_metrics(scored))
