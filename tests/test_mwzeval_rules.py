@@ -204,6 +204,11 @@ def test_partial_ratio_matches_fuzzywuzzy(a: str | None, b: str | None, ab: int,
     assert type(partial_ratio(a, b)) is int
 
 
+def test_a_substring_can_score_below_100_as_in_fuzzywuzzy() -> None:
+    # Checked against fuzzywuzzy 0.18.0 with python-Levenshtein: 50 both ways.
+    assert partial_ratio(":1", "::11") == 50 and partial_ratio("::11", ":1") == 50
+
+
 def test_partial_ratios_vectorised() -> None:
     preds = ["east", "lan hong house", "east", " bba ", "baaba", ""]
     golds = ["the east", "ian hong house", "the east", "baaba", " bba ", ""]
@@ -229,8 +234,8 @@ def test_partial_ratio_properties(a: str, b: str) -> None:
         assert partial_ratio(b, a) == score
     if (a == "") != (b == ""):
         assert score == 0
-    if a and a in b:
-        assert score == 100
+    # Not a property: a substring need not score 100. fuzzywuzzy only tries the windows its matching
+    # blocks suggest (`:1` in `::11` scores 50 with fuzzywuzzy 0.18 + python-Levenshtein too).
     assert partial_ratios([a, b], [b, a]).tolist() == [score, partial_ratio(b, a)]
 
 
