@@ -146,7 +146,9 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     # factorized on ~40k rows costs about a millisecond, and this runs for every run and convention.
     tids = _turn_ids(turns, turn_dialogue, dialogue_ids, run.gold, run.pred)
     domain_codes, domains = _name_codes(run.gold["domain"], run.pred["domain"], conv, aliases=False)
-    slot_codes, slot_names = _name_codes(run.gold["slot"], run.pred["slot"], conv, aliases=True)
+    raw: list = []
+    slot_codes, slot_names = _name_codes(run.gold["slot"], run.pred["slot"], conv, aliases=True, raw=raw)
+    raw_codes, raw_names = raw
     if conv.gold_slot_renames:
         slot_codes = (_rename_gold(domain_codes[0], slot_codes[0], domains, slot_names, conv), slot_codes[1])
     names_array = np.asarray(slot_names, dtype=object)
@@ -158,7 +160,6 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
             run.pred, conv, side="pred", slot_names=names_array[slot_codes[1]] if conv.value_rules else None
         ),
     ]
-    raw_codes, raw_names = _name_codes(run.gold["slot"], run.pred["slot"], get_convention("exact"), aliases=True)
     n_names = max(len(slot_names), 1)
     kept = []  # per side: turn id, domain-slot name key, value and display codes of the rows kept
     raw_kept = []  # per side: the slot name as the file writes it (the seed recipe's key)
@@ -234,7 +235,10 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     raw_slot = np.where(gold_row >= 0, _pick(gold.raw, gold_row), _pick(pred.raw, pred_row))
     slots["slot_code"] = _factorize_small(raw_slot, max(len(raw_names), 1))[0]
     slots["trade_extra"] = _trade_hyphen_quirk(slots)
-    slots["set_tp"], slots["set_fp"], slots["set_fn"] = _set_counts(slots, key, gold, pred, common, len(gold.values))
+    if gold.merged or pred.merged:  # a side named a slot twice: its triples are counted as sets (TRADE)
+        slots["set_tp"], slots["set_fp"], slots["set_fn"] = _set_counts(
+            slots, key, gold, pred, common, len(gold.values)
+        )
 
     turns = _attach_counts(turns, slots)
     ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
@@ -252,8 +256,6 @@ def _set_counts(
     tp = (codes == 0).astype("int64")
     fp = ((codes == 1) | (codes == 3)).astype("int64")
     fn = ((codes == 1) | (codes == 2)).astype("int64")
-    if not gold.merged and not pred.merged:
-        return tp, fp, fn
     position = {int(k): i for i, k in enumerate(key.tolist())}
 
     def value_set(side: _Side, k: int, offset: int) -> set[int]:
@@ -304,18 +306,23 @@ def _arrow(column: pd.Series) -> pa.Array:
 
 
 def _name_codes(
-    gold: pd.Series, pred: pd.Series, conv: Convention, *, aliases: bool
+    gold: pd.Series, pred: pd.Series, conv: Convention, *, aliases: bool, raw: list | None = None
 ) -> tuple[tuple[np.ndarray, np.ndarray], list[str]]:
     """Codes of domain or slot names under the convention (lower-cased, aliased) for both sides'
-    rows, and the names; the name rules run once per distinct name."""
+    rows, and the names; the name rules run once per distinct name. Given a list `raw`, also the codes
+    of the names as written (both sides) and those names, appended to it."""
     # pyarrow's dictionary encoding of each side: cheaper than factorizing the concatenated columns.
     encoded = [pc.dictionary_encode(_arrow(names)) for names in (gold, pred)]
     distinct = [n for e in encoded for n in e.dictionary.to_pylist()]
     named = [convention_name(n, n, conv)[1 if aliases else 0] for n in distinct]
     name_codes, names = pd.factorize(np.array(named, dtype=object))
     offset = len(encoded[0].dictionary)
-    gold_codes = name_codes[encoded[0].indices.to_numpy(zero_copy_only=False)]
-    pred_codes = name_codes[offset + encoded[1].indices.to_numpy(zero_copy_only=False)]
+    indices = [e.indices.to_numpy(zero_copy_only=False) for e in encoded]
+    gold_codes = name_codes[indices[0]]
+    pred_codes = name_codes[offset + indices[1]]
+    if raw is not None:
+        raw_codes, raw_names = pd.factorize(np.array(distinct, dtype=object))
+        raw.extend([(raw_codes[indices[0]], raw_codes[offset + indices[1]]), list(raw_names)])
     return (gold_codes, pred_codes), list(names)
 
 
