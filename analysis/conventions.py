@@ -7,6 +7,7 @@ convention is a value, not a code path: `normalise_states` reads its switches.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
@@ -136,6 +137,10 @@ class Convention:
     # DSTC9: value maps per subtask; `subtask` is the one in force ("" = chosen from the data at scoring).
     subtask_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     subtask: str = ""
+    # Unicode NFC before any comparison (values and names): `é` typed as e + combining accent equals `é`.
+    # Off under the conventions named after a scorer: their scorers compare code points as written,
+    # so normalising would print numbers they do not print on a file that mixes the two forms.
+    unicode_nfc: bool = True
 
     def __post_init__(self) -> None:
         for name, value, allowed in (
@@ -197,6 +202,7 @@ CONVENTIONS: dict[str, Convention] = {
             lower_names=True,
             slot_aliases=MULTIWOZ_SLOT_ALIASES,
             ontology="multiwoz30",
+            unicode_nfc=False,
         ),
         Convention(
             "dstc9",
@@ -215,6 +221,7 @@ CONVENTIONS: dict[str, Convention] = {
             ontology="listed",
             empty_ratio=1.0,
             subtask_synonyms=DSTC9_SUBTASK_MAPS,
+            unicode_nfc=False,
         ),
         Convention(
             "mwzeval",
@@ -237,6 +244,7 @@ CONVENTIONS: dict[str, Convention] = {
             score_missing_turns=False,
             ontology="multiwoz30",
             empty_ratio=0.0,
+            unicode_nfc=False,
         ),
         Convention(
             "mwzeval-lenient",
@@ -267,6 +275,7 @@ CONVENTIONS: dict[str, Convention] = {
             multi_value="intersect",
             slot_scope="turn_listed",
             empty_ratio=0.0,
+            unicode_nfc=False,
         ),
         Convention(
             "risawoz",
@@ -330,6 +339,8 @@ def normalise_value(value: str, convention: Convention, slot: str = "") -> str:
     >>> normalise_value("1715", CONVENTIONS["mwzeval"], "leave"), normalise_value(" 17 : 30", CONVENTIONS["convlab3"])
     ('17:15', '17:30')
     """
+    if convention.unicode_nfc and not unicodedata.is_normalized("NFC", value):
+        value = unicodedata.normalize("NFC", value)
     for step in convention.normaliser:
         if step == "strip":
             value = _SPACES.sub(" ", value.strip())
@@ -480,9 +491,15 @@ def normalise_states(states: pd.DataFrame, convention: Convention, *, side: str)
 def convention_name(domain: str, slot: str, convention: Convention) -> tuple[str, str]:
     """One (domain, slot) name under the convention's naming rules (lower-casing, slot aliases, the
     scorer's own slot rules). Side-specific renames (`gold_slot_renames`) are the scorer's business."""
+    if convention.unicode_nfc:
+        domain, slot = _nfc(domain), _nfc(slot)
     if convention.lower_names:
         domain, slot = domain.lower(), slot.lower()
     return domain, _slot_name(slot, convention)
+
+
+def _nfc(text: str) -> str:
+    return text if unicodedata.is_normalized("NFC", text) else unicodedata.normalize("NFC", text)
 
 
 def _slot_name(slot: str, convention: Convention) -> str:
@@ -505,10 +522,13 @@ def side_slot_names(states: pd.DataFrame, convention: Convention, side: str) -> 
 
 def _names(names: pd.Series, convention: Convention, *, aliases: bool) -> pd.api.extensions.ExtensionArray:
     """Domain or slot names under the convention (lower-cased, aliased), mapped once per distinct name."""
-    if not convention.lower_names and not (aliases and (convention.slot_aliases or convention.slot_rules)):
+    if not (convention.lower_names or convention.unicode_nfc) and not (
+        aliases and (convention.slot_aliases or convention.slot_rules)
+    ):
         return names.astype("str").array
     codes, distinct = pd.factorize(names)
-    mapped = [n.lower() if convention.lower_names else n for n in distinct]
+    mapped = [_nfc(n) if convention.unicode_nfc else n for n in distinct]
+    mapped = [n.lower() if convention.lower_names else n for n in mapped]
     if aliases:
         mapped = [_slot_name(n, convention) for n in mapped]
     return pd.array(mapped, dtype="str").take(codes)

@@ -67,7 +67,10 @@ SWITCH_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("dontcare", ("dontcare", "dontcare_values")),
     ("pred_none", ("pred_empty_values",)),
     ("whitespace", ("normaliser",)),
-    ("normaliser", ("normaliser", "synonyms", "empty_values", "value_rules", "subtask_synonyms", "subtask")),
+    (
+        "normaliser",
+        ("normaliser", "synonyms", "empty_values", "value_rules", "subtask_synonyms", "subtask", "unicode_nfc"),
+    ),
     ("multi_value", ("multi_value",)),
     ("matching", ("matching", "fuzzy_threshold")),
     ("slot_alias", ("slot_aliases", "lower_names", "slot_rules", "gold_slot_renames")),

@@ -98,3 +98,19 @@ def test_every_result_records_its_convention() -> None:
     for name in CONVENTIONS:
         scored = scored_from_states([{"hotel": {"area": "east"}}], [{}], convention=name)
         assert scored.convention.name == name
+
+
+def test_unicode_nfc_before_comparison_except_under_scorer_conventions() -> None:
+    import unicodedata
+
+    nfc, nfd = unicodedata.normalize("NFC", "café"), unicodedata.normalize("NFD", "café")
+    assert nfc != nfd
+    gold, pred = {"restaurant": {"name": nfc}}, {"restaurant": {"name": nfd}}
+    for convention in ("exact", "risawoz", "mwzeval-lenient"):
+        assert jga(gold, pred, convention) == 1.0, convention
+    # Slot names too: a decomposed Korean slot name is the same slot.
+    ko_nfc, ko_nfd = unicodedata.normalize("NFC", "지역"), unicodedata.normalize("NFD", "지역")
+    assert jga({"식당": {ko_nfc: "a"}}, {"식당": {ko_nfd: "a"}}, "exact") == 1.0
+    # The scorers themselves compare code points as written: their conventions do too.
+    for convention in ("trade", "dstc9", "convlab3"):
+        assert jga(gold, pred, convention) == 0.0, convention
