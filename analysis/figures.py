@@ -15,6 +15,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
+from analysis.escaping import plain_figure_text, plotly_text
 from analysis.suite import LABELS
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
@@ -67,7 +68,8 @@ def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = N
     """Apply a named figure style; unknown names are refused with the allowed ones.
 
     A few legend entries sit in one row under the title; many go in a column right of the plot, so
-    a legend never covers the title or the data.
+    a legend never covers the title or the data. Every builder ends here, so this is also where the
+    figure's text from data is made literal (`escaping.plain_figure_text`, once per figure).
     """
     if style not in STYLES:
         raise ValueError(f"style has to be one of {', '.join(STYLES)}, got {style!r}")
@@ -88,7 +90,7 @@ def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = N
         legend=legend,
         title={"x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top"},
     )
-    return fig
+    return plain_figure_text(fig)
 
 
 def _colours(runs: Sequence[str], colours: Mapping[str, str] | None) -> dict[str, str]:
@@ -291,7 +293,7 @@ def grouped_jga_bar(
             error_y=error,
             marker_color=palette[run],
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
-            hovertemplate=f"<b>{run}</b><br>{by}: %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
+            hovertemplate=f"<b>{plotly_text(run)}</b><br>{plotly_text(by)}: %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
         )
     fig.update_layout(barmode="group", title=title or f"JGA by {by}", yaxis_title="JGA", xaxis_title=by)
     fig.update_yaxes(range=[0, 1])
@@ -320,7 +322,7 @@ def jga_heatmap(frame: pd.DataFrame, *, by: str, title: str | None = None, style
             customdata=turns.to_numpy(dtype=float),
             text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(jga.to_numpy(dtype=float)),
             texttemplate="%{text}",
-            hovertemplate=f"<b>%{{y}}</b><br>{by}: %{{x}}<br>JGA: %{{z:.4f}}<br>%{{customdata:,.0f}} turns<extra></extra>",
+            hovertemplate=f"<b>%{{y}}</b><br>{plotly_text(by)}: %{{x}}<br>JGA: %{{z:.4f}}<br>%{{customdata:,.0f}} turns<extra></extra>",
         )
     )
     fig.update_layout(title=title or f"JGA by {by}", xaxis_title=by)
@@ -369,7 +371,7 @@ def depth_lines(
                 line={"width": 0, "color": palette[run]},
                 showlegend=False,
                 legendgroup=run,
-                hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>95% interval, %{{customdata}} bound: %{{y:.4f}}<extra></extra>",
+                hovertemplate=f"<b>{plotly_text(run)}</b><br>turn %{{x}}<br>95% interval, %{{customdata}} bound: %{{y:.4f}}<extra></extra>",
             )
         fig.add_scatter(
             legendgroup=run,
@@ -379,7 +381,7 @@ def depth_lines(
             mode="lines+markers" if len(runs) <= MARKED_RUNS else "lines",
             line={"color": palette[run], "dash": dashes[(i // 8) % len(dashes)]},
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
-            hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
+            hovertemplate=f"<b>{plotly_text(run)}</b><br>turn %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
         )
     title = "JGA by turn depth" + (" (bands: 95% dialogue bootstrap interval)" if bands else "")
     fig.update_layout(title=title, xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
@@ -445,7 +447,7 @@ def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
                 x=part["turn_index"],
                 y=part["n_errors"],
                 marker={"color": ORIGIN_COLOURS[origin], "pattern": {"shape": ORIGIN_PATTERNS[origin]}},
-                hovertemplate=f"<b>{run}</b><br>turn %{{x}}<br>{origin} errors: %{{y:,}}<extra></extra>",
+                hovertemplate=f"<b>{plotly_text(run)}</b><br>turn %{{x}}<br>{origin} errors: %{{y:,}}<extra></extra>",
                 row=row,
                 col=1,
             )
@@ -493,7 +495,7 @@ def first_error_bar(
             y=part["share"],
             marker_color=palette[run],
             customdata=np.stack([part["n_dialogues"].to_numpy(float)], axis=-1),
-            hovertemplate=f"<b>{run}</b><br>first error at turn %{{x}}<br>%{{y:.1%}} of dialogues "
+            hovertemplate=f"<b>{plotly_text(run)}</b><br>first error at turn %{{x}}<br>%{{y:.1%}} of dialogues "
             "(%{customdata[0]:,.0f})<extra></extra>",
         )
     fig.update_layout(
@@ -550,7 +552,7 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
         frame = frame.reindex(frame[value].abs().sort_values(ascending=False).index).head(top)
     extra = [c for c in gaps.columns if c not in (label_col, value)][:4]
     custom = np.stack([frame[c].astype(str).to_numpy() for c in extra], axis=-1) if extra else None
-    hover = "".join(f"<br>{c}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
+    hover = "".join(f"<br>{plotly_text(c)}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
     colours = np.where(frame[value].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
     fig = go.Figure(
         go.Bar(
@@ -558,7 +560,7 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
             y=frame[value],
             marker_color=colours,
             customdata=custom,
-            hovertemplate=f"<b>%{{x}}</b><br>{value}: %{{y:.4f}}{hover}<extra></extra>",
+            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(value)}: %{{y:.4f}}{hover}<extra></extra>",
         )
     )
     fig.update_layout(title=f"Gap by {by.replace('_', ' ')} (A − B)", yaxis_title=value, xaxis_title=by)

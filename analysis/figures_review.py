@@ -14,6 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.annotations import Agreement
+from analysis.escaping import plotly_text
 from analysis.figures import OKABE_ITO, apply_style
 from analysis.reconcile import CAUSE_LABELS, CAUSES, METRIC_LABELS
 
@@ -81,7 +82,7 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
             x=groups,
             y=part.to_numpy(),
             marker_color=OKABE_ITO[i % len(OKABE_ITO)],
-            hovertemplate="%{x}<br>" + str(tag) + ": %{y} annotation(s)<extra></extra>",
+            hovertemplate="%{x}<br>" + plotly_text(tag) + ": %{y} annotation(s)<extra></extra>",
         )
     shown = f"top {top} of {len(order)}" if len(order) > top else f"{len(order)}"
     fig.update_layout(

@@ -1,0 +1,137 @@
+"""Text from data, manifests and URLs shown as literal text: Plotly labels and Markdown, never markup.
+
+Plotly renders a subset of HTML in every text it draws (`<a href>`, `<b>`, `<br>`, `<span style>`), and
+Markdown turns `[x](url)`, `![x](url)`, bare `http://...` and (in Streamlit) `:red[...]`, `$...$` into
+links, images, colours and LaTeX. A run named `<a href=...>` must stay those characters on screen and in
+every exported file, so every string that carries data goes through one of these on its way out.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
+import plotly.graph_objects as go
+
+_PLOTLY = str.maketrans({"&": "&amp;", "<": "&lt;", ">": "&gt;"})
+
+
+def plotly_text(value: object) -> str:
+    """`value` as text Plotly draws literally: `<`, `>` and `&` as entities (Plotly shows them as the
+    characters, and an exported SVG keeps them as text). Markup that code adds around it stays markup.
+
+    >>> plotly_text('<a href="http://x">run</a> & co')
+    '&lt;a href="http://x"&gt;run&lt;/a&gt; &amp; co'
+    """
+    return str(value).translate(_PLOTLY)
+
+
+# Markdown files (tables, report index): the characters that open a construct anywhere in a line, so
+# the raw file stays readable (`MultiWOZ 2.1`, `hotel-area` unchanged).
+_MARKDOWN_FILE = re.compile(r"([\\`*_{}\[\]()<>!|$~:&#@])")
+_WWW = re.compile(r"(?i)\b(www)\.")
+# On screen the text is only ever rendered, so every ASCII punctuation character is escaped (CommonMark
+# allows it for all of them): line-start lists and headings, setext underlines, directives, emoji codes.
+_MARKDOWN_SCREEN = re.compile("([" + re.escape(string.punctuation) + "])")
+
+
+def markdown_text(value: object, *, every: bool = False) -> str:
+    """`value` as literal Markdown text: no link, image, autolink, HTML, emphasis, LaTeX (`$`),
+    Streamlit directive (`:red[...]`, `:material/...:`) or emoji code survives; a newline is a space.
+    `every`: escape every ASCII punctuation character (for text that is only rendered, never read raw).
+
+    >>> markdown_text("![x](http://127.0.0.1:9/p.png) :red[hi] $x$ www.example.org")
+    '\\\\!\\\\[x\\\\]\\\\(http\\\\://127.0.0.1\\\\:9/p.png\\\\) \\\\:red\\\\[hi\\\\] \\\\$x\\\\$ www\\\\.example.org'
+    >>> markdown_text("MultiWOZ 2.1 hotel-area")
+    'MultiWOZ 2.1 hotel-area'
+    """
+    text = " ".join(str(value).splitlines())
+    if every:
+        return _MARKDOWN_SCREEN.sub(r"\\\1", text)
+    return _WWW.sub(r"\1\\.", _MARKDOWN_FILE.sub(r"\\\1", text))
+
+
+# Trace attributes whose strings Plotly draws (as labels, hover text or legend entries) and that carry
+# data; templates (`hovertemplate`, `texttemplate`) are code and escape their data where they are built.
+_TRACE_TEXT = ("x", "y", "z", "text", "hovertext", "customdata", "name", "labels", "parents", "ids")
+_AXIS_TEXT = ("categoryarray", "tickvals", "ticktext")
+_DONE = "plain_text"  # the layout.meta flag: a figure is escaped once, however often it is styled
+
+
+def _escaped(value: Any) -> Any:
+    if isinstance(value, str):
+        return plotly_text(value)
+    if isinstance(value, np.ndarray):
+        if value.dtype.kind in "OUS":
+            return np.vectorize(_escaped, otypes=[object])(value) if value.size else value
+        return value
+    if isinstance(value, list | tuple):
+        return type(value)(_escaped(v) for v in value)
+    return value
+
+
+def _escape_title(owner: Any) -> None:
+    title = getattr(owner, "title", None)
+    if title is None:
+        return
+    if title.text:
+        title.text = plotly_text(title.text)
+    subtitle = getattr(title, "subtitle", None)
+    if subtitle is not None and subtitle.text:
+        subtitle.text = plotly_text(subtitle.text)
+
+
+def _axes(layout: Any) -> Iterable[Any]:
+    for name in layout:
+        if name.startswith(("xaxis", "yaxis")) and layout[name] is not None:
+            yield layout[name]
+
+
+def plain_figure_text(fig: go.Figure) -> go.Figure:
+    """Escape (once: the figure remembers it in `layout.meta`) every string Plotly would read as markup:
+    the traces' data, names and text, the titles, axis titles and categories, legend title, annotations.
+    Hover templates are code and keep their `<b>`/`<br>`; what they interpolate with `%{...}` is the
+    escaped data. Returns `fig`.
+
+    >>> fig = plain_figure_text(go.Figure(go.Bar(x=["<b>a</b>"], y=[1], name="<a href='x'>r</a>")))
+    >>> fig.data[0].x, fig.data[0].name
+    (('&lt;b&gt;a&lt;/b&gt;',), "&lt;a href='x'&gt;r&lt;/a&gt;")
+    >>> plain_figure_text(fig).data[0].x  # a second call changes nothing
+    ('&lt;b&gt;a&lt;/b&gt;',)
+    """
+    meta = fig.layout.meta
+    if isinstance(meta, dict) and meta.get(_DONE):
+        return fig
+    for trace in fig.data:
+        for name in _TRACE_TEXT:
+            if name in trace and trace[name] is not None:
+                trace[name] = _escaped(trace[name])
+        legendgroup = getattr(trace, "legendgrouptitle", None)
+        if legendgroup is not None and legendgroup.text:
+            legendgroup.text = plotly_text(legendgroup.text)
+        colorbar = getattr(trace, "colorbar", None)
+        if colorbar is not None:
+            _escape_title(colorbar)
+        marker = getattr(trace, "marker", None)
+        if getattr(marker, "colorbar", None) is not None:
+            _escape_title(marker.colorbar)
+    layout = fig.layout
+    _escape_title(layout)
+    _escape_title(layout.legend)
+    for axis in _axes(layout):
+        _escape_title(axis)
+        for name in _AXIS_TEXT:
+            if axis[name] is not None:
+                axis[name] = _escaped(axis[name])
+    for annotation in layout.annotations:
+        if annotation.text:
+            annotation.text = plotly_text(annotation.text)
+        # an annotation placed on a category names it as the (escaped) axis does
+        for name in ("x", "y"):
+            if isinstance(annotation[name], str):
+                annotation[name] = plotly_text(annotation[name])
+    layout.meta = {**(meta if isinstance(meta, dict) else {}), _DONE: True}
+    return fig
