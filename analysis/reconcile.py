@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
@@ -159,6 +159,11 @@ def _toggle(a: Convention, b: Convention, group: str) -> Convention:
         steps = [step for step in b.normaliser if step != _WHITESPACE]
         changes["normaliser"] = (*steps, _WHITESPACE) if _WHITESPACE in a.normaliser else tuple(steps)
     return replace(a, name=f"{a.name}+{group}:{b.name}", **changes)
+
+
+def _constant(value: np.ndarray) -> Callable[[], np.ndarray]:
+    """A function returning `value` (what `Scored.memoised` stores)."""
+    return lambda: value
 
 
 def _conv_key(conv: Convention) -> str:
@@ -663,5 +668,5 @@ def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVEN
         seen[at] = True
         correct[name] = joint
         counted[name] = seen
-        s.memoised("run_positions", lambda at=at: at)
+        s.memoised("run_positions", _constant(at))
     return Reconciliation(run, names, scored, metrics, correct, _raw_triples(run), counted)
