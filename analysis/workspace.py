@@ -5,6 +5,8 @@ Manifest shape (all paths relative to the manifest)::
     [workspace]
     name = "Demo"
     convention = "exact"            # optional: the convention of every run that does not name its own
+    allow_outside_root = false      # optional: true lets run and FewJoint paths lead outside the
+                                    # manifest's folder (the workspace root); the sidebar then says so
 
     [[runs]]
     name = "rule-dst-zh"            # unique run id
@@ -30,6 +32,17 @@ Manifest shape (all paths relative to the manifest)::
     gold = "fewjoint/5shot/test.json"
     pred = ["seed1.jsonl", "seed2.jsonl", "seed3.jsonl", "seed4.jsonl", "seed5.jsonl"]
     shots = 5                       # optional: read from the gold path (`5shot`) when absent
+
+    [review]                        # optional: the Review page's annotation store
+    extra_tags = ["asr error"]      # tags added to the default taxonomy
+    database_url = "postgresql://db-host/dst_reviews"  # default: annotations.sqlite beside the manifest
+
+    [dashboard]
+    max_upload_mb = 200             # optional: the upload cap (DST_MAX_UPLOAD_MB overrides it)
+
+Every key and value type is checked when the manifest is read: an unknown key, a value of the wrong type,
+or a run/FewJoint path that leads outside the manifest's folder (`..`, an absolute path elsewhere, a
+symlink out) without `allow_outside_root = true` is one `InputError` naming the manifest and the key.
 
 Which convention a run is scored under (the dashboard's "as declared per run", the report's default):
 
@@ -74,6 +87,12 @@ RUN_KEYS = {
     "gold_format",
     "description",
 }
+WORKSPACE_KEYS = {"name", "convention", "allow_outside_root"}
+FEWJOINT_KEYS = {"name", "gold", "pred", "shots", "description"}
+MAPPING_KEYS = {"a", "b", "slots"}
+# Sections besides [workspace], [[runs]], [[mappings]] and [[fewjoint]], with their keys.
+SETTINGS_KEYS = {"review": {"extra_tags", "database_url"}, "dashboard": {"max_upload_mb"}}
+SECTIONS = ("workspace", "runs", "mappings", "fewjoint", *SETTINGS_KEYS)
 
 
 @dataclass(frozen=True)
@@ -125,6 +144,11 @@ class Workspace:
     def root(self) -> Path:
         return self.path.parent
 
+    @property
+    def allow_outside_root(self) -> bool:
+        """The manifest's `[workspace] allow_outside_root`: its paths may lead outside its folder."""
+        return bool(self.settings.get("workspace", {}).get("allow_outside_root", False))
+
 
 def read_manifest(path: str | Path) -> Workspace:
     """Parse and check a manifest without loading any run file."""
@@ -141,98 +165,177 @@ def read_manifest(path: str | Path) -> Workspace:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InputError(str(path), "workspace", f"malformed TOML: {exc}") from None
-    head = data.get("workspace", {})
-    if not isinstance(head, dict):
-        raise InputError(str(path), "workspace", "[workspace] must be a table")
+    manifest = str(path)
+    unknown = sorted(set(data) - set(SECTIONS))
+    if unknown:
+        raise InputError(manifest, "workspace", f"unknown sections {unknown}; known: {list(SECTIONS)}")
+    head = _table(manifest, "[workspace]", data.get("workspace", {}), WORKSPACE_KEYS)
+    name = _typed(manifest, "[workspace] name", head.get("name", path.parent.name), str)
     convention = head.get("convention")  # absent: no workspace-wide choice, not `exact`
     if convention is not None and convention not in CONVENTIONS:
-        raise InputError(str(path), "workspace", f"convention has to be one of {', '.join(CONVENTIONS)}")
+        raise InputError(manifest, "workspace", f"[workspace] convention has to be one of {', '.join(CONVENTIONS)}")
+    outside = _typed(manifest, "[workspace] allow_outside_root", head.get("allow_outside_root", False), bool)
+    root = None if outside else path.parent.resolve()
     raw_runs = data.get("runs", [])
     if not isinstance(raw_runs, list) or not raw_runs:
-        raise InputError(str(path), "workspace", "manifest lists no [[runs]]")
+        raise InputError(manifest, "workspace", "manifest lists no [[runs]]")
     entries: list[RunEntry] = []
     seen: set[str] = set()
     for i, raw in enumerate(raw_runs):
-        entries.append(_entry(path, i, raw, seen, convention))
+        entries.append(_entry(path, i, raw, seen, convention, root))
     mappings = data.get("mappings", [])
     if not isinstance(mappings, list):
-        raise InputError(str(path), "workspace", "[[mappings]] must be an array of tables")
-    settings = {k: v for k, v in data.items() if k not in ("workspace", "runs", "mappings", "fewjoint")}
+        raise InputError(manifest, "workspace", "[[mappings]] must be an array of tables")
+    for i, raw in enumerate(mappings):
+        _mapping(manifest, i, raw)
+    settings = {
+        section: _table(manifest, f"[{section}]", data[section], keys)
+        for section, keys in SETTINGS_KEYS.items()
+        if section in data
+    }
+    _check_settings(manifest, settings)
     raw_fewjoint = data.get("fewjoint", [])
     if not isinstance(raw_fewjoint, list):
-        raise InputError(str(path), "workspace", "[[fewjoint]] must be an array of tables")
+        raise InputError(manifest, "workspace", "[[fewjoint]] must be an array of tables")
     return Workspace(
         path,
-        str(head.get("name", path.parent.name)),
+        name,
         convention,
         entries,
         mappings=mappings,
         settings=settings | {"workspace": head},
-        fewjoint_entries=[_fewjoint_entry(path, i, raw) for i, raw in enumerate(raw_fewjoint)],
+        fewjoint_entries=[_fewjoint_entry(path, i, raw, root) for i, raw in enumerate(raw_fewjoint)],
     )
 
 
-def _fewjoint_entry(path: Path, index: int, raw: Any) -> FewJointEntry:
+def _table(manifest: str, where: str, raw: Any, keys: set[str]) -> dict[str, Any]:
+    """`raw` checked to be a table holding only `keys`."""
+    if not isinstance(raw, dict):
+        raise InputError(manifest, "workspace", f"{where} must be a table")
+    unknown = sorted(set(raw) - keys)
+    if unknown:
+        raise InputError(manifest, "workspace", f"{where} has unknown keys {unknown}; known: {sorted(keys)}")
+    return raw
+
+
+def _typed(manifest: str, key: str, value: Any, kind: type) -> Any:
+    """`value` checked to be a `kind` (a bool is not an integer here)."""
+    if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
+        names = {str: "a string", bool: "true or false", int: "an integer"}
+        raise InputError(manifest, "workspace", f"{key} must be {names.get(kind, kind.__name__)}, got {value!r}")
+    return value
+
+
+def _inside(manifest: str, root: Path | None, base: Path, key: str, value: str) -> Path:
+    """The path `value` names, relative to the manifest's folder; refused when it leads outside the
+    workspace root `root` (None: `allow_outside_root = true`)."""
+    resolved = base / value
+    if root is not None:
+        real = resolved.resolve()
+        if real != root and root not in real.parents:
+            raise InputError(
+                manifest,
+                "workspace",
+                f"{key} = {value!r} leads outside the workspace root {root}; move the file inside it, "
+                "or set allow_outside_root = true under [workspace]",
+            )
+    return resolved
+
+
+def _mapping(manifest: str, index: int, raw: Any) -> None:
+    where = f"[[mappings]] #{index + 1}"
+    _table(manifest, where, raw, MAPPING_KEYS)
+    for key in ("a", "b"):
+        if not isinstance(raw.get(key), str) or not raw[key]:
+            raise InputError(manifest, "workspace", f"{where} needs {key} = a run name, got {raw.get(key)!r}")
+    slots = raw.get("slots", {})
+    if not isinstance(slots, dict) or not all(isinstance(v, str) for v in slots.values()):
+        raise InputError(
+            manifest, "workspace", f'{where}: slots must be a table {{ "slot of a" = "slot of b" }} of strings'
+        )
+
+
+def _check_settings(manifest: str, settings: dict[str, dict[str, Any]]) -> None:
+    review = settings.get("review", {})
+    if "database_url" in review:
+        _typed(manifest, "[review] database_url", review["database_url"], str)
+    if "extra_tags" in review:
+        from analysis.annotations import taxonomy  # not at the top: it imports SQLAlchemy (1.6 s)
+
+        try:
+            taxonomy(settings)
+        except ValueError as exc:
+            raise InputError(manifest, "workspace", str(exc)) from None
+    limit = settings.get("dashboard", {}).get("max_upload_mb")
+    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
+        raise InputError(manifest, "workspace", f"[dashboard] max_upload_mb must be a positive number, got {limit!r}")
+
+
+def _fewjoint_entry(path: Path, index: int, raw: Any, root: Path | None = None) -> FewJointEntry:
     where = f"[[fewjoint]] #{index + 1}"
-    if not isinstance(raw, dict) or not isinstance(raw.get("name"), str) or not isinstance(raw.get("gold"), str):
-        raise InputError(str(path), "workspace", f"{where} needs a name and a gold file")
+    manifest = str(path)
+    _table(manifest, where, raw, FEWJOINT_KEYS)
+    if not isinstance(raw.get("name"), str) or not isinstance(raw.get("gold"), str):
+        raise InputError(manifest, "workspace", f"{where} needs a name and a gold file")
     preds = raw.get("pred")
     if isinstance(preds, str):
         preds = [preds]
     if not isinstance(preds, list) or not preds or not all(isinstance(p, str) for p in preds):
-        raise InputError(str(path), "workspace", f"{where} needs pred: a list of prediction files, one per seed")
+        raise InputError(manifest, "workspace", f"{where} needs pred: a list of prediction files, one per seed")
     shots = raw.get("shots")
-    if shots is not None and not isinstance(shots, int):
-        raise InputError(str(path), "workspace", f"{where}: shots must be an integer")
+    if shots is not None:
+        _typed(manifest, f"{where}: shots", shots, int)
     base = path.parent
     return FewJointEntry(
         name=raw["name"],
-        gold=base / raw["gold"],
-        pred=tuple(base / p for p in preds),
+        gold=_inside(manifest, root, base, f"{where}: gold", raw["gold"]),
+        pred=tuple(_inside(manifest, root, base, f"{where}: pred", p) for p in preds),
         shots=shots,
-        description=str(raw.get("description", "")),
+        description=_typed(manifest, f"{where}: description", raw.get("description", ""), str),
     )
 
 
-def _entry(path: Path, index: int, raw: Any, seen: set[str], default_convention: str | None) -> RunEntry:
+def _entry(
+    path: Path, index: int, raw: Any, seen: set[str], default_convention: str | None, root: Path | None = None
+) -> RunEntry:
     where = f"[[runs]] #{index + 1}"
-    if not isinstance(raw, dict):
-        raise InputError(str(path), "workspace", f"{where} must be a table")
-    unknown = sorted(set(raw) - RUN_KEYS)
-    if unknown:
-        raise InputError(str(path), "workspace", f"{where} has unknown keys {unknown}; known: {sorted(RUN_KEYS)}")
+    manifest = str(path)
+    _table(manifest, where, raw, RUN_KEYS)
     name = raw.get("name")
     if not isinstance(name, str) or not name:
-        raise InputError(str(path), "workspace", f"{where} needs a name")
+        raise InputError(manifest, "workspace", f"{where} needs a name")
     if name in seen:
-        raise InputError(str(path), "workspace", f"{where}: run name {name!r} is used twice")
+        raise InputError(manifest, "workspace", f"{where}: run name {name!r} is used twice")
     seen.add(name)
     if not isinstance(raw.get("pred"), str):
-        raise InputError(str(path), "workspace", f"run {name!r} needs a pred file")
+        raise InputError(manifest, "workspace", f"run {name!r} needs a pred file")
+    for key in ("gold", "system", "dataset", "language", "split", "convention", "format", "gold_format", "description"):
+        if key in raw:
+            _typed(manifest, f"run {name!r}: {key}", raw[key], str)
     history = raw.get("history", "predicted")
     if history not in HISTORY_MODES:
-        raise InputError(str(path), "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
+        raise InputError(manifest, "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
     convention = raw.get("convention", default_convention)
     if convention is not None and convention not in CONVENTIONS:
-        raise InputError(str(path), "workspace", f"run {name!r}: convention has to be one of {', '.join(CONVENTIONS)}")
+        raise InputError(manifest, "workspace", f"run {name!r}: convention has to be one of {', '.join(CONVENTIONS)}")
     seed = raw.get("seed")
-    if seed is not None and not isinstance(seed, int):
-        raise InputError(str(path), "workspace", f"run {name!r}: seed must be an integer")
+    if seed is not None:
+        _typed(manifest, f"run {name!r}: seed", seed, int)
     base = path.parent
     return RunEntry(
         name=name,
-        pred=base / raw["pred"],
-        gold=base / raw["gold"] if isinstance(raw.get("gold"), str) else None,
-        system=str(raw.get("system", name)),
-        dataset=str(raw.get("dataset", "")),
-        language=str(raw.get("language", "")),
-        split=str(raw.get("split", "test")),
+        pred=_inside(manifest, root, base, f"run {name!r}: pred", raw["pred"]),
+        gold=_inside(manifest, root, base, f"run {name!r}: gold", raw["gold"]) if "gold" in raw else None,
+        system=raw.get("system", name),
+        dataset=raw.get("dataset", ""),
+        language=raw.get("language", ""),
+        split=raw.get("split", "test"),
         history=history,
         seed=seed,
         convention=convention,
         format=raw.get("format"),
         gold_format=raw.get("gold_format"),
-        description=str(raw.get("description", "")),
+        description=raw.get("description", ""),
     )
 
 

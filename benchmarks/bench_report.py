@@ -36,7 +36,7 @@ TARGET_S = 30.0
 def five_run_manifest(folder: Path) -> Path:
     """The demo manifest cut to FIVE_RUNS (paths made absolute), its first mapping and the FewJoint system."""
     blocks = re.split(r"\n(?=\[\[)", (DEMO / "workspace.toml").read_text(encoding="utf-8"))
-    keep = ['[workspace]\nname = "Five runs"\nconvention = "exact"\n']
+    keep = ['[workspace]\nname = "Five runs"\nconvention = "exact"\nallow_outside_root = true\n']
     for block in blocks:
         name = re.search(r'^name = "([^"]+)"', block, flags=re.M)
         run = block.startswith("[[runs]]") and name is not None and name.group(1) in FIVE_RUNS

@@ -288,6 +288,7 @@ def test_failed_run_is_marked_and_the_others_load(tmp_path, manifest):
     (tmp_path / "workspace.toml").write_text(
         f"""[workspace]
 name = "partly broken"
+allow_outside_root = true  # the good run's files are the demo's
 
 [[runs]]
 name = "good"

@@ -307,7 +307,7 @@ def test_workspace_keeps_good_runs_and_records_each_failure(tmp_path: Path) -> N
         "missing": (CORPUS / "does_not_exist.json", None),
         "archive": (CORPUS / "two_members.zip", None),
     }
-    lines = ['[workspace]\nname = "bad input"\n']
+    lines = ['[workspace]\nname = "bad input"\nallow_outside_root = true\n']
     for name, (pred, gold) in runs.items():
         lines.append(f"[[runs]]\nname = {json.dumps(name)}\npred = {json.dumps(str(pred))}\n")
         if gold is not None:

@@ -66,7 +66,7 @@ def write_jsonl(path: Path, dialogues: dict) -> Path:
 
 def write_manifest(folder: Path, head: str, *runs: str) -> Path:
     path = folder / "workspace.toml"
-    path.write_text(f'[workspace]\nname = "t"\n{head}\n' + "\n".join(runs), encoding="utf-8")
+    path.write_text(f'[workspace]\nname = "t"\nallow_outside_root = true\n{head}\n' + "\n".join(runs), encoding="utf-8")
     return path
 
 

@@ -129,6 +129,7 @@ def test_fewjoint_warns_below_five_seeds(tmp_path, manifest):
     (tmp_path / "workspace.toml").write_text(
         f"""[workspace]
 name = "two seeds"
+allow_outside_root = true
 
 [[runs]]
 name = "one"
@@ -163,7 +164,7 @@ def test_fewjoint_query_browser_filters_and_diffs(fewjoint):
 def test_fewjoint_without_systems_says_so(tmp_path, manifest):
     run = manifest.entries[0]
     (tmp_path / "workspace.toml").write_text(
-        f'[workspace]\nname = "none"\n\n[[runs]]\nname = "one"\npred = "{run.pred}"\ngold = "{run.gold}"\n',
+        f'[workspace]\nname = "none"\nallow_outside_root = true\n\n[[runs]]\nname = "one"\npred = "{run.pred}"\ngold = "{run.gold}"\n',
         encoding="utf-8",
     )
     at = opened("fewjoint", workspace=tmp_path / "workspace.toml")
