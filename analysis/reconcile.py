@@ -210,6 +210,8 @@ def _triple_outcomes(rows: pd.DataFrame, scored: Scored) -> np.ndarray:
     `name`); a triple lands on the slot row of its turn and its normalised name, and counts when that
     row shows its value (or holds it in the `a|b` literal the scorer makes of two entries of one slot).
     """
+    if rows.empty:  # a run whose every state is empty has no triple to place (str.split gives no columns)
+        return np.full(0, IGNORED, dtype=object)
     raw_codes, raw_names = pd.factorize(rows["name"].to_numpy())
     parts = pd.Series(raw_names, dtype="str").str.split(_SEP, n=1, expand=True)
     raw_frame = pd.DataFrame({"domain": parts[0], "slot": parts[1]})
