@@ -43,6 +43,7 @@ from analysis import export as E
 from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
+from analysis.escaping import markdown_text
 from analysis.loading import dialogue_key
 from analysis.scoring import Scored, combine, score_run
 from analysis.suite import LABELS
@@ -456,17 +457,18 @@ def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.Da
 
 
 def _index_md(plan: ReportPlan, written: Sequence[Written], settings: str) -> str:
-    lines = [f"# Report: {plan.title}", "", settings, ""]
+    esc = markdown_text  # names, captions and warnings carry run, system and workspace names: literal text
+    lines = [f"# Report: {esc(plan.title)}", "", esc(settings), ""]
     if plan.warnings:
-        lines += ["## Comparability", "", *[f"- {w}" for w in plan.warnings], ""]
+        lines += ["## Comparability", "", *[f"- {esc(w)}" for w in plan.warnings], ""]
     for kind, heading in (("figure", "Figures"), ("table", "Tables")):
         lines += [f"## {heading}", ""]
         for item in (w for w in written if w.kind == kind):
             links = ", ".join(f"[{p.suffix[1:]}]({p.name})" for p in item.files)
-            lines.append(f"- **{item.name}** ({links}): {item.caption}")
+            lines.append(f"- **{esc(item.name)}** ({links}): {esc(item.caption)}")
         lines.append("")
     if plan.notes:
-        lines += ["## Notes", "", *[f"- {n}" for n in plan.notes], ""]
+        lines += ["## Notes", "", *[f"- {esc(n)}" for n in plan.notes], ""]
     return "\n".join(lines)
 
 
