@@ -83,6 +83,7 @@ from sqlalchemy.exc import OperationalError
 from sqlalchemy.pool import StaticPool
 
 from analysis.errors import InputError
+from analysis.safe_csv import frame_csv, restore_cell
 
 try:
     import fcntl
@@ -710,10 +711,11 @@ class AnnotationStore:
         return len(frame)
 
     def export_csv(self, path: str | Path) -> int:
-        """Write every annotation as CSV (UTF-8, tags joined by `; `); the number written."""
+        """Write every annotation as CSV (UTF-8, tags joined by `; `, text neutralised against formula
+        injection by `analysis.safe_csv` and restored by `import_csv`); the number written."""
         frame = self.annotations()
         frame = frame.assign(tags=frame["tags"].map(TAG_SEPARATOR.join))
-        frame.to_csv(path, index=False, columns=EXPORT_COLUMNS)
+        frame_csv(frame, path, columns=EXPORT_COLUMNS)
         return len(frame)
 
     def import_json(self, path: str | Path, *, data: bytes | None = None) -> int:
@@ -736,7 +738,7 @@ class AnnotationStore:
             frame = pd.read_csv(source, dtype="str", keep_default_na=False, encoding="utf-8")
         except (OSError, UnicodeDecodeError, pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
             raise InputError(str(path), fmt, f"cannot read CSV: {exc}") from None
-        records = frame.to_dict("records")
+        records = frame.rename(columns=restore_cell).map(restore_cell).to_dict("records")
         for record in records:
             record["tags"] = [t for t in str(record.get("tags", "")).split(";") if t.strip()]
         return self._import(records, str(path), fmt)

@@ -34,7 +34,8 @@ Tables
     (a percentile interval is not symmetric, so no +/-). Special characters of run and slot names are
     escaped; Chinese text is written as UTF-8 as is -- compile with XeLaTeX or LuaLaTeX and
     `\\usepackage{xeCJK}`. Markdown is a GitHub pipe table with the same cells. CSV keeps every column
-    (intervals as their own columns) at full precision.
+    (intervals as their own columns) at full precision; its text cells are quoted and those a spreadsheet
+    would evaluate as a formula get a leading `'` (`analysis.safe_csv`; numbers stay numbers).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ import math
 import re
 import struct
 import threading
+import unicodedata
 import xml.etree.ElementTree as ET
 import zlib
 from collections.abc import Iterator, Mapping, Sequence
@@ -58,8 +60,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.escaping import markdown_text
 from analysis.figures import OKABE_ITO
+from analysis.safe_csv import frame_csv
 from analysis.views import comparable_groups
 
 FIGURE_FORMATS = ("pdf", "svg", "png")
@@ -870,16 +872,39 @@ _LATEX_SPECIAL = {
     "}": r"\}",
     "~": r"\textasciitilde{}",
     "^": r"\textasciicircum{}",
+    # OT1 (pdflatex's default font encoding) has no < > |: they would print as an inverted !, ? and a dash.
+    "<": r"\textless{}",
+    ">": r"\textgreater{}",
+    "|": r"\textbar{}",
+    # A cell opening a row right after \\ (or the header after \toprule) must not be read as their
+    # optional argument: `[2pt]` there is a length, `[x]` an error.
+    "[": "{[}",
+    "]": "{]}",
 }
+_LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9:._/-]")
 
 
 def latex_escape(text: object) -> str:
-    r"""Text safe inside a LaTeX table cell.
+    r"""Text safe anywhere in a LaTeX table (cell, header, caption, note): the ten special characters
+    and `< > | [ ]` escaped, control characters (NUL, tab, line breaks: a blank line ends a paragraph
+    inside a tabular) as spaces, and a leading `*` braced so it is not read as `\*`.
 
     >>> latex_escape("taxi-leaveAt_100% & #1")
     'taxi-leaveAt\\_100\\% \\& \\#1'
+    >>> latex_escape("*a<b>|[c]\n\n")
+    '{*}a\\textless{}b\\textgreater{}\\textbar{}{[}c{]}  '
     """
-    return "".join(_LATEX_SPECIAL.get(ch, ch) for ch in str(text))
+    escaped = "".join(_LATEX_SPECIAL.get(ch, " " if unicodedata.category(ch) == "Cc" else ch) for ch in str(text))
+    return "{*}" + escaped[1:] if escaped.startswith("*") else escaped
+
+
+def latex_label(text: str) -> str:
+    r"""A `\label` key: characters other than letters, digits and `: . _ / -` become `-`.
+
+    >>> latex_label("tab:leader board}")
+    'tab:leader-board-'
+    """
+    return _LABEL_UNSAFE.sub("-", text)
 
 
 def _is_number(series: pd.Series) -> bool:
@@ -959,7 +984,8 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
         if numeric and " [" in text:
             value, _, rest = text.partition(" [")
             shown = latex_escape(value)
-            return (rf"\textbf{{{shown}}}" if strong else shown) + r" {\footnotesize[" + latex_escape(rest) + "}"
+            inner = latex_escape(rest[:-1] if rest.endswith("]") else rest)  # our own "[lo, hi]" around it
+            return (rf"\textbf{{{shown}}}" if strong else shown) + r" {\footnotesize[" + inner + "]}"
         shown = latex_escape(text)
         return rf"\textbf{{{shown}}}" if strong else shown
 
@@ -975,7 +1001,7 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
     if caption:
         lines.append(f"\\caption{{{latex_escape(caption)}}}")
     if label:
-        lines.append(f"\\label{{{label}}}")
+        lines.append(f"\\label{{{latex_label(label)}}}")
     lines += [f"\\begin{{tabular}}{{{align}}}", "\\toprule"]
     lines.append(" & ".join(latex_escape(h) for h in cells.header) + r" \\")
     lines.append("\\midrule")
@@ -990,17 +1016,16 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
 
 
 def _markdown(cells: _Cells, caption: str | None) -> str:
-    def clean(text: str) -> str:  # text from data stays text: no link, image, HTML or `|` column break
-        return markdown_text(text)
+    def clean(text: str) -> str:
+        return text.replace("|", "\\|").replace("\n", " ")
 
     lines = [f"**{clean(caption)}**", ""] if caption else []
     lines.append("| " + " | ".join(clean(h) for h in cells.header) + " |")
     lines.append("| " + " | ".join("---:" if n else ":---" for n in cells.numeric) + " |")
     for row, flags in zip(cells.rows, cells.bold, strict=True):
         shown = []
-        for text, strong, numeric in zip(row, flags, cells.numeric, strict=True):
-            value, sep, rest = text.partition(" [")
-            value, rest = clean(value), (rest if numeric else clean(rest))  # a number's "[lo, hi]" is ours
+        for text, strong in zip(row, flags, strict=True):
+            value, sep, rest = clean(text).partition(" [")
             shown.append((f"**{value}**" if strong and value else value) + sep + rest)
         lines.append("| " + " | ".join(shown) + " |")
     if cells.note:
@@ -1041,9 +1066,7 @@ def table_bytes(
     if fmt not in TABLE_FORMATS:
         raise ValueError(f"format has to be one of {', '.join(TABLE_FORMATS)}, got {fmt!r}")
     if fmt == "csv":
-        buffer = io.StringIO()
-        frame.to_csv(buffer, index=False, lineterminator="\n")
-        return buffer.getvalue().encode("utf-8")
+        return frame_csv(frame).encode("utf-8")
     cells = _cells(frame, best=best, intervals=intervals, lower_better=lower_better, digits=digits, na_rep=na_rep)
     text = _latex(cells, caption, label) if fmt == "latex" else _markdown(cells, caption)
     return text.encode("utf-8")
