@@ -22,9 +22,11 @@ overrides = mapping_from_manifest(ui.workspace_mappings(), run_a, run_b)
 summary = ui.compute(views.crosslingual_summary, run_a, run_b, overrides=tuple(sorted(overrides.items())))
 pairing = summary["pairing"]
 st.caption(
-    f"{ui.compute(views.scope_caption, [run_a, run_b])} · {pairing['paired_turns']:,} paired turns "
-    f"(only in A: {pairing['only_in_a']:,}, only in B: {pairing['only_in_b']:,}); correctness is judged "
-    "within each run, then compared"
+    ui.md(
+        f"{ui.compute(views.scope_caption, [run_a, run_b])} · {pairing['paired_turns']:,} paired turns "
+        f"(only in A: {pairing['only_in_a']:,}, only in B: {pairing['only_in_b']:,}); correctness is judged "
+        "within each run, then compared"
+    )
 )
 ui.warn_incomparable([run_a, run_b])
 

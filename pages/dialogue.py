@@ -56,7 +56,7 @@ if compare:
 
 # --- show -----------------------------------------------------------------------------------------
 st.caption(
-    f"{ui.compute(views.scope_caption, run)} · this dialogue: {len(all_turns)} turns, "
+    ui.md(ui.compute(views.scope_caption, run)) + f" · this dialogue: {len(all_turns)} turns, "
     f"{len(views.filter_turns(turns, diff, errors_only=True))} with errors · markers: ✓ correct, "
     "≠ wrong value, − missed, + spurious; origin: new error, or inherited from the previous turn"
 )
@@ -69,7 +69,7 @@ def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: ob
     """One run's view of the current turn: utterances, status, changes, state diff."""
     here = views.turn_row(turns_table, turn)
     if here is None:
-        st.info(f"{run_id} has no turn {turn} in this dialogue.")
+        st.info(ui.md(f"{run_id} has no turn {turn} in this dialogue."))
         return
     st.subheader(f"Turn {turn}")
     st.text(f"{run_id} · {here['status']} · {here['n_new']} new, {here['n_inherited']} inherited")
@@ -129,7 +129,7 @@ def stepper() -> None:
             show_turn(run, dialogue, turns, diff, turn, key="a")
         with right:
             if other_turns is None:
-                st.info(f"{compare} does not hold dialogue {dialogue}.")
+                st.info(ui.md(f"{compare} does not hold dialogue {dialogue}."))
             else:
                 show_turn(compare, str(other_dialogue), other_turns, other_diff, turn, key="b")
     else:

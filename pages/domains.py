@@ -11,7 +11,7 @@ st.title("Domains")
 runs = ui.need_runs()
 focus = ui.focus() or runs[0]
 st.caption(
-    f"{ui.compute(views.scope_caption, runs)} · per-domain JGA counts the turns where the domain occurs "
+    ui.md(ui.compute(views.scope_caption, runs)) + " · per-domain JGA counts the turns where the domain occurs "
     "in gold or prediction, judging the state restricted to that domain"
 )
 ui.warn_incomparable(runs)
@@ -46,7 +46,7 @@ if attribute_tab.open:
         else:
             attribute = ui.select("Attribute", attributes, state="attribute")
             by_attribute = ui.compute(views.jga_by_attribute, runs, attribute=attribute)
-            st.caption(f"runs with a `{attribute}` attribute: {', '.join(dict.fromkeys(by_attribute['run_id']))}")
+            st.caption(ui.md(f"runs with a {attribute} attribute: {', '.join(dict.fromkeys(by_attribute['run_id']))}"))
             ui.show_figure(
                 ui.figure(
                     figures.grouped_jga_bar,

@@ -35,7 +35,7 @@ metric = ui.select(
 )
 results, failed = data.results(averaging)
 for name, error in failed.items():
-    st.error(f"FewJoint system {name} failed to load: {error}", icon=":material/error:")
+    st.error(ui.md(f"FewJoint system {name} failed to load: {error}"), icon=":material/error:")
 if not results:
     st.stop()
 system = ui.select("System", list(results), state="fewjoint_system", container=top[2])
@@ -43,7 +43,7 @@ result = results[system]
 
 # --- leaderboard ----------------------------------------------------------------------------------
 st.subheader("Leaderboard")
-st.caption(views.averaging_caption(averaging))
+st.caption(ui.md(views.averaging_caption(averaging)))
 board = views.leaderboard_table(list(results.values()))
 ui.show_table(
     board,
@@ -68,11 +68,14 @@ if seeds_tab.open:
     with seeds_tab:
         entry = data.entries()[system]
         st.caption(
-            f"{entry.description or system} · {len(result.seeds)} seeds · {result.n_queries} query utterances · "
-            f"{'K unknown' if result.shots is None else f'{result.shots}-shot'} · {views.averaging_caption(averaging)}"
+            ui.md(
+                f"{entry.description or system} · {len(result.seeds)} seeds · {result.n_queries} query utterances · "
+                f"{'K unknown' if result.shots is None else f'{result.shots}-shot'} · "
+                f"{views.averaging_caption(averaging)}"
+            )
         )
         for line in views.check_warnings(result):
-            st.warning(line, icon=":material/warning:")
+            st.warning(ui.md(line), icon=":material/warning:")
         ui.show_table(views.seed_table(result), key="fewjoint_seeds", name=f"{system} per seed")
         st.caption(
             "Ill-formed BIO: an I-X tag not after B-X or I-X of the same type; scored leniently, as conlleval does. "
@@ -176,7 +179,7 @@ if browser_tab.open:
             error_kind=kinds or None,
             errors_only=errors_only,
         )
-        st.caption(f"{len(queries)} queries of seed {seed} match · pick a row to see its tag diff")
+        st.caption(ui.md(f"{len(queries)} queries of seed {seed} match · pick a row to see its tag diff"))
         picked = ui.show_table(
             queries,
             key="fewjoint_queries",

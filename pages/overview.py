@@ -15,9 +15,9 @@ sort_by = ui.select("Sort by", metric_keys, state="sort_metric", format_func=lam
 board = ui.compute(views.leaderboard, runs, sort=sort_by)
 warnings = views.comparability_warnings(board)
 
-st.caption(ui.compute(views.scope_caption, runs))
+st.caption(ui.md(ui.compute(views.scope_caption, runs)))
 for line in warnings:
-    st.warning(line, icon=":material/warning:")
+    st.warning(ui.md(line), icon=":material/warning:")
 ui.show_figure(
     ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
     key="overview_bar",
@@ -46,7 +46,7 @@ st.caption(
     "Alignment warnings say how predictions paired with gold."
 )
 for note in views.not_applicable_notes(board):
-    st.caption(note)
+    st.caption(ui.md(note))
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
-    st.error(f"run {name} failed to load: {error}")
+    st.error(ui.md(f"run {name} failed to load: {error}"))

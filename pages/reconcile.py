@@ -24,12 +24,12 @@ if not conventions:
     st.stop()
 rec = data.reconciliation(run, conventions)
 if isinstance(rec, str):
-    st.error(f"{run} cannot be reconciled: {rec}")
+    st.error(ui.md(f"{run} cannot be reconciled: {rec}"))
     st.stop()
 
 # --- show: metrics per convention ----------------------------------------------------------------
 st.caption(
-    f"Run {run} ({len(rec.run.turns):,} turns) scored from its files under each chosen convention; the sidebar's "
+    f"Run {ui.md(run)} ({len(rec.run.turns):,} turns) scored from its files under each chosen convention; the sidebar's "
     "convention does not apply here."
 )
 table = rec.table()
@@ -47,7 +47,7 @@ with right:
     for convention, scored in rec.scored.items():
         reasons = {metric: why for metric, why in not_applicable(scored).items() if metric in table.columns}
         if reasons:
-            st.caption(f"{convention}: {not_applicable_text(reasons)}")
+            st.caption(ui.md(f"{convention}: {not_applicable_text(reasons)}"))
     st.caption("Turns whose joint correctness differs, per pair (only a: correct under a only).")
     ui.show_table(rec.flip_counts(), key="reconcile_flip_counts", name=f"flips per pair {run}", height=250)
 
@@ -77,7 +77,7 @@ cause = ui.select(
 )
 flips = rec.flips(a, b)
 st.caption(
-    f"{len(flips):,} turn(s) flip between {a} and {b}; {sum(causes.values()):,} responsible slot(s). A slot is "
+    f"{len(flips):,} turn(s) flip between {ui.md(a)} and {ui.md(b)}; {sum(causes.values()):,} responsible slot(s). A slot is "
     "responsible when its error status differs between a and b; its cause is the first switch group that, "
     "toggled alone from a to b, gives b's result (combined: no single switch does)."
 )
@@ -94,7 +94,7 @@ picked_slot = ui.show_table(
     columns=["cause", "dialogue_id", "turn_index", "slot_name", "gold", "pred", "outcome_a", "outcome_b"],
 )
 st.caption(
-    f"outcome a / b: the slot's outcome under {a} / {b} (ignored: it does not count there). "
+    f"outcome a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
     "Pick a row to open the turn in the dialogue viewer (scored under the sidebar's convention)."
 )
 if picked_slot is not None:

@@ -22,7 +22,7 @@ if store is None:
 # --- settings -------------------------------------------------------------------------------------
 head = st.columns([2, 3])
 who = review.reviewer_box(container=head[0])
-head[1].caption(f"Annotations: {store.backend} store · every value and comment below is shown as plain text")
+head[1].caption(f"Annotations: {ui.md(store.backend)} store · every value and comment below is shown as plain text")
 
 errors = ui.compute(review.review_errors, runs)
 annotations = store.annotations()
@@ -74,14 +74,14 @@ counts[2].metric("Tagged gold annotation error", f"{int(progress['n_gold_errors'
 counts[3].metric("Annotations in the store", f"{len(annotations):,}")
 st.caption(
     f"Errors are the wrong, missed and spurious slots of the {len(runs)} selected run(s), each under "
-    f"{'its declared convention' if ui.get('convention', 'declared') == 'declared' else ui.get('convention')}. "
+    f"{'its declared convention' if ui.get('convention', 'declared') == 'declared' else ui.md(ui.get('convention'))}. "
     "An error counts as reviewed when any reviewer tagged its slot or its whole turn."
 )
 
 st.subheader("Queue")
 shown = figures_review.queue_table(queue, limit=QUEUE_ROWS)
 st.caption(
-    f"{len(queue):,} error item(s) match ({status if not tag else 'reviewed, tagged ' + tag})"
+    f"{len(queue):,} error item(s) match ({status if not tag else 'reviewed, tagged ' + ui.md(tag)})"
     + (f"; the first {QUEUE_ROWS} are listed" if len(queue) > QUEUE_ROWS else "")
     + " · pick a row to tag it or open it in the dialogue viewer"
 )

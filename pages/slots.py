@@ -14,7 +14,9 @@ runs = ui.need_runs()
 run = ui.focus() or runs[0]
 
 table = ui.compute(views.slot_table, run)
-st.caption(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")
+st.caption(
+    ui.md(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")
+)
 scores_tab, mix_tab, confusions_tab = ui.tabs(["Per-slot scores", "Outcomes per slot", CONFUSIONS], page="slots")
 
 if scores_tab.open:

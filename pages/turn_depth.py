@@ -9,7 +9,7 @@ from analysis import figures, views
 
 st.title("Turn depth and compounding")
 runs = ui.need_runs()
-st.caption(f"{ui.compute(views.scope_caption, runs)} · turn 0 is the first user turn")
+st.caption(ui.md(ui.compute(views.scope_caption, runs)) + " · turn 0 is the first user turn")
 ui.warn_incomparable(runs)
 by_depth, compounding, origins_tab = ui.tabs(
     ["JGA by turn depth", "Error compounding: JGA against GJGA", "Where errors come from"], page="turn_depth"

@@ -18,6 +18,7 @@ from analysis.figures import run_colours
 from ui import data, state
 from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, select, tabs, toggle
+from ui.text import md
 
 DIALOGUE_PAGE = "pages/dialogue.py"
 
@@ -29,6 +30,7 @@ __all__ = [
     "figure",
     "focus",
     "get",
+    "md",
     "meta",
     "multiselect",
     "need_runs",
@@ -122,7 +124,7 @@ def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("conven
     run is scored under its own (manifest key, else the workspace's, else its format's). The Overview
     checks every difference (`views.comparability_warnings` on its leaderboard)."""
     for line in compute(views.comparability_warnings, list(run_ids), about=tuple(about)):
-        st.warning(line, icon=":material/warning:")
+        st.warning(md(line), icon=":material/warning:")
 
 
 def need_runs(n: int = 1) -> list[str]:

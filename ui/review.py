@@ -21,6 +21,7 @@ import streamlit as st
 from analysis.annotations import AnnotationStore, Item, default_url, error_items, taxonomy
 from analysis.errors import InputError
 from analysis.scoring import Scored
+from ui.text import md
 
 REVIEWER = "reviewer"
 
@@ -115,7 +116,7 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
         submitted = st.form_submit_button("Save tags", disabled=not who, type="primary")
     if message is not None:
         kind, text = message
-        (st.success if kind == "ok" else st.error)(text)
+        (st.success if kind == "ok" else st.error)(md(text))
     if submitted and who:
         st.session_state[f"{key}_message"] = save(annotations, item, chosen, note, who)
         st.rerun()

@@ -13,6 +13,7 @@ from analysis.formats import format_names
 from analysis.safety import resolve_inside, workspace_root
 from ui import data, state
 from ui.data import DECLARED
+from ui.text import md
 
 
 def _open_workspace(path: str) -> None:
@@ -32,7 +33,7 @@ def _open_workspace(path: str) -> None:
 
     def announce(i: int, source: data.RunSource) -> None:
         if source.key not in loaded:
-            progress.caption(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…")
+            progress.caption(md(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…"))
 
     sources, failed = data.load_workspace(manifest, announce)
     progress.empty()
@@ -127,9 +128,9 @@ def _upload_box() -> None:
         result: Any = st.session_state.get("upload_result")
         if result:
             kind, message, warnings = result
-            (st.error if kind == "error" else st.success)(message)
+            (st.error if kind == "error" else st.success)(md(message))
             for line in warnings:
-                st.warning(line)
+                st.warning(md(line))
 
 
 def load(default_workspace: str) -> None:
@@ -152,13 +153,13 @@ def render() -> None:
     sidebar.button("Open", key="w_workspace_open", on_click=_on_open)
     workspace = st.session_state.get("workspace")
     if st.session_state.get("path_error"):
-        sidebar.error(st.session_state["path_error"])
+        sidebar.error(md(st.session_state["path_error"]))
     if st.session_state.get("workspace_error"):
-        sidebar.error(st.session_state["workspace_error"])
+        sidebar.error(md(st.session_state["workspace_error"]))
     elif workspace is not None:
-        sidebar.caption(f"{workspace.name}: {len(workspace.entries)} runs listed")
+        sidebar.caption(md(f"{workspace.name}: {len(workspace.entries)} runs listed"))
     for name, error in st.session_state.get("failed", {}).items():
-        sidebar.error(f"run {name} failed: {error}")
+        sidebar.error(md(f"run {name} failed: {error}"))
     _upload_box()
 
     known = list(state.sources())
@@ -183,4 +184,4 @@ def render() -> None:
         ),
     )
     for note in st.session_state.get("link_notes", []):
-        sidebar.warning(note)
+        sidebar.warning(md(note))
