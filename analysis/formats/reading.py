@@ -1,4 +1,11 @@
-"""First step of the pipeline: bytes on disk (plain, .gz or .zip) to parsed JSON, JSONL or CSV records."""
+"""First step of the pipeline: bytes on disk (plain, .gz or .zip) to parsed JSON, JSONL or CSV records.
+
+Every file is read under limits, checked while streaming so that a hostile file is refused before it
+costs memory: only regular files are read (a FIFO, a device or a directory is refused at once), the
+file's size on disk, its unpacked size, the unpacking ratio of an archive and the nesting depth of JSON.
+Each limit has a default fitted to real files (the largest, CrossWOZ test, is 39 MB unpacked at a ratio
+of 29; real nesting stays under 10 levels) and an environment variable to change it (`LIMITS`).
+"""
 
 from __future__ import annotations
 
@@ -6,52 +13,209 @@ import csv
 import gzip
 import io
 import json
+import lzma
+import os
+import re
+import stat
+import sys
 import zipfile
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from analysis.errors import InputError
 
-# A prediction file larger than this is refused before parsing: nothing in this field comes close
-# (MultiWOZ test gold is about 20 MB unpacked), and a runaway file should not take the server down.
-MAX_UNPACKED_BYTES = 2 * 1024**3
+MiB = 1024**2
+CHUNK = 4 * MiB  # archives are unpacked this much at a time, never with an unbounded read()
+RATIO_FLOOR = 16 * MiB  # the unpacking ratio is judged only past this much output: small files may pack tightly
+
+
+@dataclass(frozen=True)
+class Limit:
+    name: str
+    env: str
+    default: int
+    what: str
+
+
+# The defaults keep a refused file's peak memory well under 1.5 GB (parsed JSON takes ~8x its text):
+LIMITS = (
+    Limit("file_bytes", "DST_MAX_FILE_BYTES", 128 * MiB, "bytes read from disk or upload"),
+    Limit("unpacked_bytes", "DST_MAX_BYTES", 128 * MiB, "bytes after unpacking .gz / .zip"),
+    Limit("ratio", "DST_MAX_RATIO", 200, "unpacked / packed size of an archive"),
+    Limit("depth", "DST_MAX_DEPTH", 200, "nesting depth of JSON arrays and objects"),
+)
+
+
+def limit(name: str, path: str = "", fmt: str | None = None) -> int:
+    """The limit in force: its environment variable when set to a positive integer, else its default."""
+    spec = next(s for s in LIMITS if s.name == name)
+    raw = os.environ.get(spec.env, "").strip()
+    if not raw:
+        return spec.default
+    if not raw.isascii() or not raw.isdigit() or int(raw) <= 0:
+        raise InputError(path, fmt, f"environment variable {spec.env}={raw!r} must be a positive integer")
+    return int(raw)
+
+
+def _size(n: int) -> str:
+    return f"{n / MiB:,.0f} MiB" if n >= MiB else f"{n:,} bytes"
+
+
+def _too_big(name: str, fmt: str | None, what: str, env: str, cap: int) -> InputError:
+    return InputError(name, fmt, f"{what} is larger than the limit of {_size(cap)} ({env}; set it to allow more)")
+
+
+def _special_kind(mode: int) -> str:
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    return "not a regular file"
+
+
+def _read_disk(path: str | Path, name: str, fmt: str | None, cap: int) -> bytes:
+    """A regular file's bytes, at most `cap`. The descriptor is checked with fstat after opening (no
+    race with a path swapped in between); O_NONBLOCK keeps opening a FIFO from waiting for a writer."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except FileNotFoundError:
+        raise InputError(name, fmt, "file not found") from None
+    except IsADirectoryError:
+        raise InputError(name, fmt, "is a directory, not a file") from None
+    except OSError as exc:
+        raise InputError(name, fmt, f"cannot read file: {exc.strerror or exc}") from None
+    try:
+        status = os.fstat(fd)
+        if stat.S_ISDIR(status.st_mode):
+            raise InputError(name, fmt, "is a directory, not a file")
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(name, fmt, f"is {_special_kind(status.st_mode)}: only regular files are read")
+        if status.st_size > cap:
+            raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
+        handle = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    with handle:
+        try:
+            chunks = []
+            total = 0
+            while total <= cap:
+                chunk = handle.read(min(CHUNK, cap + 1 - total))
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                total += len(chunk)
+        except OSError as exc:
+            raise InputError(name, fmt, f"cannot read file: {exc.strerror or exc}") from None
+    if total > cap:  # grew while being read
+        raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
+    return b"".join(chunks)
+
+
+def _unpack(read: Callable[[int], bytes], packed: int, name: str, fmt: str | None, what: str) -> bytes:
+    """Everything `read` yields, in bounded chunks, refused as soon as a size or ratio limit is passed."""
+    cap = limit("unpacked_bytes", name, fmt)
+    ratio = limit("ratio", name, fmt)
+    chunks = []
+    total = 0
+    while True:
+        chunk = read(CHUNK)
+        if not chunk:
+            break
+        total += len(chunk)
+        if total > cap:
+            raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
+        if total > RATIO_FLOOR and total > ratio * max(packed, 1):
+            raise InputError(
+                name,
+                fmt,
+                f"{what} unpacks more than {ratio} times its packed size of {_size(packed)} "
+                "(a decompression bomb?) (DST_MAX_RATIO; set it to allow more)",
+            )
+        chunks.append(chunk)
+    return b"".join(chunks)
+
+
+# Zip compression methods Python reads: stored, deflate, bzip2, lzma.
+_ZIP_METHODS = {zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED, zipfile.ZIP_BZIP2, zipfile.ZIP_LZMA}
+_ZIP_METHOD_NAMES = {
+    1: "shrink",
+    6: "implode",
+    9: "Deflate64",
+    10: "PKWARE implode",
+    18: "IBM TERSE",
+    19: "LZ77",
+    93: "Zstandard",
+    95: "xz",
+    96: "JPEG",
+    97: "WavPack",
+    98: "PPMd",
+    99: "AES",
+}
+
+
+def _unzip(data: bytes, name: str, fmt: str | None) -> bytes:
+    with zipfile.ZipFile(io.BytesIO(data)) as zf:
+        members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX")]
+        # A ConvLab-3 unified dataset's data.zip holds data/dialogues.json beside ontology.json.
+        dialogues = [m for m in members if m.filename.rsplit("/", 1)[-1] == "dialogues.json"]
+        members = dialogues if len(members) > 1 and len(dialogues) == 1 else members
+        if len(members) != 1:
+            listed = ", ".join(m.filename for m in members[:5]) or "none"
+            raise InputError(name, fmt, f"zip archive must hold exactly one file, found: {listed}")
+        member = members[0]
+        what = f"zip member {member.filename!r}"
+        if member.flag_bits & 0x1:
+            raise InputError(name, fmt, f"{what} is encrypted: password-protected archives are not read")
+        if member.compress_type not in _ZIP_METHODS:
+            method = _ZIP_METHOD_NAMES.get(member.compress_type, "unknown")
+            raise InputError(
+                name,
+                fmt,
+                f"{what} uses compression method {member.compress_type} ({method}), which is not supported "
+                "(stored, deflate, bzip2 and lzma are)",
+            )
+        cap = limit("unpacked_bytes", name, fmt)
+        if member.file_size > cap:  # the declared size: refused before unpacking anything
+            raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
+        with zf.open(member) as handle:
+            return _unpack(handle.read, member.compress_size, name, fmt, what)
 
 
 def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> bytes:
-    """The file's content, unpacked when it is a .gz or a single-member .zip archive."""
+    """The file's content, unpacked when it is a .gz or a single-member .zip archive, within `LIMITS`."""
     name = str(path)
+    cap = limit("file_bytes", name, fmt)
     if data is None:
-        try:
-            data = Path(path).read_bytes()
-        except FileNotFoundError:
-            raise InputError(name, fmt, "file not found") from None
-        except IsADirectoryError:
-            raise InputError(name, fmt, "is a directory, not a file") from None
-        except OSError as exc:
-            raise InputError(name, fmt, f"cannot read file: {exc.strerror or exc}") from None
+        data = _read_disk(path, name, fmt, cap)
+    elif len(data) > cap:
+        raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
     if data[:2] == b"\x1f\x8b":
+        packed = io.BytesIO(data)
         try:
-            with gzip.GzipFile(fileobj=io.BytesIO(data)) as gz:
-                data = gz.read(MAX_UNPACKED_BYTES + 1)
-        except (OSError, EOFError) as exc:
+            with gzip.GzipFile(fileobj=packed) as gz:
+                return _unpack(gz.read, len(data), name, fmt, "gzip archive")
+        except (OSError, EOFError, zlib.error) as exc:
             raise InputError(name, fmt, f"corrupt or truncated gzip archive ({exc})") from None
-    elif data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
+    if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
         try:
-            with zipfile.ZipFile(io.BytesIO(data)) as zf:
-                members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX")]
-                # A ConvLab-3 unified dataset's data.zip holds data/dialogues.json beside ontology.json.
-                dialogues = [m for m in members if m.filename.rsplit("/", 1)[-1] == "dialogues.json"]
-                members = dialogues if len(members) > 1 and len(dialogues) == 1 else members
-                if len(members) != 1:
-                    listed = ", ".join(m.filename for m in members[:5]) or "none"
-                    raise InputError(name, fmt, f"zip archive must hold exactly one file, found: {listed}")
-                if members[0].file_size > MAX_UNPACKED_BYTES:
-                    raise InputError(name, fmt, "zip member is larger than 2 GiB unpacked")
-                data = zf.read(members[0])
+            return _unzip(data, name, fmt)
         except zipfile.BadZipFile as exc:
             raise InputError(name, fmt, f"corrupt or truncated zip archive ({exc})") from None
-    if len(data) > MAX_UNPACKED_BYTES:
-        raise InputError(name, fmt, "file is larger than 2 GiB unpacked")
+        except InputError:
+            raise
+        except (NotImplementedError, RuntimeError, OSError, EOFError, zlib.error, lzma.LZMAError, ValueError) as exc:
+            # bz2/lzma data errors, a method zipfile knows but cannot unpack here, a bad password flag.
+            raise InputError(name, fmt, f"zip archive cannot be unpacked ({type(exc).__name__}: {exc})") from None
     return data
 
 
@@ -66,6 +230,149 @@ def decode_text(data: bytes, name: str, fmt: str | None) -> str:
         raise InputError(name, fmt, f"file is not UTF-8 text (bad byte at offset {exc.start})") from None
 
 
+# --- JSON structure: depth and keys, scanned before parsing ----------------------------------------
+
+# Only quotes, brackets and colons matter to nesting; everything else is deleted before the scan (a C
+# pass), after escaped backslashes and quotes are blanked (same length, so positions still map to lines).
+_STRUCTURAL = b'"[]{}:'
+_NOT_STRUCTURAL = bytes(b for b in range(256) if b not in _STRUCTURAL)
+_BLOCK = 8 * MiB
+
+
+@dataclass
+class _Structure:
+    too_deep_at: int  # index of the first bracket nested deeper than the limit, -1 when none
+    keys: tuple[int, int]  # object keys at depth 1 and 2 (compared with the parsed keys: duplicates)
+
+
+_STEP = np.zeros(256, dtype=np.int8)  # +1 for an opening bracket, -1 for a closing one
+_STEP[[ord("["), ord("{")]] = 1
+_STEP[[ord("]"), ord("}")]] = -1
+
+
+def _scan(buf: bytes, max_depth: int) -> _Structure:
+    """Nesting of JSON text outside strings, in blocks of numpy passes (no recursion, bounded memory)."""
+    codes = np.frombuffer(buf, dtype=np.uint8)
+    parity, depth, keys1, keys2 = 0, 0, 0, 0
+    for start in range(0, len(codes), _BLOCK):
+        block = codes[start : start + _BLOCK]
+        quotes = np.cumsum(block == 34, dtype=np.uint8)  # wraps at 256: only its parity is used
+        outside = (quotes & 1) == parity
+        kept = block[outside]
+        levels = np.cumsum(_STEP[kept], dtype=np.int32)
+        levels += depth
+        if len(levels) and int(levels.max()) > max_depth:
+            return _Structure(start + int(np.flatnonzero(outside)[np.argmax(levels > max_depth)]), (keys1, keys2))
+        at_colons = levels[kept == 58]
+        keys1 += int(np.count_nonzero(at_colons == 1))
+        keys2 += int(np.count_nonzero(at_colons == 2))
+        parity ^= int(quotes[-1]) & 1
+        depth = int(levels[-1]) if len(levels) else depth
+    return _Structure(-1, (keys1, keys2))
+
+
+def _blank_escaped_quotes(data: bytes) -> bytes:
+    """`data` with each escaped quote (after an odd run of backslashes) made `_`; positions unchanged."""
+    codes = np.frombuffer(data, dtype=np.uint8)
+    slashes = np.flatnonzero(codes == 92)
+    order = np.arange(len(slashes))
+    new_run = np.ones(len(slashes), dtype=bool)
+    new_run[1:] = slashes[1:] != slashes[:-1] + 1
+    run_start = np.maximum.accumulate(np.where(new_run, order, 0))
+    escaped = slashes[(order - run_start) % 2 == 0] + 1  # a run's 1st, 3rd, ... backslash escapes the next byte
+    escaped = escaped[escaped < len(codes)]
+    quotes = escaped[codes[escaped] == 34]
+    if not len(quotes):
+        return data
+    out = bytearray(data)
+    np.frombuffer(out, dtype=np.uint8)[quotes] = ord("_")
+    return bytes(out)
+
+
+def _check_structure(data: bytes, name: str, fmt: str | None, jsonl: bool) -> tuple[int, int]:
+    """Refuse JSON nested deeper than DST_MAX_DEPTH (naming the line); the key counts at depth 1 and 2."""
+    max_depth = limit("depth", name, fmt)
+    blanked = _blank_escaped_quotes(data) if b'\\"' in data else data
+    # Two quotes with nothing structural between them are an ordinary string: dropping them changes no parity.
+    found = _scan(blanked.translate(None, _NOT_STRUCTURAL).replace(b'""', b""), max_depth)
+    if found.too_deep_at < 0:
+        return found.keys
+    at = _scan(blanked, max_depth).too_deep_at  # the same scan with positions kept, for the line
+    line = blanked.count(b"\n", 0, at) + 1
+    problem = f"JSON nested too deeply: more than {max_depth} levels (DST_MAX_DEPTH; set it to allow more)"
+    raise InputError(name, fmt, f"line {line}: {problem}" if jsonl else f"{problem} (line {line})")
+
+
+class _Duplicated(dict[str, Any]):
+    """A parsed object that had a key twice (only built when looking for the duplicate)."""
+
+    duplicate: str = ""
+
+
+def _pairs_keeping_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    built = dict(pairs)
+    if len(built) == len(pairs):
+        return built
+    seen: set[str] = set()
+    marked = _Duplicated(built)
+    marked.duplicate = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+    return marked
+
+
+def _duplicate_in(value: Any) -> tuple[str | None, str | None]:
+    """(the key named twice, the key of the object holding it or None at the top) in the top two levels."""
+    if isinstance(value, _Duplicated):
+        return value.duplicate, None
+    children = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
+    for parent, child in children:
+        if isinstance(child, _Duplicated):
+            return child.duplicate, str(parent)
+    return None, None
+
+
+def _parsed_keys(value: Any) -> tuple[int, int]:
+    if isinstance(value, dict):
+        return len(value), sum(len(v) for v in value.values() if type(v) is dict)
+    if isinstance(value, list):
+        return 0, sum(len(v) for v in value if type(v) is dict)
+    return 0, 0
+
+
+_DUPLICATE = "the second would silently replace the first; give each its own key"
+
+
+# --- text checks Python's json module leaves to us --------------------------------------------------
+
+_ESCAPES = re.compile(
+    r"\\\\|\\u[dD][89abAB][0-9a-fA-F]{2}\\u[dD][c-fC-F][0-9a-fA-F]{2}|\\u[dD][89a-fA-F][0-9a-fA-F]{2}"
+)
+
+
+def _lone_surrogate(text: str) -> int:
+    """Offset of a `\\udXXX` escape that is not half of a surrogate pair (json would accept it, and the
+    string could then never be written as UTF-8), or -1."""
+    if "\\u" not in text or ("\\ud" not in text and "\\uD" not in text):
+        return -1
+    for match in _ESCAPES.finditer(text):
+        if len(match.group()) == 6:
+            return match.start()
+    return -1
+
+
+def _position(text: str, offset: int) -> str:
+    line = text.count("\n", 0, offset) + 1
+    return f"line {line}, column {offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
+
+
+def _value_error(name: str, fmt: str | None, text: str, exc: ValueError) -> InputError:
+    """json's errors that are not JSONDecodeError: an integer longer than Python converts."""
+    match = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
+    where = f" ({_position(text, match.start())})" if match else ""
+    return InputError(
+        name, fmt, f"a number has more than {sys.get_int_max_str_digits():,} digits, too long to read{where}"
+    )
+
+
 def _json_error(name: str, fmt: str | None, text: str, exc: json.JSONDecodeError) -> InputError:
     # An unterminated string or a value cut at the very end means the text stopped early.
     truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
@@ -74,22 +381,48 @@ def _json_error(name: str, fmt: str | None, text: str, exc: json.JSONDecodeError
     return InputError(name, fmt, f"{what}: {message} (line {exc.lineno}, column {exc.colno})")
 
 
+def _load_json(text: str, name: str, fmt: str | None) -> Any:
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise _json_error(name, fmt, text, exc) from None
+    except RecursionError:  # DST_MAX_DEPTH set above what the parser can nest
+        raise InputError(name, fmt, "JSON nested too deeply for the parser") from None
+    except ValueError as exc:
+        raise _value_error(name, fmt, text, exc) from None
+
+
 def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> tuple[str, Any]:
     """Parse a file into ("json", value), ("jsonl", [records]) or ("csv", [rows]); never a traceback."""
     name = str(path)
-    text = decode_text(read_bytes(path, fmt=fmt, data=data), name, fmt)
+    raw = read_bytes(path, fmt=fmt, data=data)
+    text = decode_text(raw, name, fmt)
     lowered = name.lower().removesuffix(".gz").removesuffix(".zip")
     stripped = text.lstrip()
     if lowered.endswith(".csv") or (stripped[:1] not in "{[" and "," in stripped.split("\n", 1)[0]):
         return "csv", _parse_csv(text, name, fmt)
-    if lowered.endswith(".jsonl") or _looks_like_jsonl(stripped):
-        return "jsonl", _parse_jsonl(text, name, fmt)
-    try:
-        return "json", json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise _json_error(name, fmt, text, exc) from None
-    except RecursionError:
-        raise InputError(name, fmt, "JSON nested too deeply") from None
+    jsonl = lowered.endswith(".jsonl") or _looks_like_jsonl(stripped)
+    keys = _check_structure(raw, name, fmt, jsonl)
+    surrogate = _lone_surrogate(text)
+    if surrogate >= 0:
+        escape = text[surrogate : surrogate + 6]
+        where = _position(text, surrogate)
+        raise InputError(name, fmt, f"lone UTF-16 surrogate {escape} in a string ({where}): not valid Unicode text")
+    if jsonl:
+        records = _parse_jsonl(text, name, fmt)
+        if sum(map(len, records)) != keys[0]:
+            _find_jsonl_duplicate(text, name, fmt)
+        return "jsonl", records
+    value = _load_json(text, name, fmt)
+    if _parsed_keys(value) != keys:
+        duplicate, parent = _duplicate_in(json.loads(text, object_pairs_hook=_pairs_keeping_duplicates))
+        if duplicate is not None:
+            if parent is None:
+                raise InputError(name, fmt, f"duplicate top-level key {duplicate!r}: {_DUPLICATE}")
+            if isinstance(value, list):
+                raise InputError(name, fmt, f"item {parent} of the array has the key {duplicate!r} twice: {_DUPLICATE}")
+            raise InputError(name, fmt, f"duplicate key {duplicate!r} in one object: {_DUPLICATE}", dialogue_id=parent)
+    return "json", value
 
 
 def _looks_like_jsonl(stripped: str) -> bool:
@@ -98,23 +431,40 @@ def _looks_like_jsonl(stripped: str) -> bool:
         return False
     try:
         return isinstance(json.loads(first), dict)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         return False
+
+
+def _lines(text: str) -> list[str]:
+    # Lines end at "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() splits on.
+    return text.split("\n")
 
 
 def _parse_jsonl(text: str, name: str, fmt: str | None) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    for lineno, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
             record = json.loads(line)
         except json.JSONDecodeError as exc:
             raise InputError(name, fmt, f"line {lineno} is not valid JSON ({exc.msg})") from None
+        except RecursionError:
+            raise InputError(name, fmt, f"line {lineno}: JSON nested too deeply for the parser") from None
+        except ValueError as exc:
+            raise InputError(name, fmt, f"line {lineno}: {_value_error(name, fmt, line, exc).problem}") from None
         if not isinstance(record, dict):
             raise InputError(name, fmt, f"line {lineno} is a JSON {type(record).__name__}, expected an object")
         records.append(record)
     return records
+
+
+def _find_jsonl_duplicate(text: str, name: str, fmt: str | None) -> None:
+    for lineno, line in enumerate(_lines(text), start=1):
+        if line.strip():
+            record = json.loads(line, object_pairs_hook=_pairs_keeping_duplicates)
+            if isinstance(record, _Duplicated):
+                raise InputError(name, fmt, f"line {lineno} has the key {record.duplicate!r} twice: {_DUPLICATE}")
 
 
 def _parse_csv(text: str, name: str, fmt: str | None) -> list[dict[str, str]]:
