@@ -28,9 +28,15 @@ Every run keeps one colour in every file: `figures.run_colours` over the workspa
 
 from __future__ import annotations
 
+import contextlib
 import html
+import logging
+import os
 import re
-from collections.abc import Callable, Sequence
+import signal
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -47,7 +53,7 @@ from analysis.escaping import markdown_text
 from analysis.loading import dialogue_key
 from analysis.scoring import Scored, combine, score_run
 from analysis.suite import LABELS
-from analysis.workspace import Workspace, load_workspace
+from analysis.workspace import Workspace, load_workspace, read_manifest
 
 CI_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")
 LEVEL = 0.95
@@ -573,7 +579,92 @@ def build_report(
     n_resamples: int = 1000,
     progress: bool = True,
 ) -> list[Written]:
-    """Load a workspace manifest and write its full report into `out_dir` (see the module docstring)."""
-    loaded = load_workspace(workspace)
-    plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
-    return write_report(plan, out_dir, formats=formats, style=style, width=width, progress=progress)
+    """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
+
+    The browser for the figures is started first: one that cannot start is an `ExportUnavailable` within
+    `BROWSER_START_SECONDS`, before the runs are loaded (the CLI's exit 3), not a hang."""
+    read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
+    with browser_started():
+        loaded = load_workspace(workspace)
+        plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
+        return write_report(plan, out_dir, formats=formats, style=style, width=width, progress=progress)
+
+
+# Seconds Chromium gets to start and render a first (empty) figure; it takes 1-3 s. kaleido itself waits
+# forever for a browser that hangs or has died (its server thread is gone, the request is never answered).
+BROWSER_START_SECONDS = 20.0
+
+
+@contextlib.contextmanager
+def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
+    """Keep kaleido's browser open for the block (the figures' batch then uses it), once it has rendered
+    an empty figure; raise `ExportUnavailable` within `timeout` s when it fails to start or hangs."""
+    import kaleido
+    from kaleido._sync_server import GlobalKaleidoServer
+
+    path = E.check_export()
+    server = GlobalKaleidoServer()
+    if server.is_running():
+        yield
+        return
+    _quiet_browser_thread(server)
+    kaleido.start_sync_server(n=E.BATCH_TABS, mathjax=False, silence_warnings=True)
+    answer: list[Any] = []
+
+    def probe() -> None:
+        try:
+            answer.append(kaleido.calc_fig_sync({"data": [], "layout": {}}, opts={"format": "svg"}))
+        except BaseException as exc:  # reported below, whatever it is
+            answer.append(exc)
+
+    asking = threading.Thread(target=probe, name="browser start probe", daemon=True)
+    asking.start()
+    deadline = time.monotonic() + timeout
+    while asking.is_alive() and server._thread.is_alive() and time.monotonic() < deadline:
+        asking.join(0.05)
+    if not answer or isinstance(answer[0], BaseException):
+        why = (
+            f"did not start within {timeout:g} s"
+            if server._thread.is_alive() and not answer
+            else f"failed to start ({type(answer[0]).__name__ if answer else 'it exited'})"
+        )
+        _abandon(server)
+        raise E.ExportUnavailable(f"the browser for figure export ({path}) {why}; {E.INSTALL_HINT}")
+    try:
+        yield
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
+
+
+def _quiet_browser_thread(server: Any) -> None:
+    """A browser that fails to start ends kaleido's server thread with a traceback on stderr, and
+    choreographer logs its watchdog's kill: `browser_started` reports that failure in one line instead."""
+    logging.getLogger("choreographer").setLevel(logging.ERROR)
+    previous = threading.excepthook
+    if getattr(previous, "quiet_browser_thread", False):
+        return
+
+    def hook(args: Any) -> None:
+        if args.thread is not None and args.thread is getattr(server, "_thread", None):
+            return
+        previous(args)
+
+    hook.quiet_browser_thread = True  # type: ignore[attr-defined]
+    threading.excepthook = hook
+
+
+def _abandon(server: Any) -> None:
+    """Give up on a browser that did not start: kill it with its children (choreographer starts it as the
+    leader of a session of its own: our child whose session is its own pid) and mark kaleido's server
+    stopped, so that exiting does not wait for its thread (kaleido's exit hook joins it, and it waits for
+    the browser forever)."""
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+            ppid, session = int(fields[1]), int(fields[3])
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == os.getpid() and session == int(entry.name):
+            with contextlib.suppress(OSError):
+                os.killpg(session, signal.SIGKILL)
+    server._initialized = False
