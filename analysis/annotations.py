@@ -8,7 +8,7 @@ Storage (`AnnotationStore`): one row per (item, reviewer) holding the reviewer's
 comment, plus an append-only `annotation_events` log of every write. Any SQLAlchemy URL works; the
 default is a SQLite file beside the workspace manifest (`default_url`), opened in WAL mode (readers never
 block; `synchronous=NORMAL`, so a power cut may undo the last commits but never corrupts the file) with
-a busy timeout, and writers queue on an OS lock file beside it (`<db>-writer.lock`), so several writer
+a busy timeout (5 s), and writers queue on an OS lock file beside it (`<db>-writer.lock`), so several writer
 processes wait for each other instead of failing with "database is locked". For a team server set
 `DST_ANNOTATIONS_URL` or the manifest's `[review] database_url` (e.g. `postgresql://user@host/db`;
 a URL without a driver uses psycopg 3).
@@ -26,8 +26,23 @@ Concurrency rule (documented, tested with 8 processes on SQLite and PostgreSQL):
   its `updated_at` is newer; ties and older rows change nothing, so importing an export twice (or
   into the database it came from) is a no-op. `version` is each database's own write counter: exports
   show it, imports do not copy it (an imported change is one more write of the receiving row).
-* A write that meets a lock or serialisation failure (or a dropped connection) is retried with
-  jittered exponential backoff, up to 8 attempts.
+* A write that meets a serialisation failure or a dropped connection is retried with jittered
+  exponential backoff, 3 tries over about 1.5 s; reads likewise.
+
+Failing politely (the same rules on every backend):
+
+* Values are checked before they are written (`InvalidAnnotation`, a ValueError): reviewer name at most
+  `MAX_REVIEWER` (100) characters, a tag `MAX_TAG` (64), a comment `MAX_COMMENT` (4,000), dataset,
+  dialogue id, domain, slot and run id `MAX_COMPONENT` (200) each and the item key 1,024, turn index
+  below 2**31; no NUL anywhere, no other control character (a comment may hold tabs and line breaks),
+  no lone surrogate. Lengths are characters after NFC normalisation.
+* A database failure leaves as a `StoreError` with one short line naming the backend, host, port and
+  database (never the URL's password, the SQL or its parameters, which go to the log):
+  `StoreUnavailable` when it is down or refuses the connection (after the retries; pooled connections
+  are checked before use, so the same store works again when the server is back), `StoreLocked`
+  ("the annotation database is locked by another writer; try again") when another writer held a lock
+  longer than `lock_timeout` (default 5 s: SQLite's busy timeout and the writers' file lock; PostgreSQL's
+  `lock_timeout`, with `statement_timeout` 6x and `idle_in_transaction_session_timeout` 12x that).
 
 Schema migrations are a small versioned table of our own, `annotation_schema_migrations` (one row per
 applied version), and an ordered list of migration functions (`MIGRATIONS`). Opening a store applies
@@ -43,9 +58,11 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import math
 import os
 import random
+import threading
 import time
 import tomllib
 import unicodedata
@@ -79,7 +96,7 @@ from sqlalchemy import (
 )
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import OperationalError
+from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from analysis.errors import InputError
@@ -112,11 +129,78 @@ EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, "reviewer", "tags", "comment", "cre
 ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
 _KEY_SEPARATOR = "|"
 _KEY_VERSION = "v1"
-_SQLITE_BUSY_MS = 30_000
-_RETRIES = 8
+# Limits of what is written, the same on every backend (checked before the database sees a value;
+# lengths in characters after NFC normalisation, as PostgreSQL's varchar counts them).
+MAX_REVIEWER = 100
+MAX_TAG = 64
+MAX_COMMENT = 4000
+MAX_COMPONENT = 200  # dataset, dialogue id, domain, slot, run id
+MAX_KEY = 1024  # the item_key column
+MAX_TURN_INDEX = 2**31 - 1  # PostgreSQL's integer
+LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLocked
+LOCKED_MESSAGE = "the annotation database is locked by another writer; try again"
+_TRIES = 3  # transient failures (a dropped connection, a server restarting): 3 tries over about 1.5 s
+_BACKOFF_S = 0.5
 _PG_MIGRATION_LOCK = 482_911_731  # any constant: the advisory lock id of this store's migrations
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
+
+
+# ---------------------------------------------------------------------------------------------- errors
+
+
+class InvalidAnnotation(ValueError):
+    """A value refused before it is written (too long, a NUL or control character, not valid Unicode):
+    the same rule on SQLite and PostgreSQL, one short message naming the field and the limit."""
+
+
+class StoreError(RuntimeError):
+    """The annotation database failed; the message is one short line (no SQL, parameters or password)."""
+
+
+class StoreUnavailable(StoreError):
+    """The database is down, refuses the connection, or dropped it (after bounded retries)."""
+
+
+class StoreLocked(StoreError):
+    """Another writer held the lock longer than the store's lock timeout."""
+
+
+def _check_text(value: object, what: str, limit: int, *, multiline: bool = False) -> str:
+    r"""`value` normalised (`_norm`) and checked: at most `limit` characters, no NUL, no control
+    character (a comment may hold line breaks and tabs), encodable as UTF-8.
+
+    >>> _check_text(" ana ", "reviewer name", 100)
+    'ana'
+    >>> _check_text("a\x00b", "comment", 10, multiline=True)
+    Traceback (most recent call last):
+    ...
+    analysis.annotations.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
+    """
+    text_value = _norm(value)
+    if "\x00" in text_value:
+        raise InvalidAnnotation(f"{what} holds a NUL character (\\x00), which is refused: remove it")
+    allowed = "\t\n\r" if multiline else ""
+    bad = next((ch for ch in text_value if unicodedata.category(ch) == "Cc" and ch not in allowed), None)
+    if bad is not None:
+        kind = "a line break or tab" if bad in "\t\n\r" else f"a control character (U+{ord(bad):04X})"
+        rule = "" if multiline else "; it must be one line of printable text"
+        raise InvalidAnnotation(f"{what} holds {kind}, which is refused{rule}")
+    try:
+        text_value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidAnnotation(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+    if len(text_value) > limit:
+        raise InvalidAnnotation(f"{what} is {len(text_value):,} characters long; the limit is {limit:,}")
+    return text_value
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """A value quoted in a message, cut short (a message stays one short line)."""
+    text_value = repr(_norm(value))
+    return text_value if len(text_value) <= limit else text_value[: limit - 1] + "…"
+
 
 # ----------------------------------------------------------------------------------------------- items
 
@@ -141,10 +225,16 @@ class Item:
             raise ValueError(f"turn_index must be an integer, got {self.turn_index!r}")
         if int(self.turn_index) < 0:
             raise ValueError(f"turn_index must be >= 0, got {self.turn_index}")
+        if int(self.turn_index) > MAX_TURN_INDEX:
+            raise InvalidAnnotation(f"turn_index {self.turn_index} is over the limit of {MAX_TURN_INDEX:,}")
+        for name in ("dataset", "dialogue_id", "domain", "slot", "run_id"):
+            _check_text(getattr(self, name), name, MAX_COMPONENT)
         if not _norm(self.dialogue_id):
             raise ValueError("an item needs a dialogue_id")
         if _norm(self.domain) and not _norm(self.slot):
             raise ValueError("an item with a domain needs a slot")
+        if len(self.key) > MAX_KEY:
+            raise InvalidAnnotation(f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}")
 
     @property
     def key(self) -> str:
@@ -263,7 +353,7 @@ def taxonomy(workspace_settings: Mapping[str, Any] | None = None) -> list[str]:
     if not isinstance(extra, list) or not all(isinstance(t, str) for t in extra):
         raise ValueError("[review] extra_tags must be a list of strings")
     for raw in extra:
-        tag = _norm(raw)
+        tag = _check_text(raw, "[review] extra_tags: a tag", MAX_TAG)
         if not tag or ";" in tag:
             raise ValueError(f"[review] extra_tags: {raw!r} is not a usable tag (empty, or holds ';')")
         if tag.casefold() not in {t.casefold() for t in tags}:
@@ -280,7 +370,7 @@ def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
     for raw in tags:
         tag = by_fold.get(_norm(raw).casefold())
         if tag is None:
-            raise ValueError(f"tag {_norm(raw)!r} is not in the taxonomy; allowed: {', '.join(allowed)}")
+            raise InvalidAnnotation(f"tag {_shown(raw)} is not in the taxonomy; allowed: {', '.join(allowed)}")
         if tag not in checked:
             checked.append(tag)
     if not checked:
@@ -289,10 +379,23 @@ def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
 
 
 def _check_reviewer(reviewer: object) -> str:
-    name = _norm(reviewer)
+    name = _check_text(reviewer, "the reviewer name", MAX_REVIEWER)
     if not name:
-        raise ValueError("an annotation needs a reviewer name (non-empty)")
+        raise InvalidAnnotation("an annotation needs a reviewer name (non-empty)")
     return name
+
+
+def _check_comment(comment: object) -> str:
+    """The comment as stored: kept as typed (not stripped), checked like any text but lines allowed."""
+    raw = "" if comment is None else str(comment)
+    _check_text(raw, "the comment", MAX_COMMENT, multiline=True)
+    if len(raw) > MAX_COMMENT:
+        raise InvalidAnnotation(f"the comment is {len(raw):,} characters long; the limit is {MAX_COMMENT:,}")
+    return raw
+
+
+def _check_key(key: object) -> str:
+    return _check_text(key, "the item key", MAX_KEY)
 
 
 # -------------------------------------------------------------------------------------------------- urls
@@ -445,19 +548,60 @@ def _timestamp(value: object) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
-def _retrying(action: Callable[[], T]) -> T:
-    """Run a transaction, retrying lock/serialisation failures with jittered exponential backoff."""
-    for attempt in range(_RETRIES):
+# SQLSTATEs (PostgreSQL) and messages (SQLite, drivers) by what they mean for the user.
+_PG_LOCKED = {"55P03", "57014"}  # lock_not_available (lock_timeout), query_canceled (statement_timeout)
+_PG_RETRY = {"40001", "40P01", "57P01", "57P02", "57P03", "25P03"}  # serialisation, deadlock, shutdown, idle
+_CONNECTION_FAILURES = (
+    ("password authentication failed", "the server refused the credentials", False),
+    ("authentication", "the server refused the credentials", False),
+    ("does not exist", "the database does not exist on the server", False),
+    ("connection refused", "connection refused", True),
+    ("timeout expired", "the connection timed out", True),
+    ("timed out", "the connection timed out", True),
+    ("the database system is", "the server is starting up or shutting down", True),
+    ("terminating connection", "the server closed the connection", True),
+    ("server closed the connection", "the server closed the connection", True),
+    ("connection", "the connection failed", True),
+)
+
+
+def _classify(exc: DBAPIError, where: str) -> tuple[StoreError, bool]:
+    """The short error a database failure means for the user, and whether trying again may help."""
+    original = exc.orig
+    message = str(original).lower()
+    state = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
+    if state in _PG_LOCKED or "database is locked" in message or "database table is locked" in message:
+        return StoreLocked(LOCKED_MESSAGE), False
+    if state in _PG_RETRY or "could not serialize" in message or "deadlock" in message:
+        return StoreUnavailable(f"the annotation database ({where}) was busy or restarting; try again"), True
+    if isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated:
+        if "unable to open database file" in message or "readonly" in message or "disk i/o" in message:
+            return StoreUnavailable(f"the annotation database ({where}) cannot be opened or written"), False
+        reason, transient = next(
+            ((said, again) for needle, said, again in _CONNECTION_FAILURES if needle in message),
+            ("the database did not answer", True),
+        )
+        return StoreUnavailable(f"the annotation database ({where}) cannot be reached: {reason}"), transient
+    return StoreError(f"the annotation database ({where}) refused the operation ({type(original).__name__})"), False
+
+
+def _retrying(action: Callable[[], T], where: str = "database", *, tries: int = _TRIES) -> T:
+    """Run a transaction; transient failures (a dropped connection, a server restarting, a serialisation
+    failure) are tried again with jittered exponential backoff, `tries` times in all (about 1.5 s). Any
+    database failure leaves as a `StoreError` with a short message; the driver's error, with its SQL and
+    parameters, goes to the log only. A lock held past the lock timeout is not retried: the wait was the
+    timeout."""
+    for attempt in range(tries):
         try:
             return action()
-        except OperationalError as exc:
-            message = str(exc.orig).lower()
-            transient = exc.connection_invalidated or any(
-                w in message for w in ("locked", "busy", "could not serialize", "deadlock")
-            )
-            if not transient or attempt == _RETRIES - 1:
-                raise
-            time.sleep(min(2.0, 0.02 * 2**attempt) * (0.5 + random.random()))
+        except DBAPIError as exc:
+            error, transient = _classify(exc, where)
+            log.warning("annotation store: %s (attempt %d of %d): %s", error, attempt + 1, tries, exc.orig)
+            if not transient or attempt == tries - 1:
+                if isinstance(error, StoreUnavailable) and transient:
+                    error = StoreUnavailable(f"{error}; tried {tries} times")
+                raise error from None
+            time.sleep(_BACKOFF_S * 2**attempt * (0.75 + 0.5 * random.random()))
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -475,11 +619,25 @@ class AnnotationStore:
     [{'slot': 'area', 'reviewer': 'ana', 'tags': ('missed update',), 'version': 1}]
     """
 
-    def __init__(self, url: str, *, tags: Sequence[str] | None = None, echo: bool = False) -> None:
+    def __init__(
+        self,
+        url: str,
+        *,
+        tags: Sequence[str] | None = None,
+        echo: bool = False,
+        lock_timeout: float = LOCK_TIMEOUT_S,
+    ) -> None:
         self.url = _resolve_url(url)
         self.tags = list(tags) if tags is not None else list(DEFAULT_TAGS)
+        self.lock_timeout = float(lock_timeout)
         parsed = make_url(self.url)
         self.backend = parsed.get_backend_name()
+        # Said in messages instead of the URL, which may hold a password.
+        self.where = (
+            f"{self.backend} at {parsed.host or 'localhost'}:{parsed.port or 5432}/{parsed.database or ''}"
+            if parsed.host or self.backend == "postgresql"
+            else f"{self.backend} {Path(str(parsed.database)).name if parsed.database else 'in memory'}"
+        )
         self._writer_lock: Path | None = None
         options: dict[str, Any] = {"echo": echo}
         if self.backend == "sqlite":
@@ -488,15 +646,22 @@ class AnnotationStore:
                 options |= {"poolclass": StaticPool, "connect_args": {"check_same_thread": False}}
             else:
                 Path(str(parsed.database)).parent.mkdir(parents=True, exist_ok=True)
-                options |= {"connect_args": {"timeout": _SQLITE_BUSY_MS / 1000}}
+                options |= {"connect_args": {"timeout": self.lock_timeout}}
                 if fcntl is not None:
                     self._writer_lock = Path(f"{parsed.database}-writer.lock")
         else:
-            options |= {"pool_recycle": 1800}
+            options |= {"pool_recycle": 1800, "pool_pre_ping": True}  # a restarted server's dead connections
+            if self.backend == "postgresql" and parsed.get_driver_name() in ("psycopg", "psycopg2"):
+                lock_ms = max(1, round(self.lock_timeout * 1000))
+                settings = (
+                    f"-c lock_timeout={lock_ms} -c statement_timeout={lock_ms * 6}"
+                    f" -c idle_in_transaction_session_timeout={lock_ms * 12}"  # a stalled writer's locks are freed
+                )
+                options |= {"connect_args": {"connect_timeout": 3, "options": settings}}
         self.engine: Engine = create_engine(self.url, **options)
         if self.backend == "sqlite":
-            _sqlite_pragmas(self.engine, wal=not memory)
-        _retrying(self._migrate)
+            _sqlite_pragmas(self.engine, wal=not memory, busy_ms=round(self.lock_timeout * 1000))
+        _retrying(self._migrate, self.where)
 
     @classmethod
     def for_workspace(cls, workspace_path: str | Path, settings: Mapping[str, Any] | None = None) -> AnnotationStore:
@@ -525,21 +690,69 @@ class AnnotationStore:
             with self.engine.begin() as conn:
                 yield conn
             return
-        with open(self._writer_lock, "a+b") as handle:
+        handle = self._lock_file(self._writer_lock)
+        try:
+            with self.engine.begin() as conn:
+                yield conn
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+            handle.close()
+
+    def _lock_file(self, path: Path) -> Any:
+        """The writers' file lock, held through the returned handle, waited for at most `lock_timeout` (a
+        writer stopped while holding it must not block the others for ever), else `StoreLocked`.
+
+        A free lock is taken at once; a busy one is waited for by a helper thread blocked in `flock`, so
+        the kernel wakes the next writer as soon as the lock is free (no polling). A waiter that gave up
+        leaves the thread behind; when it gets the lock later it releases it at once."""
+        handle = open(path, "a+b")  # noqa: SIM115 - closed by the caller, or by the waiter thread
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return handle
+        except BlockingIOError:
+            pass
+        state = {"got": False, "abandoned": False}
+        guard, done = threading.Lock(), threading.Event()
+
+        def wait() -> None:
             fcntl.flock(handle, fcntl.LOCK_EX)
-            try:
-                with self.engine.begin() as conn:
-                    yield conn
-            finally:
-                fcntl.flock(handle, fcntl.LOCK_UN)
+            with guard:
+                if state["abandoned"]:
+                    fcntl.flock(handle, fcntl.LOCK_UN)
+                    handle.close()
+                    return
+                state["got"] = True
+            done.set()
+
+        threading.Thread(target=wait, name="annotation-writer-lock", daemon=True).start()
+        done.wait(self.lock_timeout)
+        with guard:
+            if state["got"]:
+                return handle
+            state["abandoned"] = True
+        raise StoreLocked(LOCKED_MESSAGE)
+
+    def ping(self) -> None:
+        """One round trip to the database (no retry): returns, or raises the `StoreError` a user sees."""
+        _retrying(lambda: self._read(lambda conn: conn.execute(select(1)).scalar_one()), self.where, tries=1)
+
+    def _read(self, query: Callable[[Connection], T]) -> T:
+        with self.engine.connect() as conn:
+            return query(conn)
+
+    def _reading(self, query: Callable[[Connection], T]) -> T:
+        """A read, retried on transient failures like a write; failures leave as `StoreError`."""
+        return _retrying(lambda: self._read(query), self.where)
 
     # -- schema
 
     def schema_version(self) -> int:
-        with self.engine.connect() as conn:
+        def query(conn: Connection) -> int:
             if not self.engine.dialect.has_table(conn, migrations_table.name):
                 return 0
             return int(conn.execute(select(func.coalesce(func.max(migrations_table.c.version), 0))).scalar_one())
+
+        return self._reading(query)
 
     def _migrate(self) -> None:
         with self._writing() as conn:
@@ -588,13 +801,14 @@ class AnnotationStore:
         """
         who = _check_reviewer(reviewer)
         checked = _check_tags(tags, self.tags)
+        note = _check_comment(comment)
         components = self._components(item)
         now = _now()
         row = {
             **components,
             "reviewer": who,
             "tags": json.dumps(checked, ensure_ascii=False),
-            "comment": "" if comment is None else str(comment),
+            "comment": note,
             "created_at": now,
             "updated_at": now,
         }
@@ -617,17 +831,19 @@ class AnnotationStore:
                 )
                 return int(version)
 
-        return _retrying(write)
+        return _retrying(write, self.where)
 
     def _components(self, item: Item | str) -> dict[str, Any]:
         if isinstance(item, Item):
             return {"item_key": item.key, **item.components()}
-        with self.engine.connect() as conn:
-            found = conn.execute(
+        key = _check_key(item)
+        found = self._reading(
+            lambda conn: conn.execute(
                 select(*(annotations_table.c[c] for c in ITEM_COLUMNS))
-                .where(annotations_table.c.item_key == item)
+                .where(annotations_table.c.item_key == key)
                 .limit(1)
             ).first()
+        )
         if found is None:
             raise ValueError(f"no item with key {item!r} in the store: pass an Item to annotate a new one")
         return {"item_key": item, **found._asdict()}
@@ -635,7 +851,7 @@ class AnnotationStore:
     def remove(self, item: Item | str, *, reviewer: str) -> bool:
         """Delete `reviewer`'s annotation of `item` (logged as a `delete` event); whether one existed."""
         who = _check_reviewer(reviewer)
-        key = item.key if isinstance(item, Item) else item
+        key = item.key if isinstance(item, Item) else _check_key(item)
 
         def write() -> bool:
             with self._writing() as conn:
@@ -652,7 +868,7 @@ class AnnotationStore:
                     )
                 return gone is not None
 
-        return _retrying(write)
+        return _retrying(write, self.where)
 
     # -- reads
 
@@ -673,13 +889,12 @@ class AnnotationStore:
         query = select(*(table[c] for c in EXPORT_COLUMNS)).order_by(table.id)
         if reviewer is not None:
             names = [reviewer] if isinstance(reviewer, str) else list(reviewer)
-            query = query.where(table.reviewer.in_([_norm(n) for n in names]))
+            query = query.where(table.reviewer.in_([_check_text(n, "the reviewer name", MAX_REVIEWER) for n in names]))
         if dataset is not None:
-            query = query.where(table.dataset == _norm(dataset))
+            query = query.where(table.dataset == _check_text(dataset, "dataset", MAX_COMPONENT))
         if run_id is not None:
-            query = query.where(table.run_id == _norm(run_id))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+            query = query.where(table.run_id == _check_text(run_id, "run_id", MAX_COMPONENT))
+        rows = self._reading(lambda conn: conn.execute(query).all())
         frame = _annotation_frame(rows)
         if tag is not None:
             wanted = _check_tags([tag], self.tags)[0]
@@ -691,11 +906,10 @@ class AnnotationStore:
         table = events_table.c
         query = select(events_table).order_by(table.id)
         if item is not None:
-            query = query.where(table.item_key == (item.key if isinstance(item, Item) else item))
+            query = query.where(table.item_key == (item.key if isinstance(item, Item) else _check_key(item)))
         if reviewer is not None:
-            query = query.where(table.reviewer == _norm(reviewer))
-        with self.engine.connect() as conn:
-            rows = conn.execute(query).all()
+            query = query.where(table.reviewer == _check_text(reviewer, "the reviewer name", MAX_REVIEWER))
+        rows = self._reading(lambda conn: conn.execute(query).all())
         columns = [c.name for c in events_table.columns]
         return pd.DataFrame([tuple(r) for r in rows], columns=columns)
 
@@ -704,18 +918,13 @@ class AnnotationStore:
     def export_json(self, path: str | Path) -> int:
         """Write every annotation as a JSON array of objects (tags as lists); the number written."""
         frame = self.annotations()
-        records = frame.assign(tags=frame["tags"].map(list)).astype(object)
-        records = records.where(records.notna(), None)
-        payload = {"schema_version": SCHEMA_VERSION, "annotations": records.to_dict("records")}
-        Path(path).write_text(json.dumps(payload, ensure_ascii=False, indent=1), encoding="utf-8")
+        Path(path).write_text(annotations_json(frame), encoding="utf-8")
         return len(frame)
 
     def export_csv(self, path: str | Path) -> int:
-        """Write every annotation as CSV (UTF-8, tags joined by `; `, text neutralised against formula
-        injection by `analysis.safe_csv` and restored by `import_csv`); the number written."""
+        """Write every annotation as CSV (`annotations_csv`); the number written."""
         frame = self.annotations()
-        frame = frame.assign(tags=frame["tags"].map(TAG_SEPARATOR.join))
-        frame_csv(frame, path, columns=EXPORT_COLUMNS)
+        Path(path).write_text(annotations_csv(frame), encoding="utf-8", newline="")
         return len(frame)
 
     def import_json(self, path: str | Path, *, data: bytes | None = None) -> int:
@@ -774,7 +983,7 @@ class AnnotationStore:
                     )
             return len(written)
 
-        return _retrying(write)
+        return _retrying(write, self.where)
 
     def _import_row(self, record: Mapping[str, Any], n: int, path: str, fmt: str) -> dict[str, Any]:
         dialogue = _norm(record.get("dialogue_id")) or None
@@ -804,6 +1013,10 @@ class AnnotationStore:
             )
         try:
             reviewer = _check_reviewer(record.get("reviewer"))
+            comment = _check_comment(record.get("comment"))
+        except ValueError as exc:
+            raise fail(str(exc), "comment" if "comment" in str(exc) else "reviewer") from None
+        try:
             raw_tags = record["tags"]
             tags = _check_tags([raw_tags] if isinstance(raw_tags, str) else list(raw_tags), self.tags)
         except (ValueError, TypeError) as exc:
@@ -813,19 +1026,18 @@ class AnnotationStore:
             created = _timestamp(record.get("created_at") or updated)
         except ValueError as exc:
             raise fail(str(exc), "updated_at") from None
-        comment = record.get("comment")
         return {
             "item_key": item.key,
             **item.components(),
             "reviewer": reviewer,
             "tags": json.dumps(tags, ensure_ascii=False),
-            "comment": "" if comment is None else str(comment),
+            "comment": comment,
             "created_at": created,
             "updated_at": updated,
         }
 
 
-def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
+def _sqlite_pragmas(engine: Engine, *, wal: bool, busy_ms: int) -> None:
     """WAL (readers never block the writer; NORMAL sync, safe in WAL mode), a busy timeout, and
     `BEGIN IMMEDIATE` for every transaction: taking the write lock up front lets SQLite's busy handler queue writers instead of
     failing a read-to-write lock upgrade with "database is locked"."""
@@ -834,7 +1046,7 @@ def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
     def _connect(dbapi_connection: Any, _record: Any) -> None:
         dbapi_connection.isolation_level = None  # SQLAlchemy emits BEGIN itself (below)
         cursor = dbapi_connection.cursor()
-        cursor.execute(f"PRAGMA busy_timeout = {_SQLITE_BUSY_MS}")
+        cursor.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
         if wal:
             cursor.execute("PRAGMA journal_mode = WAL")
             cursor.execute("PRAGMA synchronous = NORMAL")
@@ -844,6 +1056,20 @@ def _sqlite_pragmas(engine: Engine, *, wal: bool) -> None:
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+
+def annotations_json(frame: pd.DataFrame) -> str:
+    """`AnnotationStore.annotations()` as the JSON export: `{"schema_version", "annotations": [...]}`."""
+    records = frame.assign(tags=frame["tags"].map(list)).astype(object)
+    records = records.where(records.notna(), None)
+    payload = {"schema_version": SCHEMA_VERSION, "annotations": records.to_dict("records")}
+    return json.dumps(payload, ensure_ascii=False, indent=1)
+
+
+def annotations_csv(frame: pd.DataFrame) -> str:
+    """`AnnotationStore.annotations()` as the CSV export: UTF-8, tags joined by `; `, text neutralised
+    against formula injection by `analysis.safe_csv` (and restored by `import_csv`)."""
+    return frame_csv(frame.assign(tags=frame["tags"].map(TAG_SEPARATOR.join)), columns=EXPORT_COLUMNS)
 
 
 def _annotation_frame(rows: Sequence[Any]) -> pd.DataFrame:

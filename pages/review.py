@@ -5,7 +5,7 @@ import streamlit as st
 
 import ui
 from analysis import figures_review
-from analysis.annotations import cohens_kappa, review_progress, review_queue, tag_counts
+from analysis.annotations import StoreError, cohens_kappa, review_progress, review_queue, tag_counts
 from analysis.scoring import OUTCOMES
 from ui import review
 from ui.place import COLUMN_LABELS
@@ -14,8 +14,13 @@ QUEUE_ROWS = 500
 
 st.title("Review")
 runs = ui.need_runs()
-store = review.store()
-if store is None:
+try:  # the database down or locked: one short message in place, and the page reloads when it is back
+    store = review.store()
+    annotations = store.annotations() if store is not None else None
+except StoreError as exc:
+    review.unavailable(exc)
+    st.stop()
+if store is None or annotations is None:
     st.info("Open a workspace: annotations are stored beside its manifest (or in [review] database_url).")
     st.stop()
 
@@ -25,7 +30,6 @@ who = review.reviewer_box(container=head[0])
 head[1].caption(f"Annotations: {ui.md(store.backend)} store · every value and comment below is shown as plain text")
 
 errors = ui.compute(review.review_errors, runs)
-annotations = store.annotations()
 choices = review.options(errors)
 filters = st.columns([2, 2, 2, 2, 2, 2])
 run_filter = ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)")
@@ -152,11 +156,15 @@ else:
 st.subheader("Export and import")
 ports = st.columns(3)
 ports[0].download_button(
-    "Download CSV", review.export_bytes(store, "csv"), file_name="annotations.csv", mime="text/csv", key="review_csv"
+    "Download CSV",
+    review.export_bytes(annotations, "csv"),
+    file_name="annotations.csv",
+    mime="text/csv",
+    key="review_csv",
 )
 ports[1].download_button(
     "Download JSON",
-    review.export_bytes(store, "json"),
+    review.export_bytes(annotations, "json"),
     file_name="annotations.json",
     mime="application/json",
     key="review_json",

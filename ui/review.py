@@ -11,19 +11,31 @@ A page tags an item with three lines::
 from __future__ import annotations
 
 import hashlib
-import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 import streamlit as st
 
-from analysis.annotations import AnnotationStore, Item, default_url, error_items, taxonomy
+from analysis.annotations import (
+    MAX_COMMENT,
+    MAX_REVIEWER,
+    AnnotationStore,
+    Item,
+    StoreError,
+    annotations_csv,
+    annotations_json,
+    default_url,
+    error_items,
+    taxonomy,
+)
 from analysis.errors import InputError
 from analysis.scoring import Scored
 from ui.text import md
 
 REVIEWER = "reviewer"
+POLL_S = 5  # while the database is unreachable, the Review page checks it this often and reloads when back
 
 
 # --- the store ------------------------------------------------------------------------------------
@@ -44,6 +56,33 @@ def store() -> AnnotationStore | None:
     settings = dict(workspace.settings)
     url = default_url(workspace.path, settings)
     return _open(url, tuple(taxonomy(settings)), str(workspace.path), settings)
+
+
+def unavailable(exc: StoreError) -> None:
+    """The store's short message in place of the page, a button to try again, and a check every
+    `POLL_S` seconds that reloads the page as soon as the database answers again. (A failed open is
+    not cached: `st.cache_resource` keeps only stores that opened.)"""
+    st.error(f"{exc}.", icon=":material/cloud_off:")
+    st.button("Try again", key="review_store_retry", icon=":material/refresh:")
+    st.session_state["review_store_failed_at"] = time.monotonic()
+    _wait_for_store()
+
+
+@st.fragment(run_every=POLL_S)
+def _wait_for_store() -> None:
+    note = f"Checking again every {POLL_S} s; the page reloads by itself when the database is back."
+    # Not in the run that just failed: at most one check (and reload) per POLL_S, never a reload loop.
+    if time.monotonic() - st.session_state.get("review_store_failed_at", 0.0) < POLL_S - 0.5:
+        st.caption(note)
+        return
+    try:
+        annotations = store()
+        if annotations is not None:
+            annotations.ping()
+    except StoreError:
+        st.caption(note)
+        return
+    st.rerun(scope="app")
 
 
 # --- the reviewer ---------------------------------------------------------------------------------
@@ -69,6 +108,7 @@ def reviewer_box(*, key: str = "w_reviewer", container: Any = None) -> str:
         args=(key,),
         placeholder="required before tagging",
         help="stored with every tag you give; two reviewers' tags are kept apart",
+        max_chars=MAX_REVIEWER,
     )
     return reviewer()
 
@@ -95,24 +135,30 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
     """A compact form to tag one item: taxonomy tags, a comment, save. Disabled (with a message) until
     a reviewer name is set; `ask_reviewer` shows the name box here when none is set yet. Saving no
     tags removes this reviewer's annotation of the item. Text is shown as text, never as HTML."""
-    annotations = store()
-    if annotations is None:
-        st.info("Open a workspace to tag items.")
+    try:
+        annotations = store()
+        if annotations is None:
+            st.info("Open a workspace to tag items.")
+            return
+        who = reviewer()
+        tags, comment = _current(annotations, item, who) if who else ([], "")
+    except (StoreError, ValueError) as exc:  # the database down, or a reviewer name it refuses
+        st.warning(f"Tagging is unavailable: {exc}.", icon=":material/cloud_off:")
         return
-    who = reviewer()
     if not who:
         st.info("Enter a reviewer name to tag items: tagging is disabled until then.", icon=":material/badge:")
         if ask_reviewer:
             reviewer_box(key=f"{key}_reviewer")
     digest = hashlib.sha1(item.key.encode("utf-8")).hexdigest()[:10]
-    tags, comment = _current(annotations, item, who) if who else ([], "")
     message = st.session_state.pop(f"{key}_message", None)
     with st.form(key=f"{key}_form_{digest}", border=True):
         st.text(f"Tag: {_describe(item)}" + (f" · as {who}" if who else ""))
         chosen = st.multiselect(
             "Tags", annotations.tags, default=tags, key=f"{key}_tags_{digest}", disabled=not who, placeholder="tags"
         )
-        note = st.text_input("Comment", value=comment, key=f"{key}_comment_{digest}", disabled=not who)
+        note = st.text_input(
+            "Comment", value=comment, key=f"{key}_comment_{digest}", disabled=not who, max_chars=MAX_COMMENT
+        )
         submitted = st.form_submit_button("Save tags", disabled=not who, type="primary")
     if message is not None:
         kind, text = message
@@ -123,7 +169,8 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
 
 
 def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str, who: str) -> tuple[str, str]:
-    """Write (or, with no tags, remove) the reviewer's annotation; ("ok" | "error", message)."""
+    """Write (or, with no tags, remove) the reviewer's annotation; ("ok" | "error", message): a value
+    the store refuses (`InvalidAnnotation`) or a database failure (`StoreError`) is one short message."""
     try:
         if not tags:
             removed = annotations.remove(item, reviewer=who)
@@ -131,7 +178,7 @@ def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str
                 return ("ok", f"removed your tags from {_describe(item)}")
             return ("error", "pick at least one tag")
         version = annotations.annotate(item, tags, comment, reviewer=who)
-    except ValueError as exc:
+    except (ValueError, StoreError) as exc:
         return ("error", str(exc))
     plural = "s" if len(tags) != 1 else ""
     return ("ok", f"saved ({len(tags)} tag{plural}, version {version}): {_describe(item)}")
@@ -177,14 +224,13 @@ def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, lis
 # --- export / import ------------------------------------------------------------------------------
 
 
-def export_bytes(annotations: AnnotationStore, fmt: str) -> bytes:
-    """Every annotation as CSV or JSON bytes (the store's own export, through a temporary file)."""
+def export_bytes(annotations: AnnotationStore | pd.DataFrame, fmt: str) -> bytes:
+    """Every annotation as CSV or JSON bytes, as the store's own export writes them; given the frame
+    the page already read (`store.annotations()`), no second trip to the database."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"fmt has to be csv or json, got {fmt!r}")
-    with tempfile.TemporaryDirectory() as folder:
-        path = Path(folder) / f"annotations.{fmt}"
-        (annotations.export_csv if fmt == "csv" else annotations.export_json)(path)
-        return path.read_bytes()
+    frame = annotations.annotations() if isinstance(annotations, AnnotationStore) else annotations
+    return (annotations_csv(frame) if fmt == "csv" else annotations_json(frame)).encode("utf-8")
 
 
 def import_upload(annotations: AnnotationStore, name: str, data: bytes) -> tuple[str, str]:
@@ -194,7 +240,7 @@ def import_upload(annotations: AnnotationStore, name: str, data: bytes) -> tuple
         return ("error", f"{name}: expected a .csv or .json annotations export")
     try:
         changed = (annotations.import_csv if suffix == ".csv" else annotations.import_json)(name, data=data)
-    except InputError as exc:
+    except (InputError, StoreError) as exc:
         return ("error", str(exc))
     if changed == 0:
         return ("ok", f"imported {name}: no row changed (nothing in it is newer than what is stored)")
