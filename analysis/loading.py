@@ -9,6 +9,7 @@ import pandas as pd
 from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
+from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
 from analysis.model import STATE_COLUMNS, AlignmentReport, Run, RunMeta
 
 EXAMPLES = 5
@@ -75,7 +76,11 @@ def load_run(
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
         gold_states, listed = gold_file.gold, gold_file.listed_slots
         listings = gold_file.listings
+        # Both files may list dialogues without turns: counted apart, so the report says which file did.
+        empty_pred = notes.pop(DIALOGUES_WITHOUT_TURNS, 0)
         notes.update(gold_file.notes)
+        notes["gold_dialogues_without_turns"] = notes.pop(DIALOGUES_WITHOUT_TURNS, 0)
+        notes["predicted_dialogues_without_turns"] = empty_pred
     report.notes.update({k: v for k, v in notes.items() if v})
     formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
     sources = (str(pred),) if gold is None else (str(pred), str(gold))

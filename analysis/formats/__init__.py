@@ -10,7 +10,7 @@ from pathlib import Path
 
 from analysis.errors import InputError
 from analysis.formats import cache
-from analysis.formats.engine import Collector, ParsedFile
+from analysis.formats.engine import Collector, ParsedFile, json_type_name
 from analysis.formats.reading import parse_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
 
@@ -48,9 +48,17 @@ def format_names() -> list[str]:
 def detect_format(container: str, records: object) -> FormatSpec | None:
     """The first declared format whose container matches and whose detector accepts the records."""
     for spec in FORMATS:
-        if spec.container == container and spec.detect(records):
+        if spec.container == container and _detects(spec, records):
             return spec
     return None
+
+
+def _detects(spec: FormatSpec, records: object) -> bool:
+    """A detector's verdict; a detector tripping over an odd shape means the shape is not its format."""
+    try:
+        return bool(spec.detect(records))
+    except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError):
+        return False
 
 
 def parse_file(
@@ -91,8 +99,14 @@ def parse_file(
         if spec.container != container and not (spec.container == "jsonl" and container == "json"):
             raise InputError(name, fmt, f"format {fmt} is {spec.container}, but the file reads as {container}")
         if container == "json" and spec.container == "jsonl" and isinstance(records, list):
+            item = next((i for i, record in enumerate(records) if not isinstance(record, dict)), None)
+            if item is not None:
+                what = json_type_name(records[item])
+                raise InputError(
+                    name, fmt, f"item {item} of the JSON array is {what}, expected an object (one {fmt} record)"
+                )
             container = "jsonl"  # a JSON array of line records is accepted for JSONL formats
-        if not spec.detect(records):
+        if not _detects(spec, records):
             raise InputError(name, fmt, f"content does not have the {fmt} shape: {spec.summary}; e.g. {spec.example}")
     collector = Collector(
         name,

@@ -16,6 +16,7 @@ from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
 MAX_TURNS_PER_DIALOGUE = 10_000
+DIALOGUES_WITHOUT_TURNS = "dialogues_without_turns"  # the note counting dialogues a file lists with no turn
 
 
 @dataclass
@@ -63,6 +64,7 @@ class Collector:
         self.state_rows: dict[str, list[tuple[str, int, str, str, str, str]]] = {s: [] for s in sides}
         self.notes: dict[str, int] = {}
         self._seen: set[tuple[str, int]] = set()
+        self._dialogues: set[str] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
         self.listed_per_turn: dict[tuple[str, int], int] = {}
         self.saw_empty_gold = False
@@ -76,15 +78,26 @@ class Collector:
     def at(self, dialogue_id: Any, turn: Any = None) -> None:
         self.dialogue_id = str(dialogue_id)
         self.turn = turn
+        if turn is None:  # a format entering a dialogue: remembered, so one without turns is counted
+            self._dialogues.add(self.dialogue_id)
 
     def turn_index(self, raw: Any, field: str = "turn") -> int:
-        """A turn index from an int or a digit string; anything else is an error at this record."""
-        if isinstance(raw, bool) or not isinstance(raw, int | str):
-            raise self.error(f"turn index must be an integer, got {raw!r}", field)
-        try:
+        """A turn index from an int or a string of ASCII digits; anything else is an error at this record.
+
+        Only plain decimal digits: int() would also take " 1", "+1", "1_0" and other scripts' digits, so
+        two spellings of one turn could collide or a typo pass. Leading zeros are read ("01" is turn 1):
+        a dialogue with both "01" and "1" is then refused as a duplicate turn, never merged silently.
+        """
+        if isinstance(raw, int) and not isinstance(raw, bool):
             index = int(raw)
-        except ValueError:
-            raise self.error(f"turn index must be an integer, got {raw!r}", field) from None
+        elif type(raw) is str and raw.isascii() and raw.isdigit():  # ASCII isdigit: 0-9 only
+            if len(raw) > 18:  # int() refuses thousands of digits; any such index is out of range anyway
+                raise self.error(f"turn index {raw[:12]}... is out of range 0..{MAX_TURNS_PER_DIALOGUE}", field)
+            index = int(raw)
+        elif type(raw) is str and raw[:1] == "-" and raw[1:].isascii() and raw[1:].isdigit():
+            raise self.error(f"turn index {raw[:12]} is out of range 0..{MAX_TURNS_PER_DIALOGUE}", field)
+        else:
+            raise self.error(f"turn index must be an integer (plain decimal digits), got {raw!r}", field)
         if index < 0 or index > MAX_TURNS_PER_DIALOGUE:
             raise self.error(f"turn index {index} is out of range 0..{MAX_TURNS_PER_DIALOGUE}", field)
         return index
@@ -205,6 +218,11 @@ class Collector:
         if not self.turn_rows:
             raise InputError(self.path, self.fmt, "file holds no dialogue turns")
         turns = pd.DataFrame(self.turn_rows)
+        if self._dialogues:
+            # A dialogue listed with no turn would otherwise vanish: the alignment report counts it.
+            empty = len(self._dialogues.difference(turns["dialogue_id"].unique()))
+            if empty:
+                self.note(DIALOGUES_WITHOUT_TURNS, empty)
         for name in ("user", "system"):
             if name not in turns.columns:
                 turns[name] = pd.Series([None] * len(turns), dtype="str")
