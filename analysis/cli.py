@@ -5,8 +5,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import json
+import os
 import sys
+import traceback
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, NoReturn
 
 from analysis.conventions import CONVENTIONS
@@ -145,3 +148,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`: not an error of ours
         sys.stderr.close()
         return 0
+    except KeyboardInterrupt:
+        print(f"python -m analysis {args.command}: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # the last resort: never a traceback for the user
+        return _unforeseen(args.command, exc)
+
+
+def _unforeseen(command: str, exc: BaseException) -> int:
+    """An error no check anticipated: one line on stderr (exit 2, as input it could not read), the
+    traceback only where asked for: on stderr with DST_DEBUG=1, appended to the file DST_LOG names."""
+    line = f"python -m analysis {command}: unexpected error reading the input ({_summary(exc)})"
+    log = os.environ.get("DST_LOG", "").strip()
+    if log:
+        try:
+            with open(log, "a", encoding="utf-8") as handle:
+                handle.write(f"{line}\n{''.join(traceback.format_exception(exc))}\n")
+            line += f"; traceback in {log}"
+        except OSError as err:
+            line += f"; cannot write DST_LOG {log}: {err.strerror or err}"
+    if os.environ.get("DST_DEBUG", "").strip() not in ("", "0"):
+        traceback.print_exception(exc, file=sys.stderr)
+    elif not log:
+        line += "; set DST_DEBUG=1 for the traceback"
+    print(line, file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _summary(exc: BaseException) -> str:
+    """The exception's kind and first line, without this program's own file paths."""
+    text = str(exc).splitlines()[0] if str(exc).strip() else ""
+    for root in {str(Path(__file__).resolve().parent.parent), sys.prefix, sys.base_prefix}:
+        text = text.replace(root, "...")
+    text = text if len(text) <= 200 else text[:197] + "..."
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

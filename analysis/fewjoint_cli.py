@@ -92,6 +92,14 @@ def render_table(result: FewJointResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Score and print; returns the exit code (0). ``InputError`` propagates to the caller."""
+    from analysis.fewjoint import GOLD_FORMAT
+    from analysis.formats.reading import preflight
+
+    # FewJoint files are parsed by their own reader: the shared reader's checks first (limits, special
+    # files, JSON depth, lone surrogates, over-long numbers), so a hostile file is one line, not a traceback.
+    preflight(args.gold, fmt=GOLD_FORMAT)
+    for path in args.pred:
+        preflight(path)
     system = load_fewjoint_system(args.gold, args.pred, name=args.name, shots=args.shots)
     result = score_fewjoint(system, averaging=args.averaging)
     for warning in result.warnings:

@@ -12,8 +12,10 @@ machine without Chromium stops with exit 3 and the install hint.
 from __future__ import annotations
 
 import argparse
+import stat
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
@@ -57,9 +59,25 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _manifest_is_a_file(workspace: str) -> None:
+    """A manifest that is a FIFO or a device would hang or never end the TOML reader: refused first."""
+    from analysis.errors import InputError
+    from analysis.formats.reading import special_kind
+
+    path = Path(workspace)
+    path = path / "workspace.toml" if path.is_dir() else path
+    try:
+        mode = path.stat().st_mode
+    except OSError:
+        return  # a missing manifest is the workspace reader's message
+    if not stat.S_ISREG(mode):
+        raise InputError(str(path), "workspace", f"is {special_kind(mode)}: only regular files are read")
+
+
 def run(args: argparse.Namespace) -> int:
     from analysis.report import build_report
 
+    _manifest_is_a_file(args.workspace)
     started = time.perf_counter()
     try:
         written = build_report(

@@ -70,7 +70,7 @@ def _too_big(name: str, fmt: str | None, what: str, env: str, cap: int) -> Input
     return InputError(name, fmt, f"{what} is larger than the limit of {_size(cap)} ({env}; set it to allow more)")
 
 
-def _special_kind(mode: int) -> str:
+def special_kind(mode: int) -> str:
     if stat.S_ISFIFO(mode):
         return "a named pipe (FIFO)"
     if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
@@ -97,7 +97,7 @@ def _read_disk(path: str | Path, name: str, fmt: str | None, cap: int) -> bytes:
         if stat.S_ISDIR(status.st_mode):
             raise InputError(name, fmt, "is a directory, not a file")
         if not stat.S_ISREG(status.st_mode):
-            raise InputError(name, fmt, f"is {_special_kind(status.st_mode)}: only regular files are read")
+            raise InputError(name, fmt, f"is {special_kind(status.st_mode)}: only regular files are read")
         if status.st_size > cap:
             raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
         handle = os.fdopen(fd, "rb", buffering=0)
@@ -392,6 +392,31 @@ def _load_json(text: str, name: str, fmt: str | None) -> Any:
         raise _value_error(name, fmt, text, exc) from None
 
 
+def _check_surrogates(text: str, name: str, fmt: str | None) -> None:
+    surrogate = _lone_surrogate(text)
+    if surrogate >= 0:
+        escape = text[surrogate : surrogate + 6]
+        where = _position(text, surrogate)
+        raise InputError(name, fmt, f"lone UTF-16 surrogate {escape} in a string ({where}): not valid Unicode text")
+
+
+def preflight(path: str | Path, *, fmt: str | None = None) -> None:
+    """The checks `parse_records` makes before parsing (limits, special files, encoding, JSON depth, lone
+    surrogates, over-long numbers), for readers that parse a file's text themselves (FewJoint)."""
+    name = str(path)
+    raw = read_bytes(path, fmt=fmt)
+    text = decode_text(raw, name, fmt)
+    if text.lstrip()[:1] not in ("{", "["):
+        return
+    _check_structure(raw, name, fmt, name.lower().removesuffix(".gz").removesuffix(".zip").endswith(".jsonl"))
+    _check_surrogates(text, name, fmt)
+    digits = sys.get_int_max_str_digits()
+    match = re.search(rf"\d{{{digits + 1},}}", text) if digits else None
+    if match:
+        where = _position(text, match.start())
+        raise InputError(name, fmt, f"a number has more than {digits:,} digits, too long to read ({where})")
+
+
 def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> tuple[str, Any]:
     """Parse a file into ("json", value), ("jsonl", [records]) or ("csv", [rows]); never a traceback."""
     name = str(path)
@@ -403,11 +428,7 @@ def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | Non
         return "csv", _parse_csv(text, name, fmt)
     jsonl = lowered.endswith(".jsonl") or _looks_like_jsonl(stripped)
     keys = _check_structure(raw, name, fmt, jsonl)
-    surrogate = _lone_surrogate(text)
-    if surrogate >= 0:
-        escape = text[surrogate : surrogate + 6]
-        where = _position(text, surrogate)
-        raise InputError(name, fmt, f"lone UTF-16 surrogate {escape} in a string ({where}): not valid Unicode text")
+    _check_surrogates(text, name, fmt)
     if jsonl:
         records = _parse_jsonl(text, name, fmt)
         if sum(map(len, records)) != keys[0]:
