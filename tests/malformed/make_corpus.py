@@ -50,6 +50,7 @@ CATEGORIES = (
     "archive",
     "path",
     "forced_format",
+    "limits",
 )
 FAMILIES = (
     "trade",
@@ -1146,6 +1147,350 @@ def cases() -> list[Case]:
         contains="no user turn holds a state",
         role="gold",
         pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    return out + hostile_cases()
+
+
+# --- hostile input (issue 14): limits, containers, encodings, duplicate keys, turn indices -----------
+
+BOMB = 17 * 1024**2  # unpacked bytes of the committed bombs: past the 16 MiB the ratio is judged from
+
+
+def patched_zip(name: str, data: bytes, *, method: int | None = None, flags: int = 0, size: int | None = None) -> bytes:
+    """A one-member stored zip whose headers then claim another method, flag bits or unpacked size."""
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w", zipfile.ZIP_STORED) as zf:
+        info = zipfile.ZipInfo(name, ZIP_DATE)
+        info.external_attr = 0o644 << 16
+        zf.writestr(info, data)
+    raw = bytearray(buffer.getvalue())
+    central = raw.index(b"PK\x01\x02")
+    for header, base in ((0, 6), (central, 8)):  # local header fields sit 2 bytes earlier than central ones
+        at = header + base
+        raw[at : at + 2] = (int.from_bytes(raw[at : at + 2], "little") | flags).to_bytes(2, "little")
+        if method is not None:
+            raw[at + 2 : at + 4] = method.to_bytes(2, "little")
+        if size is not None:
+            raw[at + 16 : at + 20] = size.to_bytes(4, "little")
+    return bytes(raw)
+
+
+def nested(depth: int, inner: str = "0", opener: str = "[", closer: str = "]") -> str:
+    return opener * depth + inner + closer * depth
+
+
+def hostile_cases() -> list[Case]:
+    out: list[Case] = []
+
+    def add(name: str, category: str, family: str, data: bytes | None, **expect: Any) -> None:
+        expect.setdefault("stage", "parse")
+        expect.setdefault("format", "unknown")
+        out.append(Case(name, category, family, data, expect))
+
+    trade_text = js(TRADE_OK).decode()
+    line_ok = json.dumps(ours("MUL0001", 0, {"hotel": {"area": "east"}}, {}))
+    # limits: decompression bombs, declared sizes, depth -------------------------------------------
+    add(
+        "gzip_bomb.json.gz",
+        "limits",
+        "mwzeval",
+        gz(b"{" + b" " * BOMB + b"}"),
+        contains="unpacks more than 200 times its packed size",
+    )
+    add(
+        "zip_bomb.json.zip",
+        "limits",
+        "mwzeval",
+        zipped(("run.json", b"{" + b" " * BOMB + b"}")),
+        contains="unpacks more than 200 times its packed size",
+    )
+    add(
+        "zip_declares_huge_member.zip",
+        "limits",
+        "trade",
+        patched_zip("run.json", js(TRADE_OK), size=3 * 1024**3),
+        contains="zip member 'run.json' unpacked is larger than the limit of 128 MiB (DST_MAX_BYTES",
+    )
+    add(
+        "deep_array.json",
+        "limits",
+        "trade",
+        nested(300).encode(),
+        contains="JSON nested too deeply: more than 200 levels (DST_MAX_DEPTH",
+    )
+    add(
+        "deep_objects.json",
+        "limits",
+        "nested-dict",
+        nested(100_000, "1", '{"a":', "}").encode(),
+        contains="more than 200 levels (DST_MAX_DEPTH; set it to allow more) (line 1)",
+    )
+    add(
+        "deep_unclosed.json", "limits", "trade", b"[" * 100_000, contains="JSON nested too deeply: more than 200 levels"
+    )
+    add(
+        "jsonl_deep_second_line.jsonl",
+        "limits",
+        "jsonl",
+        (line_ok + "\n" + nested(100_000) + "\n").encode(),
+        contains="line 2: JSON nested too deeply: more than 200 levels",
+    )
+    deep_trade = trade_text.replace('"hotel-area-east"', nested(250, '"hotel-area-east"'), 1)
+    add(
+        "trade_deep_belief.json",
+        "limits",
+        "trade",
+        deep_trade.encode(),
+        contains="more than 200 levels (DST_MAX_DEPTH; set it to allow more) (line 5)",
+    )
+    add(
+        "deep_brackets_after_escaped_quote.json",
+        "limits",
+        "trade",
+        ('{"a\\\\": ' + nested(201) + "}").encode(),
+        contains="JSON nested too deeply: more than 200 levels",
+    )
+    # numbers Python will not convert -------------------------------------------------------------
+    add(
+        "trade_bigint.json",
+        "limits",
+        "trade",
+        trade_text.replace("{", '{"n": ' + "9" * 5000 + ",", 1).encode(),
+        contains="a number has more than 4,300 digits, too long to read (line 1, column 7)",
+    )
+    add(
+        "jsonl_bigint.jsonl",
+        "limits",
+        "jsonl",
+        (line_ok + "\n" + line_ok.replace('"turn_index": 0', '"turn_index": ' + "1" * 5000) + "\n").encode(),
+        contains="line 2: a number has more than 4,300 digits",
+    )
+    big_key = js({"MUL0001.json": {"9" * 5000: trade_turn([], [])}})
+    add(
+        "trade_bigint_turn_key.json",
+        "bad_turn_index",
+        "trade",
+        big_key,
+        format="trade",
+        contains="turn index 999999999999... is out of range 0..10000",
+        dialogue_id="MUL0001.json",
+        field="turn",
+    )
+    add(
+        "jsonl_turn_infinity.jsonl",
+        "bad_turn_index",
+        "jsonl",
+        (
+            line_ok.replace('"turn_index": 0', '"turn_index": 1e999')
+            + "\n"
+            + line_ok.replace("MUL0001", "MUL0002")
+            + "\n"
+        ).encode(),
+        format="jsonl",
+        contains="turn index must be an integer (plain decimal digits), got inf",
+        dialogue_id="MUL0001",
+        field="turn_index",
+    )
+    # encodings: surrogates, overlong UTF-8, UTF-32 -----------------------------------------------
+    add(
+        "jsonl_lone_surrogate.jsonl",
+        "encoding",
+        "jsonl",
+        (line_ok.replace("MUL0001", "MUL\\ud8000001") + "\n" + line_ok + "\n").encode(),
+        contains="lone UTF-16 surrogate \\ud800 in a string (line 1, column 21)",
+    )
+    add(
+        "trade_lone_low_surrogate.json",
+        "encoding",
+        "trade",
+        trade_text.replace("hotel-area-east", "hotel-area-\\udc00east", 1).encode(),
+        contains="lone UTF-16 surrogate \\udc00",
+    )
+    add(
+        "trade_reversed_surrogates.json",
+        "encoding",
+        "trade",
+        trade_text.replace("hotel-area-east", "hotel-area-\\udc00\\ud83d", 1).encode(),
+        contains="lone UTF-16 surrogate \\udc00",
+    )
+    add(
+        "mwzeval_surrogate_at_end.json",
+        "encoding",
+        "mwzeval",
+        js(MWZ_OK).replace(b'"east"', b'"east\\uD83D"', 1),
+        contains="lone UTF-16 surrogate \\uD83D",
+    )
+    add(
+        "jsonl_raw_surrogate_bytes.jsonl",
+        "encoding",
+        "jsonl",
+        (line_ok + "\n").encode().replace(b"east", b"east\xed\xa0\x80", 1),
+        contains="file is not UTF-8 text (bad byte at offset",
+    )
+    add(
+        "trade_overlong_utf8.json",
+        "encoding",
+        "trade",
+        js(TRADE_OK).replace(b"east", b"east\xc0\xaf", 1),
+        contains="file is not UTF-8 text (bad byte at offset",
+    )
+    add(
+        "utf32.json",
+        "encoding",
+        "trade",
+        js(TRADE_OK).decode().encode("utf-32"),
+        contains="file is binary, not UTF-8 text",
+    )
+    add(
+        "two_byte_order_marks.json",
+        "encoding",
+        "trade",
+        b"\xef\xbb\xbf\xef\xbb\xbf" + js(TRADE_OK),
+        contains="malformed JSON: Unexpected UTF-8 BOM",
+    )
+    # containers ------------------------------------------------------------------------------------
+    add(
+        "zip_encrypted.zip",
+        "archive",
+        "trade",
+        patched_zip("run.json", js(TRADE_OK), flags=0x1),
+        contains="zip member 'run.json' is encrypted",
+    )
+    add(
+        "zip_deflate64.zip",
+        "archive",
+        "trade",
+        patched_zip("run.json", js(TRADE_OK), method=9),
+        contains="zip member 'run.json' uses compression method 9 (Deflate64), which is not supported",
+    )
+    add(
+        "zip_zstandard.zip",
+        "archive",
+        "mwzeval",
+        patched_zip("run.json", js(MWZ_OK), method=93),
+        contains="compression method 93 (Zstandard)",
+    )
+    add(
+        "zip_ppmd.zip",
+        "archive",
+        "mwzeval",
+        patched_zip("run.json", js(MWZ_OK), method=98),
+        contains="compression method 98 (PPMd)",
+    )
+    add(
+        "zip_bzip2_garbage.zip",
+        "archive",
+        "trade",
+        patched_zip("run.json", js(TRADE_OK), method=12),
+        contains="zip archive cannot be unpacked",
+    )
+    add(
+        "zip_holding_gzip.zip",
+        "archive",
+        "trade",
+        zipped(("run.json.gz", gz(js(TRADE_OK)))),
+        contains="file is binary, not UTF-8 text",
+    )
+    add(
+        "gzip_then_garbage.json.gz",
+        "archive",
+        "trade",
+        gz(js(TRADE_OK)) + b"garbage after the member",
+        contains="corrupt or truncated gzip archive",
+    )
+    # duplicate keys -----------------------------------------------------------------------------------
+    one = '"MUL0001.json": {"0": {"turn_belief": [], "pred_bs_ptr": []}}'
+    add(
+        "trade_duplicate_dialogue_key.json",
+        "duplicate_turns",
+        "trade",
+        ("{" + one + ", " + one + "}").encode(),
+        contains="duplicate top-level key 'MUL0001.json': the second would silently replace the first",
+    )
+    turn = '"0": {"turn_belief": [], "pred_bs_ptr": []}'
+    add(
+        "trade_duplicate_turn_key.json",
+        "duplicate_turns",
+        "trade",
+        ('{"MUL0001.json": {' + turn + ", " + turn + "}}").encode(),
+        contains="duplicate key '0' in one object",
+        dialogue_id="MUL0001.json",
+    )
+    add(
+        "mwzeval_duplicate_dialogue_key.json",
+        "duplicate_turns",
+        "mwzeval",
+        b'{"mul0001": [{"state": {}}], "mul0002": [], "mul0001": [{"state": {}}]}',
+        contains="duplicate top-level key 'mul0001'",
+    )
+    add(
+        "jsonl_duplicate_field.jsonl",
+        "duplicate_turns",
+        "jsonl",
+        (line_ok + "\n" + line_ok.replace('"turn_index": 0', '"turn_index": 1, "turn_index": 2') + "\n").encode(),
+        contains="line 2 has the key 'turn_index' twice",
+    )
+    sample = json.dumps(cl3_samples()[0])
+    add(
+        "convlab3_sample_duplicate_key.json",
+        "duplicate_turns",
+        "convlab3",
+        ("[" + sample + ", " + sample.replace('"utt_idx"', '"utt_idx": 4, "utt_idx"', 1) + "]").encode(),
+        contains="item 1 of the array has the key 'utt_idx' twice",
+    )
+    # turn indices: plain decimal digits only ---------------------------------------------------------
+    for label, key in (
+        ("underscore", "1_0"),
+        ("space", " 1"),
+        ("plus", "+1"),
+        ("arabic_digit", "\u0661"),
+        ("fullwidth_digit", "\uff11"),
+    ):
+        add(
+            f"trade_turn_{label}.json",
+            "bad_turn_index",
+            "trade",
+            js({"MUL0001.json": {"0": trade_turn([], []), key: trade_turn([], [])}}),
+            format="trade",
+            contains=f"turn index must be an integer (plain decimal digits), got {key!r}",
+            dialogue_id="MUL0001.json",
+            turn=key,
+            field="turn",
+        )
+    add(
+        "jsonl_turn_string_space.jsonl",
+        "bad_turn_index",
+        "jsonl",
+        (
+            line_ok.replace('"turn_index": 0', '"turn_index": "0 "')
+            + "\n"
+            + line_ok.replace("MUL0001", "MUL0002")
+            + "\n"
+        ).encode(),
+        format="jsonl",
+        contains="got '0 '",
+        dialogue_id="MUL0001",
+        field="turn_index",
+    )
+    add(
+        "csv_turn_underscore.csv",
+        "bad_turn_index",
+        "csv",
+        b"dialogue_id,turn_index,side,domain,slot,value\nMUL0001,1_0,gold,hotel,area,east\n",
+        format="csv",
+        contains="got '1_0'",
+        dialogue_id="MUL0001",
+        field="turn_index",
+    )
+    # forced formats on hostile shapes ----------------------------------------------------------------
+    add(
+        "forced_jsonl_on_number_array.json",
+        "forced_format",
+        "jsonl",
+        b"[1, 2, 3]",
+        force="jsonl",
+        format="jsonl",
+        contains="item 0 of the JSON array is a JSON number, expected an object",
     )
     return out
 
