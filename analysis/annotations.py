@@ -687,16 +687,25 @@ class AnnotationStore:
         SQLite's busy handler, which sleeps in growing steps; the busy timeout stays as the fallback
         for writers without the lock (other tools, platforms without `fcntl`)."""
         if self._writer_lock is None or fcntl is None:
-            with self.engine.begin() as conn:
+            with self._write_transaction() as conn:
                 yield conn
             return
         handle = self._lock_file(self._writer_lock)
         try:
-            with self.engine.begin() as conn:
+            with self._write_transaction() as conn:
                 yield conn
         finally:
             fcntl.flock(handle, fcntl.LOCK_UN)
             handle.close()
+
+    @contextmanager
+    def _write_transaction(self) -> Iterator[Connection]:
+        """`engine.begin()` marked as a write, so that on SQLite it opens with BEGIN IMMEDIATE (reads
+        open with a plain BEGIN: in WAL mode they never wait for a writer, even one that stalls)."""
+        with self.engine.connect() as conn:
+            conn.execution_options(annotation_write=True)
+            with conn.begin():
+                yield conn
 
     def _lock_file(self, path: Path) -> Any:
         """The writers' file lock, held through the returned handle, waited for at most `lock_timeout` (a
@@ -1039,7 +1048,7 @@ class AnnotationStore:
 
 def _sqlite_pragmas(engine: Engine, *, wal: bool, busy_ms: int) -> None:
     """WAL (readers never block the writer; NORMAL sync, safe in WAL mode), a busy timeout, and
-    `BEGIN IMMEDIATE` for every transaction: taking the write lock up front lets SQLite's busy handler queue writers instead of
+    `BEGIN IMMEDIATE` for every write transaction: taking the write lock up front lets SQLite's busy handler queue writers instead of
     failing a read-to-write lock upgrade with "database is locked"."""
 
     @event.listens_for(engine, "connect")
@@ -1055,7 +1064,7 @@ def _sqlite_pragmas(engine: Engine, *, wal: bool, busy_ms: int) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("annotation_write") else "BEGIN")
 
 
 def annotations_json(frame: pd.DataFrame) -> str:

@@ -341,6 +341,10 @@ def test_sqlite_writer_holding_the_lock_gives_a_clear_error_within_the_timeout(t
             within(20, lambda: store.annotate(ITEM, ["other"], "blocked", reviewer="ana"))
         assert 4.5 < time.monotonic() - started < 9
         assert str(caught.value) == LOCKED_MESSAGE == "the annotation database is locked by another writer; try again"
+        # Reads never wait for a writer (WAL, plain BEGIN): the Review page still shows what is stored.
+        started = time.monotonic()
+        assert within(5, store.annotations)["comment"].tolist() == ["first"]
+        assert time.monotonic() - started < 1
     finally:
         holder.kill()
         holder.wait(10)
