@@ -20,6 +20,9 @@ try:  # the database down or locked: one short message in place, and the page re
 except StoreError as exc:
     review.unavailable(exc)
     st.stop()
+except ValueError as exc:  # the manifest's [review] settings refused (e.g. a tag over the length limit)
+    st.error(str(exc))
+    st.stop()
 if store is None or annotations is None:
     st.info("Open a workspace: annotations are stored beside its manifest (or in [review] database_url).")
     st.stop()

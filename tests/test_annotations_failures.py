@@ -298,6 +298,24 @@ def test_review_page_says_the_database_is_down_and_recovers(server: Server, monk
     assert any(m.label == "Annotations in the store" for m in at.metric)
 
 
+@pytest.mark.skipif(not DEMO.exists(), reason="the demo workspace is absent")
+def test_review_page_shows_refused_values_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    url = f"sqlite:///{tmp_path / 'annotations.sqlite'}"
+    at = _review_page(monkeypatch, url)
+    at.text_input(key="w_reviewer").input("ana").run()
+    next(m for m in at.multiselect if m.label == "Tags").set_value(["other"])
+    next(t for t in at.text_input if t.label == "Comment").input("ring\x07bell")
+    next(b for b in at.button if b.label == "Save tags").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    shown = [e.value.replace("\\", "") for e in at.error]  # markdown escapes undone
+    assert shown == ["the comment holds a control character (U+0007), which is refused"]
+    assert AnnotationStore(url).annotations().empty
+
+    at.text_input(key="w_reviewer").input("ana\x00").run()  # a name the store refuses: said where the form was
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("the reviewer name holds a NUL character" in w.value.replace("\\", "") for w in at.warning)
+
+
 # --------------------------------------------------------------------------------------------- locks
 
 HOLD_SQLITE = textwrap.dedent(
