@@ -6,6 +6,7 @@ import argparse
 import importlib
 import json
 import os
+import re
 import sys
 import traceback
 from collections.abc import Sequence
@@ -179,6 +180,6 @@ def _summary(exc: BaseException) -> str:
     """The exception's kind and first line, without this program's own file paths."""
     text = str(exc).splitlines()[0] if str(exc).strip() else ""
     for root in {str(Path(__file__).resolve().parent.parent), sys.prefix, sys.base_prefix}:
-        text = text.replace(root, "...")
+        text = re.sub(re.escape(root) + r"[^\s'\"]*", "<code>", text)
     text = text if len(text) <= 200 else text[:197] + "..."
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__

@@ -121,7 +121,7 @@ def _read_disk(path: str | Path, name: str, fmt: str | None, cap: int) -> bytes:
     return b"".join(chunks)
 
 
-def _unpack(read: Callable[[int], bytes], packed: int, name: str, fmt: str | None, what: str) -> bytes:
+def _unpack(read: Callable[[int], bytes], packed: Callable[[], int], name: str, fmt: str | None, what: str) -> bytes:
     """Everything `read` yields, in bounded chunks, refused as soon as a size or ratio limit is passed."""
     cap = limit("unpacked_bytes", name, fmt)
     ratio = limit("ratio", name, fmt)
@@ -134,11 +134,11 @@ def _unpack(read: Callable[[int], bytes], packed: int, name: str, fmt: str | Non
         total += len(chunk)
         if total > cap:
             raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
-        if total > RATIO_FLOOR and total > ratio * max(packed, 1):
+        if total > RATIO_FLOOR and total > ratio * max(packed(), 1):  # packed bytes read so far
             raise InputError(
                 name,
                 fmt,
-                f"{what} unpacks more than {ratio} times its packed size of {_size(packed)} "
+                f"{what} unpacks more than {ratio} times its packed size of {_size(packed())} "
                 "(a decompression bomb?) (DST_MAX_RATIO; set it to allow more)",
             )
         chunks.append(chunk)
@@ -188,12 +188,14 @@ def _unzip(data: bytes, name: str, fmt: str | None) -> bytes:
         if member.file_size > cap:  # the declared size: refused before unpacking anything
             raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
         with zf.open(member) as handle:
-            return _unpack(handle.read, member.compress_size, name, fmt, what)
+            return _unpack(handle.read, lambda: member.compress_size, name, fmt, what)
 
 
 def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None = None) -> bytes:
     """The file's content, unpacked when it is a .gz or a single-member .zip archive, within `LIMITS`."""
     name = str(path)
+    for spec in LIMITS:  # a mistyped variable is reported whatever the file, not only when its limit applies
+        limit(spec.name, name, fmt)
     cap = limit("file_bytes", name, fmt)
     if data is None:
         data = _read_disk(path, name, fmt, cap)
@@ -203,7 +205,7 @@ def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None =
         packed = io.BytesIO(data)
         try:
             with gzip.GzipFile(fileobj=packed) as gz:
-                return _unpack(gz.read, len(data), name, fmt, "gzip archive")
+                return _unpack(gz.read, packed.tell, name, fmt, "gzip archive")
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(name, fmt, f"corrupt or truncated gzip archive ({exc})") from None
     if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
