@@ -63,13 +63,19 @@ current = st.navigation(pages)
 page_name = current.url_path or PAGES[0][2]
 loading = loading_placeholder()
 from ui import links, prefetch, sidebar  # noqa: E402  (imported after the placeholder is sent: pandas and analysis take ~0.5 s)
+from ui.errors import guarded  # noqa: E402
 
+# Every step in `guarded`: an error shows one short line in place (logged on the server), never a traceback,
+# and the sidebar and the other pages stay usable.
 with prefetch.page_running():  # the background prefetch waits while any page is being computed
-    sidebar.load(workspace_argument(sys.argv[1:]))
-    links.apply({url: file for file, _, url, _ in PAGES}, page_name)
-    sidebar.render()
-    current.run()
-    links.write(page_name)
+    loaded = guarded("opening the workspace", sidebar.load, workspace_argument(sys.argv[1:])) and guarded(
+        "reading the link", links.apply, {url: file for file, _, url, _ in PAGES}, page_name
+    )
+    with st.sidebar:  # drawn even when the workspace failed: another one can be opened there
+        guarded("drawing the sidebar", sidebar.render)
+    if loaded:
+        guarded("this page", current.run)
+        links.write(page_name)
     if loading is not None:
         loading.empty()
 prefetch.start(delay=prefetch.FIRST_DELAY if loading is not None else 0.0)  # the other pages' first views

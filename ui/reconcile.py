@@ -13,7 +13,11 @@ from ui import data, state
 @st.cache_resource(show_spinner="Scoring the run under each convention…", max_entries=16)
 def _reconciliation(key: str, conventions: tuple[str, ...], _source: data.RunSource) -> Reconciliation | str:
     """`key` (the run source: paths and file stamps) and `conventions` key the cache."""
-    run = data.load(_source)
+    return _reconcile_now(_source, conventions)
+
+
+def _reconcile_now(source: data.RunSource, conventions: tuple[str, ...]) -> Reconciliation | str:
+    run = data.load(source)
     if isinstance(run, str):
         return run
     try:
@@ -26,6 +30,8 @@ def reconciliation(run_id: str, conventions: list[str]) -> Reconciliation | str:
     """The run (as loaded from its files, not a scored table) reconciled across `conventions`, or the
     one-line error; cached on the run's files and the convention list."""
     source = state.sources()[run_id]
+    if source.upload is not None:  # an upload's is kept by its session (`data.Upload`), not process-wide
+        return source.upload.memo(("reconcile", tuple(conventions)), lambda: _reconcile_now(source, tuple(conventions)))
     return _reconciliation(source.key, tuple(conventions), source)
 
 

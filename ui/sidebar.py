@@ -8,10 +8,9 @@ from typing import Any
 import streamlit as st
 
 from analysis.conventions import CONVENTIONS
-from analysis.errors import InputError
 from analysis.formats import format_names
 from analysis.safety import resolve_inside, workspace_root
-from ui import data, state
+from ui import data, errors, state
 from ui.data import DECLARED
 from ui.text import md
 
@@ -51,8 +50,8 @@ def _on_open() -> None:
     try:
         # A shared server reads only below its root: no `..`, no absolute paths elsewhere, no symlinks out.
         path = str(resolve_inside(workspace_root(), typed))
-    except InputError as exc:
-        st.session_state["path_error"] = str(exc)
+    except Exception as exc:  # a callback's exception would replace the page with a traceback
+        st.session_state["path_error"] = errors.message(exc, "opening the manifest path")
         return
     st.session_state["path_error"] = None
     st.session_state["workspace_path"] = path
@@ -68,9 +67,25 @@ def _unique_name(name: str) -> str:
     return candidate
 
 
+def _upload_key(name: str) -> str:
+    """The file uploaders' keys, renewed after every "Add run" (`upload_round`): the old widgets and the
+    bytes Streamlit holds for them go, whether the run was added (it is parsed: the bytes are not needed)
+    or refused (nothing of it is kept)."""
+    return f"{name}_{st.session_state.get('upload_round', 0)}"
+
+
 def _add_upload() -> None:
-    pred = st.session_state.get("w_upload_pred")
-    gold = st.session_state.get("w_upload_gold")
+    try:
+        _try_upload()
+    except Exception as exc:  # a callback's exception would replace the page with a traceback
+        st.session_state["upload_result"] = ("error", errors.message(exc, "loading the upload"), [])
+    finally:
+        st.session_state["upload_round"] = st.session_state.get("upload_round", 0) + 1
+
+
+def _try_upload() -> None:
+    pred = st.session_state.get(_upload_key("w_upload_pred"))
+    gold = st.session_state.get(_upload_key("w_upload_gold"))
     fmt = st.session_state.get("w_upload_format")
     if pred is None:
         st.session_state["upload_result"] = ("error", "choose a prediction file first", [])
@@ -93,6 +108,9 @@ def _add_upload() -> None:
         gold.getvalue() if gold is not None else None,
         None if fmt in (None, "detect") else fmt,
     )
+    if isinstance(source, str):
+        st.session_state["upload_result"] = ("error", source, [])
+        return
     result = data.load(source)
     if isinstance(result, str):
         st.session_state["upload_result"] = ("error", result, [])
@@ -120,8 +138,8 @@ def _upload_box() -> None:
         return
     with box:
         limit = data.upload_limit_mb(st.session_state.get("workspace"))
-        st.file_uploader("Prediction file", key="w_upload_pred", help=f"up to {limit:g} MB")
-        st.file_uploader("Gold file (optional)", key="w_upload_gold")
+        st.file_uploader("Prediction file", key=_upload_key("w_upload_pred"), help=f"up to {limit:g} MB")
+        st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"))
         st.selectbox("Format", ["detect", *format_names()], key="w_upload_format")
         st.text_input("Run name", key="w_upload_name", placeholder="from the file name")
         st.button("Add run", key="w_upload_add", on_click=_add_upload)
@@ -158,6 +176,10 @@ def render() -> None:
         sidebar.error(md(st.session_state["workspace_error"]))
     elif workspace is not None:
         sidebar.caption(md(f"{workspace.name}: {len(workspace.entries)} runs listed"))
+        if workspace.allow_outside_root:
+            sidebar.caption(
+                ":material/warning: `allow_outside_root = true`: this manifest's runs may read files outside its folder"
+            )
     for name, error in st.session_state.get("failed", {}).items():
         sidebar.error(md(f"run {name} failed: {error}"))
     _upload_box()
