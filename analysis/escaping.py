@@ -31,27 +31,29 @@ def plotly_text(value: object) -> str:
 
 # Markdown files (tables, report index): the characters that open a construct anywhere in a line, so
 # the raw file stays readable (`MultiWOZ 2.1`, `hotel-area` unchanged).
-_MARKDOWN_FILE = re.compile(r"([\\`*_{}\[\]()<>!|$~:&#@])")
-_WWW = re.compile(r"(?i)\b(www)\.")
+_MARKDOWN_FILE = re.compile(r"([\\`*{}\[\]()<>!|$~:#@]|(?<!\w)_|_(?!\w)|&(?=#?\w+;))")  # `a_b`, `R&B` stay
+# GFM autolink literals (`http://...`, `www.x`, `a@b.c`) are found in the text after parsing, so escapes do
+# not stop them: an invisible WORD JOINER (U+2060) inside the pattern does, and the text reads the same.
+_AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
+_JOINER = "\u2060"
 # On screen the text is only ever rendered, so every ASCII punctuation character is escaped (CommonMark
 # allows it for all of them): line-start lists and headings, setext underlines, directives, emoji codes.
 _MARKDOWN_SCREEN = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
 def markdown_text(value: object, *, every: bool = False) -> str:
-    """`value` as literal Markdown text: no link, image, autolink, HTML, emphasis, LaTeX (`$`),
-    Streamlit directive (`:red[...]`, `:material/...:`) or emoji code survives; a newline is a space.
+    r"""`value` as literal Markdown text: no link, image, autolink, HTML, emphasis, LaTeX (`$`),
+    Streamlit directive (`:red[...]`, `:material/...:`) or emoji code survives; a newline is a space, and
+    a word joiner (U+2060, invisible) goes inside `://`, before `.` after `www` and before `@`.
     `every`: escape every ASCII punctuation character (for text that is only rendered, never read raw).
 
-    >>> markdown_text("![x](http://127.0.0.1:9/p.png) :red[hi] $x$ www.example.org")
-    '\\\\!\\\\[x\\\\]\\\\(http\\\\://127.0.0.1\\\\:9/p.png\\\\) \\\\:red\\\\[hi\\\\] \\\\$x\\\\$ www\\\\.example.org'
-    >>> markdown_text("MultiWOZ 2.1 hotel-area")
-    'MultiWOZ 2.1 hotel-area'
+    >>> print(markdown_text("![x](http://h:9/p.png) :red[hi] $x$ www.a.org").replace("⁠", "<WJ>"))
+    \!\[x\]\(http\:<WJ>//h\:9/p.png\) \:red\[hi\] \$x\$ www<WJ>.a.org
+    >>> markdown_text("MultiWOZ 2.1 hotel-area <b>")
+    'MultiWOZ 2.1 hotel-area \\<b\\>'
     """
-    text = " ".join(str(value).splitlines())
-    if every:
-        return _MARKDOWN_SCREEN.sub(r"\\\1", text)
-    return _WWW.sub(r"\1\\.", _MARKDOWN_FILE.sub(r"\\\1", text))
+    text = _AUTOLINK.sub(_JOINER, " ".join(str(value).splitlines()))
+    return (_MARKDOWN_SCREEN if every else _MARKDOWN_FILE).sub(r"\\\1", text)
 
 
 # Trace attributes whose strings Plotly draws (as labels, hover text or legend entries) and that carry

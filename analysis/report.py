@@ -49,7 +49,7 @@ from analysis import export as E
 from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
-from analysis.escaping import markdown_text
+from analysis.escaping import markdown_text, plotly_text
 from analysis.loading import dialogue_key
 from analysis.scoring import Scored, combine, score_run
 from analysis.suite import LABELS
@@ -404,7 +404,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         for by, label in (("slot", "slot_a"), ("domain", "domain_a")):
             gaps = summary["gaps"][by]
             fig = F.gap_bar(gaps, by=label, value="gap", style="paper")
-            fig.update_layout(title=f"Gap by {by}: {a} − {b}")
+            fig.update_layout(title=f"Gap by {by}: {plotly_text(a)} − {plotly_text(b)}")  # styled already: escape here
             plan.figures.append(
                 FigureItem(
                     f"crosslingual-{by}-{_slug(a)}-vs-{_slug(b)}",
