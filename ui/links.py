@@ -4,6 +4,12 @@
 same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`). Parameters
 are applied when they differ from what this session last wrote (a pasted link, a reload), and rewritten
 after every run of a page.
+
+A link is text anyone can write, so its values are checked against the workspace before they are used:
+unknown runs, conventions and pages are dropped here with a notice in the sidebar; a dialogue, slot or
+view is checked by the widget that shows it (`state.select`, `state.tabs`: `PENDING`), against the
+options the page offers, and an unknown one is replaced by the page's default with a notice; until then
+it is not written back to the URL. Notices quote the value as plain text, shortened.
 """
 
 from __future__ import annotations
@@ -12,9 +18,16 @@ from typing import Any
 
 import streamlit as st
 
+from analysis.conventions import CONVENTIONS
 from ui import state
+from ui.data import DECLARED
 
 PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view")
+
+
+def quoted(value: str, limit: int = 60) -> str:
+    """A value from the URL as a notice quotes it: repr'd, and cut at `limit` characters."""
+    return repr(value if len(value) <= limit else value[:limit] + "…")
 
 
 def _current() -> dict[str, str]:
@@ -38,12 +51,28 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
         if missing:
             notes.append(f"runs in the link that this session does not have: {', '.join(missing)}")
         values["runs"] = [r for r in wanted if r in known] or state.selected_runs()
-    for name in ("run", "dialogue", "slot", "convention", "compare"):
-        if params.get(name):
+    for name in ("run", "compare"):
+        if params.get(name) and params[name] in known:
             values[name] = params[name]
+        elif params.get(name):
+            notes.append(f"{name} in the link is not a run of this session, ignored: {quoted(params[name])}")
+    if params.get("convention") in (DECLARED, *CONVENTIONS):
+        values["convention"] = params["convention"]
+    elif params.get("convention"):
+        notes.append(
+            f"convention in the link is not one of {', '.join(CONVENTIONS)}, ignored: {quoted(params['convention'])}"
+        )
     page = params.get("page")
+    if page and page not in page_paths:
+        notes.append(f"page in the link is not a page of this dashboard, ignored: {quoted(page)}")
+    pending: dict[str, str] = {}
+    for name in ("dialogue", "slot"):
+        if params.get(name):
+            values[name] = pending[name] = params[name]
     if params.get("view"):
-        values[state.view_state(page or current_page)] = params["view"]
+        view = state.view_state(page if page in page_paths else current_page)
+        values[view] = pending[view] = params["view"]
+    st.session_state[state.PENDING] = pending
     if params.get("turn"):
         try:
             values["turn"] = int(params["turn"])
@@ -60,6 +89,7 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
 def write(page: str) -> None:
     """Rewrite the query parameters from the shared state (only when they changed)."""
     params: dict[str, str] = {"page": page}
+    unchecked = st.session_state.get(state.PENDING) or {}  # from a link, not yet checked by its page
     runs = state.selected_runs()
     if runs:
         params["runs"] = ",".join(runs)
@@ -68,10 +98,10 @@ def write(page: str) -> None:
         params["run"] = focus
     for name in ("dialogue", "slot", "compare"):
         value = state.get(name)
-        if value:
+        if value and name not in unchecked:
             params[name] = str(value)
     view = state.get(state.view_state(page))
-    if view:
+    if view and state.view_state(page) not in unchecked:
         params["view"] = str(view)
     if state.get("turn") is not None and state.get("dialogue"):
         params["turn"] = str(state.get("turn"))

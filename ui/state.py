@@ -9,9 +9,13 @@ from typing import Any
 import streamlit as st
 
 from ui.data import DECLARED, RunSource
+from ui.text import md
 
 # Shared selections: a deep link may set any of them; pages read them through `get`.
 SHARED = ("runs", "run", "dialogue", "turn", "slot", "convention", "compare")
+# Values a deep link set that only the page can check (a dialogue of the run, a slot, a tab): state key ->
+# the linked value, checked and removed by the first widget that shows that state.
+PENDING = "_link_pending"
 
 
 def get(name: str, default: Any = None) -> Any:
@@ -44,6 +48,18 @@ def convention_choice() -> str:
     return str(st.session_state.get("convention") or DECLARED)
 
 
+def _check_link(name: str, label: str, options: Sequence[Any], host: Any) -> None:
+    """A notice when the value a deep link gave state `name` is not among the widget's options (it is
+    then replaced by the default, as any unknown value is)."""
+    pending = st.session_state.get(PENDING) or {}
+    if name not in pending:
+        return
+    linked = pending.pop(name)
+    if linked not in options:
+        shown = linked if len(linked) <= 60 else linked[:60] + "…"
+        host.warning(md(f"{label} in the link is not one of this page's choices, ignored: {shown!r}"))
+
+
 def _sync(name: str, widget: str | None = None) -> None:
     st.session_state[name] = st.session_state[widget or f"w_{name}"]
 
@@ -72,12 +88,13 @@ def select(
     the value to start from when the state holds none of the options."""
     widget = widget or f"w_{state}"
     options = list(options)
+    host = container or st
+    _check_link(state, label, options, host)
     current = st.session_state.get(state)
     if current not in options:
         current = choose(current, options, index_hint)
         st.session_state[state] = current
     st.session_state[widget] = current
-    host = container or st
     return host.selectbox(
         label, options, key=widget, on_change=_sync, args=(state, widget), format_func=format_func, **kwargs
     )
@@ -107,6 +124,7 @@ def tabs(labels: Sequence[str], *, page: str) -> list[Any]:
     name = view_state(page)
     widget = f"w_{name}"
     labels = list(labels)
+    _check_link(name, "view", labels, st)
     current = choose(st.session_state.get(name), labels)
     st.session_state[name] = current
     st.session_state[widget] = current
