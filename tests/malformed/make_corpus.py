@@ -1430,13 +1430,13 @@ def hostile_cases() -> list[Case]:
         (line_ok + "\n" + line_ok.replace('"turn_index": 0', '"turn_index": 1, "turn_index": 2') + "\n").encode(),
         contains="line 2 has the key 'turn_index' twice",
     )
-    sample = json.dumps(cl3_samples()[0])
+    second = line_ok.replace('"turn_index": 0', '"turn_index": 4, "turn_index": 1', 1)
     add(
-        "convlab3_sample_duplicate_key.json",
+        "jsonl_array_duplicate_key.json",
         "duplicate_turns",
-        "convlab3",
-        ("[" + sample + ", " + sample.replace('"utt_idx"', '"utt_idx": 4, "utt_idx"', 1) + "]").encode(),
-        contains="item 1 of the array has the key 'utt_idx' twice",
+        "jsonl",
+        ("[" + line_ok + ", " + second + "]").encode(),
+        contains="item 1 of the array has the key 'turn_index' twice",
     )
     # turn indices: plain decimal digits only ---------------------------------------------------------
     for label, key in (
