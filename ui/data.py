@@ -363,8 +363,8 @@ def release_ended_sessions() -> int:
     ended = _ended_sessions()
     gone = 0
     with _LIVE_LOCK:
-        for sid in ended:
-            for ref in _LIVE.pop(sid, []):
+        for ended_id in ended:
+            for ref in _LIVE.pop(ended_id, []):
                 upload = ref()
                 if upload is not None:
                     upload.release()
