@@ -273,8 +273,11 @@ def _scan(buf: bytes, max_depth: int) -> _Structure:
     return _Structure(-1, (keys1, keys2))
 
 
-def _blank_escaped_quotes(data: bytes) -> bytes:
-    """`data` with each escaped quote (after an odd run of backslashes) made `_`; positions unchanged."""
+def _escapes(data: bytes) -> tuple[bytes, bool]:
+    """(`data` with each escaped quote made `_`, positions unchanged; whether a `\\ud800`-`\\udfff` escape
+    occurs). Backslashes are rare: found with memchr, then placed by numpy, never a loop over bytes."""
+    if data.find(b"\\") < 0:
+        return data, False
     codes = np.frombuffer(data, dtype=np.uint8)
     slashes = np.flatnonzero(codes == 92)
     order = np.arange(len(slashes))
@@ -283,22 +286,28 @@ def _blank_escaped_quotes(data: bytes) -> bytes:
     run_start = np.maximum.accumulate(np.where(new_run, order, 0))
     escaped = slashes[(order - run_start) % 2 == 0] + 1  # a run's 1st, 3rd, ... backslash escapes the next byte
     escaped = escaped[escaped < len(codes)]
+    unicode = escaped[codes[escaped] == ord("u")]
+    unicode = unicode[unicode + 2 < len(codes)]
+    surrogate = bool(  # \\u then d/D then 8-f/8-F (| 0x20 lower-cases ASCII letters, keeps digits)
+        np.any(((codes[unicode + 1] | 0x20) == ord("d")) & np.isin(codes[unicode + 2] | 0x20, list(b"89abcdef")))
+    )
     quotes = escaped[codes[escaped] == 34]
     if not len(quotes):
-        return data
+        return data, surrogate
     out = bytearray(data)
     np.frombuffer(out, dtype=np.uint8)[quotes] = ord("_")
-    return bytes(out)
+    return bytes(out), surrogate
 
 
-def _check_structure(data: bytes, name: str, fmt: str | None, jsonl: bool) -> tuple[int, int]:
-    """Refuse JSON nested deeper than DST_MAX_DEPTH (naming the line); the key counts at depth 1 and 2."""
+def _check_structure(data: bytes, name: str, fmt: str | None, jsonl: bool) -> tuple[tuple[int, int], bool]:
+    """Refuse JSON nested deeper than DST_MAX_DEPTH (naming the line); (the key counts at depth 1 and 2,
+    whether a surrogate escape occurs)."""
     max_depth = limit("depth", name, fmt)
-    blanked = _blank_escaped_quotes(data) if b'\\"' in data else data
+    blanked, surrogates = _escapes(data)
     # Two quotes with nothing structural between them are an ordinary string: dropping them changes no parity.
     found = _scan(blanked.translate(None, _NOT_STRUCTURAL).replace(b'""', b""), max_depth)
     if found.too_deep_at < 0:
-        return found.keys
+        return found.keys, surrogates
     at = _scan(blanked, max_depth).too_deep_at  # the same scan with positions kept, for the line
     line = blanked.count(b"\n", 0, at) + 1
     problem = f"JSON nested too deeply: more than {max_depth} levels (DST_MAX_DEPTH; set it to allow more)"
@@ -410,8 +419,9 @@ def preflight(path: str | Path, *, fmt: str | None = None) -> None:
     text = decode_text(raw, name, fmt)
     if text.lstrip()[:1] not in ("{", "["):
         return
-    _check_structure(raw, name, fmt, name.lower().removesuffix(".gz").removesuffix(".zip").endswith(".jsonl"))
-    _check_surrogates(text, name, fmt)
+    jsonl = name.lower().removesuffix(".gz").removesuffix(".zip").endswith(".jsonl")
+    if _check_structure(raw, name, fmt, jsonl)[1]:
+        _check_surrogates(text, name, fmt)
     digits = sys.get_int_max_str_digits()
     match = re.search(rf"\d{{{digits + 1},}}", text) if digits else None
     if match:
@@ -429,8 +439,9 @@ def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | Non
     if lowered.endswith(".csv") or (stripped[:1] not in "{[" and "," in stripped.split("\n", 1)[0]):
         return "csv", _parse_csv(text, name, fmt)
     jsonl = lowered.endswith(".jsonl") or _looks_like_jsonl(stripped)
-    keys = _check_structure(raw, name, fmt, jsonl)
-    _check_surrogates(text, name, fmt)
+    keys, surrogates = _check_structure(raw, name, fmt, jsonl)
+    if surrogates:
+        _check_surrogates(text, name, fmt)
     if jsonl:
         records = _parse_jsonl(text, name, fmt)
         if sum(map(len, records)) != keys[0]:
