@@ -9,7 +9,6 @@ every exported file, so every string that carries data goes through one of these
 from __future__ import annotations
 
 import re
-import string
 from collections.abc import Iterable
 from typing import Any
 
@@ -29,31 +28,39 @@ def plotly_text(value: object) -> str:
     return str(value).translate(_PLOTLY)
 
 
-# Markdown files (tables, report index): the characters that open a construct anywhere in a line, so
-# the raw file stays readable (`MultiWOZ 2.1`, `hotel-area` unchanged).
-_MARKDOWN_FILE = re.compile(r"([\\`*{}\[\]()<>!|$~:#@]|(?<!\w)_|_(?!\w)|&(?=#?\w+;))")  # `a_b`, `R&B` stay
+# The characters that open a Markdown construct anywhere in a line (CommonMark, GFM, and Streamlit's
+# `:directive[...]`, `:material/icon:`, emoji `:code:` and `$` LaTeX; a colon only before a name); the rest
+# is left alone so the text stays readable raw (`MultiWOZ 2.1`, `hotel-book_day`, `R&B`, `a: b` unchanged).
+_MARKDOWN = re.compile(r"([\\`*\[\]<>!|$~#]|:(?=[\w+-])|(?<!\w)_|_(?!\w)|&(?=#?\w+;))")
+# ... and those that open one only at the start of the text (newlines are spaces): a list, a quote.
+_LEADING = re.compile(r"^(\s*)(\d+)?([-+.)])(?=\s|$)")
 # GFM autolink literals (`http://...`, `www.x`, `a@b.c`) are found in the text after parsing, so escapes do
 # not stop them: an invisible WORD JOINER (U+2060) inside the pattern does, and the text reads the same.
 _AUTOLINK = re.compile(r"(?i)(?<=:)(?=//)|(?<=\bwww)(?=\.)|(?=@)")
 _JOINER = "\u2060"
-# On screen the text is only ever rendered, so every ASCII punctuation character is escaped (CommonMark
-# allows it for all of them): line-start lists and headings, setext underlines, directives, emoji codes.
-_MARKDOWN_SCREEN = re.compile("([" + re.escape(string.punctuation) + "])")
 
 
-def markdown_text(value: object, *, every: bool = False) -> str:
-    r"""`value` as literal Markdown text: no link, image, autolink, HTML, emphasis, LaTeX (`$`),
-    Streamlit directive (`:red[...]`, `:material/...:`) or emoji code survives; a newline is a space, and
-    a word joiner (U+2060, invisible) goes inside `://`, before `.` after `www` and before `@`.
-    `every`: escape every ASCII punctuation character (for text that is only rendered, never read raw).
+def markdown_text(value: object) -> str:
+    r"""`value` as literal Markdown text, in a file or on Streamlit's screen: no link, image, autolink,
+    HTML, emphasis, LaTeX (`$`), Streamlit directive (`:red[...]`, `:material/...:`) or emoji code survives;
+    a newline is a space, and a word joiner (U+2060, invisible) goes inside `://`, before `.` after `www`
+    and before `@`.
 
-    >>> print(markdown_text("![x](http://h:9/p.png) :red[hi] $x$ www.a.org").replace("⁠", "<WJ>"))
-    \!\[x\]\(http\:<WJ>//h\:9/p.png\) \:red\[hi\] \$x\$ www<WJ>.a.org
-    >>> markdown_text("MultiWOZ 2.1 hotel-area <b>")
-    'MultiWOZ 2.1 hotel-area \\<b\\>'
+    >>> print(markdown_text("![x](http://h:9/p.png) :red[hi] $x$ www.a.org").replace("\u2060", "<WJ>"))
+    \!\[x\](http:<WJ>//h\:9/p.png) \:red\[hi\] \$x\$ www<WJ>.a.org
+    >>> markdown_text("- MultiWOZ 2.1 hotel-book_day R&B <b>"), markdown_text("1. x")
+    ('\\- MultiWOZ 2.1 hotel-book_day R&B \\<b\\>', '1\\. x')
     """
     text = _AUTOLINK.sub(_JOINER, " ".join(str(value).splitlines()))
-    return (_MARKDOWN_SCREEN if every else _MARKDOWN_FILE).sub(r"\\\1", text)
+    return _LEADING.sub(_escape_leading, _MARKDOWN.sub(r"\\\1", text), count=1)
+
+
+def _escape_leading(found: re.Match[str]) -> str:
+    """`- x`, `+ x`, `1. x`, `1) x` at the start: the mark escaped (a digit cannot be)."""
+    space, number, mark = found.group(1), found.group(2) or "", found.group(3)
+    if mark in ".)" and not number:
+        return found.group(0)
+    return f"{space}{number}\\{mark}"
 
 
 # Trace attributes whose strings Plotly draws (as labels, hover text or legend entries) and that carry
@@ -63,9 +70,15 @@ _AXIS_TEXT = ("categoryarray", "tickvals", "ticktext")
 _DONE = "plain_text"  # the layout.meta flag: a figure is escaped once, however often it is styled
 
 
+def _label(value: str) -> str:
+    """`plotly_text`, but a line break stays one: builders write `<br>` into cell text (a break from data
+    breaks a line too, which draws nothing and links nothing)."""
+    return plotly_text(value).replace("&lt;br&gt;", "<br>")
+
+
 def _escaped(value: Any) -> Any:
     if isinstance(value, str):
-        return plotly_text(value)
+        return _label(value)
     if isinstance(value, np.ndarray):
         if value.dtype.kind in "OUS":
             return np.vectorize(_escaped, otypes=[object])(value) if value.size else value
@@ -80,10 +93,10 @@ def _escape_title(owner: Any) -> None:
     if title is None:
         return
     if title.text:
-        title.text = plotly_text(title.text)
+        title.text = _label(title.text)
     subtitle = getattr(title, "subtitle", None)
     if subtitle is not None and subtitle.text:
-        subtitle.text = plotly_text(subtitle.text)
+        subtitle.text = _label(subtitle.text)
 
 
 def _axes(layout: Any) -> Iterable[Any]:
@@ -96,7 +109,7 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
     """Escape (once: the figure remembers it in `layout.meta`) every string Plotly would read as markup:
     the traces' data, names and text, the titles, axis titles and categories, legend title, annotations.
     Hover templates are code and keep their `<b>`/`<br>`; what they interpolate with `%{...}` is the
-    escaped data. Returns `fig`.
+    escaped data; a `<br>` stays a line break everywhere. Returns `fig`.
 
     >>> fig = plain_figure_text(go.Figure(go.Bar(x=["<b>a</b>"], y=[1], name="<a href='x'>r</a>")))
     >>> fig.data[0].x, fig.data[0].name
@@ -113,7 +126,7 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
                 trace[name] = _escaped(trace[name])
         legendgroup = getattr(trace, "legendgrouptitle", None)
         if legendgroup is not None and legendgroup.text:
-            legendgroup.text = plotly_text(legendgroup.text)
+            legendgroup.text = _label(legendgroup.text)
         colorbar = getattr(trace, "colorbar", None)
         if colorbar is not None:
             _escape_title(colorbar)
@@ -130,10 +143,10 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
                 axis[name] = _escaped(axis[name])
     for annotation in layout.annotations:
         if annotation.text:
-            annotation.text = plotly_text(annotation.text)
+            annotation.text = _label(annotation.text)
         # an annotation placed on a category names it as the (escaped) axis does
         for name in ("x", "y"):
             if isinstance(annotation[name], str):
-                annotation[name] = plotly_text(annotation[name])
+                annotation[name] = _label(annotation[name])
     layout.meta = {**(meta if isinstance(meta, dict) else {}), _DONE: True}
     return fig

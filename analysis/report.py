@@ -113,7 +113,9 @@ def _add_error_bars(fig: go.Figure, cis: pd.DataFrame, *, key: str) -> go.Figure
     for trace in fig.data:
         if getattr(trace, "type", "") != "bar" or trace.x is None:
             continue
-        part = cis[cis["run_id"] == trace.name].set_index(cis[key].astype(str)[cis["run_id"] == trace.name])
+        # the figure's names and categories are escaped text (escaping.plain_figure_text): match them so
+        ours = cis["run_id"].astype(str).map(plotly_text) == trace.name
+        part = cis[ours].set_index(cis[key].astype(str).map(plotly_text)[ours])
         if not len(part):
             continue
         x = [str(v) for v in trace.x]
@@ -172,7 +174,7 @@ def depth_figure(cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
             line={"width": 0},
             hoverinfo="skip",
             showlegend=False,
-            name=f"{run} {LEVEL:.0%} interval",
+            name=f"{plotly_text(run)} {LEVEL:.0%} interval",
         )
         bands.append(band)
     fig = go.Figure(data=[*bands, *fig.data], layout=fig.layout)

@@ -12,11 +12,11 @@ from analysis.escaping import markdown_text
 
 
 def md(value: object) -> str:
-    r"""`value` as Markdown that Streamlit shows as the literal text (every ASCII punctuation character
-    backslash-escaped, newlines as spaces, a word joiner inside `://`); wrap whole messages built from data,
-    or each data part of a message whose own Markdown should stay.
+    r"""`value` as Markdown that Streamlit shows as the literal text (`analysis.escaping.markdown_text`:
+    the characters that open a construct backslash-escaped, newlines as spaces, a word joiner inside
+    `://`); wrap whole messages built from data, or each data part of a message whose own Markdown stays.
 
-    >>> print(md("[sign in](http://h:9) :red[x] $x$").replace("⁠", "<WJ>"))
-    \[sign in\]\(http\:<WJ>\/\/h\:9\) \:red\[x\] \$x\$
+    >>> print(md("[sign in](http://h:9) :red[x] $x$").replace("\u2060", "<WJ>"))
+    \[sign in\](http:<WJ>//h\:9) \:red\[x\] \$x\$
     """
-    return markdown_text(value, every=True)
+    return markdown_text(value)
