@@ -49,7 +49,7 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
         wanted = [r for r in params["runs"].split(",") if r]
         missing = [r for r in wanted if r not in known]
         if missing:
-            notes.append(f"runs in the link that this session does not have: {', '.join(missing)}")
+            notes.append(f"runs in the link that this session does not have: {', '.join(map(quoted, missing))}")
         values["runs"] = [r for r in wanted if r in known] or state.selected_runs()
     for name in ("run", "compare"):
         if params.get(name) and params[name] in known:
@@ -77,7 +77,7 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
         try:
             values["turn"] = int(params["turn"])
         except ValueError:
-            notes.append(f"turn must be a number, got {params['turn']!r}")
+            notes.append(f"turn must be a number, got {quoted(params['turn'])}")
     if values.get("run") and values["run"] in known and values["run"] not in values.get("runs", state.selected_runs()):
         values["runs"] = [*values.get("runs", state.selected_runs()), values["run"]]
     state.put(**values)
