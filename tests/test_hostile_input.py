@@ -150,7 +150,7 @@ def _peak_rss_kb(args: list[str], env: dict[str, str]) -> tuple[int, subprocess.
     ("settings", "contains"),
     [
         ({}, "unpacks more than 200 times its packed size"),
-        ({"DST_MAX_RATIO": "100000"}, "unpacked is larger than the limit of 128 MiB (DST_MAX_BYTES"),
+        ({"DST_MAX_RATIO": "100000"}, "unpacked is larger than the limit of 64 MiB (DST_MAX_BYTES"),
     ],
     ids=["ratio", "unpacked-size"],
 )

@@ -1209,7 +1209,7 @@ def hostile_cases() -> list[Case]:
         "limits",
         "trade",
         patched_zip("run.json", js(TRADE_OK), size=3 * 1024**3),
-        contains="zip member 'run.json' unpacked is larger than the limit of 128 MiB (DST_MAX_BYTES",
+        contains="zip member 'run.json' unpacked is larger than the limit of 64 MiB (DST_MAX_BYTES",
     )
     add(
         "deep_array.json",
