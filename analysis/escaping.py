@@ -29,9 +29,10 @@ def plotly_text(value: object) -> str:
 
 
 # The characters that open a Markdown construct anywhere in a line (CommonMark, GFM, and Streamlit's
-# `:directive[...]`, `:material/icon:`, emoji `:code:` and `$` LaTeX; a colon only before a name); the rest
+# `:directive[...]`, `:material/icon:`, emoji `:code:` and `$` LaTeX; a colon only before a name, and the
+# slash of `:material/`, which Streamlit rewrites in the source before parsing); the rest
 # is left alone so the text stays readable raw (`MultiWOZ 2.1`, `hotel-book_day`, `R&B`, `a: b` unchanged).
-_MARKDOWN = re.compile(r"([\\`*\[\]<>!|$~#]|:(?=[\w+-])|(?<!\w)_|_(?!\w)|&(?=#?\w+;))")
+_MARKDOWN = re.compile(r"([\\`*\[\]<>!|$~#]|:(?=[\w+-])|(?<=:material)/|(?<!\w)_|_(?!\w)|&(?=#?\w+;))")
 # ... and those that open one only at the start of the text (newlines are spaces): a list, a quote.
 _LEADING = re.compile(r"^(\s*)(\d+)?([-+.)])(?=\s|$)")
 # GFM autolink literals (`http://...`, `www.x`, `a@b.c`) are found in the text after parsing, so escapes do
@@ -48,8 +49,10 @@ def markdown_text(value: object) -> str:
 
     >>> print(markdown_text("![x](http://h:9/p.png) :red[hi] $x$ www.a.org").replace("\u2060", "<WJ>"))
     \!\[x\](http:<WJ>//h\:9/p.png) \:red\[hi\] \$x\$ www<WJ>.a.org
-    >>> markdown_text("- MultiWOZ 2.1 hotel-book_day R&B <b>"), markdown_text("1. x")
-    ('\\- MultiWOZ 2.1 hotel-book_day R&B \\<b\\>', '1\\. x')
+    >>> markdown_text(":material/home:"), markdown_text("1. x")
+    ('\\:material\\/home:', '1\\. x')
+    >>> markdown_text("- MultiWOZ 2.1 hotel-book_day R&B <b>")
+    '\\- MultiWOZ 2.1 hotel-book_day R&B \\<b\\>'
     """
     text = _AUTOLINK.sub(_JOINER, " ".join(str(value).splitlines()))
     return _LEADING.sub(_escape_leading, _MARKDOWN.sub(r"\\\1", text), count=1)
