@@ -336,7 +336,8 @@ def test_user_turns_without_state_are_counted_and_left_out(tmp_path: Path) -> No
         turn.pop("state", None)  # a dialogue with no state at all, beside annotated ones
     parsed = parse_file(write(tmp_path / "g.json", dialogues), use_cache=False)
     assert set(parsed.turns["dialogue_id"]) == {"SNG01856.json", "SNG01741.json"}
-    assert parsed.notes == {"user_turns_without_state_not_read": 8}
+    # ... and the dialogue left with no turn is counted, not dropped silently (issue 14, requirement 6).
+    assert parsed.notes == {"user_turns_without_state_not_read": 8, "dialogues_without_turns": 1}
 
 
 def test_a_dataset_without_state_is_one_line_error(tmp_path: Path) -> None:
