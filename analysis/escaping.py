@@ -133,9 +133,9 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
         colorbar = getattr(trace, "colorbar", None)
         if colorbar is not None:
             _escape_title(colorbar)
-        marker = getattr(trace, "marker", None)
-        if getattr(marker, "colorbar", None) is not None:
-            _escape_title(marker.colorbar)
+        marker_colorbar = getattr(getattr(trace, "marker", None), "colorbar", None)
+        if marker_colorbar is not None:
+            _escape_title(marker_colorbar)
     layout = fig.layout
     _escape_title(layout)
     _escape_title(layout.legend)
