@@ -378,6 +378,7 @@ def release_ended_sessions() -> int:
                 del _LIVE[sid]
     if gone:
         trim_memory()
+        errors.log.info("%d upload(s) of ended sessions released (%d released explicitly)", gone, len(ended))
     return gone
 
 
