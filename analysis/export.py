@@ -60,6 +60,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis.escaping import markdown_text
 from analysis.figures import OKABE_ITO
 from analysis.safe_csv import frame_csv
 from analysis.views import comparable_groups
@@ -1016,16 +1017,17 @@ def _latex(cells: _Cells, caption: str | None, label: str | None) -> str:
 
 
 def _markdown(cells: _Cells, caption: str | None) -> str:
-    def clean(text: str) -> str:
-        return text.replace("|", "\\|").replace("\n", " ")
+    def clean(text: str) -> str:  # text from data stays text: no link, image, HTML or `|` column break
+        return markdown_text(text)
 
     lines = [f"**{clean(caption)}**", ""] if caption else []
     lines.append("| " + " | ".join(clean(h) for h in cells.header) + " |")
     lines.append("| " + " | ".join("---:" if n else ":---" for n in cells.numeric) + " |")
     for row, flags in zip(cells.rows, cells.bold, strict=True):
         shown = []
-        for text, strong in zip(row, flags, strict=True):
-            value, sep, rest = clean(text).partition(" [")
+        for text, strong, numeric in zip(row, flags, cells.numeric, strict=True):
+            value, sep, rest = text.partition(" [")
+            value, rest = clean(value), (rest if numeric else clean(rest))  # a number's "[lo, hi]" is ours
             shown.append((f"**{value}**" if strong and value else value) + sep + rest)
         lines.append("| " + " | ".join(shown) + " |")
     if cells.note:
