@@ -61,7 +61,9 @@ def build_big_workspace(folder: Path, n_runs: int = 20) -> Path:
         raise SystemExit(f"{gold} is absent: the 20-run benchmark needs ../shared/realdata")
     base = load_run(gold, gold, run_id="gold")
     runs = perturb_run(base, n_runs=n_runs, seed=7)
-    lines = ['[workspace]\nname = "20 MultiWOZ-size runs (simulated)"\nconvention = "exact"\nallow_outside_root = true\n']
+    lines = [
+        '[workspace]\nname = "20 MultiWOZ-size runs (simulated)"\nconvention = "exact"\nallow_outside_root = true\n'
+    ]
     turns = base.turns[["dialogue_id", "turn_index"]]
     for run in runs:
         states: dict[tuple[str, int], dict[str, dict[str, str]]] = {}
