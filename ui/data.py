@@ -25,6 +25,7 @@ from typing import Any
 import streamlit as st
 
 from analysis.errors import InputError
+from analysis.isolated import load_entry_isolated
 from analysis.model import Run
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
@@ -295,7 +296,7 @@ def upload_source(
         system=name,
         uploaded=True,
     )
-    run = _load_entry(source, pred_data, gold_data)
+    run = load_entry_isolated(source.entry(), pred_data, gold_data)  # the parse's garbage stays in the worker
     if isinstance(run, str):
         del pred_data, gold_data
         trim_memory()
