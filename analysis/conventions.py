@@ -183,6 +183,31 @@ class Convention:
         return out
 
 
+_MWZEVAL = Convention(
+    "mwzeval",
+    "MultiWOZ_Evaluation (Tomiinek/MultiWOZ_Evaluation, mwzeval/normalization.py::normalize_data "
+    "then mwzeval/metrics.py::get_dst): slot names lower-cased without spaces (arriveby→arrive, "
+    "leaveat→leave), gold booking slots in MultiWOZ 2.2 names (bookday, bookpeople, bookstay, "
+    "booktime: a predicted `day` does not match them); its value rules on both sides (canonical "
+    "names, types, foods, times as HH:MM, parking/internet free→yes); gold dontcare dropped and the "
+    'first gold alternative kept; every predicted value counts (`none` and "" too); fuzzywuzzy\'s '
+    "integer partial_ratio > 95; only the turns the prediction file holds are scored; P/R/F1 0 "
+    "when undefined.",
+    empty_values=frozenset({"", "not mentioned", "none"}),
+    pred_empty_values=frozenset(),
+    dontcare="drop_gold",
+    multi_value="first",
+    matching="fuzzy_int",
+    value_rules="mwzeval",
+    slot_rules="mwzeval",
+    gold_slot_renames=MWZ22_BOOKING,
+    score_missing_turns=False,
+    ontology="multiwoz30",
+    empty_ratio=0.0,
+    unicode_nfc=False,
+)
+
+
 CONVENTIONS: dict[str, Convention] = {
     c.name: c
     for c in (
@@ -223,45 +248,18 @@ CONVENTIONS: dict[str, Convention] = {
             subtask_synonyms=DSTC9_SUBTASK_MAPS,
             unicode_nfc=False,
         ),
-        Convention(
-            "mwzeval",
-            "MultiWOZ_Evaluation (Tomiinek/MultiWOZ_Evaluation, mwzeval/normalization.py::normalize_data "
-            "then mwzeval/metrics.py::get_dst): slot names lower-cased without spaces (arriveby→arrive, "
-            "leaveat→leave), gold booking slots in MultiWOZ 2.2 names (bookday, bookpeople, bookstay, "
-            "booktime: a predicted `day` does not match them); its value rules on both sides (canonical "
-            "names, types, foods, times as HH:MM, parking/internet free→yes); gold dontcare dropped and the "
-            'first gold alternative kept; every predicted value counts (`none` and "" too); fuzzywuzzy\'s '
-            "integer partial_ratio > 95; only the turns the prediction file holds are scored; P/R/F1 0 "
-            "when undefined.",
-            empty_values=frozenset({"", "not mentioned", "none"}),
-            pred_empty_values=frozenset(),
-            dontcare="drop_gold",
-            multi_value="first",
-            matching="fuzzy_int",
-            value_rules="mwzeval",
-            slot_rules="mwzeval",
-            gold_slot_renames=MWZ22_BOOKING,
-            score_missing_turns=False,
-            ontology="multiwoz30",
-            empty_ratio=0.0,
-            unicode_nfc=False,
-        ),
-        Convention(
-            "mwzeval-lenient",
-            "mwzeval's rules with shared slot names and every gold turn: booking slots named day/people/"
+        _MWZEVAL,
+        replace(
+            _MWZEVAL,
+            name="mwzeval-lenient",
+            notes="mwzeval's rules with shared slot names and every gold turn: booking slots named day/people/"
             "stay/time on both sides (a predicted `day` matches gold `bookday`), and a gold turn the "
             "prediction file lacks is scored as an empty prediction. Not what mwzeval prints: the kinder "
             "rule this tool used under the name mwzeval before.",
-            empty_values=frozenset({"", "not mentioned", "none"}),
-            pred_empty_values=frozenset(),
-            dontcare="drop_gold",
-            multi_value="first",
-            matching="fuzzy_int",
-            value_rules="mwzeval",
-            slot_rules="mwzeval",
             slot_aliases=MWZ_BARE_BOOKING,
-            ontology="multiwoz30",
-            empty_ratio=0.0,
+            gold_slot_renames={},
+            score_missing_turns=True,
+            unicode_nfc=True,
         ),
         Convention(
             "convlab3",

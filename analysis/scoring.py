@@ -472,7 +472,7 @@ def _listed_in_turn(
                 table[lid, pair] = True
     listing = turns["listing"].to_numpy()[pred.key // n_pairs]
     has_listing = listing >= 0
-    listed = table[np.where(has_listing, listing, 0), pred.key % n_pairs] if len(table) else in_gold
+    listed = table[np.where(has_listing, listing, 0), pred.key % n_pairs]
     return np.where(has_listing, listed, in_gold)
 
 

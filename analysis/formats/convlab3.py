@@ -75,27 +75,11 @@ def _turn_indices(utt_indices: list[int]) -> list[int]:
     return list(range(len(utt_indices)))
 
 
-def _state_triples(state: Any, field: str, where: str) -> Iterator[Triple]:
-    """A gold `{domain: {slot: value}}` with every listed slot, "" included; values must be strings
-    (the official scorer calls `.split()` on them)."""
-    if type(state) is not dict:
-        raise StateProblem(f"{where}: state must be an object {{domain: {{slot: value}}}}, got {_kind(state)}", field)
-    for domain, slots in state.items():
-        if type(slots) is not dict:
-            raise StateProblem(f"{where}: state of domain {domain!r} must be an object, got {_kind(slots)}", field)
-        for slot, value in slots.items():
-            if type(value) is not str:
-                raise StateProblem(
-                    f"{where}: slot value must be a string (ConvLab-3's scorer splits it on '|'), got {_kind(value)}",
-                    f"{field}.{domain}.{slot}",
-                )
-            yield domain, slot, EQ, value
-
-
-def _prediction_triples(state: Any, field: str, gold: dict[str, Any], where: str) -> Iterator[Triple]:
-    """A predicted state. A non-string value at a slot the gold state lists is an error (the official
-    scorer crashes on it); elsewhere the scorer ignores the slot, so lists and numbers are read as
-    usual (`a|b` alternatives, decimal text)."""
+def _state_triples(state: Any, field: str, where: str, gold: dict[str, Any] | None = None) -> Iterator[Triple]:
+    """A state `{domain: {slot: value}}`. Gold (`gold` None) lists every slot, "" included, and its values
+    must be strings (the official scorer calls `.split()` on them). A prediction (`gold` given) must hold
+    strings at the slots the gold state lists; elsewhere the scorer ignores the slot, so lists and
+    numbers are read as usual (`a|b` alternatives, decimal text)."""
     if type(state) is not dict:
         raise StateProblem(f"{where}: state must be an object {{domain: {{slot: value}}}}, got {_kind(state)}", field)
     for domain, slots in state.items():
@@ -104,6 +88,12 @@ def _prediction_triples(state: Any, field: str, gold: dict[str, Any], where: str
         for slot, value in slots.items():
             if type(value) is not str:
                 at = f"{field}.{domain}.{slot}"
+                if gold is None:
+                    raise StateProblem(
+                        f"{where}: slot value must be a string (ConvLab-3's scorer splits it on '|'), "
+                        f"got {_kind(value)}",
+                        at,
+                    )
                 listed = gold.get(domain)
                 if isinstance(listed, dict) and slot in listed:
                     raise StateProblem(
@@ -217,7 +207,7 @@ def parse_samples(records: Any, c: Collector) -> None:
                     "pred",
                     dialogue_id,
                     t,
-                    partial(_prediction_triples, predicted, "predictions.state", gold, where),
+                    partial(_state_triples, predicted, "predictions.state", where, gold),
                     state=predicted,
                 )
 
