@@ -37,4 +37,4 @@ bench: $(VENV)/.dev-deps
 	for b in benchmarks/bench_*.py; do $(PY) $$b || exit 1; done
 
 demo: $(VENV)/.dev-deps
-	$(PY) -m analysis.demo ../shared/realdata data/demo
+	$(PY) -m analysis.demo.build ../shared/realdata data/demo

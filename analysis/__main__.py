@@ -1,7 +1,7 @@
-"""`python -m analysis`: the command line (see analysis.cli)."""
+"""`python -m analysis`: the command line (see analysis.cli.main)."""
 
 import sys
 
-from analysis.cli import main
+from analysis.cli.main import main
 
 sys.exit(main())

@@ -159,7 +159,7 @@ def align_ontologies(
     slot unmatched. Otherwise a slot whose name exists on both sides pairs with itself; the rest are
     paired one-to-one, best score first, among pairs scoring at least `min_score`.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}],
     ...                         [{}, {}], run_id="en")
     >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东", "星级": "4"}}], [{}, {}], run_id="zh")
@@ -280,7 +280,7 @@ def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str)
     group (`turn_index`, or `slot_a`/`slot_b`/`domain_a`/`domain_b`), `acc_a`, `n_turns_a`, `acc_b`,
     `n_turns_b`, `gap`; an accuracy over no turns is NaN.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
     ...                         [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], run_id="en")
     >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东"}}],
@@ -359,7 +359,7 @@ def drill_down(
     side's wrong slots as `domain-slot: gold → predicted`, `∅` for absent, values as written in the
     files; empty when the side is correct) and `n_errors_a`/`n_errors_b`.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> en = scored_from_states([{"hotel": {"area": "east"}}], [{"hotel": {"area": "west"}}], run_id="en")
     >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}], [{"旅馆": {"区域": "东"}}], run_id="zh")
     >>> drill_down(en, zh, "only_b")[["dialogue_id", "turn_index", "errors_a", "errors_b"]].to_dict("records")

@@ -105,7 +105,7 @@ def joint_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFram
     correct when both states restricted to the domain are equal. (Alternatives in the literature
     count only turns whose *gold* has the domain, or all turns; both inflate JGA for rare domains.)
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{"hotel": {"area": "east"}}, {}, {"hotel": {"area": "west"}}],
     ...                        [{"hotel": {"area": "east"}}, {}, {"hotel": {"area": "east"}}])
     >>> round(joint_goal_accuracy(s), 4)
@@ -152,7 +152,7 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
     """Micro precision, recall and F1 over triples pooled across turns; a wrong value is one FP and
     one FN. `support` is the number of gold triples. Undefined ratios (no gold, no prediction) are NaN.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{"hotel": {"area": "east", "stars": "4"}}], [{"hotel": {"area": "west"}}])
     >>> {k: round(v, 4) for k, v in slot_prf_micro(s).items()}
     {'precision': 0.0, 'recall': 0.0, 'f1': 0.0, 'support': 2.0}
@@ -237,7 +237,7 @@ def slot_f1_seed(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     an accepted alternative counts as the gold value). Grouped by a slot-level column, turns without
     gold in the group are left out instead of scoring 0.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{"hotel": {"area": "east"}, "restaurant": {"area": "east"}}, {}],
     ...                        [{"hotel": {"area": "east"}}, {}])
     >>> slot_f1_seed(s)  # turn 1: area {east} vs {east} -> 1; turn 2: empty gold -> 0
@@ -411,7 +411,7 @@ def ontology_fit(scored: Scored) -> pd.DataFrame:
     convention's ontology (`n_inside`), their `share`, and whether the ontology `applies` (share at
     least `ONTOLOGY_MIN_SHARE`; a run without gold values has nothing to contradict it, so it applies).
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{"餐馆": {"名称": "x"}}, {"hotel": {"area": "east"}}], [{}, {}], convention="trade")
     >>> ontology_fit(s)[["n_gold", "n_inside", "applies"]].to_dict("records")
     [{'n_gold': 2, 'n_inside': 1, 'applies': False}]
@@ -446,7 +446,7 @@ def ontology_mismatch(scored: Scored) -> str | None:
     `mwzeval` over a CrossWOZ or RiSAWOZ run, whose slots lie outside it, would count none of their
     errors and report about 1.0. Slot accuracy (`slot_accuracy`, `slot_accuracy_trade`) is then NaN.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> ontology_mismatch(scored_from_states([{"hotel": {"area": "east"}}], [{}], convention="trade")) is None
     True
     >>> print(ontology_mismatch(scored_from_states([{"餐馆": {"名称": "x"}}], [{}], convention="trade")))

@@ -240,7 +240,7 @@ def bootstrap_ci(
     resampled with the same dialogues. An empty slice gives NaN. `n_turns` counts the turns (per group:
     turn-group rows) the metric averages over.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states({"a": [{}, {"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}, {}], "b": [{}]})
     >>> ci = bootstrap_ci(s, "jga", n_resamples=200)
     >>> round(ci["estimate"], 4), ci["n_dialogues"], ci["low"] <= ci["estimate"] <= ci["high"]
@@ -338,7 +338,7 @@ def paired_bootstrap(
     of resamples where b beats a, ties counted half), plus the dialogue counts. With `by` (turn or
     slot-level columns other than `run_id`): one row per group.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states({"a": [{"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}], "b": [{}]})
     >>> paired_bootstrap(s, s, n_resamples=100)["p_value"]
     1.0

@@ -36,7 +36,7 @@ def not_applicable(scored: Scored) -> dict[str, str]:
     """The headline metrics whose definition does not apply to these runs, each with the reason; their
     values are NaN, shown as "n/a" (JSON null) beside this reason, never as a number.
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> sorted(not_applicable(scored_from_states([{"景点": {"名称": "故宫"}}], [{}], convention="trade")))
     ['slot_accuracy', 'slot_accuracy_trade']
     """

@@ -49,7 +49,7 @@ def _meta(scored: Scored) -> RunMeta:
 def scope(scoreds: Scored | Sequence[Scored]) -> dict[str, Any]:
     """What a view covers: the runs, conventions, turn and dialogue counts (for captions).
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> scope(scored_from_states([{}, {"hotel": {"area": "east"}}], [{}, {}]))["n_turns"]
     2
     """
@@ -184,7 +184,7 @@ def _groups(board: pd.DataFrame, column: str, label: Any = None) -> str:
 def run_table(scoreds: Sequence[Scored]) -> pd.DataFrame:
     """One row per run: its metadata and the convention it was scored under (no metrics).
 
-    >>> from analysis.testing import scored_from_states
+    >>> from analysis.demo.testing import scored_from_states
     >>> run_table([scored_from_states([{}], [{}])])[["run_id", "convention"]].to_dict("records")
     [{'run_id': 'run', 'convention': 'exact'}]
     """

@@ -260,7 +260,7 @@ def _check_settings(manifest: str, settings: dict[str, dict[str, Any]]) -> None:
     if "database_url" in review:
         _typed(manifest, "[review] database_url", review["database_url"], str)
     if "extra_tags" in review:
-        from analysis.annotations import taxonomy  # not at the top: it imports SQLAlchemy (1.6 s)
+        from analysis.review.annotations import taxonomy  # not at the top: it imports SQLAlchemy (1.6 s)
 
         try:
             taxonomy(settings)
@@ -369,7 +369,7 @@ def load_workspace(path: str | Path) -> Workspace:
         except InputError as exc:
             workspace.failed[entry.name] = str(exc)
     for few in workspace.fewjoint_entries:
-        from analysis.fewjoint import load_fewjoint_system  # only workspaces with FewJoint systems need it
+        from analysis.fewjoint.core import load_fewjoint_system  # only workspaces with FewJoint systems need it
 
         try:
             workspace.fewjoint[few.name] = load_fewjoint_system(few.gold, few.pred, name=few.name, shots=few.shots)

@@ -23,7 +23,8 @@ import pandas as pd
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.annotations import (  # noqa: E402
+from analysis.loading import load_run  # noqa: E402
+from analysis.review.annotations import (  # noqa: E402
     DEFAULT_TAGS,
     AnnotationStore,
     error_items,
@@ -32,7 +33,6 @@ from analysis.annotations import (  # noqa: E402
     review_queue,
     tag_counts,
 )
-from analysis.loading import load_run  # noqa: E402
 from analysis.scoring import score_run  # noqa: E402
 
 TRADE = ROOT.parent / "shared" / "realdata" / "mlcsg" / "all_prediction_TRADE.json"

@@ -3,7 +3,7 @@
 Targets (issue, requirement 7): first chart of the first page within 3 s of opening, page switch
 within 1 s, diff-viewer step within 0.5 s; measured on the demo workspace and on a workspace of 20
 MultiWOZ-size runs (the full MultiWOZ 2.1 test gold, 1,000 dialogues and 7,372 turns, perturbed by
-`analysis.simulate.perturb_run`), built in a temporary folder.
+`analysis.demo.simulate.perturb_run`), built in a temporary folder.
 
 The server is started as `make run` starts it (`scripts/serve.py`: the workspace is read and the first
 page computed before the server listens; the time until it answers is reported). "Cold" is the first
@@ -44,8 +44,8 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 from conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, VIEWPORT, start_server, stop_server  # noqa: E402
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
+from analysis.demo.simulate import perturb_run  # noqa: E402
 from analysis.loading import load_run  # noqa: E402
-from analysis.simulate import perturb_run  # noqa: E402
 
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 REALDATA = ROOT.parent / "shared" / "realdata"

@@ -23,9 +23,9 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from naive_metrics import naive_metrics  # noqa: E402
 
+from analysis.demo.simulate import perturb_run  # noqa: E402
 from analysis.loading import load_run  # noqa: E402
 from analysis.scoring import combine, score_run  # noqa: E402
-from analysis.simulate import perturb_run  # noqa: E402
 from analysis.suite import HEADLINE, headline_metrics, metric_suite  # noqa: E402
 
 REALDATA = ROOT.parent / "shared" / "realdata"

@@ -1,6 +1,6 @@
 """Benchmark: every FewJoint metric for 5 seeds over the FewJoint 1.1 1-shot test set (~5,300 query scorings).
 
-Predictions are seeded perturbations of the real gold (``analysis.fewjoint_demo.simulate_prediction``),
+Predictions are seeded perturbations of the real gold (``analysis.demo.fewjoint.simulate_prediction``),
 written as JSONL to a temporary directory; the timing covers reading + aligning the 5 files and
 ``score_fewjoint`` (all frames). Target: within 1 s. Run from the project root:
 
@@ -20,8 +20,8 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.fewjoint import load_fewjoint_gold, load_fewjoint_system, score_fewjoint  # noqa: E402
-from analysis.fewjoint_demo import simulate_prediction  # noqa: E402
+from analysis.demo.fewjoint import simulate_prediction  # noqa: E402
+from analysis.fewjoint.core import load_fewjoint_gold, load_fewjoint_system, score_fewjoint  # noqa: E402
 
 GOLD = ROOT.parent / "shared" / "realdata" / "fewjoint" / "FewJoint1.1" / "1shot" / "test.json"
 SEEDS = (1, 2, 3, 4, 5)

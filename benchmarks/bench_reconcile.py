@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis.loading import load_run  # noqa: E402
-from analysis.reconcile import DEFAULT_CONVENTIONS, reconcile  # noqa: E402
+from analysis.reconcile.core import DEFAULT_CONVENTIONS, reconcile  # noqa: E402
 
 REALDATA = ROOT.parent / "shared" / "realdata"
 PRED = REALDATA / "mwzeval_outputs" / "augpt.json"

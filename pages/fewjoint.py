@@ -5,10 +5,10 @@ time (`ui.tabs`): a tab's charts are drawn when it is chosen, so the page opens 
 import streamlit as st
 
 import ui
-from analysis import fewjoint_views as views
-from analysis.fewjoint import AVERAGINGS, METRICS, fewjoint_leaderboard
+from analysis.fewjoint import views
+from analysis.fewjoint.core import AVERAGINGS, METRICS, fewjoint_leaderboard
+from analysis.fewjoint.figures import breakdown_bar, intent_confusion_heatmap, leaderboard_bar, slot_type_prf_bar
 from analysis.figures import apply_style
-from analysis.figures_fewjoint import breakdown_bar, intent_confusion_heatmap, leaderboard_bar, slot_type_prf_bar
 from ui import fewjoint as data
 
 ui.ensure_frame("fewjoint")

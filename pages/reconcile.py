@@ -4,9 +4,9 @@ of them, and the slots responsible, grouped by the convention switch that causes
 import streamlit as st
 
 import ui
-from analysis import figures_review
 from analysis.conventions import CONVENTIONS
-from analysis.reconcile import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
+from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
+from analysis.review import figures as figures_review
 from analysis.suite import not_applicable, not_applicable_text
 from ui import reconcile as data
 

@@ -4,8 +4,8 @@ reviewers, and export/import of the annotations."""
 import streamlit as st
 
 import ui
-from analysis import figures_review
-from analysis.annotations import StoreError, cohens_kappa, review_progress, review_queue, tag_counts
+from analysis.review import figures as figures_review
+from analysis.review.annotations import StoreError, cohens_kappa, review_progress, review_queue, tag_counts
 from analysis.scoring import OUTCOMES
 from ui import review
 from ui.place import COLUMN_LABELS

@@ -12,8 +12,10 @@ import pandas as pd
 import pytest
 from sqlalchemy import create_engine, insert, inspect, text
 
-from analysis import annotations as ann
-from analysis.annotations import (
+from analysis.demo.testing import run_from_states
+from analysis.errors import InputError
+from analysis.review import annotations as ann
+from analysis.review.annotations import (
     DEFAULT_TAGS,
     SCHEMA_VERSION,
     AnnotationStore,
@@ -28,9 +30,7 @@ from analysis.annotations import (
     tag_counts,
     taxonomy,
 )
-from analysis.errors import InputError
 from analysis.scoring import combine, score_run
-from analysis.testing import run_from_states
 
 
 @pytest.fixture

@@ -28,7 +28,8 @@ from sqlalchemy import create_engine, text
 from streamlit.testing.v1 import AppTest
 from test_annotations_concurrency import _free_port, _has_user, _pg_bin
 
-from analysis.annotations import (
+from analysis.errors import InputError
+from analysis.review.annotations import (
     LOCKED_MESSAGE,
     MAX_COMMENT,
     MAX_COMPONENT,
@@ -41,7 +42,6 @@ from analysis.annotations import (
     StoreUnavailable,
     taxonomy,
 )
-from analysis.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
@@ -333,7 +333,7 @@ HOLD_STORE = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, sys.argv[2])
-    from analysis.annotations import AnnotationStore
+    from analysis.review.annotations import AnnotationStore
     store = AnnotationStore("sqlite:///" + sys.argv[1])
     with store._writing():
         print("holding", flush=True)

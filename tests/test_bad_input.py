@@ -2,7 +2,7 @@
 
 The corpus lives in tests/malformed (built by tests/malformed/make_corpus.py, expectations in
 tests/malformed/EXPECTED.json). Each file goes through `load_run` (and `parse_file` when the file
-alone is enough to tell), through `analysis.cli.main` in process, and ten representative ones through
+alone is enough to tell), through `analysis.cli.main.main` in process, and ten representative ones through
 `python -m analysis` in a subprocess.
 """
 
@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from analysis.cli import main as cli_main
+from analysis.cli.main import main as cli_main
 from analysis.errors import InputError
 from analysis.formats import format_names, parse_file
 from analysis.loading import load_run

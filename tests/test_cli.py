@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from analysis import metrics as M
-from analysis.cli import main
+from analysis.cli.main import main
 from analysis.loading import load_run
 from analysis.scoring import score_run
 from tests.conftest import ROOT, realdata_path

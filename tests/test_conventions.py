@@ -8,7 +8,7 @@ import pytest
 
 from analysis import metrics as M
 from analysis.conventions import CONVENTIONS, Convention, get_convention, normalise_value
-from analysis.testing import scored_from_states
+from analysis.demo.testing import scored_from_states
 
 
 def jga(gold, pred, convention) -> float:

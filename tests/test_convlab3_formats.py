@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 
 from analysis import metrics as M
-from analysis.cli import main
+from analysis.cli.main import main
 from analysis.errors import InputError
 from analysis.formats import FORMATS_BY_NAME, detect_format, parse_file
 from analysis.formats.reading import parse_records

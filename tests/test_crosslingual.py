@@ -14,11 +14,11 @@ from analysis.crosslingual import (
     drill_down,
     mapping_from_manifest,
 )
+from analysis.demo.testing import scored_from_states
 from analysis.diagnostics import AGREEMENT, agreement_matrix
 from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.scoring import Scored, combine, score_run
-from analysis.testing import scored_from_states
 from tests.conftest import realdata_path
 
 # MultiWOZ 2.1 -> MultiWOZ-zh, read off the two ontology files (multiwoz21/ontology.json names

@@ -11,7 +11,7 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis import views
-from analysis.cli import main
+from analysis.cli.main import main
 from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.metrics import joint_goal_accuracy

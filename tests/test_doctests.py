@@ -10,7 +10,9 @@ import pytest
 
 import analysis
 
-MODULES = sorted(m.name for m in pkgutil.walk_packages(analysis.__path__, "analysis.") if m.name != "analysis.__main__")
+MODULES = sorted(
+    m.name for m in pkgutil.walk_packages(analysis.__path__, "analysis.") if not m.name.endswith(".__main__")
+)
 
 
 @pytest.mark.parametrize("name", MODULES)

@@ -12,8 +12,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from analysis import export as E
 from analysis import figures as F
+from analysis.export import core as E
 
 HAVE_CHROMIUM = Path("/usr/bin/chromium").exists() or E.browser_path() is not None
 needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium (make test installs it)")

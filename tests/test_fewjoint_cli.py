@@ -13,11 +13,11 @@ from pathlib import Path
 import plotly.graph_objects as go
 import pytest
 
-from analysis import fewjoint_cli
+from analysis.cli import fewjoint as fewjoint_cli
+from analysis.demo.fewjoint import DEMO_SEEDS, build_fewjoint_demo, demo_episodes
 from analysis.errors import InputError
-from analysis.fewjoint import FewJointResult, fewjoint_leaderboard, load_fewjoint_system, score_fewjoint
-from analysis.fewjoint_demo import DEMO_SEEDS, build_fewjoint_demo, demo_episodes
-from analysis.figures_fewjoint import (
+from analysis.fewjoint.core import FewJointResult, fewjoint_leaderboard, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint.figures import (
     breakdown_bar,
     intent_confusion_heatmap,
     leaderboard_bar,
@@ -87,7 +87,7 @@ def test_python_m_analysis_fewjoint(tmp_path: Path) -> None:
         [*cmd, *map(str, DEMO_PREDS), "--json"], cwd=ROOT, capture_output=True, text=True, check=False
     )
     if done.returncode != 0 and "invalid choice: 'fewjoint'" in done.stderr:
-        pytest.skip("the fewjoint sub-command is not registered in analysis.cli yet")
+        pytest.skip("the fewjoint sub-command is not registered in analysis.cli.main yet")
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["n_queries"] == 48
     bad = tmp_path / "seed1.jsonl"

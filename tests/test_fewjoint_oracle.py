@@ -16,14 +16,14 @@ from hypothesis import strategies as st
 from seqeval.metrics import f1_score
 from seqeval.metrics.sequence_labeling import get_entities
 
-from analysis.fewjoint import (
+from analysis.demo.fewjoint import ErrorModel, simulate_prediction
+from analysis.fewjoint.core import (
     conlleval_chunks,
     count_ill_formed,
     load_fewjoint_gold,
     load_fewjoint_system,
     score_fewjoint,
 )
-from analysis.fewjoint_demo import ErrorModel, simulate_prediction
 from tests.conftest import realdata_path
 
 N_PERTURBATIONS = 60

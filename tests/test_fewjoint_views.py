@@ -1,4 +1,4 @@
-"""analysis.fewjoint_views: the FewJoint page's frames equal what score_fewjoint computes, filters keep
+"""analysis.fewjoint.views: the FewJoint page's frames equal what score_fewjoint computes, filters keep
 exactly the matching queries, verdicts and tag diffs describe the query they name."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis import fewjoint_views as V
-from analysis.fewjoint import count_ill_formed, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint import views as V
+from analysis.fewjoint.core import count_ill_formed, load_fewjoint_system, score_fewjoint
 from analysis.workspace import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

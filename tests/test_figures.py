@@ -7,7 +7,7 @@ import plotly.graph_objects as go
 import pytest
 
 from analysis import figures, views
-from analysis.testing import scored_from_states
+from analysis.demo.testing import scored_from_states
 
 GOLD = {"d1": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}], "d2": [{"taxi": {"to": "x"}}]}
 PRED_A = {"d1": [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], "d2": [{}]}

@@ -1,5 +1,5 @@
-"""analysis.figures_review: the review and reconcile figures draw exactly the counts and metrics that
-analysis.annotations and analysis.reconcile compute; display tables keep every row and the item."""
+"""analysis.review.figures: the review and reconcile figures draw exactly the counts and metrics that
+analysis.review.annotations and analysis.reconcile.core compute; display tables keep every row and the item."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from analysis import figures_review as F
-from analysis.annotations import AnnotationStore, Item, cohens_kappa, error_items, review_queue, tag_counts
-from analysis.reconcile import CAUSE_LABELS, CAUSES, reconcile
-from analysis.testing import run_from_states, scored_from_states
+from analysis.demo.testing import run_from_states, scored_from_states
+from analysis.reconcile.core import CAUSE_LABELS, CAUSES, reconcile
+from analysis.review import figures as F
+from analysis.review.annotations import AnnotationStore, Item, cohens_kappa, error_items, review_queue, tag_counts
 
 
 @pytest.fixture

@@ -15,14 +15,14 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis import export as E
 from analysis import metrics as M
-from analysis import report as R
 from analysis import stats as S
-from analysis.cli import main
+from analysis.cli.main import main
+from analysis.demo.testing import scored_from_states
+from analysis.export import core as E
+from analysis.export import report as R
 from analysis.loading import load_run
 from analysis.scoring import combine, score_run
-from analysis.testing import scored_from_states
 from analysis.workspace import load_workspace
 from tests.conftest import realdata_path
 

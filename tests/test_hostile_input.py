@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from analysis import cli
+from analysis.cli.main import main as cli
 from analysis.errors import InputError
 from analysis.formats import parse_file
 from analysis.formats.engine import Collector

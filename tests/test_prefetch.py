@@ -197,10 +197,10 @@ def test_the_prefetch_imports_what_the_pages_import() -> None:
         "lazy = {'sqlalchemy', 'jinja2'}\n"
         "assert not lazy & set(sys.modules), 'already imported: the check would prove nothing'\n"
         "names = prefetch.page_modules()\n"
-        "assert {'ui.review', 'analysis.annotations', 'analysis.fewjoint', 'ui.reconcile'} <= set(names), names\n"
+        "assert {'ui.review', 'analysis.review.annotations', 'analysis.fewjoint.core', 'ui.reconcile'} <= set(names), names\n"
         "n = prefetch.import_pages_job()\n"
         "assert lazy <= set(sys.modules), lazy - set(sys.modules)\n"
-        "assert {'ui.review', 'analysis.reconcile', 'pandas.io.formats.style'} <= set(sys.modules)\n"
+        "assert {'ui.review', 'analysis.reconcile.core', 'pandas.io.formats.style'} <= set(sys.modules)\n"
         "print(n)\n"
     )
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
@@ -304,7 +304,7 @@ def test_run_jobs_starts_no_job_after_its_deadline(monkeypatch: pytest.MonkeyPat
 def test_interval_warmups_are_what_the_domain_and_depth_views_use(monkeypatch: pytest.MonkeyPatch) -> None:
     """After the per-run warmups, per-domain and per-depth JGA assemble without a single new bootstrap."""
     from analysis import stats, views
-    from analysis.testing import scored_from_states
+    from analysis.demo.testing import scored_from_states
 
     scored = scored_from_states(
         {"a": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}, "taxi": {"leave": "9"}}], "b": [{}]},

@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 
 from analysis import metrics as M
 from analysis.conventions import get_convention
+from analysis.demo.testing import run_from_states
 from analysis.scoring import combine, score_run
 from analysis.suite import HEADLINE, headline_metrics
-from analysis.testing import run_from_states
 
 DOMAINS = ["hotel", "train", "taxi"]
 SLOTS = ["area", "day", "name"]

@@ -7,12 +7,12 @@ from dataclasses import fields, replace
 
 import pytest
 
-from analysis.cli import main
+from analysis.cli.main import main
 from analysis.conventions import CONVENTIONS, Convention
+from analysis.demo.testing import run_from_states
 from analysis.metrics import joint_goal_accuracy, slot_prf_micro
-from analysis.reconcile import CAUSES, SWITCH_GROUPS, pair_key, reconcile
+from analysis.reconcile.core import CAUSES, SWITCH_GROUPS, pair_key, reconcile
 from analysis.scoring import score_run
-from analysis.testing import run_from_states
 from tests.conftest import realdata_path
 
 FIVE = ["exact", "trade", "dstc9", "mwzeval", "convlab3"]

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis import export as E
 from analysis import figures as F
 from analysis import metrics as M
-from analysis import report as R
-from analysis.cli import main
+from analysis.cli.main import main
 from analysis.errors import InputError
+from analysis.export import core as E
+from analysis.export import report as R
 from analysis.scoring import score_run
 from analysis.workspace import load_workspace
 

@@ -6,11 +6,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from analysis.loading import load_run
-from analysis.metrics import joint_goal_accuracy
-from analysis.model import STATE_COLUMNS, Run
-from analysis.scoring import score_run
-from analysis.simulate import (
+from analysis.demo.simulate import (
     ErrorProfile,
     draw_predictions,
     perturb_run,
@@ -18,7 +14,11 @@ from analysis.simulate import (
     simulate_predictions,
     simulate_run,
 )
-from analysis.testing import run_from_states
+from analysis.demo.testing import run_from_states
+from analysis.loading import load_run
+from analysis.metrics import joint_goal_accuracy
+from analysis.model import STATE_COLUMNS, Run
+from analysis.scoring import score_run
 from tests.conftest import realdata_path
 
 # Rates only at update turns, no spurious slots and no per-slot spread: observed rates are the profile's.

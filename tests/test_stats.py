@@ -12,10 +12,10 @@ import pytest
 from analysis import metrics as M
 from analysis import stats as S
 from analysis.conventions import get_convention
+from analysis.demo.testing import run_from_states, scored_from_states
 from analysis.loading import dialogue_key, load_run
 from analysis.model import Run, RunMeta
 from analysis.scoring import Scored, combine, score_run
-from analysis.testing import run_from_states, scored_from_states
 from tests.conftest import realdata_path
 
 # A small run: 4 dialogues, two domains, every outcome kind.

@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 
 from analysis import views
+from analysis.demo.testing import run_from_states, scored_from_states
 from analysis.metrics import joint_goal_accuracy, per_slot_prf
 from analysis.model import RunMeta
 from analysis.scoring import score_run
 from analysis.suite import headline_metrics
-from analysis.testing import run_from_states, scored_from_states
 
 GOLD = {
     "d1": [
@@ -230,7 +230,7 @@ def test_empty_group_is_nan_not_zero():
 
 def test_leaderboard_carries_the_bootstrap_interval_of_its_sort_metric() -> None:
     from analysis import stats
-    from analysis.testing import scored_from_states
+    from analysis.demo.testing import scored_from_states
 
     gold = {f"d{i}": [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}] for i in range(30)}
     pred = {d: [s[0], s[1] if i % 3 else {}] for i, (d, s) in enumerate(gold.items())}

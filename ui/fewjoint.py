@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.fewjoint import FewJointResult, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint.core import FewJointResult, load_fewjoint_system, score_fewjoint
 from analysis.workspace import FewJointEntry
 from ui.data import file_stamp
 

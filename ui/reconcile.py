@@ -6,7 +6,7 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.reconcile import Reconciliation, reconcile
+from analysis.reconcile.core import Reconciliation, reconcile
 from ui import data, state
 
 

@@ -3,7 +3,7 @@ reviewer name kept in session state, a compact tag form usable from any page, ex
 
 A page tags an item with three lines::
 
-    from analysis.annotations import Item
+    from analysis.review.annotations import Item
     from ui import review
     review.tag_form(Item(dataset, dialogue_id, turn, domain=d, slot=s, run_id=run), key="dialogue_tag")
 """
@@ -18,7 +18,8 @@ from typing import Any
 import pandas as pd
 import streamlit as st
 
-from analysis.annotations import (
+from analysis.errors import InputError
+from analysis.review.annotations import (
     MAX_COMMENT,
     MAX_REVIEWER,
     AnnotationStore,
@@ -30,7 +31,6 @@ from analysis.annotations import (
     error_items,
     taxonomy,
 )
-from analysis.errors import InputError
 from analysis.scoring import Scored
 from ui.text import md
 
@@ -185,7 +185,7 @@ def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str
 
 
 def item_of(row: dict[str, Any]) -> Item:
-    """The `Item` of a queue row (`analysis.figures_review.queue_table`)."""
+    """The `Item` of a queue row (`analysis.review.figures.queue_table`)."""
     return Item(
         str(row["dataset"]),
         str(row["dialogue_id"]),

@@ -11,7 +11,7 @@ import pytest
 from conftest import DEMO, IDLE, start_server, stop_server
 from playwright.sync_api import Page, expect
 
-from analysis.annotations import AnnotationStore
+from analysis.review.annotations import AnnotationStore
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000

@@ -20,7 +20,8 @@ import pytest
 from conftest import IDLE, ROOT, start_server, stop_server
 from playwright.sync_api import Page, expect
 
-from analysis import export, figures
+from analysis import figures
+from analysis.export import core as export
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000

@@ -1,6 +1,6 @@
 """The embedded demo workspace: subsets of shippable real files plus simulated runs, built reproducibly.
 
-``python -m analysis.demo REALDATA OUT`` (``make demo``) reads the files marked "may ship" in
+``python -m analysis.demo.build REALDATA OUT`` (``make demo``) reads the files marked "may ship" in
 ``REALDATA/README.md`` and writes into ``OUT`` (``data/demo``):
 
 - the same ``N_DIALOGUES`` MultiWOZ 2.1 test dialogues in English (``multiwoz21/``) and Chinese
@@ -9,12 +9,12 @@
   their id, so the choice never depends on file order;
 - the real predictions of CrossWOZ's rule-based tracker on those CrossWOZ dialogues
   (``crosswoz_ruledst/``, a gold-history run);
-- simulated runs (``analysis.simulate``) in our JSONL format, predictions only (``simulated/``);
+- simulated runs (``analysis.demo.simulate``) in our JSONL format, predictions only (``simulated/``);
 - ``workspace.toml`` listing every run, and ``README.md`` describing every file, its source, its licence,
   the error model and the score of every run (computed by loading the written workspace).
 
 Files are byte-identical between builds: fixed selection, fixed seeds, sorted JSON, gzip without a
-timestamp. ``fewjoint/`` is written by ``analysis.fewjoint_demo`` when absent (the manifest lists it).
+timestamp. ``fewjoint/`` is written by ``analysis.demo.fewjoint`` when absent (the manifest lists it).
 """
 
 from __future__ import annotations
@@ -31,11 +31,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.demo.simulate import ErrorProfile, draw_predictions, prepare_gold
 from analysis.formats import parse_file
 from analysis.formats.reading import read_bytes
 from analysis.metrics import joint_goal_accuracy
 from analysis.scoring import score_run
-from analysis.simulate import ErrorProfile, draw_predictions, prepare_gold
 from analysis.workspace import load_workspace
 
 __all__ = ["DEMO_FILES", "N_DIALOGUES", "SYSTEMS", "SimulatedRun", "build_demo", "demo_files", "pick_dialogues"]
@@ -200,7 +200,7 @@ def _table(header: str, entries: dict[str, Any]) -> str:
 def _describe(run: SimulatedRun) -> str:
     p = run.profile()
     text = (
-        f"Simulated by analysis.simulate over the real gold: system {run.system} (strength {p.strength}), "
+        f"Simulated by analysis.demo.simulate over the real gold: system {run.system} (strength {p.strength}), "
         f"miss {p.miss}, wrong {p.wrong}, spurious {p.spurious}, carry {p.carry}, persist {p.persist}, "
         f"language penalty {p.language_penalty}, slot spread {p.slot_spread}, slot seed {p.slot_seed}."
     )
@@ -243,7 +243,7 @@ def build_demo(realdata: Path, out: Path) -> None:
         if slots:
             mappings.append({"a": run_a, "b": run_b, "slots": slots})
     if not (out / "fewjoint" / "episodes.json").exists():
-        from analysis.fewjoint_demo import build_fewjoint_demo  # written for the project, needs no realdata
+        from analysis.demo.fewjoint import build_fewjoint_demo  # written for the project, needs no realdata
 
         build_fewjoint_demo(out / "fewjoint")
     (out / "workspace.toml").write_text(_manifest(mappings), encoding="utf-8")
@@ -252,8 +252,8 @@ def build_demo(realdata: Path, out: Path) -> None:
 
 def _manifest(mappings: list[dict[str, Any]]) -> str:
     parts = [
-        "# The demo workspace, written by `python -m analysis.demo ../shared/realdata data/demo` (do not edit).\n"
-        '# Runs whose system contains "simulated" are made by analysis.simulate, not by a real tracker.\n',
+        "# The demo workspace, written by `python -m analysis.demo.build ../shared/realdata data/demo` (do not edit).\n"
+        '# Runs whose system contains "simulated" are made by analysis.demo.simulate, not by a real tracker.\n',
         _table("[workspace]", {"name": "Demo", "convention": WORKSPACE_CONVENTION}),
         _table(
             "[[runs]]",
@@ -294,7 +294,7 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
             )
         )
     parts += [_table("[[mappings]]", mapping) for mapping in mappings]
-    # The FewJoint demo (written for the project by analysis.fewjoint_demo; FewJoint itself may not ship).
+    # The FewJoint demo (written for the project by analysis.demo.fewjoint; FewJoint itself may not ship).
     parts.append(
         _table(
             "[[fewjoint]]",
@@ -303,7 +303,7 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
                 "gold": "fewjoint/episodes.json",
                 "pred": [f"fewjoint/simulated_seed{seed}.jsonl" for seed in range(1, 6)],
                 "shots": 1,
-                "description": "5 seeds of a simulated few-shot joint NLU system (analysis.fewjoint_demo).",
+                "description": "5 seeds of a simulated few-shot joint NLU system (analysis.demo.fewjoint).",
             },
         )
     )
@@ -313,10 +313,10 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
 README_HEAD = """# Demo workspace
 
 The workspace `make run` opens by default (`workspace.toml`). Everything here except `fewjoint/`
-(see its own README) is written by `analysis/demo.py`:
+(see its own README) is written by `analysis/demo/build.py`:
 
 ```
-.venv/bin/python -m analysis.demo ../shared/realdata data/demo     # or: make demo
+.venv/bin/python -m analysis.demo.build ../shared/realdata data/demo     # or: make demo
 ```
 
 A test rebuilds it from `../shared/realdata` and checks every file is byte-identical. Runs whose system
@@ -332,7 +332,7 @@ they exist so that every page has content; do not quote their numbers as results
 | `crosswoz/test_subset.json.gz` | {n_cw} CrossWOZ test dialogues, raw format | thu-coai/CrossWOZ `data/crosswoz/test.json.zip` | Apache-2.0 |
 | `crosswoz_en/test_subset.json.gz` | the same dialogues in CrossWOZ-en (DSTC9 track 2) | thu-coai/ConvLab-2 `data/crosswoz_en/test.json.zip` | Apache-2.0 |
 | `crosswoz_ruledst/test_preds_subset.json.gz` | real predictions of CrossWOZ's rule-based tracker on those dialogues (gold history) | ConvLab-2 `convlab2/dst/rule/crosswoz`, re-run on CrossWOZ test | Apache-2.0 |
-| `simulated/*.jsonl.gz` | simulated predictions, our JSONL format (`dialogue_id`, `turn_index`, `pred`), gold from the subset files | `analysis/simulate.py` over the gold above | as the gold it perturbs |
+| `simulated/*.jsonl.gz` | simulated predictions, our JSONL format (`dialogue_id`, `turn_index`, `pred`), gold from the subset files | `analysis/demo/simulate.py` over the gold above | as the gold it perturbs |
 | `workspace.toml` | the manifest: every run with dataset, language, history, seed, convention | generated | — |
 
 Attribution: `NOTICE`. Dialogues are the {n_mwz} (MultiWOZ) and {n_cw} (CrossWOZ) test ids with the smallest
@@ -356,7 +356,7 @@ translations list the slots of a state in the same order).
 
 ## The error model of the simulated runs
 
-`analysis/simulate.py` (module docstring) perturbs the gold states of every turn, deterministically
+`analysis/demo/simulate.py` (module docstring) perturbs the gold states of every turn, deterministically
 from a seed (numpy `Generator`):
 
 - a gold slot keeps one value over consecutive turns (a segment); at its first turn (the update) it is
@@ -406,7 +406,7 @@ def _readme(out: Path, keep: dict[str, list[str]]) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if len(args) != 2:
-        print("usage: python -m analysis.demo REALDATA OUT", file=sys.stderr)
+        print("usage: python -m analysis.demo.build REALDATA OUT", file=sys.stderr)
         return 2
     build_demo(Path(args[0]), Path(args[1]))
     return 0

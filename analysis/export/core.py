@@ -35,7 +35,7 @@ Tables
     escaped; Chinese text is written as UTF-8 as is -- compile with XeLaTeX or LuaLaTeX and
     `\\usepackage{xeCJK}`. Markdown is a GitHub pipe table with the same cells. CSV keeps every column
     (intervals as their own columns) at full precision; its text cells are quoted and those a spreadsheet
-    would evaluate as a formula get a leading `'` (`analysis.safe_csv`; numbers stay numbers).
+    would evaluate as a formula get a leading `'` (`analysis.export.safe_csv`; numbers stay numbers).
 """
 
 from __future__ import annotations
@@ -61,8 +61,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import markdown_text
+from analysis.export.safe_csv import frame_csv
 from analysis.figures import OKABE_ITO
-from analysis.safe_csv import frame_csv
 from analysis.views import comparable_groups
 
 FIGURE_FORMATS = ("pdf", "svg", "png")

@@ -127,7 +127,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     first = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     if first in BUILT_IN:
         return parser
-    for module in ("analysis.fewjoint_cli", "analysis.reconcile_cli", "analysis.report_cli"):
+    for module in ("analysis.cli.fewjoint", "analysis.cli.reconcile", "analysis.cli.report"):
         try:
             register = importlib.import_module(module).register
         except ModuleNotFoundError as exc:

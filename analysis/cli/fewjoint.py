@@ -14,7 +14,7 @@ import math
 import sys
 from typing import Any
 
-from analysis.fewjoint import AVERAGINGS, METRICS, FewJointResult, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint.core import AVERAGINGS, METRICS, FewJointResult, load_fewjoint_system, score_fewjoint
 
 __all__ = ["register", "render_table", "run"]
 
@@ -92,7 +92,7 @@ def render_table(result: FewJointResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Score and print; returns the exit code (0). ``InputError`` propagates to the caller."""
-    from analysis.fewjoint import GOLD_FORMAT
+    from analysis.fewjoint.core import GOLD_FORMAT
     from analysis.formats.reading import preflight
 
     # FewJoint files are parsed by their own reader: the shared reader's checks first (limits, special

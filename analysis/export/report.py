@@ -1,9 +1,9 @@
 """The paper report of a workspace: every dashboard figure and the tables, as files, plus an index.
 
 `plan_report(workspace)` computes what to write (figures as Plotly figures built by the dashboard's
-own builders in `analysis.figures` / `analysis.figures_fewjoint`, with interval variants added here;
+own builders in `analysis.figures` / `analysis.fewjoint.figures`, with interval variants added here;
 tables as frames) without touching the disk; `write_report(plan, out_dir)` writes them through
-`analysis.export` with one browser for the batch, and `index.md` / `index.html` listing every file
+`analysis.export.core` with one browser for the batch, and `index.md` / `index.html` listing every file
 with a one-line caption. `build_report(path, out_dir)` does both (the `report` sub-command).
 
 What a report holds:
@@ -45,11 +45,11 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis import export as E
 from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
+from analysis.export import core as E
 from analysis.loading import dialogue_key
 from analysis.scoring import Scored, combine, score_run
 from analysis.suite import LABELS
@@ -184,7 +184,7 @@ def depth_figure(cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
 
 def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
     """One FewJoint system: mean ± sample std over seeds per metric (bars) and every seed (dots)."""
-    from analysis.fewjoint import METRICS
+    from analysis.fewjoint.core import METRICS
 
     summary = result.summary.set_index("metric")
     labels = [FEWJOINT_LABELS.get(m, m) for m in METRICS]
@@ -225,7 +225,7 @@ def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
 
 def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
     """Per metric: mean, sample std and the value of every seed."""
-    from analysis.fewjoint import METRICS
+    from analysis.fewjoint.core import METRICS
 
     summary = result.summary.set_index("metric")
     rows = []
@@ -418,8 +418,8 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             )
 
     if workspace.fewjoint:
-        from analysis import figures_fewjoint as FF
-        from analysis.fewjoint import score_fewjoint
+        from analysis.fewjoint import figures as FF
+        from analysis.fewjoint.core import score_fewjoint
 
         for name, system in workspace.fewjoint.items():
             result = score_fewjoint(system)

@@ -13,7 +13,7 @@ JSON (values as fractions in [0, 1], NaN as null)::
 
 A pair key is ``a|b`` with ``a`` listed before ``b`` in ``--conventions``; ``count`` is the number of
 turns whose joint correctness differs, ``only_a`` those correct under ``a`` only. ``causes`` counts the
-responsible slots per cause (see ``analysis.reconcile``). An unknown convention name is bad input:
+responsible slots per cause (see ``analysis.reconcile.core``). An unknown convention name is bad input:
 one line on stderr, exit 2.
 """
 
@@ -27,7 +27,7 @@ from typing import Any
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import format_names
-from analysis.reconcile import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
+from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
-from analysis.export import FIGURE_FORMATS, STYLES, WIDTHS, ExportUnavailable
+from analysis.export.core import FIGURE_FORMATS, STYLES, WIDTHS, ExportUnavailable
 
 __all__ = ["EXIT_NO_BROWSER", "register", "run"]
 
@@ -75,7 +75,7 @@ def _manifest_is_a_file(workspace: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.report import build_report
+    from analysis.export.report import build_report
 
     _manifest_is_a_file(args.workspace)
     started = time.perf_counter()

@@ -7,7 +7,7 @@ re-scored here by other means) and returns a `Reconciliation`:
 * `flip_counts()`: for every pair (a, b), the turns whose joint correctness differs;
 * `flips(a, b)`: those turns, with the causes of each;
 * `responsible(a, b)`: the slots responsible for the flips, each attributed to one cause;
-* `to_dict()`: the CLI's JSON (see `analysis.reconcile_cli`).
+* `to_dict()`: the CLI's JSON (see `analysis.cli.reconcile`).
 
 **Responsible slots.** A slot is identified across conventions by its raw file triples: the gold and
 predicted entries of one turn whose (domain, slot) names coincide once both conventions' name
@@ -640,7 +640,7 @@ def _json_float(value: Any) -> float | None:
 def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVENTIONS) -> Reconciliation:
     """Score `run` under each convention (`score_run`) and tabulate headline metrics and flips.
 
-    >>> from analysis.testing import run_from_states
+    >>> from analysis.demo.testing import run_from_states
     >>> run = run_from_states([{"hotel": {"price range": "cheap"}}], [{"hotel": {"pricerange": "cheap"}}])
     >>> rec = reconcile(run, ["exact", "mwzeval"])
     >>> rec.table()[["convention", "jga"]].to_dict("records")

@@ -100,7 +100,7 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from analysis.errors import InputError
-from analysis.safe_csv import frame_csv, restore_cell
+from analysis.export.safe_csv import frame_csv, restore_cell
 
 try:
     import fcntl
@@ -176,7 +176,7 @@ def _check_text(value: object, what: str, limit: int, *, multiline: bool = False
     >>> _check_text("a\x00b", "comment", 10, multiline=True)
     Traceback (most recent call last):
     ...
-    analysis.annotations.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
+    analysis.review.annotations.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
     """
     text_value = _norm(value)
     if "\x00" in text_value:
@@ -1077,7 +1077,7 @@ def annotations_json(frame: pd.DataFrame) -> str:
 
 def annotations_csv(frame: pd.DataFrame) -> str:
     """`AnnotationStore.annotations()` as the CSV export: UTF-8, tags joined by `; `, text neutralised
-    against formula injection by `analysis.safe_csv` (and restored by `import_csv`)."""
+    against formula injection by `analysis.export.safe_csv` (and restored by `import_csv`)."""
     return frame_csv(frame.assign(tags=frame["tags"].map(TAG_SEPARATOR.join)), columns=EXPORT_COLUMNS)
 
 

@@ -1,0 +1,1 @@
+"""Few-shot joint NLU (FewJoint): episodes and per-seed predictions -> query table -> metrics, views, figures."""

@@ -1,0 +1,1 @@
+"""Convention reconciliation: one run scored under several conventions, side by side, and why they differ."""

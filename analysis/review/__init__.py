@@ -1,0 +1,1 @@
+"""Team review: reviewers' tags and comments on error items, their store, and their analysis."""
