@@ -1,4 +1,4 @@
-"""The dashboard's frame: `st.navigation` over `pages/`, the shared sidebar, deep links.
+"""The dashboard's frame: `st.navigation` over the pages of `page_registry`, the shared sidebar, deep links.
 
 Run with `make run WORKSPACE=path` or `streamlit run app.py -- --workspace path`.
 """
@@ -12,21 +12,10 @@ from typing import Any
 
 import streamlit as st
 
+from page_registry import PAGES  # light: the page list, not the pages' declared views
+
 ROOT = Path(__file__).resolve().parent
 DEFAULT_WORKSPACE = ROOT / "data" / "demo" / "workspace.toml"
-
-# (file, title, url_path, icon). Adding a page is one line here.
-PAGES = [
-    ("pages/overview.py", "Overview", "overview", ":material/leaderboard:"),
-    ("pages/slots.py", "Slots", "slots", ":material/view_list:"),
-    ("pages/domains.py", "Domains", "domains", ":material/category:"),
-    ("pages/turn_depth.py", "Turn depth", "turn_depth", ":material/stacked_line_chart:"),
-    ("pages/crosslingual.py", "Cross-lingual", "crosslingual", ":material/translate:"),
-    ("pages/dialogue.py", "Dialogue viewer", "dialogue", ":material/forum:"),
-    ("pages/fewjoint.py", "FewJoint", "fewjoint", ":material/join_inner:"),
-    ("pages/review.py", "Review", "review", ":material/rate_review:"),
-    ("pages/reconcile.py", "Reconcile", "reconcile", ":material/compare_arrows:"),
-]
 
 
 def workspace_argument(argv: list[str]) -> str:
@@ -58,9 +47,8 @@ def loading_placeholder() -> Any:
 
 
 st.set_page_config(page_title="DST error analysis", page_icon=":material/troubleshoot:", layout="wide")
-pages = [st.Page(ROOT / file, title=title, url_path=url, icon=icon) for file, title, url, icon in PAGES]
-current = st.navigation(pages)
-page_name = current.url_path or PAGES[0][2]
+current = st.navigation([st.Page(p.path, title=p.title, url_path=p.url_path, icon=p.icon) for p in PAGES])
+page_name = current.url_path or PAGES[0].url_path
 loading = loading_placeholder()
 from ui import links, prefetch, sidebar  # noqa: E402  (imported after the placeholder is sent: pandas and analysis take ~0.5 s)
 from ui.errors import guarded  # noqa: E402
@@ -69,7 +57,7 @@ from ui.errors import guarded  # noqa: E402
 # and the sidebar and the other pages stay usable.
 with prefetch.page_running():  # the background prefetch waits while any page is being computed
     loaded = guarded("opening the workspace", sidebar.load, workspace_argument(sys.argv[1:])) and guarded(
-        "reading the link", links.apply, {url: file for file, _, url, _ in PAGES}, page_name
+        "reading the link", links.apply, {p.url_path: p.file for p in PAGES}, page_name
     )
     with st.sidebar:  # drawn even when the workspace failed: another one can be opened there
         guarded("drawing the sidebar", sidebar.render)

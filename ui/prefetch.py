@@ -7,8 +7,10 @@ cached; then the figures those pages draw first from them (`figure_plan`; buildi
 costs 30-90 ms), and the modules the pages import (`page_modules`: SQLAlchemy for the Dialogue viewer's
 tag form costs about 0.2 s on a first import).
 
-The plan lists each page's first `ui.compute` calls with its default widgets: same function, same
-arguments, same parameters, hence the same cache key. `tests/test_prefetch.py` checks every planned
+The plan is what each page declares as its first views in the page registry (`page_registry`: its
+first `ui.compute` calls with its default widgets, the figures it draws from them, and what it computes
+next from them): same function, same arguments, same parameters, hence the same cache key. The order is
+the sidebar's. `tests/test_prefetch.py` checks every planned
 call, and every planned figure, is one the pages really make, so prefetching never computes what
 nobody asks for. Streamlit's cache holds one compute lock per key: a page asking while the prefetch
 computes waits for that result instead of computing it twice.
@@ -34,17 +36,18 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
-from analysis.crosslingual import GAP_COLUMN, mapping_from_manifest
+from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
-from analysis.suite import HEADLINE
+from page_registry import FIRST, PAGES, PREFETCHED, Call, Defaults, FigureCall, FirstViews, Job
 from ui import data, place, state
 from ui.state import choose
 
 LOG = logging.getLogger(__name__)
 
-Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
-# A figure a page draws from a view: (builder, the view's call, path into the view's result, builder parameters).
-FigureCall = tuple[Callable[..., go.Figure], Call, tuple[str, ...], dict[str, Any]]
+
+def _declared(defaults: Defaults) -> list[FirstViews]:
+    """The declared first views of the pages after the first (`page_registry.PREFETCHED`), in sidebar order."""
+    return [page.first(defaults) for page in PREFETCHED if page.first is not None]
 
 
 def plan(
@@ -57,26 +60,8 @@ def plan(
     """The first views of each page after the first, in sidebar order (the order a user tends to visit).
     `pair`, `overrides`, `cell`: the Cross-lingual page's runs A and B, their manifest slot mapping and
     drill-down cell, as that page will choose them."""
-    crosslingual: list[Call] = []
-    if pair is not None:
-        a, b = pair
-        crosslingual = [
-            (views.crosslingual_summary, (a, b), {"overrides": overrides}),
-            (views.crosslingual_turns, (a, b), {"cell": cell, "overrides": overrides, "slot_a": None}),
-        ]
-    return [
-        (views.slot_table, (focus,), {}),  # Slots
-        (views.outcome_mix, (focus,), {"by": "slot"}),
-        (views.domain_jga, (runs,), {}),  # Domains
-        (views.outcome_mix, (focus,), {"by": "domain"}),
-        (views.attribute_columns, (runs,), {}),
-        (views.depth_jga, (runs,), {}),  # Turn depth
-        (views.origins_by_depth, (runs[: ui.ORIGIN_PANELS],), {}),
-        (views.first_error_distribution, (runs,), {}),
-        (views.history_pairs_of, (runs,), {}),
-        *crosslingual,  # Cross-lingual
-        (views.dialogue_index, (focus,), {}),  # Dialogue viewer
-    ]
+    declared = _declared(Defaults(runs, focus, pair=pair, overrides=overrides, cell=cell))
+    return [call for first in declared for call in first.views]
 
 
 def figure_plan(
@@ -86,44 +71,10 @@ def figure_plan(
     pair: tuple[str, str] | None = None,
     overrides: tuple[tuple[str, str], ...] = (),
 ) -> list[FigureCall]:
-    """The figures the Slots, Domains, Turn depth and Cross-lingual pages draw from the planned views, with
-    the pages' own arguments (titles included): `ui.figure` then finds them built. `colours`: `ui.colours()`."""
-    crosslingual: list[FigureCall] = []
-    if pair is not None:
-        a, b = pair
-        summary: Call = (views.crosslingual_summary, (a, b), {"overrides": overrides})
-        crosslingual = [
-            (figures.agreement_heatmap, summary, ("cells",), {"run_a": a, "run_b": b}),
-            *[
-                (figures.gap_bar, summary, ("gaps", by), {"by": column, "value": "gap"})
-                for by, column in GAP_COLUMN.items()
-            ],
-        ]
-    return [
-        (figures.slot_f1_bar, (views.slot_table, (focus,), {}), (), {"run_id": focus, "colour": colours[focus]}),
-        (
-            figures.outcome_mix_bar,
-            (views.outcome_mix, (focus,), {"by": "slot"}),
-            (),
-            {"title": f"Error outcomes per slot — {focus}"},
-        ),
-        (
-            figures.grouped_jga_bar,
-            (views.domain_jga, (runs,), {}),
-            (),
-            {"by": "domain", "colours": colours, "title": "JGA per domain"},
-        ),
-        (
-            figures.outcome_mix_bar,
-            (views.outcome_mix, (focus,), {"by": "domain"}),
-            (),
-            {"title": f"Error outcomes per domain — {focus} (focus run)"},
-        ),
-        (figures.depth_lines, (views.depth_jga, (runs,), {}), (), {"colours": colours}),
-        (figures.first_error_bar, (views.first_error_distribution, (runs,), {}), (), {"colours": colours}),
-        (figures.origins_bar, (views.origins_by_depth, (runs[: ui.ORIGIN_PANELS],), {}), (), {}),
-        *crosslingual,
-    ]
+    """The figures the pages after the first draw from the planned views, with the pages' own arguments
+    (titles included): `ui.figure` then finds them built. `colours`: `ui.colours()`."""
+    declared = _declared(Defaults(runs, focus, colours, pair=pair, overrides=overrides))
+    return [call for first in declared for call in first.figures]
 
 
 def warmups(runs: list[str]) -> list[Call]:
@@ -171,10 +122,6 @@ def _wait_for_pages() -> None:
     deadline = time.monotonic() + MAX_WAIT
     while _running > 0 and time.monotonic() < deadline:
         time.sleep(0.02)
-
-
-# (job function, its arguments: the convention choice last, for the jobs that depend on one)
-Job = tuple[Callable[..., Any], tuple[Any, ...]]
 
 
 def view_job(fn: Callable[..., Any], args: list[Any], params: dict[str, Any], choice: str) -> Any:
@@ -239,17 +186,17 @@ def attribute_job(
     place.figure(figures.grouped_jga_bar, table, by=attribute, colours=colours, title=f"JGA by {attribute}")
 
 
-PAGES_DIR = Path(__file__).resolve().parents[1] / "pages"
 # Imported on first use by what pages call, not by the pages themselves: pandas' Styler (the outcome tint of
 # `ui.place.show_table`) brings in jinja2.
 LAZY_MODULES = ("pandas.io.formats.style",)
 
 
-def page_modules(folder: Path = PAGES_DIR) -> list[str]:
-    """The modules the page scripts in `folder` import at their top level (read, not run), then
-    `LAZY_MODULES`; `from X import Y` gives X, and X.Y when Y is a submodule."""
+def page_modules(folder: Path | None = None) -> list[str]:
+    """The modules the page scripts import at their top level (read, not run), then `LAZY_MODULES`;
+    `from X import Y` gives X, and X.Y when Y is a submodule. The pages: those of `page_registry`, or the
+    scripts in `folder`."""
     names: dict[str, None] = {}
-    for page in sorted(folder.glob("*.py")):
+    for page in sorted(folder.glob("*.py")) if folder is not None else sorted(page.path for page in PAGES):
         for node in ast.parse(page.read_text(encoding="utf-8"), filename=str(page)).body:
             if isinstance(node, ast.Import):
                 names.update(dict.fromkeys(alias.name for alias in node.names))
@@ -260,7 +207,7 @@ def page_modules(folder: Path = PAGES_DIR) -> list[str]:
     return list(names)
 
 
-def import_pages_job(folder: Path = PAGES_DIR) -> int:
+def import_pages_job(folder: Path | None = None) -> int:
     """Import what the pages import (`page_modules`), so a page's first visit does not wait for it (the
     Dialogue viewer's annotation store brings in SQLAlchemy: about 0.2 s). Names that are not modules
     (`from X import function`) are skipped, and so is a module that fails to import (the page shows that
@@ -310,12 +257,11 @@ def _after(delay: float, planned: list[Job]) -> None:
 
 
 def first_page(runs: list[str], colours: dict[str, str]) -> tuple[list[Call], list[FigureCall]]:
-    """The Overview's views and figure with its default sort: what the first page of a session computes."""
-    sort = HEADLINE[0][0]
-    board: Call = (views.leaderboard, (runs,), {"sort": sort})
-    return [board, (views.scope_caption, (runs,), {})], [
-        (figures.leaderboard_bar, board, (), {"metric": sort, "colours": colours})
-    ]
+    """The first page's declared views and figures (the Overview's, with its default sort): what the first
+    page of a session computes."""
+    assert FIRST.first is not None
+    first = FIRST.first(Defaults(runs, runs[0] if runs else "", colours))
+    return first.views, first.figures
 
 
 def _to_jobs(
@@ -353,26 +299,36 @@ def jobs(
     if pair is not None:
         overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
     cell = session.get("cell")
-    views_first = plan(runs, focus, pair, overrides, cell if cell in AGREEMENT else "only_a")
-    colours = ui.colours(sources)
-    figures_first = figure_plan(runs, focus, colours, pair, overrides)
-    view_jobs, figure_jobs = _to_jobs(sources, choice, [*views_first, *warmups(runs)], figures_first)
-    n = len(views_first)
-    slot_detail: Job = (slot_detail_job, (focus, sources, session.get("slot"), choice))
-    attribute: Job = (attribute_job, (runs, sources, colours, session.get("attribute"), choice))
-    compounding: Job = (compounding_job, (runs, sources, colours, session.get("pair"), choice))
-    # Slots first (next in the sidebar), then the slow intervals, then the rest.
+    defaults = Defaults(
+        runs,
+        focus,
+        ui.colours(sources),
+        pair,
+        overrides,
+        cell if cell in AGREEMENT else "only_a",
+        sources,
+        choice,
+        session,
+    )
+    head, *rest = _declared(defaults)
+
+    def as_jobs(declared: list[FirstViews]) -> tuple[list[Job], list[Job]]:
+        calls = [call for first in declared for call in first.views]
+        return _to_jobs(sources, choice, calls, [call for first in declared for call in first.figures])
+
+    head_views, head_figures = as_jobs([head])
+    rest_views, rest_figures = as_jobs(rest)
+    interval_jobs, _ = _to_jobs(sources, choice, warmups(runs), [])
+    # The next page in the sidebar (Slots) first, then the slow intervals, then the rest.
     return [
-        *view_jobs[:2],
-        *figure_jobs[:2],
-        slot_detail,
+        *head_views,
+        *head_figures,
+        *([head.then] if head.then is not None else []),
         (import_pages_job, ()),
-        *view_jobs[n:],
-        *view_jobs[2:n],
-        *figure_jobs[2:],
-        attribute,
-        compounding,
-        (dialogue_job, (focus, sources, session.get("dialogue"), choice)),
+        *interval_jobs,
+        *rest_views,
+        *rest_figures,
+        *[first.then for first in rest if first.then is not None],
     ]
 
 
