@@ -1,5 +1,6 @@
-"""AppTest over the demo workspace: every page opens without exception, and what the pages show equals
-what `analysis` computes on the same files."""
+"""AppTest over the demo workspace: every page of the registry that declares its first views (the pages the
+prefetch warms; the others are opened by tests/test_pages_extra.py) opens without exception, and what the
+pages show equals what `analysis` computes on the same files."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ from analysis.diagnostics import first_error_turns
 from analysis.metrics import joint_goal_accuracy, per_slot_prf
 from analysis.scoring import score_run
 from analysis.workspace import load_entry, read_manifest
+from page_registry import PAGES as REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
-PAGES = ["overview", "slots", "domains", "turn_depth", "crosslingual", "dialogue"]
+PAGES = [page.url_path for page in REGISTRY if page.first is not None]
 TIMEOUT = 180
 
 pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")

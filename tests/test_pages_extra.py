@@ -1,6 +1,7 @@
-"""AppTest over the demo workspace for the FewJoint, Review and Reconcile pages: each opens without
-exception, and what it shows equals what `analysis` computes on the same files. The annotation store is
-a temporary SQLite file (DST_ANNOTATIONS_URL), so the demo folder gets no database."""
+"""AppTest over the demo workspace for the pages of the registry that declare no first views (FewJoint,
+Review, Reconcile): each opens without exception, and what it shows equals what `analysis` computes on the
+same files. The annotation store is a temporary SQLite file (DST_ANNOTATIONS_URL), so the demo folder gets
+no database."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from analysis.reconcile.core import DEFAULT_CONVENTIONS
 from analysis.review.annotations import AnnotationStore, Item, error_items, review_progress
 from analysis.scoring import score_run
 from analysis.workspace import load_entry, read_manifest
+from page_registry import PAGES as REGISTRY
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -76,7 +78,7 @@ def table_with(at: AppTest, column: str) -> pd.DataFrame:
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
-@pytest.mark.parametrize("page", ["fewjoint", "review", "reconcile"])
+@pytest.mark.parametrize("page", [page.url_path for page in REGISTRY if page.first is None])
 def test_page_opens_and_draws(page):
     at = opened(page)
     no_exception(at)

@@ -21,6 +21,7 @@ import ui
 from analysis.crosslingual import mapping_from_manifest
 from analysis.figures import run_colours
 from analysis.workspace import read_manifest
+from page_registry import PREFETCHED, Defaults
 from ui import data, prefetch
 from ui.data import RunSource
 
@@ -78,7 +79,7 @@ def test_every_prefetched_view_is_one_the_pages_ask_for(monkeypatch: pytest.Monk
     at.run()
     runs = list(at.session_state["runs"])
     assert len(runs) > 4  # the demo has more runs than inherited-vs-new panels, so the slice matters
-    visit_every_tab(at, ("slots", "domains", "turn_depth", "crosslingual", "dialogue"))
+    visit_every_tab(at, [page.url_path for page in PREFETCHED])  # the pages that declare first views
     mappings = list(read_manifest(DEMO).mappings)
     pair = prefetch.crosslingual_choice(runs, mappings, {})
     assert pair is not None
@@ -108,7 +109,6 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    visit_every_tab(at, ("slots", "domains", "turn_depth", "crosslingual"))
     runs = list(at.session_state["runs"])
     assert runs == list(at.session_state["sources"])  # all runs shown: run_colours(runs) is ui.colours()
     sources = dict(at.session_state["sources"])
@@ -117,6 +117,8 @@ def test_every_prefetched_figure_is_one_the_pages_draw(monkeypatch: pytest.Monke
     pair = prefetch.crosslingual_choice(runs, mappings, {})
     assert pair is not None
     overrides = tuple(sorted(mapping_from_manifest(mappings, *pair).items()))
+    defaults = Defaults(runs, runs[0], colours, pair, overrides)
+    visit_every_tab(at, [page.url_path for page in PREFETCHED if page.first and page.first(defaults).figures])
 
     def resolved(arg: Any) -> Any:
         if isinstance(arg, str):
@@ -157,9 +159,12 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app()
     at.run()
-    visit_every_tab(at, ("slots", "domains", "turn_depth", "dialogue"))
     runs = list(at.session_state["runs"])
     sources = dict(at.session_state["sources"])
+    defaults = Defaults(runs, runs[0], run_colours(list(sources)), sources=sources, choice=data.DECLARED)
+    declared = {page.url_path: page.first(defaults).then for page in PREFETCHED if page.first}
+    then = {url: job for url, job in declared.items() if job is not None}  # the pages' next steps, as jobs
+    visit_every_tab(at, list(then))
     pages_asked = set(asked)
     job_figures: list[Any] = []
 
@@ -170,10 +175,14 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
 
     asked.clear()
     monkeypatch.setattr(prefetch.place, "figure", job_drawing)
-    prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
-    prefetch.attribute_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
-    prefetch.compounding_job(runs, sources, run_colours(list(sources)), None, data.DECLARED)
-    prefetch.dialogue_job(runs[0], sources, None, data.DECLARED)
+    assert [job.__name__ for job, _ in then.values()] == [
+        "slot_detail_job",
+        "attribute_job",
+        "compounding_job",
+        "dialogue_job",
+    ]
+    for job, args in then.values():  # e.g. prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
+        job(*args)
     names = {key[0].rpartition(".")[2] for key in asked}
     expected = {
         "value_confusions",

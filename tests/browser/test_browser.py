@@ -14,16 +14,11 @@ from playwright.sync_api import Page, expect
 from analysis import views
 from analysis.scoring import score_run
 from analysis.workspace import load_entry, read_manifest
+from page_registry import PAGES as REGISTRY
 
 pytestmark = pytest.mark.browser
-PAGES = [
-    ("Overview", "overview"),
-    ("Slots", "slots"),
-    ("Domains", "domains"),
-    ("Turn depth", "turn_depth"),
-    ("Cross-lingual", "crosslingual"),
-    ("Dialogue viewer", "dialogue"),
-]
+# The pages that declare first views (the others: test_browser_pages_extra.py), as (sidebar title, url path).
+PAGES = [(page.title, page.url_path) for page in REGISTRY if page.first is not None]
 RUN = "simulated-A-mwz-en-predicted"
 TIMEOUT = 120_000
 

@@ -1,6 +1,7 @@
-"""The FewJoint, Review and Reconcile pages in a real browser on the demo workspace: each loads from the
-sidebar, raises nothing and draws its charts (screenshots in tests/screenshots/); a reviewer tags an
-item through the form. The annotation store is a temporary SQLite file, never the demo folder."""
+"""The pages that declare no first views (FewJoint, Review, Reconcile) in a real browser on the demo
+workspace: each loads from the sidebar, raises nothing and draws its charts (screenshots in
+tests/screenshots/); a reviewer tags an item through the form. The annotation store is a temporary SQLite
+file, never the demo folder."""
 
 from __future__ import annotations
 
@@ -12,10 +13,12 @@ from conftest import DEMO, IDLE, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review.annotations import AnnotationStore
+from page_registry import PAGES as REGISTRY
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000
-PAGES = [("FewJoint", "fewjoint", 1), ("Review", "review", 0), ("Reconcile", "reconcile", 2)]
+CHARTS = {"review": 0, "reconcile": 2}  # charts drawn on the demo, when not 1 (the empty store: none)
+PAGES = [(page.title, page.url_path, CHARTS.get(page.url_path, 1)) for page in REGISTRY if page.first is None]
 
 
 @pytest.fixture(scope="module")

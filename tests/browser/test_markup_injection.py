@@ -22,6 +22,7 @@ from playwright.sync_api import Page, expect
 
 from analysis import figures
 from analysis.export import core as export
+from page_registry import PAGES as REGISTRY
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000
@@ -47,17 +48,13 @@ UTTERANCE = f"{LINK} {IMAGE} {RED} {LATEX} {ANCHOR} {HTML_IMAGE} {BARE}"
 TAG = f"{IMAGE} :red[t]"  # a tag is at most 64 characters
 EVERY = (LINK, IMAGE, RED, LATEX, ANCHOR, HTML_IMAGE, BARE)
 
-TABS = {
-    "overview": [""],
+TABBED = {
     "slots": ["Per-slot scores", "Outcomes per slot", "Value confusions"],
     "domains": ["JGA per domain", "Outcomes per domain", "JGA by dialogue attribute"],
     "turn_depth": ["JGA by turn depth", "Error compounding: JGA against GJGA", "Where errors come from"],
     "crosslingual": ["Gap by slot", "Gap by domain", "Gap by turn depth", "Ontology alignment"],
-    "dialogue": [""],
-    "fewjoint": [""],
-    "review": [""],
-    "reconcile": [""],
 }
+TABS = {page.url_path: TABBED.get(page.url_path, [""]) for page in REGISTRY}  # every page, each of its tabs
 
 
 def toml_string(text: str) -> str:
