@@ -16,20 +16,14 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.escaping import plain_figure_text, plotly_text
+from analysis.outcomes import Outcome
 from analysis.suite import LABELS
 
 # Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
 OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
 # Beyond eight runs, the Okabe-Ito hues repeat in a lighter tint (and traces differ by dash/marker).
 EXTRA = ("#7FB8D8", "#F2CF7F", "#7FCEB9", "#E5BCD3", "#AAD9F4", "#EAAF7F", "#F7F1A0", "#7F7F7F")
-OUTCOME_COLOURS = {
-    "correct": "#009E73",
-    "wrong_value": "#D55E00",
-    "missed": "#E69F00",
-    "spurious": "#CC79A7",
-}
-OUTCOME_PATTERNS = {"correct": "", "wrong_value": "x", "missed": "/", "spurious": "."}
-OUTCOME_NAMES = {"correct": "✓ correct", "wrong_value": "≠ wrong value", "missed": "− missed", "spurious": "+ spurious"}
+OUTCOME_COLOURS = {o.key: o.colour for o in Outcome}
 AGREEMENT_NAMES = {
     "both_correct": "both correct",
     "only_a": "only A correct",
@@ -213,17 +207,18 @@ def outcome_mix_bar(
     frame = mix[mix["group"].isin(groups)]
     runs = list(dict.fromkeys(frame["run_id"]))
     fig = go.Figure()
-    for outcome in [o for o in OUTCOME_COLOURS if o in set(frame["outcome"])]:
-        part = frame[frame["outcome"] == outcome]
+    present = set(frame["outcome"])
+    for outcome in [o for o in Outcome if o.key in present]:
+        part = frame[frame["outcome"] == outcome.key]
         label = part["group"] if len(runs) == 1 else part["run_id"] + " · " + part["group"]
         fig.add_bar(
-            name=OUTCOME_NAMES[outcome],
+            name=outcome.shown,
             x=part["n"],
             y=label,
             orientation="h",
-            marker={"color": OUTCOME_COLOURS[outcome], "pattern": {"shape": OUTCOME_PATTERNS[outcome]}},
+            marker={"color": outcome.colour, "pattern": {"shape": outcome.pattern}},
             customdata=np.stack([part["share"].to_numpy(float)], axis=-1),
-            hovertemplate=f"<b>%{{y}}</b><br>{OUTCOME_NAMES[outcome]}: %{{x:,}} (%{{customdata[0]:.1%}})<extra></extra>",
+            hovertemplate=f"<b>%{{y}}</b><br>{outcome.shown}: %{{x:,}} (%{{customdata[0]:.1%}})<extra></extra>",
         )
     order = groups[::-1] if len(runs) == 1 else None
     fig.update_layout(barmode="stack", title=title, xaxis_title="slot rows")
@@ -592,7 +587,7 @@ def turn_strip(turns: pd.DataFrame, *, current: int | None = None, style: str = 
         x=correct["turn_index"],
         y=np.zeros(len(correct)),
         mode="markers",
-        marker={"symbol": "circle", "color": OUTCOME_COLOURS["correct"], "size": 10},
+        marker={"symbol": "circle", "color": Outcome.CORRECT.colour, "size": 10},
         hovertemplate="turn %{x}: ✓ correct<extra></extra>",
     )
     if current is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.outcomes import Outcome
 from analysis.scoring import Scored, _sorted_unique
 
 SLOT_LEVEL = ("domain", "slot")
@@ -66,10 +67,10 @@ def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...]) -> pd.Da
             **{k: slots[k].to_numpy() for k in slot_keys},
             "n_gold": slots["gold_value"].notna().to_numpy(),
             "n_pred": slots["pred_value"].notna().to_numpy(),
-            "n_correct": (outcome == "correct").to_numpy(),
-            "n_wrong": (outcome == "wrong_value").to_numpy(),
-            "n_missed": (outcome == "missed").to_numpy(),
-            "n_spurious": (outcome == "spurious").to_numpy(),
+            "n_correct": (outcome == Outcome.CORRECT.key).to_numpy(),
+            "n_wrong": (outcome == Outcome.WRONG_VALUE.key).to_numpy(),
+            "n_missed": (outcome == Outcome.MISSED.key).to_numpy(),
+            "n_spurious": (outcome == Outcome.SPURIOUS.key).to_numpy(),
         }
     )
     return flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
@@ -181,10 +182,10 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         codes = slots["outcome"].cat.codes.to_numpy()
         rows = pd.DataFrame(
             {
-                "n_correct": codes == 0,
-                "n_wrong": codes == 1,
-                "n_missed": codes == 2,
-                "n_spurious": codes == 3,
+                "n_correct": codes == Outcome.CORRECT,
+                "n_wrong": codes == Outcome.WRONG_VALUE,
+                "n_missed": codes == Outcome.MISSED,
+                "n_spurious": codes == Outcome.SPURIOUS,
                 "n_gold": slots["gold_value"].notna().to_numpy(),
             }
         )
@@ -280,7 +281,7 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
     _check_by(scored, keys)
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
     slots = scored.slots
-    correct = slots["outcome"].cat.codes.to_numpy() == 0  # OUTCOMES order: correct first
+    correct = slots["outcome"].cat.codes.to_numpy() == Outcome.CORRECT
     # Integer codes: group s (slot-level by values), name n (slot name, or domain-slot), value v.
     # Value and name codes come from scoring and are comparable within a run, hence within a turn.
     s_code, s_values = _codes(slots, slot_keys)
@@ -353,9 +354,9 @@ def _triple_counts(scored: Scored, facts: pd.DataFrame, keys: list[str]) -> tupl
     # Rows of runs with no slot named twice carry no set counts (NaN once combined): their outcomes count.
     codes = slots["outcome"].cat.codes.to_numpy()
     derived = {
-        "set_tp": codes == 0,
-        "set_fp": (codes == 1) | (codes == 3),
-        "set_fn": (codes == 1) | (codes == 2),
+        "set_tp": codes == Outcome.CORRECT,
+        "set_fp": (codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS),
+        "set_fn": (codes == Outcome.WRONG_VALUE) | (codes == Outcome.MISSED),
     }
     counts = pd.DataFrame(
         {"tid": slots["tid"].to_numpy(), **{k: slots[k].to_numpy() for k in slot_keys}}
@@ -514,7 +515,9 @@ def _slot_accuracy(scored: Scored, keys: list[str]) -> float | pd.DataFrame:
     per_turn_listing = not slot_keys and scored.convention.ontology == "listed" and "n_listed" in scored.turns
     extra = ["n_listed"] if per_turn_listing else []
     turns = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys, *extra]))]
-    errors = scored.slots.loc[(scored.slots["outcome"] != "correct") & scored.slots["in_ontology"], ["tid", *slot_keys]]
+    errors = scored.slots.loc[
+        (scored.slots["outcome"] != Outcome.CORRECT.key) & scored.slots["in_ontology"], ["tid", *slot_keys]
+    ]
     n_ontology = _ontology_size(scored, keys)
     assert isinstance(n_ontology, pd.DataFrame)
     # One row per turn (and slot-level group); a run with an empty ontology has 0 cells -> NaN.

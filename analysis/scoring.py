@@ -22,11 +22,11 @@ from analysis.conventions import (
     resolve_convention,
 )
 from analysis.model import Run, RunMeta
+from analysis.outcomes import OUTCOMES, Outcome
 
 T = TypeVar("T")
 
-OUTCOMES = ("correct", "wrong_value", "missed", "spurious")
-OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))
+OUTCOME_DTYPE = pd.CategoricalDtype(list(OUTCOMES))  # category i is the outcome with code i
 SLOT_KEY = ["tid", "domain", "slot"]
 SEP = "\x1f"  # joins domain and slot into one pairing name; never part of a name
 COUNT_COLUMNS = [
@@ -253,9 +253,9 @@ def _set_counts(
     `domain-slot-value` strings: a prediction holding `east` and `west` for a gold `east` has one right
     and one wrong triple)."""
     codes = slots["outcome"].cat.codes.to_numpy()
-    tp = (codes == 0).astype("int64")
-    fp = ((codes == 1) | (codes == 3)).astype("int64")
-    fn = ((codes == 1) | (codes == 2)).astype("int64")
+    tp = (codes == Outcome.CORRECT).astype("int64")
+    fp = ((codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS)).astype("int64")
+    fn = ((codes == Outcome.WRONG_VALUE) | (codes == Outcome.MISSED)).astype("int64")
     position = {int(k): i for i, k in enumerate(key.tolist())}
 
     def value_set(side: _Side, k: int, offset: int) -> set[int]:
@@ -510,7 +510,11 @@ def _outcomes(slots: pd.DataFrame, conv: Convention, gold_code: np.ndarray, pred
             else:
                 scores = cpdist(pred_values, gold_values, scorer=fuzz.partial_ratio, workers=1)
             match[rest] = np.asarray(scores) > conv.fuzzy_threshold
-    codes = np.where(match, 0, np.where(both, 1, np.where(has_gold, 2, 3)))
+    codes = np.where(
+        match,
+        Outcome.CORRECT,
+        np.where(both, Outcome.WRONG_VALUE, np.where(has_gold, Outcome.MISSED, Outcome.SPURIOUS)),
+    )
     return pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)
 
 
@@ -518,7 +522,7 @@ def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
     """TRADE's compute_acc finds a wrong value's slot by `rsplit('-', 1)` of the whole triple string,
     so a wrong value whose gold or predicted value holds a hyphen is charged twice. Reproduced."""
     extra = np.zeros(len(slots), dtype="int64")
-    wrong = np.flatnonzero(slots["outcome"].cat.codes.to_numpy() == 1)
+    wrong = np.flatnonzero(slots["outcome"].cat.codes.to_numpy() == Outcome.WRONG_VALUE)
     if len(wrong):
         gold = np.asarray(slots["gold_value"].array.take(wrong), dtype=object)
         pred = np.asarray(slots["pred_value"].array.take(wrong), dtype=object)
@@ -527,14 +531,15 @@ def _trade_hyphen_quirk(slots: pd.DataFrame) -> np.ndarray:
 
 
 def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
-    outcome = slots["outcome"].cat.codes.to_numpy().astype("int64")  # correct, wrong, missed, spurious
+    outcome = slots["outcome"].cat.codes.to_numpy().astype("int64")
     tid = slots["tid"].to_numpy()
     n = len(turns)
     # One bincount of (turn, outcome) cells; gold exists for correct/wrong/missed, a prediction for
     # correct/wrong/spurious (that is how `_outcomes` classifies).
-    per_outcome = np.bincount(tid * 4 + outcome, minlength=4 * n).reshape(n, 4)
-    correct, wrong, missed, spurious = per_outcome.T
-    errors = outcome != 0
+    k = len(Outcome)
+    per_outcome = np.bincount(tid * k + outcome, minlength=k * n).reshape(n, k).T
+    correct, wrong, missed, spurious = (per_outcome[o] for o in Outcome)
+    errors = outcome != Outcome.CORRECT
     counts = {
         "n_gold": correct + wrong + missed,
         "n_pred": correct + wrong + spurious,

@@ -1,0 +1,67 @@
+"""The outcome of a slot row, in one place: its code, its name in frames, its label, marker, colour and pattern.
+
+A slot row present in gold or prediction is `correct` (the values match), `wrong_value` (both sides
+name the slot, the values differ), `missed` (only gold) or `spurious` (only the prediction). The code is
+the position in the categorical `outcome` column (`analysis.scoring.OUTCOME_DTYPE`), so code arrays
+compare with the enum itself: `codes == Outcome.CORRECT`.
+
+>>> Outcome.WRONG_VALUE.key, int(Outcome.WRONG_VALUE), Outcome.WRONG_VALUE.label, Outcome.WRONG_VALUE.marker
+('wrong_value', 1, 'wrong value', '≠')
+>>> OUTCOMES
+('correct', 'wrong_value', 'missed', 'spurious')
+>>> ERROR_OUTCOMES
+('wrong_value', 'missed', 'spurious')
+>>> Outcome.of("missed") is Outcome.MISSED
+True
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class Outcome(enum.IntEnum):
+    """One outcome: its int value is the categorical code; `key` is the name stored in frames, `label`
+    what people read, `marker` the sign shown beside it (the marker, not the colour, carries the meaning),
+    `colour` (Okabe-Ito) and `pattern` (Plotly bar pattern, so a chart reads in grey too)."""
+
+    key: str
+    label: str
+    marker: str
+    colour: str
+    pattern: str
+
+    def __new__(cls, code: int, key: str, label: str, marker: str, colour: str, pattern: str) -> Outcome:
+        member = int.__new__(cls, code)
+        member._value_ = code
+        member.key = key
+        member.label = label
+        member.marker = marker
+        member.colour = colour
+        member.pattern = pattern
+        return member
+
+    CORRECT = 0, "correct", "correct", "✓", "#009E73", ""
+    WRONG_VALUE = 1, "wrong_value", "wrong value", "≠", "#D55E00", "x"
+    MISSED = 2, "missed", "missed", "−", "#E69F00", "/"
+    SPURIOUS = 3, "spurious", "spurious", "+", "#CC79A7", "."
+
+    @property
+    def shown(self) -> str:
+        """Marker and label, as a status cell or a legend entry shows it: `≠ wrong value`."""
+        return f"{self.marker} {self.label}"
+
+    @property
+    def is_error(self) -> bool:
+        return self is not Outcome.CORRECT
+
+    @classmethod
+    def of(cls, key: str) -> Outcome:
+        """The outcome stored in frames as `key`."""
+        return _BY_KEY[key]
+
+
+_BY_KEY = {o.key: o for o in Outcome}
+ERRORS: tuple[Outcome, ...] = tuple(o for o in Outcome if o.is_error)
+OUTCOMES: tuple[str, ...] = tuple(o.key for o in Outcome)  # in code order: the categorical's categories
+ERROR_OUTCOMES: tuple[str, ...] = tuple(o.key for o in ERRORS)
