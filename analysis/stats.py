@@ -29,6 +29,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import metrics as M
+from analysis import registry as R
 from analysis.diagnostics import agreement
 from analysis.loading import dialogue_key
 from analysis.scoring import Scored
@@ -38,18 +39,15 @@ METHOD = "cluster bootstrap over dialogues, percentile interval"
 PAIRED_METHOD = "paired cluster bootstrap over shared dialogues; p = 2 x min(share of resampled deltas <= 0, share >= 0), capped at 1"
 _TIE = 1e-12  # resampled deltas within this of 0 are ties (float noise of summing in another order)
 
-# Metrics that are a mean over turns: key -> (metric function, its column in a grouped result).
+# How each metric is resampled comes from the registry (`Metric.interval`):
+# a mean over turns: key -> (metric function, its column in a grouped result);
 _MEAN_OVER_TURNS: dict[str, tuple[Callable[..., Any], str]] = {
-    "jga": (M.joint_goal_accuracy, "jga"),
-    "final_turn_jga": (M.final_turn_jga, "final_turn_jga"),
-    "slot_f1_seed": (M.slot_f1_seed, "slot_f1_seed"),
-    "slot_f1_domain_slot": (M.slot_f1_domain_slot, "slot_f1_domain_slot"),
-    "joint_f1_trade": (M.joint_f1_trade, "joint_f1_trade"),
-    "slot_accuracy_trade": (M.slot_accuracy_trade, "slot_accuracy_trade"),
-    "aga": (M.average_goal_accuracy, "aga"),
+    m.name: (m.function, m.column) for m in R.METRICS if m.interval == "turns"
 }
-_MICRO = {"slot_f1_micro": "f1", "slot_precision": "precision", "slot_recall": "recall"}
-METRICS = (*_MEAN_OVER_TURNS, *_MICRO, "slot_accuracy")
+# micro P/R/F1: key -> its key in `slot_prf_micro`'s result; ratios of ontology cells: key -> metric.
+_MICRO = {m.name: m.column for m in R.METRICS if m.interval == "micro"}
+_CELLS = {m.name: m for m in R.METRICS if m.interval == "cells"}
+METRICS = R.INTERVAL_METRICS
 
 
 @dataclass(frozen=True)
@@ -91,10 +89,11 @@ def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFr
         den = {"f1": 2 * tp + fp + fn_, "precision": tp + fp, "recall": tp + fn_}[_MICRO[metric]]
         return per, num, den
     else:  # slot_accuracy: a ratio of cells, so weight each turn's accuracy by its number of cells
-        per = M.slot_accuracy(scored, by=full)
+        cells = _CELLS[metric]
+        per = cells.function(scored, by=full)
         assert isinstance(per, pd.DataFrame)
         den = _slot_accuracy_cells(scored, per, keys)
-        value = per["slot_accuracy"].to_numpy(dtype=float)
+        value = per[cells.column].to_numpy(dtype=float)
     with np.errstate(invalid="ignore"):
         num = np.where(den > 0, value * den, 0.0)
     return per, num, np.nan_to_num(den)
@@ -206,7 +205,7 @@ def _point(scored: Scored, metric: str, keys: list[str]) -> float | pd.DataFrame
         if isinstance(result, dict):
             return float(result[column])
         return result[[*keys, column]].rename(columns={column: "estimate"})
-    fn, column = _MEAN_OVER_TURNS.get(metric, (M.slot_accuracy, "slot_accuracy"))
+    fn, column = _MEAN_OVER_TURNS.get(metric) or (_CELLS[metric].function, _CELLS[metric].column)
     value = fn(scored, by=by)
     if isinstance(value, pd.DataFrame):
         return value[[*keys, column]].rename(columns={column: "estimate"})
@@ -232,8 +231,8 @@ def bootstrap_ci(
 ) -> dict[str, Any] | pd.DataFrame:
     """Cluster-bootstrap percentile interval of a metric, resampling dialogues.
 
-    `metric` is one of `METRICS`: the keys of `analysis.suite.headline_metrics` (`jga`, `slot_f1_micro`,
-    `slot_precision`, `slot_recall`, `slot_f1_seed`, `slot_accuracy`, `aga`, ...). Without `by`: a dict with `estimate` (exactly the
+    `metric` is one of `METRICS`: the registry's metrics with an interval (`analysis.registry`; `jga`,
+    `slot_f1_micro`, `slot_precision`, `slot_recall`, `slot_f1_seed`, `slot_accuracy`, `aga`, ...). Without `by`: a dict with `estimate` (exactly the
     metrics module's value), `low`, `high`, `n_dialogues`, `n_turns`, `n_resamples`, `level`, `seed`,
     `method`. With `by` (e.g. `"domain"` for per-domain JGA, `"turn_index"` for JGA by turn depth,
     `"run_id"` for the runs of a combination): one row per group with the same fields, all groups

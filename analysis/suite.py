@@ -8,28 +8,15 @@ from typing import Any
 import pandas as pd
 
 from analysis import metrics as M
+from analysis import registry as R
 from analysis.scoring import Scored
 
-# Headline metrics: (key, function, label). Labels are what tables and the dashboard show.
-HEADLINE: tuple[tuple[str, Any, str], ...] = (
-    ("jga", M.joint_goal_accuracy, "JGA"),
-    ("slot_f1_seed", M.slot_f1_seed, "Slot F1 (CrossWOZ-en recipe)"),
-    ("slot_f1_domain_slot", M.slot_f1_domain_slot, "Slot F1 (domain-slot keyed)"),
-    ("joint_f1_trade", M.joint_f1_trade, "Joint F1 (TRADE)"),
-    ("slot_accuracy", M.slot_accuracy, "Slot accuracy"),
-    ("slot_accuracy_trade", M.slot_accuracy_trade, "Slot accuracy (TRADE compute_acc)"),
-    ("aga", M.average_goal_accuracy, "AGA"),
-    ("final_turn_jga", M.final_turn_jga, "Final-turn JGA"),
+# Kept for callers: the labels (`analysis.registry.LABELS`) and the headline metrics computed by a function
+# of their own, as (key, function, label); the micro P/R/F1 share `slot_prf_micro`.
+LABELS = R.LABELS
+HEADLINE: tuple[tuple[str, Any, str], ...] = tuple(
+    (m.name, m.function, m.label) for m in R.METRICS if m.column == m.name
 )
-LABELS = {key: label for key, _, label in HEADLINE} | {
-    "slot_precision": "Slot precision (micro)",
-    "slot_recall": "Slot recall (micro)",
-    "slot_f1_micro": "Slot F1 (micro)",
-}
-
-
-# Headline metrics defined over the convention's ontology: NaN ("n/a") where it does not fit the run.
-ONTOLOGY_METRICS = ("slot_accuracy", "slot_accuracy_trade")
 
 
 def not_applicable(scored: Scored) -> dict[str, str]:
@@ -40,8 +27,7 @@ def not_applicable(scored: Scored) -> dict[str, str]:
     >>> sorted(not_applicable(scored_from_states([{"景点": {"名称": "故宫"}}], [{}], convention="trade")))
     ['slot_accuracy', 'slot_accuracy_trade']
     """
-    reason = M.ontology_mismatch(scored)
-    return dict.fromkeys(ONTOLOGY_METRICS, reason) if reason else {}
+    return R.not_applicable(scored)
 
 
 def not_applicable_text(reasons: dict[str, str]) -> str:
@@ -70,16 +56,8 @@ def _clean(value: Any) -> Any:
 
 
 def headline_metrics(scored: Scored) -> dict[str, float]:
-    """Every headline number of one run (or the pooled runs) under its convention."""
-    out: dict[str, float] = {}
-    for key, fn, _ in HEADLINE:
-        out[key] = float(fn(scored))
-    micro = M.slot_prf_micro(scored)
-    assert isinstance(micro, dict)
-    out["slot_precision"] = micro["precision"]
-    out["slot_recall"] = micro["recall"]
-    out["slot_f1_micro"] = micro["f1"]
-    return out
+    """Every headline number of one run (or the pooled runs) under its convention, in registry order."""
+    return R.values(scored)
 
 
 def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, Any]:

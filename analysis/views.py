@@ -16,16 +16,16 @@ import pandas as pd
 
 from analysis import diagnostics as D
 from analysis import metrics as M
+from analysis import registry as R
 from analysis import stats
 from analysis.loading import dialogue_key
 from analysis.model import RunMeta
-from analysis.scoring import COUNT_COLUMNS, OUTCOMES, Scored
+from analysis.outcomes import OUTCOMES, Outcome
+from analysis.scoring import COUNT_COLUMNS, Scored
 from analysis.suite import headline_metrics, not_applicable, not_applicable_text
 
-# Text markers next to colours, so every outcome is readable without colour.
-OUTCOME_MARKERS = {"correct": "✓", "wrong_value": "≠", "missed": "−", "spurious": "+"}
-OUTCOME_LABELS = {"correct": "correct", "wrong_value": "wrong value", "missed": "missed", "spurious": "spurious"}
-ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
+OUTCOME_LABELS = {o.key: o.label for o in Outcome}  # as the pages' outcome filters read them
+LEADERBOARD_METRICS = R.NAMES  # the leaderboard's metric columns, in order: every registered metric
 ABSENT = "—"
 META_COLUMNS = ["run_id", "system", "dataset", "language", "split", "history", "seed"]
 # Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
@@ -112,7 +112,9 @@ def leaderboard(
     if sort is not None and len(board):
         if sort not in board.columns:
             raise ValueError(f"sort has to be a leaderboard column, got {sort!r}")
-        board = board.sort_values(sort, ascending=False, kind="stable", na_position="last").reset_index(drop=True)
+        best_first = R.get(sort).higher_is_better if sort in R.LABELS else True
+        board = board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last")
+        board = board.reset_index(drop=True)
     return board
 
 
@@ -288,8 +290,8 @@ def outcome_mix(scoreds: Scored | Sequence[Scored], *, by: str = "slot", errors_
     group = _slot_label(slots["domain"], slots["slot"]) if by == "slot" else slots["domain"].astype(str)
     frame = pd.DataFrame({"run_id": slots["run_id"], "group": group, "outcome": slots["outcome"]})
     if errors_only:
-        frame = frame[frame["outcome"] != "correct"]
-        frame["outcome"] = frame["outcome"].cat.remove_categories(["correct"])
+        frame = frame[frame["outcome"] != Outcome.CORRECT.key]
+        frame["outcome"] = frame["outcome"].cat.remove_categories([Outcome.CORRECT.key])
     counts = frame.groupby(["run_id", "group", "outcome"], observed=False).size().rename("n").reset_index()
     totals = counts.groupby(["run_id", "group"])["n"].transform("sum")
     counts["share"] = counts["n"] / totals.where(totals > 0)
@@ -309,7 +311,7 @@ def value_confusions(scored: Scored, *, domain: str, slot: str, top: int = 15) -
     """The most frequent (gold value, predicted value) pairs among the errors of one slot, with an
     example turn each; values are shown as written in the files."""
     rows = _slot_rows(scored, domain, slot)
-    rows = rows[rows["outcome"] != "correct"]
+    rows = rows[rows["outcome"] != Outcome.CORRECT.key]
     columns = ["gold", "predicted", "outcome", "n", "share", "dialogue_id", "turn_index"]
     if not len(rows):
         return pd.DataFrame(columns=columns)
@@ -345,7 +347,7 @@ def slot_examples(
     """The turns behind a slot (optionally one gold -> predicted confusion), to open in the viewer."""
     rows = _slot_rows(scored, domain, slot)
     if errors_only:
-        rows = rows[rows["outcome"] != "correct"]
+        rows = rows[rows["outcome"] != Outcome.CORRECT.key]
     shown_gold = rows["gold_display"].fillna(ABSENT).astype(str)
     shown_pred = rows["pred_display"].fillna(ABSENT).astype(str)
     keep = np.ones(len(rows), dtype=bool)
@@ -553,7 +555,7 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
         {
             "turn_index": diff["turn_index"].astype("int64"),
             "slot": _slot_label(diff["domain"], diff["slot"]),
-            "status": outcome.map(lambda o: f"{OUTCOME_MARKERS[o]} {OUTCOME_LABELS[o]}"),
+            "status": outcome.map(lambda o: Outcome.of(o).shown),  # the marker: readable without colour
             "gold": diff["gold_display"].fillna(ABSENT).astype(str),
             "predicted": diff["pred_display"].fillna(ABSENT).astype(str),
             "origin": diff["origin"].astype(str).fillna("").replace("nan", ""),
@@ -563,7 +565,7 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
             "domain": diff["domain"],
         }
     )
-    error_first = (rows["outcome"] == "correct").astype(int)
+    error_first = (rows["outcome"] == Outcome.CORRECT.key).astype(int)
     rows = rows.assign(_e=error_first).sort_values(["turn_index", "_e", "slot"], kind="stable").drop(columns="_e")
 
     per_turn = (
@@ -593,7 +595,7 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
 def _matches(diff: pd.DataFrame, *, slot: str | None, outcome: str | None, errors_only: bool) -> pd.Series:
     keep = pd.Series(True, index=diff.index)
     if errors_only:
-        keep &= diff["outcome"] != "correct"
+        keep &= diff["outcome"] != Outcome.CORRECT.key
     if slot:
         keep &= diff["slot"] == slot
     if outcome:

@@ -4,12 +4,12 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
-from analysis.suite import HEADLINE, LABELS
+from analysis.suite import LABELS
 
 st.title("Overview")
 runs = ui.need_runs()
 
-metric_keys = [key for key, _, _ in HEADLINE] + ["slot_precision", "slot_recall", "slot_f1_micro"]
+metric_keys = list(views.LEADERBOARD_METRICS)
 sort_by = ui.select("Sort by", metric_keys, state="sort_metric", format_func=lambda k: LABELS.get(k, k))
 
 board = ui.compute(views.leaderboard, runs, sort=sort_by)

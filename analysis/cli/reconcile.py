@@ -98,13 +98,14 @@ def render_table(rec: Reconciliation, result: dict[str, Any]) -> str:
     meta = rec.run.meta
     names = list(result["conventions"])
     width = max(12, *(len(n) for n in names))
+    first = max(24, *(len(label) + 1 for label in METRIC_LABELS.values()))  # the label column
     lines = [
         f"run {meta.run_id}  ({' + '.join(meta.formats)})  {result['n_turns']} turns",
         "",
-        f"{'metric':<24}" + "".join(f"{n:>{width}}" for n in names),
+        f"{'metric':<{first}}" + "".join(f"{n:>{width}}" for n in names),
     ]
     for key, label in METRIC_LABELS.items():
-        lines.append(f"{label:<24}" + "".join(f"{_fmt(result['conventions'][n][key]):>{width}}" for n in names))
+        lines.append(f"{label:<{first}}" + "".join(f"{_fmt(result['conventions'][n][key]):>{width}}" for n in names))
     lines += ["", "Turns whose joint correctness flips (a|b: total, correct under a only / under b only):"]
     for key, entry in result["flips"].items():
         lines.append(f"  {key:<22} {entry['count']:>6}   ({entry['only_a']} / {entry['only_b']})")

@@ -43,9 +43,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis import metrics as M
 from analysis.conventions import CONVENTIONS, Convention, get_convention, normalise_states
 from analysis.model import STATE_COLUMNS, TURN_KEY, Run
+from analysis.outcomes import ERROR_OUTCOMES, Outcome
+from analysis.registry import LABELS, RECONCILE_METRICS, values
 from analysis.scoring import Scored, score_run
 
 __all__ = [
@@ -96,14 +97,8 @@ CAUSE_LABELS = {
     "empty_ratio": "undefined ratios",
     "combined": "combined (no single switch)",
 }
-METRIC_LABELS = {
-    "jga": "JGA",
-    "slot_f1_micro": "Slot F1 (micro)",
-    "slot_accuracy": "Slot accuracy",
-    "slot_f1_seed": "Slot F1 (seed recipe)",
-}
+METRIC_LABELS = {name: LABELS[name] for name in RECONCILE_METRICS}  # the table's metrics, in its order
 PAIR_SEPARATOR = "|"
-ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
 IGNORED = "ignored"
 _SEP = "\x1f"
 
@@ -308,7 +303,7 @@ def _global_ontology(conv: Convention, run: Run) -> bool:
     return conv.slot_scope == "ontology" and inferred
 
 
-_OUTCOME_BITS = {"correct": 1, "wrong_value": 2, "missed": 4, "spurious": 8}
+_OUTCOME_BITS = {o.key: 1 << o for o in Outcome}  # correct 1, wrong_value 2, missed 4, spurious 8
 _LABELS = np.array(
     ["+".join(o for o, bit in _OUTCOME_BITS.items() if code & bit) or IGNORED for code in range(16)], dtype=object
 )
@@ -333,14 +328,7 @@ def _labels(units: np.ndarray, outcomes: np.ndarray) -> pd.Series:
 
 
 def _headline(scored: Scored) -> dict[str, float]:
-    micro = M.slot_prf_micro(scored)
-    assert isinstance(micro, dict)
-    return {
-        "jga": float(M.joint_goal_accuracy(scored)),
-        "slot_f1_micro": float(micro["f1"]),
-        "slot_accuracy": float(M.slot_accuracy(scored)),
-        "slot_f1_seed": float(M.slot_f1_seed(scored)),
-    }
+    return values(scored, RECONCILE_METRICS)
 
 
 @dataclass

@@ -1,0 +1,125 @@
+"""Every headline metric in one place: its name, label, function, direction, interval and where it applies.
+
+The suite (`analysis.suite`: CLI JSON, leaderboard rows), the bootstrap (`analysis.stats`), the
+reconciliation table, the report and the overview page read their metrics from `METRICS`; labels come
+from here only. Adding a metric: write its function in `analysis.metrics` (a `Scored` and keyword-only
+`by=`), add one `Metric` here, and `tests/test_registry.py` checks it is computed, labelled, resampled
+and shown wherever it is selected.
+
+>>> [m.name for m in METRICS][:3]
+['jga', 'slot_f1_seed', 'slot_f1_domain_slot']
+>>> LABELS["slot_accuracy_trade"]
+'Slot accuracy (TRADE compute_acc)'
+>>> get("slot_recall").function.__name__, get("slot_recall").column
+('slot_prf_micro', 'recall')
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from analysis import metrics as M
+from analysis.scoring import Scored
+
+# How `analysis.stats` breaks a metric into per-dialogue sums for the dialogue bootstrap:
+#   "turns": a mean over turns (numerator the per-turn score, denominator 1 per turn that counts);
+#   "micro": micro P/R/F1 over slot rows (numerators and denominators from tp, fp, fn);
+#   "cells": a ratio of ontology cells (numerator the correct cells, denominator the cells per turn).
+Interval = Literal["turns", "micro", "cells"]
+
+
+@dataclass(frozen=True)
+class Metric:
+    """One headline metric.
+
+    `function(scored, by=None)` is the `analysis.metrics` function; its value is `column` of the result
+    (the key of a dict without `by`, the column of the frame with `by`; a float result is the value).
+    `higher_is_better` orders leaderboards. `interval` says how the dialogue bootstrap resamples it
+    (None: no interval). `applies_to(scored)` is None where the metric applies to every run, else a
+    function that gives the reason it does not apply to these runs (None when it does); there the value
+    is NaN, shown as "n/a" beside the reason.
+    """
+
+    name: str
+    label: str
+    function: Callable[..., Any]
+    column: str = ""
+    higher_is_better: bool = True
+    interval: Interval | None = "turns"
+    applies_to: Callable[[Scored], str | None] | None = None
+
+    def __post_init__(self) -> None:
+        if not self.column:
+            object.__setattr__(self, "column", self.name)
+
+    def value(self, result: Any) -> float:
+        """The metric's number in the function's result without `by`."""
+        return float(result[self.column]) if isinstance(result, dict) else float(result)
+
+
+METRICS: tuple[Metric, ...] = (
+    Metric("jga", "JGA", M.joint_goal_accuracy),
+    Metric("slot_f1_seed", "Slot F1 (CrossWOZ-en recipe)", M.slot_f1_seed),
+    Metric("slot_f1_domain_slot", "Slot F1 (domain-slot keyed)", M.slot_f1_domain_slot),
+    Metric("joint_f1_trade", "Joint F1 (TRADE)", M.joint_f1_trade),
+    Metric("slot_accuracy", "Slot accuracy", M.slot_accuracy, interval="cells", applies_to=M.ontology_mismatch),
+    Metric(
+        "slot_accuracy_trade",
+        "Slot accuracy (TRADE compute_acc)",
+        M.slot_accuracy_trade,
+        applies_to=M.ontology_mismatch,
+    ),
+    Metric("aga", "AGA", M.average_goal_accuracy),
+    Metric("final_turn_jga", "Final-turn JGA", M.final_turn_jga),
+    Metric("slot_precision", "Slot precision (micro)", M.slot_prf_micro, "precision", interval="micro"),
+    Metric("slot_recall", "Slot recall (micro)", M.slot_prf_micro, "recall", interval="micro"),
+    Metric("slot_f1_micro", "Slot F1 (micro)", M.slot_prf_micro, "f1", interval="micro"),
+)
+_BY_NAME = {m.name: m for m in METRICS}
+NAMES: tuple[str, ...] = tuple(_BY_NAME)
+LABELS: dict[str, str] = {m.name: m.label for m in METRICS}
+INTERVAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.interval)
+
+# The selections of views that show some of the metrics, in their column order.
+REPORT_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")  # the report's leaderboard, with CIs
+RECONCILE_METRICS = ("jga", "slot_f1_micro", "slot_accuracy", "slot_f1_seed")  # one run under each convention
+
+
+def get(name: str) -> Metric:
+    """The metric called `name`; a ValueError naming the known ones otherwise."""
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValueError(f"metric has to be one of {', '.join(NAMES)}, got {name!r}") from None
+
+
+def values(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, float]:
+    """The metrics `names` (default: all, in registry order) of one run or the pooled runs; a function
+    shared by several metrics (micro P/R/F1) is called once."""
+    results: dict[Callable[..., Any], Any] = {}
+    out: dict[str, float] = {}
+    for name in NAMES if names is None else names:
+        metric = get(name)
+        if metric.function not in results:
+            results[metric.function] = metric.function(scored)
+        out[name] = metric.value(results[metric.function])
+    return out
+
+
+def not_applicable(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, str]:
+    """The metrics (of `names`, default all) whose definition does not apply to these runs, each with the
+    reason; each check runs once however many metrics share it."""
+    reasons: dict[Callable[[Scored], str | None], str | None] = {}
+    out: dict[str, str] = {}
+    for name in NAMES if names is None else names:
+        check = get(name).applies_to
+        if check is None:
+            continue
+        if check not in reasons:
+            reasons[check] = check(scored)
+        reason = reasons[check]
+        if reason:
+            out[name] = reason
+    return out
