@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.export.core import ExportUnavailable, check_export  # noqa: E402
+from analysis.export.figures import ExportUnavailable, check_export  # noqa: E402
 from analysis.export.report import build_report  # noqa: E402
 
 DEMO = ROOT / "data" / "demo"

@@ -11,10 +11,9 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis import figures, views
+from analysis import export, figures, views
 from analysis.demo.testing import scored_from_states
 from analysis.escaping import markdown_text, plain_figure_text, plotly_text
-from analysis.export import core as export
 from ui.text import md
 
 ROOT = Path(__file__).resolve().parents[1]

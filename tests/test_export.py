@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import re
 import struct
 import xml.etree.ElementTree as ET
@@ -11,9 +12,13 @@ from pathlib import Path
 import pandas as pd
 import plotly.graph_objects as go
 import pytest
+from fontTools.ttLib import TTFont
 
+from analysis import export as E
 from analysis import figures as F
-from analysis.export import core as E
+from analysis.export import figures as export_figures
+from analysis.export import fonts
+from tests.export_inspect import latex_environments_balanced, pdf_info, png_info, svg_info
 
 HAVE_CHROMIUM = Path("/usr/bin/chromium").exists() or E.browser_path() is not None
 needs_chromium = pytest.mark.skipif(not HAVE_CHROMIUM, reason="no Chromium (make test installs it)")
@@ -119,7 +124,7 @@ def test_latex_table_booktabs_bold_intervals_escaping() -> None:
         intervals={"JGA": ("JGA low", "JGA high")},
         lower_better=["gap"],
     ).decode("utf-8")
-    assert E.latex_environments_balanced(text)
+    assert latex_environments_balanced(text)
     assert re.search(r"\\begin\{tabular\}\{lrrr\}", text)
     for rule in ("\\toprule", "\\midrule", "\\bottomrule"):
         assert text.count(rule) == 1
@@ -169,7 +174,7 @@ def test_a_table_mixing_two_datasets_bolds_one_best_per_dataset() -> None:
     assert "among comparable runs only" in md and "MultiWOZ 2.1, predicted history, trade" not in md
     assert "MultiWOZ 2.1, trade, predicted history" in md and "CrossWOZ, trade, predicted history" in md
     tex = E.table_bytes(MIXED, "latex").decode()
-    assert tex.count("\\textbf{") == 2 and E.latex_environments_balanced(tex)
+    assert tex.count("\\textbf{") == 2 and latex_environments_balanced(tex)
     assert "\\footnotesize Bold: the best value of each column among comparable runs only" in tex
     # One dataset: one best over all the runs, and no note.
     one = MIXED.assign(dataset="MultiWOZ 2.1")
@@ -186,8 +191,8 @@ def test_n_a_instead_of_a_dash_where_asked() -> None:
 
 
 def test_latex_balance_checker_catches_mismatch() -> None:
-    assert not E.latex_environments_balanced("\\begin{table}\\begin{tabular}{l}\\end{table}")
-    assert not E.latex_environments_balanced("\\begin{table}")
+    assert not latex_environments_balanced("\\begin{table}\\begin{tabular}{l}\\end{table}")
+    assert not latex_environments_balanced("\\begin{table}")
 
 
 def _png(width: int, height: int) -> bytes:
@@ -204,26 +209,28 @@ def _png(width: int, height: int) -> bytes:
 
 
 def test_png_dpi_chunk() -> None:
-    marked = E._png_with_dpi(_png(4, 3), 300)
-    assert E.png_info(marked) == {"width": 4, "height": 3, "dpi": 300}
-    assert E.png_info(E._png_with_dpi(marked, 300))["dpi"] == 300  # replaced, not duplicated
+    marked = export_figures._png_with_dpi(_png(4, 3), 300)
+    assert png_info(marked) == {"width": 4, "height": 3, "dpi": 300}
+    assert png_info(export_figures._png_with_dpi(marked, 300))["dpi"] == 300  # replaced, not duplicated
     assert marked.count(b"pHYs") == 1
 
 
-@pytest.mark.skipif(E._font("regular") is None, reason="fonts-liberation not installed")
+@pytest.mark.skipif(fonts.font_data("regular") is None, reason="fonts-liberation not installed")
 def test_font_subset_keeps_used_glyphs_only() -> None:
-    font = E._font("regular")
-    assert font is not None
-    data, covered = font.subset("JGA run_a 中")
+    whole = fonts.font_data("regular")
+    assert whole is not None
+    data, covered = fonts.subset_font(whole, "JGA run_a 中")
     assert covered == set("JGA run_a ") and "中" not in covered
-    assert len(data) < len(font.data) / 2
-    small = E._TrueType(data)  # still a well-formed font: same glyph ids, outlines of the used glyphs
-    assert small.num_glyphs == font.num_glyphs
-    offsets = small._offsets()
-    used = small.cmap[ord("J")]
-    assert offsets[used + 1] > offsets[used]
-    unused = small.cmap[ord("Q")]
-    assert offsets[unused + 1] == offsets[unused]
+    assert len(data) < len(whole) / 2
+    font, small = TTFont(io.BytesIO(whole)), TTFont(io.BytesIO(data))  # small: still a well-formed font
+    ids = {ch: font.getGlyphID(font.getBestCmap()[ord(ch)]) for ch in "JGA run_aQ"}
+    assert all(small.getGlyphID(small.getBestCmap()[ord(ch)]) == ids[ch] for ch in covered)  # same glyph ids
+    glyphs = small["glyf"]
+    used = glyphs[small.getGlyphName(ids["J"])]
+    assert used.numberOfContours > 0  # the outlines of the used glyphs
+    assert ids["Q"] < small["maxp"].numGlyphs
+    unused = glyphs[small.getGlyphName(ids["Q"])]
+    assert unused.numberOfContours == 0
 
 
 def test_finish_svg_sets_inches_and_embeds_font() -> None:
@@ -234,7 +241,7 @@ def test_finish_svg_sets_inches_and_embeds_font() -> None:
     done = E.finish_svg(raw, E.preset("paper", "single"))
     root = ET.fromstring(done)
     assert root.get("width") == "3.3in" and root.get("height") == "2.4in"
-    if E._font("regular") is not None:
+    if fonts.font_data("regular") is not None:
         assert re.search(rb"@font-face\{font-family:'Liberation Sans';.*base64,", done)
 
 
@@ -245,7 +252,7 @@ def test_file_names_and_mime_types() -> None:
 
 
 def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(E, "browser_path", lambda: None)
+    monkeypatch.setattr(export_figures, "browser_path", lambda: None)
     with pytest.raises(E.ExportUnavailable, match="apt-get install chromium") as info:
         E.figure_bytes(_figures()["bar"], "pdf")
     assert isinstance(info.value, RuntimeError)
@@ -274,7 +281,7 @@ def test_pdf_single_page_vector_with_embedded_fonts_and_text(rendered: dict) -> 
     for (name, width, fmt), data in rendered.items():
         if fmt != "pdf":
             continue
-        info = E.pdf_info(data)
+        info = pdf_info(data)
         assert data.startswith(b"%PDF-")
         assert info["pages"] == 1, name
         assert info["images"] == 0, name  # vector: no raster image inside
@@ -291,7 +298,7 @@ def test_svg_parses_with_size_and_font_face(rendered: dict) -> None:
     for (name, width, fmt), data in rendered.items():
         if fmt != "svg":
             continue
-        info = E.svg_info(data)  # parses with xml.etree
+        info = svg_info(data)  # parses with xml.etree
         assert info["width"] == f"{E.preset('paper', width).width_in:g}in"
         assert any("mwz_en-predicted" in t for t in info["texts"]), name
         assert info["fonts"] and "base64," in info["fonts"][0]
@@ -303,7 +310,7 @@ def test_png_pixels_match_width_at_300_dpi(rendered: dict) -> None:
     for (_, width, fmt), data in rendered.items():
         if fmt != "png":
             continue
-        info = E.png_info(data)
+        info = png_info(data)
         assert info["width"] == E.preset("paper", width).png_width()
         assert info["dpi"] == 300
         assert info["height"] > 300
@@ -317,7 +324,7 @@ def _rgb(hex_colour: str) -> str:
 @needs_chromium
 def test_same_run_same_colour_across_files(rendered: dict) -> None:
     colours = F.run_colours(RUNS)
-    bar = E.svg_info(rendered["bar", "single", "svg"])["fills"]
+    bar = svg_info(rendered["bar", "single", "svg"])["fills"]
     lines = rendered["lines", "single", "svg"].decode()
     for run in RUNS:
         assert _rgb(colours[run]) in bar
@@ -327,7 +334,7 @@ def test_same_run_same_colour_across_files(rendered: dict) -> None:
 @needs_chromium
 def test_figure_bytes_outside_a_session_starts_its_own_browser() -> None:
     data = E.figure_bytes(_figures()["bar"], "svg", style="slides", width="double")
-    assert "JGA per run" in "".join(E.svg_info(data)["texts"])  # slides keep the title
+    assert "JGA per run" in "".join(svg_info(data)["texts"])  # slides keep the title
 
 
 @needs_chromium

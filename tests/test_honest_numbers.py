@@ -15,11 +15,11 @@ import pyarrow as pa
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis import export as E
 from analysis import metrics as M
 from analysis import stats as S
 from analysis.cli.main import main
 from analysis.demo.testing import scored_from_states
-from analysis.export import core as E
 from analysis.export import report as R
 from analysis.loading import load_run
 from analysis.scoring import combine, score_run

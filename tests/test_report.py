@@ -12,10 +12,11 @@ from analysis import figures as F
 from analysis import metrics as M
 from analysis.cli.main import main
 from analysis.errors import InputError
-from analysis.export import core as E
+from analysis.export import figures as E
 from analysis.export import report as R
 from analysis.scoring import score_run
 from analysis.workspace import load_workspace
+from tests.export_inspect import latex_environments_balanced, pdf_info, png_info, svg_info
 
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo"
 HAVE_CHROMIUM = Path("/usr/bin/chromium").exists() or E.browser_path() is not None
@@ -179,19 +180,19 @@ def test_index_lists_every_file(report: tuple[Path, list[R.Written]]) -> None:
 def test_every_figure_file_is_well_formed(report: tuple[Path, list[R.Written]]) -> None:
     out, written = report
     for item in (w for w in written if w.kind == "figure"):
-        pdf = E.pdf_info((out / f"{item.name}.pdf").read_bytes())
+        pdf = pdf_info((out / f"{item.name}.pdf").read_bytes())
         assert pdf["pages"] == 1 and pdf["images"] == 0 and pdf["fonts_embedded"], item.name
         assert pdf["text"], item.name
-        svg = E.svg_info((out / f"{item.name}.svg").read_bytes())
+        svg = svg_info((out / f"{item.name}.svg").read_bytes())
         assert svg["width"] == "3.3in" and svg["fonts"], item.name
-        png = E.png_info((out / f"{item.name}.png").read_bytes())
+        png = png_info((out / f"{item.name}.png").read_bytes())
         assert (png["width"], png["dpi"]) == (990, 300), item.name
 
 
 @needs_chromium
 def test_paper_figures_have_no_title(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report
-    texts = " ".join(E.svg_info((out / "leaderboard.svg").read_bytes())["texts"])
+    texts = " ".join(svg_info((out / "leaderboard.svg").read_bytes())["texts"])
     assert "JGA per run" not in texts and "simulated-A-mwz-en-gold" in texts
 
 
@@ -204,11 +205,11 @@ def _rgb(hex_colour: str) -> str:
 def test_same_run_same_colour_in_every_file(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report
     colours = F.run_colours([*RUNS, "simulated"])
-    leaderboard = E.svg_info((out / "leaderboard.svg").read_bytes())["fills"]
-    domains = E.svg_info((out / "domain-jga-multiwoz-2.1.svg").read_bytes())["fills"]
+    leaderboard = svg_info((out / "leaderboard.svg").read_bytes())["fills"]
+    domains = svg_info((out / "domain-jga-multiwoz-2.1.svg").read_bytes())["fills"]
     for run in RUNS:
         assert _rgb(colours[run]) in leaderboard
-        slot_fills = E.svg_info((out / f"slot-f1-{R._slug(run)}.svg").read_bytes())["fills"]
+        slot_fills = svg_info((out / f"slot-f1-{R._slug(run)}.svg").read_bytes())["fills"]
         assert _rgb(colours[run]) in slot_fills
         others = {_rgb(colours[r]) for r in RUNS if r != run}
         assert not others & slot_fills
@@ -220,7 +221,7 @@ def test_same_run_same_colour_in_every_file(report: tuple[Path, list[R.Written]]
 def test_tables_latex_markdown_csv(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report
     tex = (out / "leaderboard.tex").read_text(encoding="utf-8")
-    assert E.latex_environments_balanced(tex)
+    assert latex_environments_balanced(tex)
     body = tex.split("\\midrule", 1)[1].split("\\bottomrule", 1)[0]
     rows = [line for line in body.strip().splitlines() if line.endswith("\\\\")]
     assert [r.split(" & ")[0] for r in rows] == RUNS
@@ -238,4 +239,4 @@ def test_tables_latex_markdown_csv(report: tuple[Path, list[R.Written]]) -> None
     assert seeds["mean"].to_numpy() == pytest.approx(per_seed.mean(axis=1).to_numpy())
     assert seeds["std"].to_numpy() == pytest.approx(per_seed.std(axis=1, ddof=1).to_numpy())
     domain_tex = (out / "domain-jga.tex").read_text(encoding="utf-8")
-    assert (E.latex_environments_balanced(domain_tex) and "餐厅" in domain_tex) or "旅馆" in domain_tex
+    assert (latex_environments_balanced(domain_tex) and "餐厅" in domain_tex) or "旅馆" in domain_tex

@@ -13,10 +13,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analysis.export import core as E
+from analysis import export as E
 from analysis.export import report as R
 from analysis.export.safe_csv import FORMULA_TRIGGERS, frame_csv, neutralise_cell, restore_cell
 from analysis.review.annotations import AnnotationStore, Item
+from tests.export_inspect import latex_environments_balanced
 
 ROOT = Path(__file__).resolve().parent.parent
 HOSTILE = [
@@ -161,7 +162,7 @@ def test_latex_escapes_every_special_character() -> None:
     assert r"slot \& \textless{}name\textgreater{}" in body
     assert r"\caption{Caption \$x\$ \& \{y\} \#1 \textasciitilde{} \textasciicircum{} \_ \% \textbackslash{} " in tex
     assert r"\label{tab:x-y}" in tex
-    assert E.latex_environments_balanced(tex)
+    assert latex_environments_balanced(tex)
     assert r"0.500 {\footnotesize[0.400, 0.600]}" in tex  # our own interval brackets stay brackets
 
 

@@ -1,7 +1,7 @@
 """The two placement helpers every page uses for charts and tables, each with its export buttons.
 
 Figures download as PDF, SVG and PNG and tables as LaTeX, Markdown and CSV, through the very functions
-the report CLI uses (`analysis.export.core`), so a button gives the same file as `python -m analysis report`.
+the report CLI uses (`analysis.export`), so a button gives the same file as `python -m analysis report`.
 Files are made only when a button is clicked (a callable `data`), never on every rerun.
 """
 
@@ -14,7 +14,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from analysis.export import core as export
+from analysis import export
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
 from ui import data

@@ -19,7 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
-from analysis.export.core import FIGURE_FORMATS, STYLES, WIDTHS, ExportUnavailable
+from analysis.export.figures import ExportUnavailable
+from analysis.export.files import FIGURE_FORMATS
+from analysis.export.style import STYLES, WIDTHS
 
 __all__ = ["EXIT_NO_BROWSER", "register", "run"]
 

@@ -3,7 +3,7 @@
 `plan_report(workspace)` computes what to write (figures as Plotly figures built by the dashboard's
 own builders in `analysis.figures` / `analysis.fewjoint.figures`, with interval variants added here;
 tables as frames) without touching the disk; `write_report(plan, out_dir)` writes them through
-`analysis.export.core` with one browser for the batch, and `index.md` / `index.html` listing every file
+`analysis.export.figures` with one browser for the batch, and `index.md` / `index.html` listing every file
 with a one-line caption. `build_report(path, out_dir)` does both (the `report` sub-command).
 
 What a report holds:
@@ -45,17 +45,17 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
+from analysis import export as E
 from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
-from analysis.export import core as E
 from analysis.loading import dialogue_key
-from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored, combine, score_run
+from analysis.suite import LABELS
 from analysis.workspace import Workspace, load_workspace, read_manifest
 
-CI_METRICS = REPORT_METRICS  # the leaderboard table's metrics, with intervals
+CI_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")
 LEVEL = 0.95
 FEWJOINT_LABELS = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
 MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel

@@ -10,7 +10,7 @@ import pytest
 from conftest import IDLE
 from playwright.sync_api import Page, expect
 
-from analysis.export.core import pdf_info, png_info
+from tests.export_inspect import pdf_info, png_info
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000

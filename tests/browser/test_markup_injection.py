@@ -20,8 +20,7 @@ import pytest
 from conftest import IDLE, ROOT, start_server, stop_server
 from playwright.sync_api import Page, expect
 
-from analysis import figures
-from analysis.export import core as export
+from analysis import export, figures
 from page_registry import PAGES as REGISTRY
 
 pytestmark = pytest.mark.browser

@@ -1,0 +1,262 @@
+"""Figure files: PDF, SVG and PNG written through kaleido and the system Chromium.
+
+The dashboard's download buttons and `python -m analysis report` call the same functions, so a
+downloaded file is byte-for-byte what the report writes: `figure_bytes` for one figure (a browser of
+its own, or the one of an open `export_session`), `write_figures` for a batch (one browser, `BATCH_TABS`
+tabs). Figures are styled by `analysis.export.style.style_figure` first. PDF and SVG render at scale 1
+(so the PDF page is exactly the preset's width), PNG at 300/96 so that pixels = inches x 300, with a
+pHYs chunk declaring 300 dpi. An SVG gets its physical size in inches and the glyphs it draws embedded
+(`analysis.export.fonts`). kaleido is imported only when something is rendered.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import struct
+import threading
+import xml.etree.ElementTree as ET
+import zlib
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import plotly.graph_objects as go
+
+from analysis.export.files import EXTENSIONS, FIGURE_FORMATS
+from analysis.export.fonts import cjk_font_face_css, font_face_css
+from analysis.export.style import DPI, PX_PER_IN, Preset, preset, style_figure
+
+INSTALL_HINT = (
+    "figure export needs Chromium and the fonts: `apt-get install chromium fonts-liberation fonts-noto-cjk` "
+    "(`make test` and `make run` install them via scripts/system-deps.sh)"
+)
+
+
+class ExportUnavailable(RuntimeError):
+    """Figure export cannot run here (no Chromium); the message says how to install it."""
+
+
+# --- rendering -----------------------------------------------------------------------------------
+
+_LOCK = threading.RLock()
+_SESSION: dict[str, int] = {"depth": 0}
+
+
+def browser_path() -> str | None:
+    """The Chromium kaleido will use (BROWSER_PATH, then the usual names on PATH), or None."""
+    try:
+        from choreographer.browsers.chromium import Chromium
+
+        return Chromium.find_browser(skip_local=False)
+    except Exception:  # any failure to look means no usable browser
+        return None
+
+
+def check_export() -> str:
+    """The browser path, or `ExportUnavailable` with the install hint."""
+    found = browser_path()
+    if not found:
+        raise ExportUnavailable(f"no Chromium found: {INSTALL_HINT}")
+    return found
+
+
+def _server_running() -> bool:
+    import kaleido
+
+    server = getattr(kaleido, "_global_server", None)
+    return bool(server is not None and server.is_running())
+
+
+@contextlib.contextmanager
+def export_session() -> Iterator[None]:
+    """Keep one Chromium (kaleido's sync server) open for every render inside the block.
+
+    Nested sessions share the browser; outside a session each render starts its own (about 2 s).
+    """
+    check_export()
+    import kaleido
+
+    with _LOCK:
+        started = False
+        if _SESSION["depth"] == 0 and not _server_running():
+            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
+            started = True
+        _SESSION["depth"] += 1
+    try:
+        yield
+    finally:
+        with _LOCK:
+            _SESSION["depth"] -= 1
+            if started:
+                kaleido.stop_sync_server(silence_warnings=True)
+
+
+def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
+    import kaleido
+
+    opts = {
+        "format": fmt,
+        "width": fig.layout.width,
+        "height": fig.layout.height,
+        "scale": spec.png_scale if fmt == "png" else 1,
+    }
+    with _LOCK:  # the sync server answers on one queue: one request at a time
+        if _server_running():
+            data = kaleido.calc_fig_sync(fig.to_dict(), opts=opts)
+        else:
+            data = kaleido.calc_fig_sync(fig.to_dict(), opts=opts, kopts={"mathjax": False})
+    if isinstance(data, BaseException):
+        raise data
+    return bytes(data)
+
+
+def figure_bytes(fig: go.Figure, fmt: str, *, style: str = "paper", width: str = "single") -> bytes:
+    """The file for one figure: `fmt` is pdf, svg or png (what the dashboard's buttons download).
+
+    Raises `ExportUnavailable` when no Chromium is installed.
+    """
+    if fmt not in FIGURE_FORMATS:
+        raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
+    spec = preset(style, width)
+    check_export()
+    styled = style_figure(fig, style=style, width=width)
+    data = _render(styled, fmt, spec)
+    if fmt == "svg":
+        return finish_svg(data, spec)
+    if fmt == "png":
+        return _png_with_dpi(data, DPI)
+    return data
+
+
+BATCH_TABS = 2  # browser tabs rendering at once in a batch (the machine has 2 cores)
+BATCH_CHUNK = 6  # renders per request to the browser; the progress bar moves per chunk
+
+
+def _opts(layout: Mapping[str, Any], fmt: str, spec: Preset) -> dict[str, Any]:
+    return {
+        "format": fmt,
+        "width": layout.get("width"),
+        "height": layout.get("height"),
+        "scale": spec.png_scale if fmt == "png" else 1,
+    }
+
+
+def _finish_file(path: Path, fmt: str, spec: Preset) -> None:
+    if fmt == "svg":
+        path.write_bytes(finish_svg(path.read_bytes(), spec))
+    elif fmt == "png":
+        path.write_bytes(_png_with_dpi(path.read_bytes(), DPI))
+
+
+def write_figures(
+    figures: Sequence[tuple[go.Figure, Path]],
+    *,
+    formats: Sequence[str] = FIGURE_FORMATS,
+    style: str = "paper",
+    width: str = "single",
+    progress: Any = None,
+) -> list[Path]:
+    """Write every (figure, path without extension) in every format: one browser for the whole batch,
+    `BATCH_TABS` tabs rendering side by side; the files equal `figure_bytes`' (same styling and
+    post-processing). `progress` is called with each written path. Returns the paths."""
+    import kaleido
+
+    for fmt in formats:
+        if fmt not in FIGURE_FORMATS:
+            raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
+    spec = preset(style, width)
+    check_export()
+    jobs = []
+    for fig, stem in figures:
+        styled = style_figure(fig, style=style, width=width).to_dict()
+        for fmt in formats:
+            jobs.append((styled, fmt, stem.with_name(f"{stem.name}.{EXTENSIONS[fmt]}")))
+    written: list[Path] = []
+    with _LOCK:
+        started = not _server_running()
+        if started:
+            kaleido.start_sync_server(n=BATCH_TABS, mathjax=False, silence_warnings=True)
+        try:
+            for at in range(0, len(jobs), BATCH_CHUNK):
+                chunk = jobs[at : at + BATCH_CHUNK]
+                specs = [{"fig": d, "path": str(p), "opts": _opts(d["layout"], fmt, spec)} for d, fmt, p in chunk]
+                errors = kaleido.write_fig_from_object_sync(specs)
+                if isinstance(errors, BaseException):
+                    raise errors
+                if errors:
+                    raise RuntimeError(f"rendering failed: {errors[0]}")
+                for _, fmt, path in chunk:
+                    _finish_file(path, fmt, spec)
+                    written.append(path)
+                    if progress is not None:
+                        progress(path)
+        finally:
+            if started:
+                kaleido.stop_sync_server(silence_warnings=True)
+    return written
+
+
+# --- PNG: declared resolution --------------------------------------------------------------------
+
+
+def _png_chunk(kind: bytes, body: bytes) -> bytes:
+    return struct.pack(">I", len(body)) + kind + body + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+
+
+def _png_with_dpi(data: bytes, dpi: int) -> bytes:
+    """Insert (or replace) the pHYs chunk so viewers and LaTeX read the PNG as `dpi` dots per inch."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return data
+    per_metre = round(dpi / 0.0254)
+    phys = _png_chunk(b"pHYs", struct.pack(">IIB", per_metre, per_metre, 1))
+    out, pos, inserted = [data[:8]], 8, False
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos : pos + 4])
+        kind = data[pos + 4 : pos + 8]
+        end = pos + 12 + length
+        if kind != b"pHYs":
+            out.append(data[pos:end])
+        if kind == b"IHDR" and not inserted:
+            out.append(phys)
+            inserted = True
+        pos = end
+    return b"".join(out)
+
+
+# --- SVG: physical size and embedded font subsets ------------------------------------------------
+
+
+_SVG = "{http://www.w3.org/2000/svg}"
+
+
+def _svg_text(root: ET.Element) -> tuple[str, str]:
+    """All characters drawn as regular and as bold text in an SVG."""
+    regular: list[str] = []
+    bold: list[str] = []
+    for element in root.iter():
+        if element.tag not in (f"{_SVG}text", f"{_SVG}tspan") or not element.text:
+            continue
+        style = element.get("style", "") + " " + element.get("font-weight", "")
+        (bold if re.search(r"bold|[6-9]00", style) else regular).append(element.text)
+        if element.tail:
+            regular.append(element.tail)
+    return "".join(regular), "".join(bold)
+
+
+def finish_svg(data: bytes, spec: Preset) -> bytes:
+    """Physical size in inches on the root element and the glyphs used embedded (Latin and CJK)."""
+    text = data.decode("utf-8")
+    root = ET.fromstring(text)
+    height_in = float(root.get("viewBox", "0 0 0 0").split()[3]) / PX_PER_IN
+    regular, bold = _svg_text(root)
+    css = font_face_css(regular, bold) + cjk_font_face_css(regular, bold)
+    open_tag = re.search(r"<svg\b[^>]*>", text)
+    if open_tag is None:
+        return data
+    tag = open_tag.group(0)
+    tag = re.sub(r'\swidth="[^"]*"', f' width="{spec.width_in:g}in"', tag, count=1)
+    tag = re.sub(r'\sheight="[^"]*"', f' height="{height_in:.4g}in"', tag, count=1)
+    style = f'<style type="text/css">{css}</style>' if css else ""
+    text = text[: open_tag.start()] + tag + style + text[open_tag.end() :]
+    return text.encode("utf-8")
