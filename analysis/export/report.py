@@ -51,11 +51,11 @@ from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
 from analysis.loading import dialogue_key
+from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored, combine, score_run
-from analysis.suite import LABELS
 from analysis.workspace import Workspace, load_workspace, read_manifest
 
-CI_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")
+CI_METRICS = REPORT_METRICS  # the leaderboard table's metrics, with intervals
 LEVEL = 0.95
 FEWJOINT_LABELS = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
 MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel
