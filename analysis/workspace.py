@@ -369,7 +369,7 @@ def load_workspace(path: str | Path) -> Workspace:
         except InputError as exc:
             workspace.failed[entry.name] = str(exc)
     for few in workspace.fewjoint_entries:
-        from analysis.fewjoint.core import load_fewjoint_system  # only workspaces with FewJoint systems need it
+        from analysis.fewjoint.align import load_fewjoint_system  # only workspaces with FewJoint systems need it
 
         try:
             workspace.fewjoint[few.name] = load_fewjoint_system(few.gold, few.pred, name=few.name, shots=few.shots)

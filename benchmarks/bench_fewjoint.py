@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis.demo.fewjoint import simulate_prediction  # noqa: E402
-from analysis.fewjoint.core import load_fewjoint_gold, load_fewjoint_system, score_fewjoint  # noqa: E402
+from analysis.fewjoint import load_fewjoint_gold, load_fewjoint_system, score_fewjoint  # noqa: E402
 
 GOLD = ROOT.parent / "shared" / "realdata" / "fewjoint" / "FewJoint1.1" / "1shot" / "test.json"
 SEEDS = (1, 2, 3, 4, 5)

@@ -6,8 +6,8 @@ import streamlit as st
 
 import ui
 from analysis.fewjoint import views
-from analysis.fewjoint.core import AVERAGINGS, METRICS, fewjoint_leaderboard
 from analysis.fewjoint.figures import breakdown_bar, intent_confusion_heatmap, leaderboard_bar, slot_type_prf_bar
+from analysis.fewjoint.scoring import AVERAGINGS, METRICS, fewjoint_leaderboard
 from analysis.figures import apply_style
 from ui import fewjoint as data
 

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 from analysis.errors import InputError
-from analysis.fewjoint.core import (
+from analysis.fewjoint import (
     ERROR_KINDS,
     conlleval_chunks,
     count_ill_formed,

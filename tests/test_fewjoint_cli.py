@@ -16,7 +16,7 @@ import pytest
 from analysis.cli import fewjoint as fewjoint_cli
 from analysis.demo.fewjoint import DEMO_SEEDS, build_fewjoint_demo, demo_episodes
 from analysis.errors import InputError
-from analysis.fewjoint.core import FewJointResult, fewjoint_leaderboard, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint import FewJointResult, fewjoint_leaderboard, load_fewjoint_system, score_fewjoint
 from analysis.fewjoint.figures import (
     breakdown_bar,
     intent_confusion_heatmap,
@@ -28,7 +28,11 @@ from analysis.fewjoint.figures import (
 ROOT = Path(__file__).resolve().parents[1]
 DEMO = ROOT / "data" / "demo" / "fewjoint"
 DEMO_PREDS = [DEMO / f"simulated_seed{s}.jsonl" for s in DEMO_SEEDS]
-MODULES = ["fewjoint.py", "fewjoint_cli.py", "fewjoint_demo.py", "figures_fewjoint.py"]
+MODULES = [
+    *(f"fewjoint/{p.name}" for p in sorted((ROOT / "analysis" / "fewjoint").glob("*.py"))),
+    "cli/fewjoint.py",
+    "demo/fewjoint.py",
+]
 
 
 def parse(argv: list[str]) -> argparse.Namespace:

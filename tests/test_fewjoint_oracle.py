@@ -17,7 +17,7 @@ from seqeval.metrics import f1_score
 from seqeval.metrics.sequence_labeling import get_entities
 
 from analysis.demo.fewjoint import ErrorModel, simulate_prediction
-from analysis.fewjoint.core import (
+from analysis.fewjoint import (
     conlleval_chunks,
     count_ill_formed,
     load_fewjoint_gold,

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis.fewjoint import count_ill_formed, load_fewjoint_system, score_fewjoint
 from analysis.fewjoint import views as V
-from analysis.fewjoint.core import count_ill_formed, load_fewjoint_system, score_fewjoint
 from analysis.workspace import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

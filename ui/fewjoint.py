@@ -6,7 +6,8 @@ from __future__ import annotations
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.fewjoint.core import FewJointResult, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint.align import load_fewjoint_system
+from analysis.fewjoint.scoring import FewJointResult, score_fewjoint
 from analysis.workspace import FewJointEntry
 from ui.data import file_stamp
 

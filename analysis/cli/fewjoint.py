@@ -14,7 +14,8 @@ import math
 import sys
 from typing import Any
 
-from analysis.fewjoint.core import AVERAGINGS, METRICS, FewJointResult, load_fewjoint_system, score_fewjoint
+from analysis.fewjoint.align import load_fewjoint_system
+from analysis.fewjoint.scoring import AVERAGINGS, METRICS, FewJointResult, score_fewjoint
 
 __all__ = ["register", "render_table", "run"]
 
@@ -92,7 +93,7 @@ def render_table(result: FewJointResult) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """Score and print; returns the exit code (0). ``InputError`` propagates to the caller."""
-    from analysis.fewjoint.core import GOLD_FORMAT
+    from analysis.fewjoint.episodes import GOLD_FORMAT
     from analysis.formats.reading import preflight
 
     # FewJoint files are parsed by their own reader: the shared reader's checks first (limits, special

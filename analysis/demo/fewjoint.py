@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from analysis.fewjoint.core import conlleval_chunks
+from analysis.fewjoint.chunks import conlleval_chunks
 
 __all__ = ["DEMO_SEEDS", "ErrorModel", "build_fewjoint_demo", "demo_episodes", "simulate_prediction"]
 

@@ -184,7 +184,7 @@ def depth_figure(cis: pd.DataFrame, *, colours: dict[str, str]) -> go.Figure:
 
 def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
     """One FewJoint system: mean ± sample std over seeds per metric (bars) and every seed (dots)."""
-    from analysis.fewjoint.core import METRICS
+    from analysis.fewjoint.scoring import METRICS
 
     summary = result.summary.set_index("metric")
     labels = [FEWJOINT_LABELS.get(m, m) for m in METRICS]
@@ -225,7 +225,7 @@ def fewjoint_seeds_figure(result: Any, *, colour: str) -> go.Figure:
 
 def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
     """Per metric: mean, sample std and the value of every seed."""
-    from analysis.fewjoint.core import METRICS
+    from analysis.fewjoint.scoring import METRICS
 
     summary = result.summary.set_index("metric")
     rows = []
@@ -419,7 +419,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
 
     if workspace.fewjoint:
         from analysis.fewjoint import figures as FF
-        from analysis.fewjoint.core import score_fewjoint
+        from analysis.fewjoint.scoring import score_fewjoint
 
         for name, system in workspace.fewjoint.items():
             result = score_fewjoint(system)

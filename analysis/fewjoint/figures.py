@@ -1,6 +1,6 @@
 """FewJoint result frames -> Plotly figures and display tables (pure: data in, figure out, no Streamlit).
 
-Every builder takes frames of ``analysis.fewjoint.core`` (a ``FewJointResult`` or its parts) and returns a
+Every builder takes frames of ``analysis.fewjoint.scoring`` (a ``FewJointResult`` or its parts) and returns a
 ``go.Figure`` -- or, for ``tag_diff_table``, a ``pd.DataFrame`` -- so the CLI can export exactly what the
 dashboard shows.
 """
@@ -13,7 +13,8 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.fewjoint.core import METRICS, FewJointResult, conlleval_chunks
+from analysis.fewjoint.chunks import conlleval_chunks
+from analysis.fewjoint.scoring import METRICS, FewJointResult
 
 __all__ = [
     "breakdown_bar",

@@ -1,6 +1,6 @@
 """FewJoint results -> page-ready frames and texts for the dashboard's FewJoint page (no Streamlit).
 
-Every function takes a `FewJointResult` (or several) from `analysis.fewjoint.core.score_fewjoint` and returns
+Every function takes a `FewJointResult` (or several) from `analysis.fewjoint.scoring.score_fewjoint` and returns
 a small frame, a list of options or a sentence: the page only places them.
 """
 
@@ -12,8 +12,9 @@ from typing import Any
 
 import pandas as pd
 
-from analysis.fewjoint.core import ERROR_KINDS, METRICS, MIN_SEEDS, FewJointResult, conlleval_chunks
+from analysis.fewjoint.chunks import conlleval_chunks
 from analysis.fewjoint.figures import tag_diff_table
+from analysis.fewjoint.scoring import ERROR_KINDS, METRICS, MIN_SEEDS, FewJointResult
 
 __all__ = [
     "AVERAGING_NOTES",
