@@ -260,7 +260,7 @@ def _check_settings(manifest: str, settings: dict[str, dict[str, Any]]) -> None:
     if "database_url" in review:
         _typed(manifest, "[review] database_url", review["database_url"], str)
     if "extra_tags" in review:
-        from analysis.review.annotations import taxonomy  # not at the top: it imports SQLAlchemy (1.6 s)
+        from analysis.review.items import taxonomy  # only manifests with extra tags need it (no SQLAlchemy)
 
         try:
             taxonomy(settings)

@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis.loading import load_run  # noqa: E402
-from analysis.review.annotations import (  # noqa: E402
+from analysis.review import (  # noqa: E402
     DEFAULT_TAGS,
     AnnotationStore,
     error_items,

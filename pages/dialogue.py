@@ -4,7 +4,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
-from analysis.review.annotations import Item, split_slot
+from analysis.review.items import Item, split_slot
 from analysis.scoring import OUTCOMES
 from ui import review
 

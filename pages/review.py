@@ -5,7 +5,8 @@ import streamlit as st
 
 import ui
 from analysis.review import figures as figures_review
-from analysis.review.annotations import StoreError, cohens_kappa, review_progress, review_queue, tag_counts
+from analysis.review.analysis import cohens_kappa, review_progress, review_queue, tag_counts
+from analysis.review.store import StoreError
 from analysis.scoring import OUTCOMES
 from ui import review
 from ui.place import COLUMN_LABELS

@@ -14,8 +14,7 @@ from sqlalchemy import create_engine, insert, inspect, text
 
 from analysis.demo.testing import run_from_states
 from analysis.errors import InputError
-from analysis.review import annotations as ann
-from analysis.review.annotations import (
+from analysis.review import (
     DEFAULT_TAGS,
     SCHEMA_VERSION,
     AnnotationStore,
@@ -30,6 +29,7 @@ from analysis.review.annotations import (
     tag_counts,
     taxonomy,
 )
+from analysis.review import store as ann
 from analysis.scoring import combine, score_run
 
 

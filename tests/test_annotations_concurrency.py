@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 from sqlalchemy import create_engine, text
 
-from analysis.review.annotations import DEFAULT_TAGS, AnnotationStore, Item
+from analysis.review import DEFAULT_TAGS, AnnotationStore, Item
 
 PROCESSES = 8
 PER_PROCESS = 200

@@ -29,7 +29,7 @@ from streamlit.testing.v1 import AppTest
 from test_annotations_concurrency import _free_port, _has_user, _pg_bin
 
 from analysis.errors import InputError
-from analysis.review.annotations import (
+from analysis.review import (
     LOCKED_MESSAGE,
     MAX_COMMENT,
     MAX_COMPONENT,
@@ -333,7 +333,7 @@ HOLD_STORE = textwrap.dedent(
     """
     import sys, time
     sys.path.insert(0, sys.argv[2])
-    from analysis.review.annotations import AnnotationStore
+    from analysis.review import AnnotationStore
     store = AnnotationStore("sqlite:///" + sys.argv[1])
     with store._writing():
         print("holding", flush=True)

@@ -1,5 +1,5 @@
 """analysis.review.figures: the review and reconcile figures draw exactly the counts and metrics that
-analysis.review.annotations and analysis.reconcile.core compute; display tables keep every row and the item."""
+analysis.review.analysis and analysis.reconcile.core compute; display tables keep every row and the item."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pytest
 
 from analysis.demo.testing import run_from_states, scored_from_states
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, reconcile
+from analysis.review import AnnotationStore, Item, cohens_kappa, error_items, review_queue, tag_counts
 from analysis.review import figures as F
-from analysis.review.annotations import AnnotationStore, Item, cohens_kappa, error_items, review_queue, tag_counts
 
 
 @pytest.fixture

@@ -15,10 +15,10 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis.fewjoint.core import load_fewjoint_system, score_fewjoint
+from analysis.fewjoint import load_fewjoint_system, score_fewjoint
 from analysis.metrics import joint_goal_accuracy, slot_prf_micro
 from analysis.reconcile.core import DEFAULT_CONVENTIONS
-from analysis.review.annotations import AnnotationStore, Item, error_items, review_progress
+from analysis.review import AnnotationStore, Item, error_items, review_progress
 from analysis.scoring import score_run
 from analysis.workspace import load_entry, read_manifest
 from page_registry import PAGES as REGISTRY
@@ -265,7 +265,7 @@ def test_review_agreement_and_import(manifest, annotations_url, tmp_path):
         item = Item(row.dataset, row.dialogue_id, row.turn_index, domain=row.domain, slot=row.slot, run_id=row.run_id)
         store.annotate(item, ["wrong value"], reviewer="ana")
         store.annotate(item, ["wrong value" if n % 2 else "other"], reviewer="bo")
-    from analysis.review.annotations import cohens_kappa
+    from analysis.review import cohens_kappa
 
     agreement = cohens_kappa(store.annotations(), "ana", "bo")
     at = opened("review", review_a="ana", review_b="bo")

@@ -206,7 +206,7 @@ def test_the_prefetch_imports_what_the_pages_import() -> None:
         "lazy = {'sqlalchemy', 'jinja2'}\n"
         "assert not lazy & set(sys.modules), 'already imported: the check would prove nothing'\n"
         "names = prefetch.page_modules()\n"
-        "assert {'ui.review', 'analysis.review.annotations', 'analysis.fewjoint.core', 'ui.reconcile'} <= set(names), names\n"
+        "assert {'ui.review', 'analysis.review.analysis', 'analysis.fewjoint.scoring', 'ui.reconcile'} <= set(names), names\n"
         "n = prefetch.import_pages_job()\n"
         "assert lazy <= set(sys.modules), lazy - set(sys.modules)\n"
         "assert {'ui.review', 'analysis.reconcile.core', 'pandas.io.formats.style'} <= set(sys.modules)\n"

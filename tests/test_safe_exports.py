@@ -16,7 +16,7 @@ import pytest
 from analysis import export as E
 from analysis.export import report as R
 from analysis.export.safe_csv import FORMULA_TRIGGERS, frame_csv, neutralise_cell, restore_cell
-from analysis.review.annotations import AnnotationStore, Item
+from analysis.review import AnnotationStore, Item
 from tests.export_inspect import latex_environments_balanced
 
 ROOT = Path(__file__).resolve().parent.parent

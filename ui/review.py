@@ -3,7 +3,7 @@ reviewer name kept in session state, a compact tag form usable from any page, ex
 
 A page tags an item with three lines::
 
-    from analysis.review.annotations import Item
+    from analysis.review.items import Item
     from ui import review
     review.tag_form(Item(dataset, dialogue_id, turn, domain=d, slot=s, run_id=run), key="dialogue_tag")
 """
@@ -19,18 +19,9 @@ import pandas as pd
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.review.annotations import (
-    MAX_COMMENT,
-    MAX_REVIEWER,
-    AnnotationStore,
-    Item,
-    StoreError,
-    annotations_csv,
-    annotations_json,
-    default_url,
-    error_items,
-    taxonomy,
-)
+from analysis.review.analysis import error_items
+from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, taxonomy
+from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
 from analysis.scoring import Scored
 from ui.text import md
 

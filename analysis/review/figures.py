@@ -1,6 +1,6 @@
 """Team-review results -> Plotly figures and display tables (pure: frames in, figure or frame out).
 
-Two parts of the "Team review" work: reviewers' tags (`analysis.review.annotations`: tag counts, the review
+Two parts of the "Team review" work: reviewers' tags (`analysis.review.analysis`: tag counts, the review
 queue, disagreements between two reviewers) and convention reconciliation (`analysis.reconcile.core`:
 metrics per convention, causes of flipped turns, the responsible slots). No Streamlit here, so the CLI
 can export what the dashboard shows.
@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from analysis.escaping import plotly_text
 from analysis.figures import OKABE_ITO, apply_style
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, METRIC_LABELS
-from analysis.review.annotations import Agreement
+from analysis.review.analysis import Agreement
 
 __all__ = [
     "TURN_LEVEL",
@@ -57,7 +57,7 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
     """Stacked bars of annotation counts per tag, one bar per domain (`by="domain"`) or per slot
     (`by="slot"`, labelled `domain-slot`); turn-level annotations form their own bar.
 
-    `counts` is `analysis.review.annotations.tag_counts(store, by=("domain", "slot"))`; `top` keeps the groups
+    `counts` is `analysis.review.analysis.tag_counts(store, by=("domain", "slot"))`; `top` keeps the groups
     with most annotations.
 
     >>> counts = pd.DataFrame({"domain": ["hotel", "hotel"], "slot": ["area", "name"],
@@ -97,7 +97,7 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
 
 
 def queue_table(queue: pd.DataFrame, *, limit: int | None = None) -> pd.DataFrame:
-    """The review queue (`analysis.review.annotations.review_queue`) for display: `slot_name` (`domain-slot`),
+    """The review queue (`analysis.review.analysis.review_queue`) for display: `slot_name` (`domain-slot`),
     `gold` / `predicted` as written, tags and reviewers joined by `; `; the item columns kept so a row
     can be turned back into an `Item`. `limit` keeps the first rows."""
     rows = queue if limit is None else queue.head(limit)

@@ -12,7 +12,7 @@ import pytest
 from conftest import DEMO, IDLE, start_server, stop_server
 from playwright.sync_api import Page, expect
 
-from analysis.review.annotations import AnnotationStore
+from analysis.review import AnnotationStore
 from page_registry import PAGES as REGISTRY
 
 pytestmark = pytest.mark.browser

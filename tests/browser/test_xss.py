@@ -13,7 +13,7 @@ import pytest
 from conftest import IDLE, start_server, stop_server
 from playwright.sync_api import Page, expect
 
-from analysis.review.annotations import AnnotationStore, Item
+from analysis.review import AnnotationStore, Item
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 120_000

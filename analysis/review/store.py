@@ -1,8 +1,5 @@
-"""Team review: reviewers' tags and comments on error items, stored with SQLAlchemy, and their analysis.
-
-An *item* is a turn (optionally one slot of it, optionally in one run) of a dataset. Its key is a
-readable string of its normalised components (`item_key`), so it is the same across reloads and
-re-runs of the same data: it never depends on `tid` or on row order.
+"""The annotation store: reviewers' tags and comments on review items (`analysis.review.items`), kept in
+any SQLAlchemy database, with its schema migrations, retries, and CSV/JSON export and import.
 
 Storage (`AnnotationStore`): one row per (item, reviewer) holding the reviewer's current tag set and
 comment, plus an append-only `annotation_events` log of every write. Any SQLAlchemy URL works; the
@@ -31,11 +28,8 @@ Concurrency rule (documented, tested with 8 processes on SQLite and PostgreSQL):
 
 Failing politely (the same rules on every backend):
 
-* Values are checked before they are written (`InvalidAnnotation`, a ValueError): reviewer name at most
-  `MAX_REVIEWER` (100) characters, a tag `MAX_TAG` (64), a comment `MAX_COMMENT` (4,000), dataset,
-  dialogue id, domain, slot and run id `MAX_COMPONENT` (200) each and the item key 1,024, turn index
-  below 2**31; no NUL anywhere, no other control character (a comment may hold tabs and line breaks),
-  no lone surrogate. Lengths are characters after NFC normalisation.
+* Values are checked before they are written (`InvalidAnnotation`, a ValueError; the limits are in
+  `analysis.review.items`).
 * A database failure leaves as a `StoreError` with one short line naming the backend, host, port and
   database (never the URL's password, the SQL or its parameters, which go to the log):
   `StoreUnavailable` when it is down or refuses the connection (after the retries; pooled connections
@@ -44,11 +38,15 @@ Failing politely (the same rules on every backend):
   longer than `lock_timeout` (default 5 s: SQLite's busy timeout and the writers' file lock; PostgreSQL's
   `lock_timeout`, with `statement_timeout` 6x and `idle_in_transaction_session_timeout` 12x that).
 
-Schema migrations are a small versioned table of our own, `annotation_schema_migrations` (one row per
-applied version), and an ordered list of migration functions (`MIGRATIONS`). Opening a store applies
-the missing ones in one transaction, under a lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL an advisory
-transaction lock), so processes opening a fresh database at once do not race. Version 1 created
-`annotations`; version 2 added `version` and the `annotation_events` log.
+Schema migrations are a numbered list of functions (`MIGRATIONS`; version n is the n-th function) and a
+small versioned table of our own, `annotation_schema_migrations` (one row per applied version). Opening a
+store applies the missing ones in one transaction, under a lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL an
+advisory transaction lock), so processes opening a fresh database at once do not race. Version 1 created
+`annotations`; version 2 added `version` and the `annotation_events` log. That is enough here: two
+migrations so far, one table pair, forward only, each a few lines of SQLAlchemy Core run in the opening
+transaction. Alembic (revision files, a `script_location`, its own version table and command line) would
+add a tool and a dependency for that; it is worth taking up only if the schema starts changing often or
+needs downgrades.
 
 Nothing is escaped at storage time (pages escape at display); tags are stored as a JSON array and read
 with `json.loads`, never `eval` or `pickle`.
@@ -59,21 +57,17 @@ from __future__ import annotations
 import io
 import json
 import logging
-import math
 import os
 import random
 import threading
 import time
 import tomllib
-import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
-import numpy as np
 import pandas as pd
 from sqlalchemy import (
     Column,
@@ -101,42 +95,30 @@ from sqlalchemy.pool import StaticPool
 
 from analysis.errors import InputError
 from analysis.export.safe_csv import frame_csv, restore_cell
+from analysis.review.items import (
+    DEFAULT_TAGS,
+    ITEM_COLUMNS,
+    MAX_COMPONENT,
+    MAX_REVIEWER,
+    Item,
+    _check_comment,
+    _check_key,
+    _check_reviewer,
+    _check_tags,
+    _check_text,
+    _norm,
+    taxonomy,
+)
 
 try:
     import fcntl
 except ImportError:  # pragma: no cover - Windows: SQLite's busy timeout alone queues the writers
     fcntl = None  # type: ignore[assignment]
 
-if TYPE_CHECKING:
-    from analysis.scoring import Scored
-
-DEFAULT_TAGS = (
-    "gold annotation error",
-    "normalisation mismatch",
-    "missed update",
-    "wrong value",
-    "hallucinated slot",
-    "dontcare confusion",
-    "coreference",
-    "inherited error",
-    "other",
-)
 ENV_URL = "DST_ANNOTATIONS_URL"
 DEFAULT_FILENAME = "annotations.sqlite"
 TAG_SEPARATOR = "; "  # tags in CSV cells, so a spreadsheet shows them readably
-ITEM_COLUMNS = ["dataset", "dialogue_id", "turn_index", "domain", "slot", "run_id"]
 EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, "reviewer", "tags", "comment", "created_at", "updated_at", "version"]
-ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
-_KEY_SEPARATOR = "|"
-_KEY_VERSION = "v1"
-# Limits of what is written, the same on every backend (checked before the database sees a value;
-# lengths in characters after NFC normalisation, as PostgreSQL's varchar counts them).
-MAX_REVIEWER = 100
-MAX_TAG = 64
-MAX_COMMENT = 4000
-MAX_COMPONENT = 200  # dataset, dialogue id, domain, slot, run id
-MAX_KEY = 1024  # the item_key column
-MAX_TURN_INDEX = 2**31 - 1  # PostgreSQL's integer
 LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLocked
 LOCKED_MESSAGE = "the annotation database is locked by another writer; try again"
 _TRIES = 3  # transient failures (a dropped connection, a server restarting): 3 tries over about 1.5 s
@@ -150,11 +132,6 @@ log = logging.getLogger(__name__)
 # ---------------------------------------------------------------------------------------------- errors
 
 
-class InvalidAnnotation(ValueError):
-    """A value refused before it is written (too long, a NUL or control character, not valid Unicode):
-    the same rule on SQLite and PostgreSQL, one short message naming the field and the limit."""
-
-
 class StoreError(RuntimeError):
     """The annotation database failed; the message is one short line (no SQL, parameters or password)."""
 
@@ -165,237 +142,6 @@ class StoreUnavailable(StoreError):
 
 class StoreLocked(StoreError):
     """Another writer held the lock longer than the store's lock timeout."""
-
-
-def _check_text(value: object, what: str, limit: int, *, multiline: bool = False) -> str:
-    r"""`value` normalised (`_norm`) and checked: at most `limit` characters, no NUL, no control
-    character (a comment may hold line breaks and tabs), encodable as UTF-8.
-
-    >>> _check_text(" ana ", "reviewer name", 100)
-    'ana'
-    >>> _check_text("a\x00b", "comment", 10, multiline=True)
-    Traceback (most recent call last):
-    ...
-    analysis.review.annotations.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
-    """
-    text_value = _norm(value)
-    if "\x00" in text_value:
-        raise InvalidAnnotation(f"{what} holds a NUL character (\\x00), which is refused: remove it")
-    allowed = "\t\n\r" if multiline else ""
-    bad = next((ch for ch in text_value if unicodedata.category(ch) == "Cc" and ch not in allowed), None)
-    if bad is not None:
-        kind = "a line break or tab" if bad in "\t\n\r" else f"a control character (U+{ord(bad):04X})"
-        rule = "" if multiline else "; it must be one line of printable text"
-        raise InvalidAnnotation(f"{what} holds {kind}, which is refused{rule}")
-    try:
-        text_value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise InvalidAnnotation(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
-    if len(text_value) > limit:
-        raise InvalidAnnotation(f"{what} is {len(text_value):,} characters long; the limit is {limit:,}")
-    return text_value
-
-
-def _shown(value: object, limit: int = 60) -> str:
-    """A value quoted in a message, cut short (a message stays one short line)."""
-    text_value = repr(_norm(value))
-    return text_value if len(text_value) <= limit else text_value[: limit - 1] + "…"
-
-
-# ----------------------------------------------------------------------------------------------- items
-
-
-@dataclass(frozen=True)
-class Item:
-    """What a reviewer annotates: a turn, optionally one slot (domain + slot) and one run.
-
-    >>> Item("MultiWOZ 2.1", "MUL0001.json", 3, domain="hotel", slot="area").key
-    'v1|MultiWOZ 2.1|MUL0001.json|3|hotel|area|'
-    """
-
-    dataset: str
-    dialogue_id: str
-    turn_index: int
-    domain: str | None = None
-    slot: str | None = None
-    run_id: str | None = None
-
-    def __post_init__(self) -> None:
-        if isinstance(self.turn_index, bool) or not isinstance(self.turn_index, int | np.integer):
-            raise ValueError(f"turn_index must be an integer, got {self.turn_index!r}")
-        if int(self.turn_index) < 0:
-            raise ValueError(f"turn_index must be >= 0, got {self.turn_index}")
-        if int(self.turn_index) > MAX_TURN_INDEX:
-            raise InvalidAnnotation(f"turn_index {self.turn_index} is over the limit of {MAX_TURN_INDEX:,}")
-        for name in ("dataset", "dialogue_id", "domain", "slot", "run_id"):
-            _check_text(getattr(self, name), name, MAX_COMPONENT)
-        if not _norm(self.dialogue_id):
-            raise ValueError("an item needs a dialogue_id")
-        if _norm(self.domain) and not _norm(self.slot):
-            raise ValueError("an item with a domain needs a slot")
-        if len(self.key) > MAX_KEY:
-            raise InvalidAnnotation(f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}")
-
-    @property
-    def key(self) -> str:
-        return item_key(
-            self.dataset, self.dialogue_id, self.turn_index, slot=_slot_pair(self.domain, self.slot), run_id=self.run_id
-        )
-
-    def components(self) -> dict[str, Any]:
-        """The normalised components as stored (None for an absent slot or run)."""
-        domain, slot = _slot_pair(self.domain, self.slot) or (None, None)
-        return {
-            "dataset": _norm(self.dataset),
-            "dialogue_id": _norm(self.dialogue_id),
-            "turn_index": int(self.turn_index),
-            "domain": None if domain is None else _norm(domain),
-            "slot": None if slot is None else _norm(slot),
-            "run_id": _norm(self.run_id) or None,
-        }
-
-
-def _norm(value: object) -> str:
-    """Unicode NFC, surrounding whitespace stripped; None/NaN become ''."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    return unicodedata.normalize("NFC", str(value)).strip()
-
-
-def _slot_pair(domain: str | None, slot: str | None) -> tuple[str, str] | None:
-    if slot is None or _norm(slot) == "":
-        return None
-    return (_norm(domain), _norm(slot))
-
-
-def split_slot(slot: str | tuple[str, str] | None) -> tuple[str, str] | None:
-    """`(domain, slot)` from a pair or a `domain-slot` string (split at the first hyphen).
-
-    >>> split_slot("restaurant-book day"), split_slot(("餐厅", "区域")), split_slot("area")
-    (('restaurant', 'book day'), ('餐厅', '区域'), ('', 'area'))
-    """
-    if slot is None:
-        return None
-    if isinstance(slot, tuple):
-        return _slot_pair(slot[0], slot[1])
-    text_slot = _norm(slot)
-    if not text_slot:
-        return None
-    domain, sep, name = text_slot.partition("-")
-    return (domain.strip(), name.strip()) if sep and name.strip() else ("", text_slot)
-
-
-def _escape(component: str) -> str:
-    return component.replace("%", "%25").replace(_KEY_SEPARATOR, "%7C")
-
-
-def item_key(
-    dataset: str,
-    dialogue_id: str,
-    turn_index: int,
-    slot: str | tuple[str, str] | None = None,
-    run_id: str | None = None,
-) -> str:
-    """The stable key of an item: `v1|dataset|dialogue|turn|domain|slot|run`, components NFC-normalised
-    and stripped, `|` and `%` percent-escaped, absent slot or run left empty.
-
-    It depends only on what the item is, never on `tid` or row order, so it survives reloads and re-runs.
-
-    >>> item_key("CrossWOZ", " 1001 ", 2, slot="餐厅-区域", run_id="rule")
-    'v1|CrossWOZ|1001|2|餐厅|区域|rule'
-    >>> item_key("MultiWOZ 2.1", "a|b", 0) == item_key("MultiWOZ 2.1", "a|b", 0, slot=None, run_id="")
-    True
-    """
-    if isinstance(turn_index, bool) or not isinstance(turn_index, int | np.integer):
-        raise ValueError(f"turn_index must be an integer, got {turn_index!r}")
-    pair = split_slot(slot)
-    domain, name = pair if pair is not None else ("", "")
-    parts = [_norm(dataset), _norm(dialogue_id), str(int(turn_index)), domain, name, _norm(run_id)]
-    return _KEY_SEPARATOR.join([_KEY_VERSION, *(_escape(p) for p in parts)])
-
-
-def _norm_series(values: pd.Series) -> pd.Series:
-    return values.astype("str").fillna("").str.normalize("NFC").str.strip()
-
-
-def item_keys(items: pd.DataFrame, *, with_slot: bool = True, with_run: bool = True) -> pd.Series:
-    """`item_key` for every row of a frame with ITEM_COLUMNS (missing dataset/domain/slot/run: empty),
-    vectorised. `with_slot=False` / `with_run=False` give the keys of the covering turn / any-run item."""
-    n = len(items)
-
-    def column(name: str, use: bool = True) -> pd.Series:
-        if not use or name not in items.columns:
-            return pd.Series([""] * n, index=items.index, dtype="str")
-        return _norm_series(items[name]).str.replace("%", "%25").str.replace(_KEY_SEPARATOR, "%7C")
-
-    slot = column("slot", with_slot)
-    domain = column("domain", with_slot).where(slot != "", "")
-    turn = items["turn_index"].astype("int64").astype("str")
-    key = _KEY_VERSION + _KEY_SEPARATOR + column("dataset") + _KEY_SEPARATOR + column("dialogue_id")
-    key = key + _KEY_SEPARATOR + turn + _KEY_SEPARATOR + domain + _KEY_SEPARATOR + slot
-    return (key + _KEY_SEPARATOR + column("run_id", with_run)).rename("item_key")
-
-
-# -------------------------------------------------------------------------------------------- taxonomy
-
-
-def taxonomy(workspace_settings: Mapping[str, Any] | None = None) -> list[str]:
-    """The default tags followed by the manifest's `[review] extra_tags` (duplicates dropped).
-
-    >>> taxonomy({"review": {"extra_tags": ["asr error", "other"]}})[-2:]
-    ['other', 'asr error']
-    """
-    tags = list(DEFAULT_TAGS)
-    review = (workspace_settings or {}).get("review", {})
-    if not isinstance(review, Mapping):
-        raise ValueError("[review] in the workspace manifest must be a table")
-    extra = review.get("extra_tags", [])
-    if not isinstance(extra, list) or not all(isinstance(t, str) for t in extra):
-        raise ValueError("[review] extra_tags must be a list of strings")
-    for raw in extra:
-        tag = _check_text(raw, "[review] extra_tags: a tag", MAX_TAG)
-        if not tag or ";" in tag:
-            raise ValueError(f"[review] extra_tags: {raw!r} is not a usable tag (empty, or holds ';')")
-        if tag.casefold() not in {t.casefold() for t in tags}:
-            tags.append(tag)
-    return tags
-
-
-def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
-    """Tags in the taxonomy's spelling (matched case-insensitively), given order, duplicates dropped."""
-    if isinstance(tags, str):
-        tags = [tags]
-    by_fold = {t.casefold(): t for t in allowed}
-    checked: list[str] = []
-    for raw in tags:
-        tag = by_fold.get(_norm(raw).casefold())
-        if tag is None:
-            raise InvalidAnnotation(f"tag {_shown(raw)} is not in the taxonomy; allowed: {', '.join(allowed)}")
-        if tag not in checked:
-            checked.append(tag)
-    if not checked:
-        raise ValueError(f"an annotation needs at least one tag; allowed: {', '.join(allowed)}")
-    return checked
-
-
-def _check_reviewer(reviewer: object) -> str:
-    name = _check_text(reviewer, "the reviewer name", MAX_REVIEWER)
-    if not name:
-        raise InvalidAnnotation("an annotation needs a reviewer name (non-empty)")
-    return name
-
-
-def _check_comment(comment: object) -> str:
-    """The comment as stored: kept as typed (not stripped), checked like any text but lines allowed."""
-    raw = "" if comment is None else str(comment)
-    _check_text(raw, "the comment", MAX_COMMENT, multiline=True)
-    if len(raw) > MAX_COMMENT:
-        raise InvalidAnnotation(f"the comment is {len(raw):,} characters long; the limit is {MAX_COMMENT:,}")
-    return raw
-
-
-def _check_key(key: object) -> str:
-    return _check_text(key, "the item key", MAX_KEY)
 
 
 # -------------------------------------------------------------------------------------------------- urls
@@ -1089,266 +835,3 @@ def _annotation_frame(rows: Sequence[Any]) -> pd.DataFrame:
     for column in ("item_key", "dataset", "dialogue_id", "domain", "slot", "run_id", "reviewer", "comment"):
         frame[column] = frame[column].astype("str")
     return frame
-
-
-def _as_frame(annotations: AnnotationStore | pd.DataFrame) -> pd.DataFrame:
-    return annotations.annotations() if isinstance(annotations, AnnotationStore) else annotations
-
-
-# --------------------------------------------------------------------------------------------- analysis
-
-
-def error_items(scored: Scored, *, outcomes: Sequence[str] = ERROR_OUTCOMES) -> pd.DataFrame:
-    """The slot errors of a `Scored` as review items: run_id, dataset (from the run's meta), dialogue_id,
-    turn_index, domain, slot, outcome, gold/pred display values and `item_key` (slot + run grain)."""
-    slots = scored.slots
-    datasets = {m.run_id: m.dataset for m in scored.metas}
-    errors = slots[slots["outcome"].isin(list(outcomes))]
-    keep = ["run_id", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display", "pred_display"]
-    errors = errors[keep].reset_index(drop=True)
-    errors.insert(1, "dataset", errors["run_id"].map(datasets).astype("str"))
-    errors["item_key"] = item_keys(errors)
-    return errors
-
-
-def _coverage(errors: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
-    """Pairs (error row position, annotation row) where the annotation covers the error item: same
-    turn, slot equal or a turn-level annotation, run equal or a run-independent annotation."""
-    if not len(errors) or not len(annotations):
-        return pd.DataFrame({"row": pd.Series([], dtype="int64"), "ann": pd.Series([], dtype="int64")})
-    variants = [item_keys(errors, with_slot=s, with_run=r).to_numpy() for s in (True, False) for r in (True, False)]
-    rows = np.tile(np.arange(len(errors)), len(variants))
-    wanted = pd.DataFrame({"row": rows, "item_key": np.concatenate(variants)})
-    ann = pd.DataFrame({"ann": np.arange(len(annotations)), "item_key": annotations["item_key"].to_numpy()})
-    return wanted.merge(ann, on="item_key")[["row", "ann"]].drop_duplicates()
-
-
-def _with_review(errors: pd.DataFrame, annotations: pd.DataFrame, reviewer: str | None) -> pd.DataFrame:
-    """Errors with n_annotations, reviewers and tags (union, taxonomy order of first use) attached."""
-    if reviewer is not None:
-        annotations = annotations[annotations["reviewer"] == _norm(reviewer)].reset_index(drop=True)
-    pairs = _coverage(errors, annotations)
-    pairs = pairs.assign(
-        reviewer=annotations["reviewer"].to_numpy()[pairs["ann"].to_numpy()],
-        tags=annotations["tags"].to_numpy()[pairs["ann"].to_numpy()],
-    )
-    grouped = pairs.groupby("row", sort=False)
-    summary = pd.DataFrame(
-        {
-            "n_annotations": grouped.size(),
-            "reviewers": grouped["reviewer"].agg(lambda r: tuple(sorted(set(r)))),
-            "tags": grouped["tags"].agg(lambda ts: tuple(dict.fromkeys(t for tags in ts for t in tags))),
-        }
-    )
-    out = errors.reset_index(drop=True)
-    summary = summary.reindex(np.arange(len(out)))
-    out["n_annotations"] = summary["n_annotations"].fillna(0).astype("int64").to_numpy()
-    empty: tuple[str, ...] = ()
-    out["reviewers"] = [r if isinstance(r, tuple) else empty for r in summary["reviewers"]]
-    out["tags"] = [t if isinstance(t, tuple) else empty for t in summary["tags"]]
-    out["reviewed"] = out["n_annotations"] > 0
-    return out
-
-
-def review_queue(
-    scored_slots_errors: pd.DataFrame,
-    store: AnnotationStore | pd.DataFrame,
-    *,
-    run_id: str | Sequence[str] | None = None,
-    domain: str | Sequence[str] | None = None,
-    slot: str | Sequence[str] | None = None,
-    outcome: str | Sequence[str] | None = None,
-    tag: str | None = None,
-    reviewer: str | None = None,
-    status: str = "unreviewed",
-) -> pd.DataFrame:
-    """Error items to review, in the order given, with their review state.
-
-    `scored_slots_errors`: `error_items(scored)` (or any frame with ITEM_COLUMNS; `dataset`, `run_id`
-    optional). An item counts as reviewed when an annotation covers it: same dataset, dialogue and turn;
-    same slot or a turn-level annotation; same run or a run-independent annotation. With `reviewer`,
-    only that reviewer's annotations count (a second reviewer's queue for agreement studies).
-    `status`: `unreviewed` (default), `reviewed` or `all`; `tag` keeps items whose annotations hold the
-    tag (so it implies reviewed items). Filters take one value or several.
-    """
-    statuses = ("unreviewed", "reviewed", "all")
-    if status not in statuses:
-        raise ValueError(f"status has to be one of {', '.join(statuses)}, got {status!r}")
-    errors = scored_slots_errors
-    for column, wanted in (("run_id", run_id), ("domain", domain), ("slot", slot), ("outcome", outcome)):
-        if wanted is None:
-            continue
-        if column not in errors.columns:
-            raise ValueError(f"cannot filter by {column}: the error items have no {column!r} column")
-        values = [wanted] if isinstance(wanted, str) else list(wanted)
-        errors = errors[errors[column].astype("str").isin(values)]
-    annotations = _as_frame(store)
-    queue = _with_review(errors, annotations, reviewer)
-    if tag is not None:
-        wanted_tag = _check_tags([tag], store.tags)[0] if isinstance(store, AnnotationStore) else _norm(tag)
-        queue = queue[queue["tags"].map(lambda tags: wanted_tag in tags).astype(bool)]
-    if status == "unreviewed":
-        queue = queue[~queue["reviewed"]]
-    elif status == "reviewed":
-        queue = queue[queue["reviewed"]]
-    return queue.reset_index(drop=True)
-
-
-def review_progress(
-    scored_slots_errors: pd.DataFrame,
-    store: AnnotationStore | pd.DataFrame,
-    *,
-    by: str | Sequence[str] | None = None,
-    reviewer: str | None = None,
-) -> pd.DataFrame:
-    """Errors reviewed so far: n_errors, n_reviewed, share_reviewed (NaN for no errors), and
-    n_gold_errors (reviewed items tagged `gold annotation error`), overall or `by` columns."""
-    queue = _with_review(scored_slots_errors, _as_frame(store), reviewer)
-    queue = queue.assign(gold_error=queue["tags"].map(lambda tags: "gold annotation error" in tags).astype(bool))
-    keys = [by] if isinstance(by, str) else list(by or [])
-    if keys:
-        grouped = queue.groupby(keys, observed=True, sort=True, dropna=False)
-        result = grouped.agg(
-            n_errors=("reviewed", "size"), n_reviewed=("reviewed", "sum"), n_gold_errors=("gold_error", "sum")
-        ).reset_index()
-    else:
-        result = pd.DataFrame(
-            {
-                "n_errors": [len(queue)],
-                "n_reviewed": [int(queue["reviewed"].sum())],
-                "n_gold_errors": [int(queue["gold_error"].sum())],
-            }
-        )
-    result["share_reviewed"] = result["n_reviewed"] / result["n_errors"].where(result["n_errors"] > 0)
-    return result
-
-
-def tag_counts(
-    annotations: AnnotationStore | pd.DataFrame,
-    *,
-    by: str | Sequence[str] = ("domain", "slot"),
-    reviewer: str | None = None,
-) -> pd.DataFrame:
-    """How often each tag was given, by `by` columns (turn-level annotations have empty domain/slot):
-    columns by + tag + n (annotations) + n_items (distinct items), largest first.
-
-    >>> store = AnnotationStore("sqlite://")
-    >>> for n, who in enumerate(["ana", "bo"]):
-    ...     _ = store.annotate(Item("d", "x", n, domain="hotel", slot="area"), ["wrong value"], reviewer=who)
-    >>> tag_counts(store).to_dict("records")
-    [{'domain': 'hotel', 'slot': 'area', 'tag': 'wrong value', 'n': 2, 'n_items': 2}]
-    """
-    frame = _as_frame(annotations)
-    if reviewer is not None:
-        frame = frame[frame["reviewer"] == _norm(reviewer)]
-    keys = [by] if isinstance(by, str) else list(by)
-    unknown = [k for k in keys if k not in frame.columns]
-    if unknown:
-        raise ValueError(f"cannot count tags by {unknown}; columns: {list(frame.columns)}")
-    long = frame[[*keys, "item_key", "tags"]].explode("tags").dropna(subset=["tags"]).rename(columns={"tags": "tag"})
-    long["tag"] = long["tag"].astype("str")
-    counts = (
-        long.groupby([*keys, "tag"], sort=True, dropna=False)
-        .agg(n=("item_key", "size"), n_items=("item_key", "nunique"))
-        .reset_index()
-    )
-    counts[["n", "n_items"]] = counts[["n", "n_items"]].astype("int64")
-    return counts.sort_values(["n", *keys, "tag"], ascending=[False, *[True] * (len(keys) + 1)]).reset_index(drop=True)
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """Cohen's kappa between two reviewers and what it was computed over.
-
-    `unit` is `item-tag` (one binary decision per shared item and tag) or `primary` (one category per
-    shared item: the first tag the reviewer gave). `disagreements` lists the shared items whose tag
-    sets (or primary tags) differ, with `tags_a`, `tags_b`, `only_a`, `only_b`.
-    """
-
-    kappa: float
-    observed: float
-    expected: float
-    n_items: int
-    n_decisions: int
-    unit: str
-    tags: tuple[str, ...]
-    disagreements: pd.DataFrame
-
-
-def cohens_kappa(
-    annotations: AnnotationStore | pd.DataFrame,
-    reviewer_a: str,
-    reviewer_b: str,
-    *,
-    unit: str = "item-tag",
-    tags: Sequence[str] | None = None,
-) -> Agreement:
-    """Cohen's kappa, ``(p_o - p_e) / (1 - p_e)``, between two reviewers over the items both annotated.
-
-    `unit="item-tag"` (default, suits tag *sets*): every (shared item, tag) pair is one yes/no decision
-    per reviewer, over `tags` (default: the tags either reviewer used on the shared items; tags nobody
-    used would only add agreed "no"s). `p_o` is the share of decisions that agree and
-    ``p_e = pa_yes * pb_yes + pa_no * pb_no`` from each reviewer's own yes rate.
-    `unit="primary"`: one category per shared item, the reviewer's first tag; ``p_e = sum_c pa_c * pb_c``.
-    No shared item, or ``p_e == 1`` (both reviewers constant and equal), gives NaN.
-
-    >>> frame = pd.DataFrame({"item_key": ["i1", "i2", "i1", "i2"], "reviewer": ["a", "a", "b", "b"],
-    ...                       "tags": [("wrong value",), ("other",), ("wrong value",), ("other",)]})
-    >>> cohens_kappa(frame, "a", "b").kappa
-    1.0
-    """
-    units = ("item-tag", "primary")
-    if unit not in units:
-        raise ValueError(f"unit has to be one of {', '.join(units)}, got {unit!r}")
-    frame = _as_frame(annotations)
-    a = frame[frame["reviewer"] == _norm(reviewer_a)].drop_duplicates("item_key").set_index("item_key")
-    b = frame[frame["reviewer"] == _norm(reviewer_b)].drop_duplicates("item_key").set_index("item_key")
-    shared = a.index.intersection(b.index, sort=False)
-    extra = [c for c in ITEM_COLUMNS if c in a.columns]
-    pairs = pd.DataFrame(
-        {"tags_a": a.loc[shared, "tags"].map(tuple), "tags_b": b.loc[shared, "tags"].map(tuple)}, index=shared
-    )
-    if unit == "item-tag":
-        used = (
-            tags
-            if tags is not None
-            else list(dict.fromkeys(t for ts in (*pairs["tags_a"], *pairs["tags_b"]) for t in ts))
-        )
-        vocabulary = tuple(used)
-        shape = (len(pairs), len(vocabulary))
-        yes_a = np.array([[t in ts for t in vocabulary] for ts in pairs["tags_a"]], dtype=bool).reshape(shape)
-        yes_b = np.array([[t in ts for t in vocabulary] for ts in pairs["tags_b"]], dtype=bool).reshape(shape)
-        n = yes_a.size
-        observed = float((yes_a == yes_b).mean()) if n else math.nan
-        pa, pb = (float(yes_a.mean()), float(yes_b.mean())) if n else (math.nan, math.nan)
-        expected = pa * pb + (1 - pa) * (1 - pb)
-        differ = pairs["tags_a"].map(frozenset) != pairs["tags_b"].map(frozenset)
-    else:
-        first_a = pairs["tags_a"].map(lambda ts: ts[0] if ts else "")
-        first_b = pairs["tags_b"].map(lambda ts: ts[0] if ts else "")
-        vocabulary = tuple(dict.fromkeys([*first_a, *first_b]))
-        n = len(pairs)
-        observed = float((first_a == first_b).mean()) if n else math.nan
-        share_a = first_a.value_counts(normalize=True)
-        share_b = first_b.value_counts(normalize=True)
-        expected = float((share_a * share_b.reindex(share_a.index, fill_value=0.0)).sum()) if n else math.nan
-        differ = first_a != first_b
-    kappa = (observed - expected) / (1 - expected) if n and expected < 1 else math.nan
-    disagreements = pairs[differ.to_numpy(dtype=bool)].copy()
-    disagreements["only_a"] = [
-        tuple(t for t in x if t not in y) for x, y in zip(disagreements["tags_a"], disagreements["tags_b"], strict=True)
-    ]
-    disagreements["only_b"] = [
-        tuple(t for t in y if t not in x) for x, y in zip(disagreements["tags_a"], disagreements["tags_b"], strict=True)
-    ]
-    disagreements = disagreements.join(a[extra]).rename_axis("item_key").reset_index()
-    return Agreement(
-        kappa=float(kappa),
-        observed=observed,
-        expected=expected,
-        n_items=len(pairs),
-        n_decisions=int(n),
-        unit=unit,
-        tags=vocabulary,
-        disagreements=disagreements[["item_key", *extra, "tags_a", "tags_b", "only_a", "only_b"]],
-    )

@@ -1,0 +1,289 @@
+"""Review items: what a reviewer annotates, its stable key, the tag taxonomy, and the checks every value
+passes before it is written.
+
+An *item* is a turn (optionally one slot of it, optionally in one run) of a dataset. Its key is a
+readable string of its normalised components (`item_key`), so it is the same across reloads and
+re-runs of the same data: it never depends on `tid` or on row order.
+
+Values are checked before they are written (`InvalidAnnotation`, a ValueError): reviewer name at most
+`MAX_REVIEWER` (100) characters, a tag `MAX_TAG` (64), a comment `MAX_COMMENT` (4,000), dataset,
+dialogue id, domain, slot and run id `MAX_COMPONENT` (200) each and the item key 1,024, turn index
+below 2**31; no NUL anywhere, no other control character (a comment may hold tabs and line breaks),
+no lone surrogate. Lengths are characters after NFC normalisation. The same rules hold on every backend
+of the store (`analysis.review.store`).
+
+Nothing here touches a database (no SQLAlchemy): a page that only builds items imports this module alone.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+DEFAULT_TAGS = (
+    "gold annotation error",
+    "normalisation mismatch",
+    "missed update",
+    "wrong value",
+    "hallucinated slot",
+    "dontcare confusion",
+    "coreference",
+    "inherited error",
+    "other",
+)
+ITEM_COLUMNS = ["dataset", "dialogue_id", "turn_index", "domain", "slot", "run_id"]
+_KEY_SEPARATOR = "|"
+_KEY_VERSION = "v1"
+# Limits of what is written, the same on every backend (checked before the database sees a value;
+# lengths in characters after NFC normalisation, as PostgreSQL's varchar counts them).
+MAX_REVIEWER = 100
+MAX_TAG = 64
+MAX_COMMENT = 4000
+MAX_COMPONENT = 200  # dataset, dialogue id, domain, slot, run id
+MAX_KEY = 1024  # the item_key column
+MAX_TURN_INDEX = 2**31 - 1  # PostgreSQL's integer
+
+
+# ------------------------------------------------------------------------------------------- checks
+
+
+class InvalidAnnotation(ValueError):
+    """A value refused before it is written (too long, a NUL or control character, not valid Unicode):
+    the same rule on SQLite and PostgreSQL, one short message naming the field and the limit."""
+
+
+def _check_text(value: object, what: str, limit: int, *, multiline: bool = False) -> str:
+    r"""`value` normalised (`_norm`) and checked: at most `limit` characters, no NUL, no control
+    character (a comment may hold line breaks and tabs), encodable as UTF-8.
+
+    >>> _check_text(" ana ", "reviewer name", 100)
+    'ana'
+    >>> _check_text("a\x00b", "comment", 10, multiline=True)
+    Traceback (most recent call last):
+    ...
+    analysis.review.items.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
+    """
+    text_value = _norm(value)
+    if "\x00" in text_value:
+        raise InvalidAnnotation(f"{what} holds a NUL character (\\x00), which is refused: remove it")
+    allowed = "\t\n\r" if multiline else ""
+    bad = next((ch for ch in text_value if unicodedata.category(ch) == "Cc" and ch not in allowed), None)
+    if bad is not None:
+        kind = "a line break or tab" if bad in "\t\n\r" else f"a control character (U+{ord(bad):04X})"
+        rule = "" if multiline else "; it must be one line of printable text"
+        raise InvalidAnnotation(f"{what} holds {kind}, which is refused{rule}")
+    try:
+        text_value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise InvalidAnnotation(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+    if len(text_value) > limit:
+        raise InvalidAnnotation(f"{what} is {len(text_value):,} characters long; the limit is {limit:,}")
+    return text_value
+
+
+def _shown(value: object, limit: int = 60) -> str:
+    """A value quoted in a message, cut short (a message stays one short line)."""
+    text_value = repr(_norm(value))
+    return text_value if len(text_value) <= limit else text_value[: limit - 1] + "…"
+
+
+# ----------------------------------------------------------------------------------------------- items
+
+
+@dataclass(frozen=True)
+class Item:
+    """What a reviewer annotates: a turn, optionally one slot (domain + slot) and one run.
+
+    >>> Item("MultiWOZ 2.1", "MUL0001.json", 3, domain="hotel", slot="area").key
+    'v1|MultiWOZ 2.1|MUL0001.json|3|hotel|area|'
+    """
+
+    dataset: str
+    dialogue_id: str
+    turn_index: int
+    domain: str | None = None
+    slot: str | None = None
+    run_id: str | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.turn_index, bool) or not isinstance(self.turn_index, int | np.integer):
+            raise ValueError(f"turn_index must be an integer, got {self.turn_index!r}")
+        if int(self.turn_index) < 0:
+            raise ValueError(f"turn_index must be >= 0, got {self.turn_index}")
+        if int(self.turn_index) > MAX_TURN_INDEX:
+            raise InvalidAnnotation(f"turn_index {self.turn_index} is over the limit of {MAX_TURN_INDEX:,}")
+        for name in ("dataset", "dialogue_id", "domain", "slot", "run_id"):
+            _check_text(getattr(self, name), name, MAX_COMPONENT)
+        if not _norm(self.dialogue_id):
+            raise ValueError("an item needs a dialogue_id")
+        if _norm(self.domain) and not _norm(self.slot):
+            raise ValueError("an item with a domain needs a slot")
+        if len(self.key) > MAX_KEY:
+            raise InvalidAnnotation(f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}")
+
+    @property
+    def key(self) -> str:
+        return item_key(
+            self.dataset, self.dialogue_id, self.turn_index, slot=_slot_pair(self.domain, self.slot), run_id=self.run_id
+        )
+
+    def components(self) -> dict[str, Any]:
+        """The normalised components as stored (None for an absent slot or run)."""
+        domain, slot = _slot_pair(self.domain, self.slot) or (None, None)
+        return {
+            "dataset": _norm(self.dataset),
+            "dialogue_id": _norm(self.dialogue_id),
+            "turn_index": int(self.turn_index),
+            "domain": None if domain is None else _norm(domain),
+            "slot": None if slot is None else _norm(slot),
+            "run_id": _norm(self.run_id) or None,
+        }
+
+
+def _norm(value: object) -> str:
+    """Unicode NFC, surrounding whitespace stripped; None/NaN become ''."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return unicodedata.normalize("NFC", str(value)).strip()
+
+
+def _slot_pair(domain: str | None, slot: str | None) -> tuple[str, str] | None:
+    if slot is None or _norm(slot) == "":
+        return None
+    return (_norm(domain), _norm(slot))
+
+
+def split_slot(slot: str | tuple[str, str] | None) -> tuple[str, str] | None:
+    """`(domain, slot)` from a pair or a `domain-slot` string (split at the first hyphen).
+
+    >>> split_slot("restaurant-book day"), split_slot(("餐厅", "区域")), split_slot("area")
+    (('restaurant', 'book day'), ('餐厅', '区域'), ('', 'area'))
+    """
+    if slot is None:
+        return None
+    if isinstance(slot, tuple):
+        return _slot_pair(slot[0], slot[1])
+    text_slot = _norm(slot)
+    if not text_slot:
+        return None
+    domain, sep, name = text_slot.partition("-")
+    return (domain.strip(), name.strip()) if sep and name.strip() else ("", text_slot)
+
+
+def _escape(component: str) -> str:
+    return component.replace("%", "%25").replace(_KEY_SEPARATOR, "%7C")
+
+
+def item_key(
+    dataset: str,
+    dialogue_id: str,
+    turn_index: int,
+    slot: str | tuple[str, str] | None = None,
+    run_id: str | None = None,
+) -> str:
+    """The stable key of an item: `v1|dataset|dialogue|turn|domain|slot|run`, components NFC-normalised
+    and stripped, `|` and `%` percent-escaped, absent slot or run left empty.
+
+    It depends only on what the item is, never on `tid` or row order, so it survives reloads and re-runs.
+
+    >>> item_key("CrossWOZ", " 1001 ", 2, slot="餐厅-区域", run_id="rule")
+    'v1|CrossWOZ|1001|2|餐厅|区域|rule'
+    >>> item_key("MultiWOZ 2.1", "a|b", 0) == item_key("MultiWOZ 2.1", "a|b", 0, slot=None, run_id="")
+    True
+    """
+    if isinstance(turn_index, bool) or not isinstance(turn_index, int | np.integer):
+        raise ValueError(f"turn_index must be an integer, got {turn_index!r}")
+    pair = split_slot(slot)
+    domain, name = pair if pair is not None else ("", "")
+    parts = [_norm(dataset), _norm(dialogue_id), str(int(turn_index)), domain, name, _norm(run_id)]
+    return _KEY_SEPARATOR.join([_KEY_VERSION, *(_escape(p) for p in parts)])
+
+
+def _norm_series(values: pd.Series) -> pd.Series:
+    return values.astype("str").fillna("").str.normalize("NFC").str.strip()
+
+
+def item_keys(items: pd.DataFrame, *, with_slot: bool = True, with_run: bool = True) -> pd.Series:
+    """`item_key` for every row of a frame with ITEM_COLUMNS (missing dataset/domain/slot/run: empty),
+    vectorised. `with_slot=False` / `with_run=False` give the keys of the covering turn / any-run item."""
+    n = len(items)
+
+    def column(name: str, use: bool = True) -> pd.Series:
+        if not use or name not in items.columns:
+            return pd.Series([""] * n, index=items.index, dtype="str")
+        return _norm_series(items[name]).str.replace("%", "%25").str.replace(_KEY_SEPARATOR, "%7C")
+
+    slot = column("slot", with_slot)
+    domain = column("domain", with_slot).where(slot != "", "")
+    turn = items["turn_index"].astype("int64").astype("str")
+    key = _KEY_VERSION + _KEY_SEPARATOR + column("dataset") + _KEY_SEPARATOR + column("dialogue_id")
+    key = key + _KEY_SEPARATOR + turn + _KEY_SEPARATOR + domain + _KEY_SEPARATOR + slot
+    return (key + _KEY_SEPARATOR + column("run_id", with_run)).rename("item_key")
+
+
+# -------------------------------------------------------------------------------------------- taxonomy
+
+
+def taxonomy(workspace_settings: Mapping[str, Any] | None = None) -> list[str]:
+    """The default tags followed by the manifest's `[review] extra_tags` (duplicates dropped).
+
+    >>> taxonomy({"review": {"extra_tags": ["asr error", "other"]}})[-2:]
+    ['other', 'asr error']
+    """
+    tags = list(DEFAULT_TAGS)
+    review = (workspace_settings or {}).get("review", {})
+    if not isinstance(review, Mapping):
+        raise ValueError("[review] in the workspace manifest must be a table")
+    extra = review.get("extra_tags", [])
+    if not isinstance(extra, list) or not all(isinstance(t, str) for t in extra):
+        raise ValueError("[review] extra_tags must be a list of strings")
+    for raw in extra:
+        tag = _check_text(raw, "[review] extra_tags: a tag", MAX_TAG)
+        if not tag or ";" in tag:
+            raise ValueError(f"[review] extra_tags: {raw!r} is not a usable tag (empty, or holds ';')")
+        if tag.casefold() not in {t.casefold() for t in tags}:
+            tags.append(tag)
+    return tags
+
+
+def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
+    """Tags in the taxonomy's spelling (matched case-insensitively), given order, duplicates dropped."""
+    if isinstance(tags, str):
+        tags = [tags]
+    by_fold = {t.casefold(): t for t in allowed}
+    checked: list[str] = []
+    for raw in tags:
+        tag = by_fold.get(_norm(raw).casefold())
+        if tag is None:
+            raise InvalidAnnotation(f"tag {_shown(raw)} is not in the taxonomy; allowed: {', '.join(allowed)}")
+        if tag not in checked:
+            checked.append(tag)
+    if not checked:
+        raise ValueError(f"an annotation needs at least one tag; allowed: {', '.join(allowed)}")
+    return checked
+
+
+def _check_reviewer(reviewer: object) -> str:
+    name = _check_text(reviewer, "the reviewer name", MAX_REVIEWER)
+    if not name:
+        raise InvalidAnnotation("an annotation needs a reviewer name (non-empty)")
+    return name
+
+
+def _check_comment(comment: object) -> str:
+    """The comment as stored: kept as typed (not stripped), checked like any text but lines allowed."""
+    raw = "" if comment is None else str(comment)
+    _check_text(raw, "the comment", MAX_COMMENT, multiline=True)
+    if len(raw) > MAX_COMMENT:
+        raise InvalidAnnotation(f"the comment is {len(raw):,} characters long; the limit is {MAX_COMMENT:,}")
+    return raw
+
+
+def _check_key(key: object) -> str:
+    return _check_text(key, "the item key", MAX_KEY)
