@@ -101,11 +101,18 @@ def _conventions(args: argparse.Namespace) -> int:
 
 
 BUILT_IN = ("metrics", "formats", "conventions")
+# Sub-commands living in their own modules, each exposing register(subparsers); a module is imported only
+# for its own command (or for --help and a mistyped command, which list them all).
+COMMAND_MODULES = {
+    "fewjoint": "analysis.cli.fewjoint",
+    "reconcile": "analysis.cli.reconcile",
+    "report": "analysis.cli.report",
+}
 
 
 def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     """The parser; given the arguments, only what their command needs (the other commands' modules
-    import the report and figure stack: about 0.2 s that `metrics` would wait for)."""
+    import the report and figure stack: about 0.2 s that `metrics` or `fewjoint` would wait for)."""
     parser = _Parser(prog="python -m analysis", description="DST and few-shot joint NLU evaluation")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     m = sub.add_parser("metrics", help="every DST metric of one prediction file")
@@ -123,11 +130,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     c = sub.add_parser("conventions", help="list the scoring conventions")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_conventions)
-    # Sub-commands living in their own modules, each exposing register(subparsers).
     first = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
     if first in BUILT_IN:
         return parser
-    for module in ("analysis.cli.fewjoint", "analysis.cli.reconcile", "analysis.cli.report"):
+    for module in [COMMAND_MODULES[first]] if first in COMMAND_MODULES else COMMAND_MODULES.values():
         try:
             register = importlib.import_module(module).register
         except ModuleNotFoundError as exc:
