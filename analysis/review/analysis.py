@@ -17,13 +17,12 @@ from typing import TYPE_CHECKING
 import numpy as np
 import pandas as pd
 
+from analysis.outcomes import ERROR_OUTCOMES
 from analysis.review.items import ITEM_COLUMNS, _check_tags, _norm, item_keys
 
 if TYPE_CHECKING:
     from analysis.review.store import AnnotationStore
     from analysis.scoring import Scored
-
-ERROR_OUTCOMES = ("wrong_value", "missed", "spurious")
 
 
 def _as_frame(annotations: AnnotationStore | pd.DataFrame) -> pd.DataFrame:
