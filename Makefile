@@ -27,7 +27,8 @@ browser-deps:
 run: $(VENV)/.run-deps browser-deps
 	$(PY) scripts/serve.py --workspace $(WORKSPACE) --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
 
-test: $(VENV)/.dev-deps browser-deps
+# Lint first: `make test` (and so CI) runs the tests only on code that passes ruff, ruff format and mypy.
+test: $(VENV)/.dev-deps lint browser-deps
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-deps
