@@ -133,6 +133,10 @@ def _reply_in_context(context: Any, after: int) -> str | None:
     return "\n".join(reversed(reply)) if reply else None
 
 
+def _where(position: int, utt: int) -> str:
+    return f"sample {position} (utt_idx {utt})"
+
+
 def parse_samples(records: Any, c: Collector) -> None:
     """Samples grouped by dialogue and ordered by utt_idx; `state` is gold, `predictions.state` the
     prediction. A sample without `predictions` (or without its `state`) is a turn whose prediction is
@@ -178,18 +182,19 @@ def parse_samples(records: Any, c: Collector) -> None:
             t = turn_indices[i]
             sample = records[position]
             c.at(dialogue_id, t)
-            where = f"sample {position} (utt_idx {utt})"
             if "state" not in sample:
-                raise c.error(f"{where} has no gold state", "state")
+                raise c.error(f"{_where(position, utt)} has no gold state", "state")
             gold = sample["state"]
             if type(gold) is not dict:
                 raise c.error(
-                    f"{where}: state must be an object {{domain: {{slot: value}}}}, got {_kind(gold)}", "state"
+                    f"{_where(position, utt)}: state must be an object {{domain: {{slot: value}}}}, got {_kind(gold)}",
+                    "state",
                 )
             predictions = sample.get("predictions")
             if predictions is not None and type(predictions) is not dict:
                 raise c.error(
-                    f'{where}: predictions must be an object {{"state": ...}}, got {_kind(predictions)}', "predictions"
+                    f'{_where(position, utt)}: predictions must be an object {{"state": ...}}, got {_kind(predictions)}',
+                    "predictions",
                 )
             predicted = None if predictions is None else predictions.get("state")
             attrs: dict[str, Any] = {"user": sample.get("utterance"), "utt_idx": utt}
@@ -201,14 +206,14 @@ def parse_samples(records: Any, c: Collector) -> None:
             if keep_dataset:
                 attrs["source_dataset"] = sample.get("dataset")
             c.add_turn(dialogue_id, t, **attrs)
-            c.add_state("gold", dialogue_id, t, partial(_state_triples, gold, "state", where), state=gold)
-            if predicted is not None:
+            # A state of strings only is read directly; anything else is flattened by `_state_triples`,
+            # which checks it and names what is wrong (the message is only built then).
+            if not c.add_plain_state("gold", dialogue_id, t, gold):
+                c.add_state("gold", dialogue_id, t, partial(_state_triples, gold, "state", _where(position, utt)))
+            if predicted is not None and not c.add_plain_state("pred", dialogue_id, t, predicted):
+                where = _where(position, utt)
                 c.add_state(
-                    "pred",
-                    dialogue_id,
-                    t,
-                    partial(_state_triples, predicted, "predictions.state", where, gold),
-                    state=predicted,
+                    "pred", dialogue_id, t, partial(_state_triples, predicted, "predictions.state", where, gold)
                 )
 
 

@@ -5,18 +5,24 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import partial
+from itertools import chain, compress, repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analysis.errors import InputError
 from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
+_ONLY_DICT = frozenset({dict})
 MAX_TURNS_PER_DIALOGUE = 10_000
 DIALOGUES_WITHOUT_TURNS = "dialogues_without_turns"  # the note counting dialogues a file lists with no turn
+_STR = pd.Series(["x"]).dtype  # the dtype pandas infers for a list of strings (pandas 3: "str", Arrow-backed)
+_TURN_KEY = itemgetter("dialogue_id", "turn_index")
 
 
 @dataclass
@@ -48,6 +54,24 @@ class ParsedFile:
         return table
 
 
+@dataclass
+class _Shape:
+    """A state object's shape: its (domain, slot) names flat, in order, and its gold listing id once known."""
+
+    domains: list[str]
+    slots: list[str]
+    listing: int = -1
+
+    @staticmethod
+    def of(key: tuple[tuple[Any, tuple[Any, ...]], ...]) -> _Shape | None:
+        """The shape of `((domain, (slot, ...)), ...)`, or None when a name is not a non-empty string."""
+        if not all(
+            type(d) is str and d and _ONLY_STR.issuperset(map(type, slots)) and "" not in slots for d, slots in key
+        ):
+            return None
+        return _Shape([d for d, slots in key for _ in slots], [s for _, slots in key for s in slots])
+
+
 class Collector:
     """Accumulates rows while a format walks its records, with the record location for errors."""
 
@@ -61,7 +85,12 @@ class Collector:
         self.listing_ids: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}
         self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
-        self.state_rows: dict[str, list[tuple[str, int, str, str, str, str]]] = {s: [] for s in sides}
+        # One side's states as columns (STATE_COLUMNS order): a table is built from lists far faster
+        # than from one tuple per row, and the fast path extends them without making any row.
+        self.state_columns: dict[str, tuple[list[Any], ...]] = {s: tuple([] for _ in STATE_COLUMNS) for s in sides}
+        # The shapes (domains and their slot names, in order) of the state objects read by
+        # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
+        self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
         self.notes: dict[str, int] = {}
         self._seen: set[tuple[str, int]] = set()
         self._dialogues: set[str] = set()
@@ -127,16 +156,16 @@ class Collector:
         """Record one turn's state; empty values are dropped here but remembered as listed slots.
 
         `state`, when given, is the `{domain: {slot: value}}` object `triples` flattens: when every name
-        and value in it is a string, it is read directly (a few times faster on files that list every
-        slot); anything else goes through `triples`, which checks it and names what is wrong.
+        and value in it is a string, it is read directly (`add_plain_state`); anything else goes through
+        `triples`, which checks it and names what is wrong.
         """
+        if state is not None and self.add_plain_state(side, dialogue_id, turn_index, state):
+            return
         self.at(dialogue_id, turn_index)
         self.sides_seen.add(side)
-        if state is not None and self._add_plain(side, dialogue_id, turn_index, state):
-            return
-        rows = self.state_rows[side]
         # Flatteners are partials of (state, field, ...): name that field in messages raised here.
         where = triples.args[1] if isinstance(triples, partial) and len(triples.args) > 1 else side
+        rows: list[tuple[str, int, str, str, str, str]] = []
         pairs: list[tuple[str, str]] = []
         gold = side == "gold"
         keep_empty = not gold and self.keep_empty_pred
@@ -156,51 +185,67 @@ class Collector:
                 rows.append((dialogue_id, turn_index, domain, slot, relation, value))
         except StateProblem as problem:
             raise self.error(problem.problem, problem.field) from None
+        if rows:
+            for column, values in zip(self.state_columns[side], zip(*rows, strict=True), strict=True):
+                column.extend(values)
         if gold:
             grouped: dict[str, list[str]] = {}
             for domain, slot in pairs:
                 grouped.setdefault(domain, []).append(slot)
             self._list(dialogue_id, turn_index, tuple((d, tuple(s)) for d, s in grouped.items()), len(pairs))
 
-    def _add_plain(self, side: str, dialogue_id: str, turn_index: int, state: Any) -> bool:
-        """The fast path of `add_state` for a state object of strings only; False (nothing recorded)
-        for anything else."""
+    def add_plain_state(self, side: str, dialogue_id: str, turn_index: int, state: Any) -> bool:
+        """Record a state object `{domain: {slot: value}}` of strings only, as `add_state` would; False,
+        with nothing recorded, for anything else (the caller then flattens it with `add_state`, whose
+        checks name what is wrong).
+
+        No Python code runs per slot: the state's shape (domains and slot names, in order) is looked up
+        among the shapes seen before, and its values are checked, filtered and appended by C-level passes
+        (`chain`, `map`, `filter`, `compress`). On files that list every slot of the ontology at every
+        turn (ConvLab-3: ~30 slots a turn, 95% empty), a per-slot loop costs several times more.
+        """
         if type(state) is not dict:
             return False
-        rows = self.state_rows[side]
-        start = len(rows)
+        domains = state.values()
+        if not _ONLY_DICT.issuperset(map(type, domains)):
+            return False
+        key = tuple(zip(state, map(tuple, domains), strict=True))
+        shape = self._shapes.get(key)
+        if shape is None:
+            shape = _Shape.of(key)
+            if shape is None:
+                return False
+            self._shapes[key] = shape
+        values = list(chain.from_iterable(map(dict.values, domains)))
+        try:  # one C pass: join refuses anything but strings, and a short total bounds every value
+            total = len("".join(values))
+        except TypeError:
+            return False
+        if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+            return False
+        self.at(dialogue_id, turn_index)
+        self.sides_seen.add(side)
+        ids, turn_indices, domain_names, slot_names, relations, kept = self.state_columns[side]
         gold = side == "gold"
-        keep_empty = not gold and self.keep_empty_pred
-        listing = []
-        n_listed = 0
-        saw_empty = False
-        for domain, slots in state.items():
-            if type(slots) is not dict or type(domain) is not str or not domain:
-                del rows[start:]
-                return False
-            # Checked per domain with C-level passes (map, set, max): a per-slot Python loop costs
-            # several times more on files that list ~60 slots a turn.
-            values = slots.values()
-            if slots and (
-                not _ONLY_STR.issuperset(map(type, values))
-                or not _ONLY_STR.issuperset(map(type, slots))
-                or "" in slots
-                or max(map(len, values)) > MAX_VALUE_CHARS
-            ):
-                del rows[start:]
-                return False
-            if keep_empty:
-                rows.extend([(dialogue_id, turn_index, domain, slot, EQ, value) for slot, value in slots.items()])
-            else:
-                kept = [(dialogue_id, turn_index, domain, slot, EQ, value) for slot, value in slots.items() if value]
-                saw_empty |= len(kept) < len(slots)
-                rows.extend(kept)
-            if gold:
-                listing.append((domain, tuple(slots)))
-                n_listed += len(slots)
+        before = len(kept)
+        kept.extend(values if not gold and self.keep_empty_pred else filter(None, values))
+        n = len(kept) - before
+        if n == len(values):
+            domain_names.extend(shape.domains)
+            slot_names.extend(shape.slots)
+        else:
+            domain_names.extend(compress(shape.domains, values))
+            slot_names.extend(compress(shape.slots, values))
+            self.saw_empty_gold |= gold
+        ids.extend(repeat(dialogue_id, n))
+        turn_indices.extend(repeat(turn_index, n))
+        relations.extend(repeat(EQ, n))
         if gold:
-            self.saw_empty_gold |= saw_empty
-            self._list(dialogue_id, turn_index, tuple(listing), n_listed)
+            if shape.listing < 0:
+                shape.listing = self.listing_ids.setdefault(key, len(self.listing_ids))
+            where = (dialogue_id, turn_index)
+            self.listed_per_turn[where] = len(values)
+            self.listing_of[where] = shape.listing
         return True
 
     def _list(
@@ -230,17 +275,17 @@ class Collector:
         listings: tuple[tuple[tuple[str, str], ...], ...] = ()
         listed: set[tuple[str, str]] = set()
         if self.saw_empty_gold:
-            keys = list(zip(turns["dialogue_id"], turns["turn_index"], strict=True))
+            keys = list(map(_TURN_KEY, self.turn_rows))  # the rows' own keys: iterating Arrow strings is slow
             turns["n_listed"] = [self.listed_per_turn.get(k, 0) for k in keys]
             turns["listing"] = np.array([self.listing_of.get(k, -1) for k in keys], dtype="int64")
             listings = tuple(tuple((d, s) for d, slots in grouped for s in slots) for grouped in self.listing_ids)
             for listing in listings:
                 listed.update(listing)
         tables: dict[str, pd.DataFrame | None] = {"gold": None, "pred": None}
-        for side, rows in self.state_rows.items():
+        for side, columns in self.state_columns.items():
             if side not in self.sides_seen:
                 continue  # a format that can carry both sides, used for one (e.g. predictions-only JSONL)
-            table = pd.DataFrame(rows, columns=STATE_COLUMNS)
+            table = _state_table(columns)
             table["turn_index"] = table["turn_index"].astype("int64")
             tables[side] = table
         return ParsedFile(
@@ -253,6 +298,26 @@ class Collector:
             notes=self.notes,
             listings=listings,
         )
+
+
+def _state_table(columns: tuple[list[Any], ...]) -> pd.DataFrame:
+    """One side's state table from its columns, with the dtypes pandas infers for them, built directly:
+    strings through one Arrow array each, turn indices as one int64 array (inference costs 2-3 times more)."""
+    if not columns[0]:
+        return pd.DataFrame([], columns=STATE_COLUMNS)  # as before: an empty row list, columns of dtype object
+    if isinstance(_STR, pd.StringDtype) and _STR.storage == "pyarrow":
+        try:
+            return pd.DataFrame(
+                {
+                    name: np.array(values, dtype=np.int64)
+                    if name == "turn_index"
+                    else pd.array(pa.array(values, type=pa.large_string()), dtype=_STR)
+                    for name, values in zip(STATE_COLUMNS, columns, strict=True)
+                }
+            )
+        except (pa.ArrowException, TypeError, ValueError, OverflowError):
+            pass  # a column of something else than strings: inferred as pandas does
+    return pd.DataFrame(dict(zip(STATE_COLUMNS, columns, strict=True)))
 
 
 def expect(collector: Collector, value: Any, kind: type | tuple[type, ...], what: str, field: str | None = None) -> Any:
