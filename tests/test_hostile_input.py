@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from analysis.cli.main import main as cli
+from analysis.cli import main as cli
 from analysis.errors import InputError
 from analysis.formats import parse_file
 from analysis.formats.engine import Collector
@@ -228,10 +228,44 @@ def test_a_duplicate_dialogue_or_turn_key_is_an_error_naming_it(tmp_path: Path) 
     assert "duplicate key '1' in one object" in str(caught.value) and caught.value.dialogue_id == "MUL0001.json"
 
 
-def test_a_duplicate_key_deeper_down_does_not_slow_or_break_valid_files(tmp_path: Path) -> None:
-    # Only the top two levels are checked (dialogues, turns): a state's own keys are the formats' business.
-    container, records = parse_records(_write(tmp_path / "ok.json", '{"a": {"b": {"c": 1, "c": 2}}}'))
-    assert (container, records) == ("json", {"a": {"b": {"c": 2}}})
+def test_a_duplicate_key_at_any_depth_is_an_error_naming_where(tmp_path: Path) -> None:
+    # A slot of a state, a turn of a nested format: json keeps the last one silently, so it is refused too.
+    with pytest.raises(InputError) as caught:
+        parse_records(_write(tmp_path / "deep.json", '{"a": {"b": {"c": 1, "c": 2}}}'))
+    assert "duplicate key 'c' in one object (in the object at /a/b)" in str(caught.value)
+    assert caught.value.dialogue_id == "a"
+    line = '{"dialogue_id": "d1", "turn_index": 0, "gold": {"hotel": {"area": "east"}}, "pred": {}}'
+    jsonl = _write(tmp_path / "deep.jsonl", line + "\n" + line.replace('"east"}', '"east", "area": "west"}') + "\n")
+    with pytest.raises(InputError, match=r"line 2 has the key 'area' twice \(in the object at /gold/hotel\)"):
+        parse_records(jsonl)
+    # Keys that only look alike, or colons inside strings, are not duplicates.
+    container, records = parse_records(_write(tmp_path / "ok.json", '{"a": {"b": {"c": 1, "C": 2, "x:y": "p:q\\":"}}}'))
+    assert (container, records) == ("json", {"a": {"b": {"c": 1, "C": 2, "x:y": 'p:q":'}}})
+
+
+SAMPLE = {"dialogue_id": "MUL0001.json", "utt_idx": 0, "speaker": "user", "utterance": "hi", "state": {"hotel": {}}}
+DIALOGUE = {"dialogue_id": "multiwoz21-test-0", "turns": [{"speaker": "user", "utt_idx": 0, "state": {"hotel": {}}}]}
+
+
+@pytest.mark.parametrize(
+    ("records", "inside", "twice", "dialogue_id"),
+    [
+        ({**SAMPLE, "predictions": {"state": {"hotel": {"area": "east"}}}}, '"area": "east"', "area", "MUL0001.json"),
+        (DIALOGUE, '"state": {"hotel": {}', "hotel", "multiwoz21-test-0"),
+    ],
+    ids=["convlab3-sample-slot", "convlab3-dialogue-domain"],
+)
+def test_convlab3_duplicates_deep_in_a_state_are_refused(
+    tmp_path: Path, records: dict[str, Any], inside: str, twice: str, dialogue_id: str
+) -> None:
+    text = json.dumps([records])
+    assert inside in text
+    value = '"east"' if twice == "area" else "{}"
+    path = _write(tmp_path / "cl3.json", text.replace(inside, f'{inside}, "{twice}": {value}', 1))
+    with pytest.raises(InputError) as caught:
+        parse_file(path, use_cache=False)
+    assert f"item 0 of the array has the key {twice!r} twice (in the object at /0/" in str(caught.value)
+    assert caught.value.dialogue_id == dialogue_id and "\n" not in str(caught.value)
 
 
 @pytest.mark.parametrize(("raw", "index"), [(0, 0), (7, 7), ("0", 0), ("12", 12), ("01", 1)])

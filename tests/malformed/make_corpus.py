@@ -1438,6 +1438,81 @@ def hostile_cases() -> list[Case]:
         ("[" + line_ok + ", " + second + "]").encode(),
         contains="item 1 of the array has the key 'turn_index' twice",
     )
+    # duplicate keys deeper down: a turn's fields, a state's slots and domains, a nested format's turns
+    twice = ": the second would silently replace the first"
+    add(
+        "trade_duplicate_turn_field.json",
+        "duplicate_turns",
+        "trade",
+        b'{"MUL0001.json": {"0": {"turn_belief": ["hotel-area-east"], "pred_bs_ptr": [], "pred_bs_ptr": []}}}',
+        contains="duplicate key 'pred_bs_ptr' in one object (in the object at /MUL0001.json/0)" + twice,
+        dialogue_id="MUL0001.json",
+    )
+    add(
+        "mwzeval_duplicate_state_slot.json",
+        "duplicate_turns",
+        "mwzeval",
+        b'{"mul0001": [{"state": {}}, {"state": {"hotel": {"area": "east", "area": "west"}}}]}',
+        contains="duplicate key 'area' in one object (in the object at /mul0001/1/state/hotel)",
+        dialogue_id="mul0001",
+    )
+    add(
+        "mwzeval_duplicate_state_domain.json",
+        "duplicate_turns",
+        "mwzeval",
+        b'{"mul0001": [{"state": {"hotel": {"area": "east"}, "hotel": {"stars": "4"}}}]}',
+        contains="duplicate key 'hotel' in one object (in the object at /mul0001/0/state)",
+        dialogue_id="mul0001",
+    )
+    meta = json.dumps(mwz_meta("east", "4"))
+    add(
+        "multiwoz_duplicate_semi_slot.json",
+        "duplicate_turns",
+        "multiwoz",
+        (
+            '{"MUL0001.json": {"goal": {}, "log": [{"text": "user 0", "metadata": {}}, {"text": "system 0", '
+            '"metadata": ' + meta.replace('"stars": "4"', '"stars": "4", "area": "west"') + "}]}}"
+        ).encode(),
+        contains="duplicate key 'area' in one object (in the object at /MUL0001.json/log/1/metadata/hotel/semi)",
+        dialogue_id="MUL0001.json",
+    )
+    state = '{"hotel": {"area": "east", "stars": ""}}'
+    add(
+        "dstc9_duplicate_state_slot.json",
+        "duplicate_turns",
+        "dstc9",
+        (
+            '{"MUL0001": [{"sys": null, "usr": "a hotel", "state": '
+            + state.replace('"stars": ""', '"stars": "", "stars": "4"')
+            + "}]}"
+        ).encode(),
+        contains="duplicate key 'stars' in one object (in the object at /MUL0001/0/state/hotel)",
+        dialogue_id="MUL0001",
+    )
+    turn_text = '"1": {"state": "' + SPAN_OK.replace('"', '\\"') + '"}'
+    add(
+        "nested_dict_duplicate_turn_key.json",
+        "duplicate_turns",
+        "nested-dict",
+        ('{"d1": {"turns": {' + turn_text + ", " + turn_text + "}}}").encode(),
+        contains="duplicate key '1' in one object (in the object at /d1/turns)",
+        dialogue_id="d1",
+    )
+    # (ConvLab-3's samples and dialogues: tests/test_hostile_input.py, the ConvLab-3 corpus list being fixed)
+    add(
+        "jsonl_duplicate_gold_slot.jsonl",
+        "duplicate_turns",
+        "jsonl",
+        (
+            line_ok
+            + "\n"
+            + line_ok.replace('"turn_index": 0', '"turn_index": 1').replace(
+                '{"area": "east"}', '{"area": "east", "area": "north"}'
+            )
+            + "\n"
+        ).encode(),
+        contains="line 2 has the key 'area' twice (in the object at /gold/hotel)",
+    )
     # turn indices: plain decimal digits only ---------------------------------------------------------
     for label, key in (
         ("underscore", "1_0"),
