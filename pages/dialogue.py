@@ -6,7 +6,7 @@ import ui
 from analysis import figures, views
 from analysis.review.items import Item, split_slot
 from analysis.scoring import OUTCOMES
-from ui import review
+from ui import errors, review
 
 st.title("Dialogue viewer")
 runs = ui.need_runs()
@@ -94,6 +94,7 @@ def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: ob
 
 
 @st.fragment
+@errors.in_place("showing this turn")  # in place of Streamlit's own exception box for a fragment
 def stepper() -> None:
     """The turn in focus and the step buttons: a step reruns only this part of the page."""
     turn = ui.get("turn")

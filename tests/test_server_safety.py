@@ -15,6 +15,7 @@ import sys
 import time
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 from streamlit.testing.v1 import AppTest
@@ -421,3 +422,94 @@ def test_report_exits_3_quickly_when_the_browser_cannot_start(tmp_path: Path, be
 
 if __name__ == "__main__" and sys.argv[1:] == ["measure"]:
     print(json.dumps(measure_twenty_uploads()))
+
+
+# --- the figure cache: an upload's figures are its session's, and go when it ends ---------------------
+
+BUILT_FIGURES: list[int] = []
+
+
+def counted_figure(frame: Any) -> Any:
+    """A figure builder that records each real build (`ui.place.figure` caches it by name)."""
+    import plotly.graph_objects as go
+
+    BUILT_FIGURES.append(len(frame))
+    return go.Figure(go.Bar(x=list(range(len(frame))), y=[1] * len(frame)))
+
+
+def test_an_uploads_figures_are_private_to_its_session_and_go_when_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
+    from streamlit import runtime
+
+    from analysis import views
+    from ui import data, place
+
+    session = {"id": "session-a"}
+    monkeypatch.setattr(data, "_session_id", lambda: session["id"])
+    source = data.upload_source("u", "run.jsonl", "\n".join(json.dumps(t) for t in TURNS).encode(), None, None, None)
+    assert not isinstance(source, str) and source.upload is not None
+    table = data.compute(views.slot_table, [(source, data.DECLARED)], {}, data.DECLARED)
+    assert data.owner_of([table]) == "session-a" and data.private_owner() == "session-a"
+    same_content = table.copy()  # the same numbers, not from the upload: what another session could hold
+    assert data.owner_of([same_content]) == ""
+
+    BUILT_FIGURES.clear()
+    place.figure(counted_figure, table)
+    session["id"] = "session-b"  # another session, holding no upload
+    assert data.private_owner() == ""
+    place.figure(counted_figure, same_content)  # not served session A's figure: built anew
+    place.figure(counted_figure, table)  # the upload's own frame (a prefetch thread has no session): A's entry
+    assert len(BUILT_FIGURES) == 2
+
+    class Manager:
+        def get_session_info(self, session_id: str) -> object | None:
+            return None if session_id == "session-a" else object()
+
+    class FakeRuntime:
+        _session_mgr = Manager()
+
+        @staticmethod
+        def exists() -> bool:
+            return True
+
+        @staticmethod
+        def instance() -> FakeRuntime:
+            return FakeRuntime()
+
+    monkeypatch.setattr(runtime, "Runtime", FakeRuntime)
+    assert data.release_ended_sessions() >= 1  # session A ended: its upload released, the figure cache dropped
+    assert source.upload.run is None
+    place.figure(counted_figure, same_content)
+    assert len(BUILT_FIGURES) == 3
+
+
+# --- an error inside a fragment: the project's one line in place, not Streamlit's exception box ---------
+
+
+def fragment_script() -> None:
+    import streamlit as st
+
+    from analysis.errors import InputError
+    from ui import errors
+
+    @st.fragment
+    @errors.in_place("showing this turn")
+    def broken(kind: str) -> None:
+        st.text("before the error")
+        if kind == "input":
+            raise InputError("run.json", "trade", "turn 3 is missing", dialogue_id="MUL0001.json")
+        raise KeyError("/srv/secret/path")
+
+    broken("input")
+    broken("unforeseen")
+    st.text("the page goes on")
+
+
+def test_an_error_inside_a_fragment_is_one_line_in_place() -> None:
+    at = AppTest.from_function(fragment_script, default_timeout=TIMEOUT)
+    at.run()
+    assert not at.exception  # no Streamlit exception box, no traceback
+    assert [e.value for e in at.error] == [
+        "run.json [format: trade]: turn 3 is missing (first offending record: dialogue 'MUL0001.json')",
+        "showing this turn failed: an unexpected error (KeyError); the details are in the server's log",
+    ]
+    assert [t.value for t in at.text] == ["before the error", "before the error", "the page goes on"]

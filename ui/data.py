@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import functools
 import gc
 import hashlib
 import importlib
@@ -55,6 +56,7 @@ class Upload:
                 return self._memo[key]
             value = compute()
             self._memo[key] = value
+            _mark(value, self.session_id)
             while len(self._memo) > UPLOAD_MEMO_ENTRIES:
                 self._memo.popitem(last=False)
             return value
@@ -311,6 +313,50 @@ def upload_source(
 _LIVE: dict[str | None, list[weakref.ref[Upload]]] = {}
 _LIVE_LOCK = threading.Lock()
 SWEEP_SECONDS = 30.0
+# What else keeps an upload's data process-wide (the figure cache, `ui.place`): cleared when a session
+# that held uploads ends.
+_ON_RELEASE: list[Callable[[], None]] = []
+
+
+def on_release(clear: Callable[[], None]) -> None:
+    """Call `clear()` whenever sessions that held uploads have ended (from the sweep's thread)."""
+    _ON_RELEASE.append(clear)
+
+
+# What an upload's memo computed (a frame, and the frames in a returned tuple, list or dict), by id, with
+# its upload's session: `owner_of` finds it among a figure's arguments, also in a thread without a
+# session (the prefetch). An entry goes with its object.
+_MARKED: dict[int, tuple[weakref.ref[Any], str]] = {}
+
+
+def _mark(value: Any, session_id: str | None) -> None:
+    items = value.values() if isinstance(value, dict) else value if isinstance(value, tuple | list) else ()
+    for obj in (value, *items):
+        with contextlib.suppress(TypeError):  # not weakly referenceable (a tuple, a number): nothing to find
+            _MARKED[id(obj)] = (weakref.ref(obj, functools.partial(_unmark, id(obj))), str(session_id))
+
+
+def _unmark(key: int, _: object) -> None:
+    _MARKED.pop(key, None)
+
+
+def owner_of(values: Sequence[Any]) -> str:
+    """The session of the upload whose memo computed one of `values` (see `_mark`), else ""."""
+    for value in values:
+        found = _MARKED.get(id(value))
+        if found is not None and found[0]() is value:
+            return found[1]
+    return ""
+
+
+def private_owner() -> str:
+    """The calling session's id when it holds a live upload, else "": a process-wide cache keyed on data
+    (the figure cache) adds it to its key, so what this session makes is never served to another
+    session, and `on_release` callbacks drop it when the session ends."""
+    sid = _session_id()
+    with _LIVE_LOCK:
+        refs = _LIVE.get(sid, [])
+        return str(sid) if any(ref() is not None for ref in refs) else ""
 
 
 def _session_id() -> str | None:
@@ -378,6 +424,8 @@ def release_ended_sessions() -> int:
             else:
                 del _LIVE[sid]
     if gone:
+        for clear in _ON_RELEASE:  # what the released uploads' sessions made, in process-wide caches
+            clear()
         trim_memory()
         errors.log.info("%d upload(s) of ended sessions released (%d released explicitly)", gone, len(ended))
     return gone

@@ -4,15 +4,17 @@ paths, SQL or a traceback (a server shared on a network must not show its inside
 
 from __future__ import annotations
 
+import functools
 import logging
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ParamSpec
 
 import streamlit as st
 
 from analysis.errors import InputError
 
+P = ParamSpec("P")
 log = logging.getLogger("dst.dashboard")
 if not log.handlers:  # Streamlit configures its own loggers only: ours goes to stderr, where the server logs
     _handler = logging.StreamHandler(sys.stderr)
@@ -49,3 +51,22 @@ def guarded(what: str, run: Callable[..., Any], *args: Any) -> bool:
         st.error(message(exc, what))
         return False
     return True
+
+
+def in_place(what: str) -> Callable[[Callable[P, Any]], Callable[P, None]]:
+    """A decorator: the function's exceptions shown in place as `guarded` shows them. For the body of an
+    `st.fragment`: Streamlit handles an exception raised in a fragment itself (its generic exception box,
+    with the traceback), before any `guarded` around the page sees it, on the page's run as on the
+    fragment's own reruns. Put it under `@st.fragment`."""
+
+    def decorate(fn: Callable[P, Any]) -> Callable[P, None]:
+        @functools.wraps(fn)
+        def run(*args: P.args, **kwargs: P.kwargs) -> None:
+            try:
+                fn(*args, **kwargs)
+            except Exception as exc:
+                st.error(message(exc, what))
+
+        return run
+
+    return decorate
