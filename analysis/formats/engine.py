@@ -56,10 +56,13 @@ class ParsedFile:
 
 @dataclass
 class _Shape:
-    """A state object's shape: its (domain, slot) names flat, in order, and its gold listing id once known."""
+    """A state object's shape: its (domain, slot) names flat, in order, and its gold listing id once known;
+    `names` and `sizes` (its domains and their slot counts) tell it from another without a lookup."""
 
     domains: list[str]
     slots: list[str]
+    names: list[str]
+    sizes: list[int]
     listing: int = -1
 
     @staticmethod
@@ -69,7 +72,12 @@ class _Shape:
             type(d) is str and d and _ONLY_STR.issuperset(map(type, slots)) and "" not in slots for d, slots in key
         ):
             return None
-        return _Shape([d for d, slots in key for _ in slots], [s for _, slots in key for s in slots])
+        return _Shape(
+            [d for d, slots in key for _ in slots],
+            [s for _, slots in key for s in slots],
+            [d for d, _ in key],
+            [len(slots) for _, slots in key],
+        )
 
 
 class Collector:
@@ -91,6 +99,7 @@ class Collector:
         # The shapes (domains and their slot names, in order) of the state objects read by
         # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
         self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
+        self._last_shape: dict[str, _Shape] = {}  # per side, the shape of the last state read
         self.notes: dict[str, int] = {}
         self._seen: set[tuple[str, int]] = set()
         self._dialogues: set[str] = set()
@@ -209,13 +218,25 @@ class Collector:
         domains = state.values()
         if not _ONLY_DICT.issuperset(map(type, domains)):
             return False
-        key = tuple(zip(state, map(tuple, domains), strict=True))
-        shape = self._shapes.get(key)
-        if shape is None:
-            shape = _Shape.of(key)
+        # Consecutive turns mostly share a shape: compared as flat lists first (names compare by identity,
+        # json shares the strings of repeated keys), looked up by a nested key only when it changes.
+        shape = self._last_shape.get(side)
+        if (
+            shape is None
+            or [*chain.from_iterable(domains)] != shape.slots
+            or [*state] != shape.names
+            or [*map(len, domains)] != shape.sizes
+        ):
+            key = tuple(zip(state, map(tuple, domains), strict=True))
+            shape = self._shapes.get(key)
             if shape is None:
-                return False
-            self._shapes[key] = shape
+                shape = _Shape.of(key)
+                if shape is None:
+                    return False
+                self._shapes[key] = shape
+            if side == "gold" and shape.listing < 0:
+                shape.listing = self.listing_ids.setdefault(key, len(self.listing_ids))
+            self._last_shape[side] = shape
         values = list(chain.from_iterable(map(dict.values, domains)))
         try:  # one C pass: join refuses anything but strings, and a short total bounds every value
             total = len("".join(values))
@@ -241,8 +262,6 @@ class Collector:
         turn_indices.extend(repeat(turn_index, n))
         relations.extend(repeat(EQ, n))
         if gold:
-            if shape.listing < 0:
-                shape.listing = self.listing_ids.setdefault(key, len(self.listing_ids))
             where = (dialogue_id, turn_index)
             self.listed_per_turn[where] = len(values)
             self.listing_of[where] = shape.listing
