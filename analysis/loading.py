@@ -10,7 +10,7 @@ from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
-from analysis.model import STATE_COLUMNS, AlignmentReport, Run, RunMeta
+from analysis.model import INFO_FIELDS, STATE_COLUMNS, AlignmentReport, Run, RunInfo, RunMeta
 
 EXAMPLES = 5
 
@@ -29,20 +29,15 @@ def load_run(
     *,
     pred_format: str | None = None,
     gold_format: str | None = None,
-    run_id: str | None = None,
-    system: str = "",
-    dataset: str = "",
-    language: str = "",
-    split: str = "test",
-    history: str = "predicted",
-    seed: int | None = None,
-    convention: str | None = None,
+    meta: RunInfo | None = None,
     pred_data: bytes | None = None,
     gold_data: bytes | None = None,
 ) -> Run:
     """Load one run. With `gold`, predictions pair with that file; otherwise the prediction file must
     carry gold itself (TRADE, nested, RiSAWOZ, our JSONL/CSV), or be a gold-shaped file scored against
-    itself. `*_data` pass uploaded bytes instead of reading the path (the path still names the file).
+    itself. `meta` says what the run is (`RunInfo`); its empty `run_id` and `system` default to the
+    prediction file's name, and a `convention` of None to the files' own. `*_data` pass uploaded bytes
+    instead of reading the path (the path still names the file).
     """
     pred_file = parse_file(pred, fmt=pred_format, data=pred_data)
     gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
@@ -84,19 +79,15 @@ def load_run(
     report.notes.update({k: v for k, v in notes.items() if v})
     formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
     sources = (str(pred),) if gold is None else (str(pred), str(gold))
-    meta = RunMeta(
-        run_id=run_id or Path(str(pred)).name.split(".")[0],
-        system=system or Path(str(pred)).name.split(".")[0],
-        dataset=dataset,
-        language=language,
-        split=split,
-        history=history,
-        seed=seed,
-        convention=convention or _default_convention_of(formats, gold_states),
-        sources=sources,
-        formats=formats,
-    )
-    return Run(meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
+    info = meta if meta is not None else RunInfo()
+    stem = Path(str(pred)).name.split(".")[0]
+    declared = {name: getattr(info, name) for name in INFO_FIELDS} | {
+        "run_id": info.run_id or stem,
+        "system": info.system or stem,
+        "convention": info.convention or _default_convention_of(formats, gold_states),
+    }
+    run_meta = RunMeta(**declared, sources=sources, formats=formats)
+    return Run(run_meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
 
 
 def _default_convention(formats: tuple[str, ...]) -> str:

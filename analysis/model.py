@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
 import pandas as pd
@@ -15,27 +15,45 @@ STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "val
 
 
 @dataclass(frozen=True)
-class RunMeta:
-    """What a run is: which system produced it, on which data, and how its predictions were made.
+class RunInfo:
+    """What a run is, as declared: which system produced it, on which data, how its predictions were made.
+
+    The one definition of a run's descriptive metadata. A manifest's `[[runs]]` entry (`name` is
+    `run_id`) reads every field from the key of the same name, the dashboard's `RunSource` carries it
+    whole, `analysis.loading.load_run(meta=...)` takes it whole and the loaded run's `RunMeta` extends it.
+    A new field added here is read from manifests and reaches the scored run with no other edit (only the
+    views that show metadata list their columns).
 
     `history` is `predicted` when the model saw its own previous state (JGA) and `gold` when it was
     fed the gold previous state (GJGA); the two runs of one system pair up on the compounding page.
+    `convention` is None when the files' own convention decides (`analysis.loading`).
     """
 
-    run_id: str
+    run_id: str = ""
     system: str = ""
     dataset: str = ""
     language: str = ""
     split: str = "test"
     history: str = "predicted"
     seed: int | None = None
-    convention: str = "exact"
-    sources: tuple[str, ...] = ()
-    formats: tuple[str, ...] = ()
+    convention: str | None = None
 
     def __post_init__(self) -> None:
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history must be one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
+
+
+INFO_FIELDS = tuple(f.name for f in fields(RunInfo))
+
+
+@dataclass(frozen=True)
+class RunMeta(RunInfo):
+    """A loaded run's metadata: its `RunInfo` with the convention settled (the declared one, else the
+    files' own) and what loading found: the files read and their formats."""
+
+    convention: str = "exact"
+    sources: tuple[str, ...] = ()
+    formats: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

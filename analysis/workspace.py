@@ -62,31 +62,22 @@ by side says so (`analysis.views.comparability_warnings`), and the sidebar can s
 
 from __future__ import annotations
 
+import functools
 import tomllib
+import types
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args, get_type_hints
 
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.loading import load_run
-from analysis.model import HISTORY_MODES, Run
+from analysis.model import HISTORY_MODES, INFO_FIELDS, Run, RunInfo
 
-RUN_KEYS = {
-    "name",
-    "system",
-    "dataset",
-    "language",
-    "split",
-    "history",
-    "seed",
-    "convention",
-    "pred",
-    "gold",
-    "format",
-    "gold_format",
-    "description",
-}
+# A run's keys: its name (the `RunInfo.run_id`), its files, and one key per other `RunInfo` field.
+FILE_KEYS = ("pred", "gold", "format", "gold_format", "description")
+INFO_KEYS = tuple(name for name in INFO_FIELDS if name != "run_id")
+RUN_KEYS = {"name", *FILE_KEYS, *INFO_KEYS}
 WORKSPACE_KEYS = {"name", "convention", "allow_outside_root"}
 FEWJOINT_KEYS = {"name", "gold", "pred", "shots", "description"}
 MAPPING_KEYS = {"a", "b", "slots"}
@@ -97,21 +88,20 @@ SECTIONS = ("workspace", "runs", "mappings", "fewjoint", *SETTINGS_KEYS)
 
 @dataclass(frozen=True)
 class RunEntry:
-    """One `[[runs]]` entry, paths resolved against the manifest's folder."""
+    """One `[[runs]]` entry: what the run is (`meta`; its `convention` None: the files' own, see
+    `analysis.loading`) and its files, paths resolved against the manifest's folder."""
 
-    name: str
+    meta: RunInfo
     pred: Path
     gold: Path | None = None
-    system: str = ""
-    dataset: str = ""
-    language: str = ""
-    split: str = "test"
-    history: str = "predicted"
-    seed: int | None = None
-    convention: str | None = None  # None: the files' own convention (`analysis.loading`)
     format: str | None = None
     gold_format: str | None = None
     description: str = ""
+
+    @property
+    def name(self) -> str:
+        """The manifest's `name`: the run's id."""
+        return self.meta.run_id
 
 
 @dataclass(frozen=True)
@@ -309,34 +299,38 @@ def _entry(
     seen.add(name)
     if not isinstance(raw.get("pred"), str):
         raise InputError(manifest, "workspace", f"run {name!r} needs a pred file")
-    for key in ("gold", "system", "dataset", "language", "split", "convention", "format", "gold_format", "description"):
+    for key in ("gold", "format", "gold_format", "description"):  # `pred` is checked above
         if key in raw:
             _typed(manifest, f"run {name!r}: {key}", raw[key], str)
-    history = raw.get("history", "predicted")
-    if history not in HISTORY_MODES:
+    if raw.get("history", "predicted") not in HISTORY_MODES:
         raise InputError(manifest, "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
-    convention = raw.get("convention", default_convention)
-    if convention is not None and convention not in CONVENTIONS:
+    declared = {key: raw[key] for key in INFO_KEYS if key in raw}
+    for key, value in declared.items():
+        _typed(manifest, f"run {name!r}: {key}", value, _info_types()[key])
+    # The system defaults to the run's name, the convention to the workspace's (None: the files' own).
+    meta = RunInfo(**{"run_id": name, "system": name, "convention": default_convention} | declared)
+    if meta.convention is not None and meta.convention not in CONVENTIONS:
         raise InputError(manifest, "workspace", f"run {name!r}: convention has to be one of {', '.join(CONVENTIONS)}")
-    seed = raw.get("seed")
-    if seed is not None:
-        _typed(manifest, f"run {name!r}: seed", seed, int)
     base = path.parent
     return RunEntry(
-        name=name,
+        meta=meta,
         pred=_inside(manifest, root, base, f"run {name!r}: pred", raw["pred"]),
         gold=_inside(manifest, root, base, f"run {name!r}: gold", raw["gold"]) if "gold" in raw else None,
-        system=raw.get("system", name),
-        dataset=raw.get("dataset", ""),
-        language=raw.get("language", ""),
-        split=raw.get("split", "test"),
-        history=history,
-        seed=seed,
-        convention=convention,
         format=raw.get("format"),
         gold_format=raw.get("gold_format"),
         description=raw.get("description", ""),
     )
+
+
+@functools.cache
+def _info_types() -> dict[str, type]:
+    """The type a manifest value of each `RunInfo` field must have (`int | None` -> int)."""
+    kinds = {}
+    for name, hint in get_type_hints(RunInfo).items():
+        if isinstance(hint, types.UnionType):
+            hint = next(arg for arg in get_args(hint) if arg is not type(None))
+        kinds[name] = hint
+    return kinds
 
 
 def load_entry(entry: RunEntry, *, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run:
@@ -346,14 +340,7 @@ def load_entry(entry: RunEntry, *, pred_data: bytes | None = None, gold_data: by
         entry.gold,
         pred_format=entry.format,
         gold_format=entry.gold_format,
-        run_id=entry.name,
-        system=entry.system,
-        dataset=entry.dataset,
-        language=entry.language,
-        split=entry.split,
-        history=entry.history,
-        seed=entry.seed,
-        convention=entry.convention,
+        meta=entry.meta,
         pred_data=pred_data,
         gold_data=gold_data,
     )

@@ -24,6 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from analysis.loading import load_run  # noqa: E402
+from analysis.model import RunInfo  # noqa: E402
 from analysis.review import (  # noqa: E402
     DEFAULT_TAGS,
     AnnotationStore,
@@ -43,7 +44,7 @@ TARGET_S = 1.0
 
 def errors_table() -> tuple[pd.DataFrame, str]:
     if TRADE.exists():
-        scored = score_run(load_run(TRADE, run_id="trade", dataset="MultiWOZ 2.0"), "trade")
+        scored = score_run(load_run(TRADE, meta=RunInfo("trade", dataset="MultiWOZ 2.0")), "trade")
         return error_items(scored), f"real TRADE run ({TRADE.name})"
     rng = np.random.default_rng(0)
     n = 12_000

@@ -46,6 +46,7 @@ from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 from analysis.demo.simulate import perturb_run  # noqa: E402
 from analysis.loading import load_run  # noqa: E402
+from analysis.model import RunInfo  # noqa: E402
 
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 REALDATA = ROOT.parent / "shared" / "realdata"
@@ -59,7 +60,7 @@ def build_big_workspace(folder: Path, n_runs: int = 20) -> Path:
     gold = REALDATA / "multiwoz21" / "test.json.zip"
     if not gold.exists():
         raise SystemExit(f"{gold} is absent: the 20-run benchmark needs ../shared/realdata")
-    base = load_run(gold, gold, run_id="gold")
+    base = load_run(gold, gold, meta=RunInfo("gold"))
     runs = perturb_run(base, n_runs=n_runs, seed=7)
     lines = [
         '[workspace]\nname = "20 MultiWOZ-size runs (simulated)"\nconvention = "exact"\nallow_outside_root = true\n'

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 
 from analysis.crosslingual import align_domains, align_ontologies, crosslingual_gaps, drill_down  # noqa: E402
 from analysis.loading import load_run  # noqa: E402
+from analysis.model import RunInfo  # noqa: E402
 from analysis.scoring import score_run  # noqa: E402
 from tests.test_crosslingual import MULTIWOZ_EN_ZH  # noqa: E402
 
@@ -44,8 +45,8 @@ def main() -> int:
     start = time.perf_counter()
     en_path = REALDATA / "multiwoz21" / "test.json.zip"
     zh_path = REALDATA / "multiwoz_zh" / "test.json.zip"
-    en = score_run(load_run(en_path, en_path, run_id="mwz-en"))
-    zh = score_run(load_run(zh_path, zh_path, run_id="mwz-zh"))
+    en = score_run(load_run(en_path, en_path, meta=RunInfo("mwz-en")))
+    zh = score_run(load_run(zh_path, zh_path, meta=RunInfo("mwz-zh")))
     print(
         f"load + score both sides           {time.perf_counter() - start:.3f} s ({len(en.turns)} / {len(zh.turns)} turns)"
     )

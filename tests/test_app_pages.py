@@ -154,10 +154,11 @@ def test_leaderboard_equals_analysis(scored_runs):
 
 
 def test_overview_says_when_runs_are_not_comparable(manifest):
-    versions = [e.name for e in manifest.entries if e.dataset == "MultiWOZ 2.1" and e.history == "predicted"][:2]
+    metas = [e.meta for e in manifest.entries]
+    versions = [m.run_id for m in metas if m.dataset == "MultiWOZ 2.1" and m.history == "predicted"][:2]
     at = opened("overview", runs=versions)
     assert not at.warning, [w.body for w in at.warning]
-    mixed = [versions[0], next(e.name for e in manifest.entries if e.history == "gold")]
+    mixed = [versions[0], next(m.run_id for m in metas if m.history == "gold")]
     at = opened("overview", runs=mixed)
     assert any("not comparable" in w.body for w in at.warning)
 

@@ -18,6 +18,7 @@ from analysis.demo.testing import scored_from_states
 from analysis.diagnostics import AGREEMENT, agreement_matrix
 from analysis.errors import InputError
 from analysis.loading import load_run
+from analysis.model import RunInfo
 from analysis.scoring import Scored, combine, score_run
 from tests.conftest import realdata_path
 
@@ -91,7 +92,7 @@ CROSSWOZ_ZH_EN = {
 
 def _gold_run(*parts: str, run_id: str) -> Scored:
     path = realdata_path(*parts)
-    return score_run(load_run(path, path, run_id=run_id))
+    return score_run(load_run(path, path, meta=RunInfo(run_id)))
 
 
 @pytest.fixture(scope="module")
@@ -106,7 +107,7 @@ def multiwoz() -> tuple[Scored, Scored]:
 def xrisawoz() -> tuple[Scored, Scored]:
     zh = realdata_path("xrisawoz_llm", "zh.jsonl")
     fr = realdata_path("xrisawoz_llm", "fr.jsonl")
-    return score_run(load_run(zh, run_id="zh")), score_run(load_run(fr, run_id="fr"))
+    return score_run(load_run(zh, meta=RunInfo("zh"))), score_run(load_run(fr, meta=RunInfo("fr")))
 
 
 def _pairs(alignment: pd.DataFrame) -> dict[str, str]:

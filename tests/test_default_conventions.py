@@ -15,6 +15,7 @@ from analysis.cli.main import main
 from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.metrics import joint_goal_accuracy
+from analysis.model import RunInfo
 from analysis.scoring import score_run
 from analysis.workspace import load_workspace, read_manifest
 from tests.conftest import ROOT, realdata_path
@@ -121,7 +122,7 @@ def test_our_jsonl_over_trade_slots_stays_exact(tmp_path: Path) -> None:
 
 
 def test_a_named_convention_wins_over_the_slots(tmp_path: Path) -> None:
-    run = load_run(write_nested(tmp_path / "poc.json", MULTIWOZ_TURNS), convention="mwzeval")
+    run = load_run(write_nested(tmp_path / "poc.json", MULTIWOZ_TURNS), meta=RunInfo(convention="mwzeval"))
     assert run.meta.convention == "mwzeval"
 
 
@@ -140,7 +141,7 @@ def test_a_workspace_without_convention_keys_gives_each_run_its_formats(tmp_path
     jsonl = write_jsonl(tmp_path / "run.jsonl", MULTIWOZ_TURNS)
     workspace = load_workspace(write_manifest(tmp_path, "", run_table("t", nested.name), run_table("e", jsonl.name)))
     assert workspace.convention is None and not workspace.failed
-    assert [e.convention for e in workspace.entries] == [None, None]
+    assert [e.meta.convention for e in workspace.entries] == [None, None]
     assert {name: run.meta.convention for name, run in workspace.runs.items()} == {"t": "trade", "e": "exact"}
     for name, run in workspace.runs.items():  # the same numbers as the run loaded alone, as the CLI loads it
         alone = load_run(tmp_path / ("poc.json" if name == "t" else "run.jsonl"))

@@ -11,6 +11,7 @@ import pytest
 from analysis.demo.build import DEMO_FILES, RULE_RUN, SOURCES, build_demo, pick_dialogues
 from analysis.loading import load_run
 from analysis.metrics import joint_goal_accuracy
+from analysis.model import RunInfo
 from analysis.scoring import score_run
 from analysis.workspace import Workspace, load_workspace
 from tests.conftest import REALDATA, ROOT, realdata_path
@@ -29,7 +30,7 @@ def test_demo_loads_with_no_failed_run_and_every_run_scores(workspace: Workspace
     assert workspace.convention == "exact"
     assert set(workspace.runs) == {e.name for e in workspace.entries}
     for entry in workspace.entries:
-        scored = score_run(workspace.runs[entry.name], entry.convention)
+        scored = score_run(workspace.runs[entry.name], entry.meta.convention)
         jga = joint_goal_accuracy(scored)
         assert isinstance(jga, float) and not math.isnan(jga)
         assert 0.3 < jga < 0.95, (entry.name, jga)
@@ -37,19 +38,21 @@ def test_demo_loads_with_no_failed_run_and_every_run_scores(workspace: Workspace
 
 def test_demo_covers_every_page(workspace: Workspace) -> None:
     entries = workspace.entries
-    simulated = [e for e in entries if "simulated" in e.system]
+    simulated = [e for e in entries if "simulated" in e.meta.system]
     assert all("simulated" in e.name for e in simulated)
-    assert len({e.system for e in simulated}) >= 3
-    real = [e for e in entries if "simulated" not in e.system]
-    assert [(e.name, e.dataset, e.history, e.convention) for e in real] == [(RULE_RUN, "CrossWOZ", "gold", "exact")]
+    assert len({e.meta.system for e in simulated}) >= 3
+    real = [e for e in entries if "simulated" not in e.meta.system]
+    real_metas = [(e.name, e.meta.dataset, e.meta.history, e.meta.convention) for e in real]
+    assert real_metas == [(RULE_RUN, "CrossWOZ", "gold", "exact")]
     # A predicted- and a gold-history run of one simulated system on one dataset (JGA vs GJGA).
-    histories = {(e.system, e.dataset, e.language, e.history) for e in simulated}
+    histories = {(e.meta.system, e.meta.dataset, e.meta.language, e.meta.history) for e in simulated}
     assert ("simulated-A", "MultiWOZ 2.1", "en", "gold") in histories
     assert ("simulated-A", "MultiWOZ 2.1", "en", "predicted") in histories
     # The same system in two languages over the same dialogues, for both corpora.
+    system_a = "simulated-A"
     for en, zh in (("MultiWOZ 2.1", "MultiWOZ-zh"), ("CrossWOZ-en", "CrossWOZ")):
-        a = next(e for e in simulated if e.dataset == en and e.history == "predicted" and e.system == "simulated-A")
-        b = next(e for e in simulated if e.dataset == zh and e.history == "predicted" and e.system == "simulated-A")
+        a = next(e for e in simulated if (e.meta.dataset, e.meta.history, e.meta.system) == (en, "predicted", system_a))
+        b = next(e for e in simulated if (e.meta.dataset, e.meta.history, e.meta.system) == (zh, "predicted", system_a))
         ids_a = set(workspace.runs[a.name].turns["dialogue_id"])
         ids_b = set(workspace.runs[b.name].turns["dialogue_id"])
         assert ids_a == ids_b and len(ids_a) >= 120
@@ -62,7 +65,7 @@ def test_demo_covers_every_page(workspace: Workspace) -> None:
 
 
 def test_weaker_language_and_gold_history_show_in_the_demo(workspace: Workspace) -> None:
-    jga = {e.name: joint_goal_accuracy(score_run(workspace.runs[e.name], e.convention)) for e in workspace.entries}
+    jga = {e.name: joint_goal_accuracy(score_run(workspace.runs[e.name], e.meta.convention)) for e in workspace.entries}
     assert jga["simulated-A-mwz-en-gold"] > jga["simulated-A-mwz-en-predicted"]
     assert jga["simulated-A-mwz-zh-predicted"] < jga["simulated-A-mwz-en-predicted"]
     assert jga["simulated-A-crosswoz-en-predicted"] < jga["simulated-A-crosswoz-zh-predicted"]
@@ -78,7 +81,7 @@ def test_demo_is_small_and_holds_only_built_files() -> None:
 def test_rule_dst_subset_scores_as_the_full_real_file_on_those_dialogues(workspace: Workspace) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")
     gold = realdata_path("crosswoz", "test.json.zip")
-    full = score_run(load_run(pred, gold, history="gold"), "exact")
+    full = score_run(load_run(pred, gold, meta=RunInfo(history="gold")), "exact")
     demo_run = workspace.runs[RULE_RUN]
     kept = set(demo_run.turns["dialogue_id"])
     expected = full.turns.loc[full.turns["dialogue_id"].isin(kept), "joint_correct"].mean()

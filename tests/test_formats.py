@@ -15,6 +15,7 @@ from analysis.errors import InputError
 from analysis.formats import FORMATS, detect_format, format_names, parse_file
 from analysis.formats.reading import parse_records
 from analysis.loading import load_run
+from analysis.model import RunInfo
 from analysis.scoring import score_run
 from tests.conftest import realdata_path
 
@@ -175,7 +176,7 @@ def test_dialogues_predictions_from_xrisawoz(tmp_path: Path) -> None:
     pred_path.write_text(json.dumps(predictions, ensure_ascii=False), encoding="utf-8")
     gold_path.write_text("\n".join(gold_lines), encoding="utf-8")
     assert parse_file(pred_path).fmt == "dialogues"
-    run = load_run(pred_path, gold_path, convention="risawoz")
+    run = load_run(pred_path, gold_path, meta=RunInfo(convention="risawoz"))
     assert run.alignment.ok
     assert M.joint_goal_accuracy(score_run(run)) == pytest.approx(0.6651, abs=5e-5)
 

@@ -16,6 +16,7 @@ import pytest
 from analysis import formats
 from analysis.formats import cache, parse_file
 from analysis.loading import load_run
+from analysis.model import RunInfo
 from analysis.scoring import score_run
 from analysis.suite import headline_metrics
 
@@ -110,8 +111,8 @@ def test_same_ids_fast_path_scores_like_re_keyed_ids(tmp_path: Path, cache_root:
     renamed = _write_jsonl(
         tmp_path / "renamed.jsonl", [{**r, "dialogue_id": r["dialogue_id"].lower() + ".json"} for r in _rows("west")]
     )
-    fast = load_run(same, gold, pred_format="jsonl", gold_format="jsonl", run_id="fast")
-    slow = load_run(renamed, gold, pred_format="jsonl", gold_format="jsonl", run_id="slow")
+    fast = load_run(same, gold, pred_format="jsonl", gold_format="jsonl", meta=RunInfo("fast"))
+    slow = load_run(renamed, gold, pred_format="jsonl", gold_format="jsonl", meta=RunInfo("slow"))
     key = ["dialogue_id", "turn_index", "domain", "slot"]
     pd.testing.assert_frame_equal(
         fast.pred.sort_values(key).reset_index(drop=True), slow.pred.sort_values(key).reset_index(drop=True)

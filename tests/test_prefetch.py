@@ -20,7 +20,8 @@ from streamlit.testing.v1 import AppTest
 import ui
 from analysis.crosslingual import mapping_from_manifest
 from analysis.figures import run_colours
-from analysis.workspace import read_manifest
+from analysis.model import RunInfo
+from analysis.workspace import RunEntry, read_manifest
 from page_registry import PREFETCHED, Defaults
 from ui import data, prefetch
 from ui.data import RunSource
@@ -46,7 +47,7 @@ def _call_key(fn: Any, args: Any, params: dict[str, Any]) -> tuple:
 
 
 def _source(run_id: str) -> RunSource:
-    return RunSource(run_id=run_id, pred=f"{run_id}.jsonl", gold=None, pred_stamp="1", gold_stamp=None)
+    return RunSource(RunEntry(RunInfo(run_id), Path(f"{run_id}.jsonl")), pred_stamp="1", gold_stamp=None)
 
 
 def _resolved(arg: Any, choice: str = data.DECLARED) -> Any:

@@ -111,7 +111,7 @@ def test_a_good_manifest_with_every_section_reads(tmp_path: Path) -> None:
         '[review]\nextra_tags = ["asr error"]\ndatabase_url = "sqlite:///x.sqlite"\n[dashboard]\nmax_upload_mb = 50\n'
     )
     workspace = read_manifest(write_manifest(tmp_path, extra, 'seed = 3\ndataset = "MultiWOZ 2.1"'))
-    assert workspace.entries[0].seed == 3 and workspace.settings["dashboard"]["max_upload_mb"] == 50
+    assert workspace.entries[0].meta.seed == 3 and workspace.settings["dashboard"]["max_upload_mb"] == 50
     assert not workspace.allow_outside_root
 
 

@@ -17,7 +17,7 @@ from analysis.demo.simulate import (
 from analysis.demo.testing import run_from_states
 from analysis.loading import load_run
 from analysis.metrics import joint_goal_accuracy
-from analysis.model import STATE_COLUMNS, Run
+from analysis.model import STATE_COLUMNS, Run, RunInfo
 from analysis.scoring import score_run
 from tests.conftest import realdata_path
 
@@ -205,7 +205,7 @@ def test_weaker_language_on_real_multiwoz_pair() -> None:
     profile = ErrorProfile(slot_seed=1)
     scores = {}
     for name, path, penalty, seed in (("en", en, 1.0, 11), ("zh", zh, 1.5, 12)):
-        run = load_run(path, path, language=name)
+        run = load_run(path, path, meta=RunInfo(language=name))
         simulated = simulate_run(run, profile=profile.in_language(penalty), seed=seed)
         scores[name] = joint_goal_accuracy(score_run(simulated, "exact"))
     assert 0.2 < scores["zh"] < scores["en"] - 0.05 < 0.9

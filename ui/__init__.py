@@ -15,6 +15,7 @@ import streamlit as st
 
 from analysis import views
 from analysis.figures import run_colours
+from analysis.model import RunInfo
 from ui import data, state
 from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, select, tabs, toggle
@@ -60,8 +61,9 @@ def focus() -> str | None:
     return state.focus_run()
 
 
-def meta(run_id: str) -> data.RunSource:
-    return state.sources()[run_id]
+def meta(run_id: str) -> RunInfo:
+    """What the run is (its manifest entry's metadata, or an upload's)."""
+    return state.sources()[run_id].meta
 
 
 def colours(sources: Mapping[str, data.RunSource] | None = None) -> dict[str, str]:

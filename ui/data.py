@@ -27,7 +27,7 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.isolated import load_entry_isolated
-from analysis.model import Run
+from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
 from analysis.workspace import RunEntry, Workspace, load_entry, read_manifest
@@ -69,22 +69,12 @@ class Upload:
 
 @dataclass(frozen=True)
 class RunSource:
-    """Where a run comes from and what it is; `*_stamp` (mtime+size or content hash) keys every cache."""
+    """A run's manifest entry (what it is and where its files are, whole) and `*_stamp` (mtime+size or
+    content hash) of those files: together they key every cache. An upload's paths are its file names."""
 
-    run_id: str
-    pred: str
-    gold: str | None
+    entry: RunEntry
     pred_stamp: str
     gold_stamp: str | None
-    pred_format: str | None = None
-    gold_format: str | None = None
-    system: str = ""
-    dataset: str = ""
-    language: str = ""
-    split: str = "test"
-    history: str = "predicted"
-    seed: int | None = None
-    convention: str | None = None
     uploaded: bool = False
     # The upload's data (uploads only); not part of the key: two sessions uploading one file share a key.
     upload: Upload | None = field(default=None, compare=False, repr=False)
@@ -93,22 +83,17 @@ class RunSource:
     def key(self) -> str:
         return repr(self)
 
-    def entry(self) -> RunEntry:
-        """The manifest entry this source stands for (an upload's paths are its file names)."""
-        return RunEntry(
-            name=self.run_id,
-            pred=Path(self.pred),
-            gold=Path(self.gold) if self.gold else None,
-            system=self.system,
-            dataset=self.dataset,
-            language=self.language,
-            split=self.split,
-            history=self.history,
-            seed=self.seed,
-            convention=self.convention,
-            format=self.pred_format,
-            gold_format=self.gold_format,
-        )
+    @property
+    def run_id(self) -> str:
+        return self.entry.name
+
+    @property
+    def meta(self) -> RunInfo:
+        return self.entry.meta
+
+    @property
+    def pred(self) -> str:
+        return str(self.entry.pred)
 
 
 def file_stamp(path: str | Path | None) -> str | None:
@@ -126,22 +111,7 @@ def content_hash(data: bytes) -> str:
 
 
 def source_from_entry(entry: RunEntry) -> RunSource:
-    return RunSource(
-        run_id=entry.name,
-        pred=str(entry.pred),
-        gold=str(entry.gold) if entry.gold else None,
-        pred_stamp=file_stamp(entry.pred) or "",
-        gold_stamp=file_stamp(entry.gold),
-        pred_format=entry.format,
-        gold_format=entry.gold_format,
-        system=entry.system,
-        dataset=entry.dataset,
-        language=entry.language,
-        split=entry.split,
-        history=entry.history,
-        seed=entry.seed,
-        convention=entry.convention,
-    )
+    return RunSource(entry, pred_stamp=file_stamp(entry.pred) or "", gold_stamp=file_stamp(entry.gold))
 
 
 @st.cache_resource(show_spinner=False, max_entries=16)
@@ -166,7 +136,7 @@ def open_manifest(path: str) -> Workspace | str:
 
 def _load_entry(source: RunSource, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run | str:
     try:
-        return load_entry(source.entry(), pred_data=pred_data, gold_data=gold_data)
+        return load_entry(source.entry, pred_data=pred_data, gold_data=gold_data)
     except InputError as exc:
         return str(exc)
     except (ValueError, KeyError, TypeError) as exc:  # a file no declared format can read
@@ -209,7 +179,7 @@ def load_workspace(
 
 
 def effective_convention(source: RunSource, choice: str) -> str | None:
-    return source.convention if choice == DECLARED else choice
+    return source.meta.convention if choice == DECLARED else choice
 
 
 def _score_now(source: RunSource, convention: str | None) -> Scored:
@@ -288,17 +258,16 @@ def upload_source(
 ) -> RunSource | str:
     """The uploaded run, parsed now and held by the calling session only (`Upload`), or its one-line
     error. The bytes are not kept: a rejected upload leaves nothing behind."""
+    entry = RunEntry(
+        RunInfo(run_id=name, system=name), Path(pred_name), Path(gold_name) if gold_name else None, format=fmt
+    )
     source = RunSource(
-        run_id=name,
-        pred=pred_name,
-        gold=gold_name,
+        entry,
         pred_stamp=content_hash(pred_data),
         gold_stamp=content_hash(gold_data) if gold_data is not None else None,
-        pred_format=fmt,
-        system=name,
         uploaded=True,
     )
-    run = load_entry_isolated(source.entry(), pred_data, gold_data)  # the parse's garbage stays in the worker
+    run = load_entry_isolated(source.entry, pred_data, gold_data)  # the parse's garbage stays in the worker
     if isinstance(run, str):
         del pred_data, gold_data
         trim_memory()
@@ -447,4 +416,4 @@ def upload_limit_mb(workspace: Workspace | None) -> float:
 
 
 def with_convention(source: RunSource, convention: str | None) -> RunSource:
-    return replace(source, convention=convention)
+    return replace(source, entry=replace(source.entry, meta=replace(source.meta, convention=convention)))

@@ -28,6 +28,7 @@ class _Parser(argparse.ArgumentParser):
 
 def _metrics(args: argparse.Namespace) -> int:
     from analysis.loading import load_run
+    from analysis.model import RunInfo
     from analysis.scoring import score_run
     from analysis.suite import LABELS, metric_suite
 
@@ -36,7 +37,7 @@ def _metrics(args: argparse.Namespace) -> int:
         args.gold,
         pred_format=args.format,
         gold_format=args.gold_format,
-        history=args.history,
+        meta=RunInfo(history=args.history),
     )
     try:
         scored = score_run(run, args.convention)

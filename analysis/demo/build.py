@@ -387,10 +387,11 @@ def _readme(out: Path, keep: dict[str, list[str]]) -> str:
     ]
     for entry in workspace.entries:
         run = workspace.runs[entry.name]
-        jga = joint_goal_accuracy(score_run(run, entry.convention))
-        seed = "" if entry.seed is None else str(entry.seed)
+        meta = entry.meta
+        jga = joint_goal_accuracy(score_run(run, meta.convention))
+        seed = "" if meta.seed is None else str(meta.seed)
         lines.append(
-            f"| `{entry.name}` | {entry.system} | {entry.dataset} | {entry.language} | {entry.history} | {seed} "
+            f"| `{entry.name}` | {meta.system} | {meta.dataset} | {meta.language} | {meta.history} | {seed} "
             f"| {len(run.turns)} | {jga:.4f} |\n"
         )
     missing = next(run for run in SIMULATED if run.missing_turns)

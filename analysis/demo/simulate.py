@@ -54,7 +54,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.conventions import COMMON_EMPTY
-from analysis.model import HISTORY_MODES, STATE_COLUMNS, AlignmentReport, Run, RunMeta
+from analysis.model import HISTORY_MODES, STATE_COLUMNS, AlignmentReport, Run
 
 __all__ = [
     "ErrorProfile",
@@ -341,18 +341,7 @@ def simulate_predictions(
 
 
 def _simulated_run(run: Run, pred: pd.DataFrame, *, run_id: str, system: str, history: str, seed: int | None) -> Run:
-    meta = RunMeta(
-        run_id=run_id,
-        system=system,
-        dataset=run.meta.dataset,
-        language=run.meta.language,
-        split=run.meta.split,
-        history=history,
-        seed=seed,
-        convention=run.meta.convention,
-        sources=run.meta.sources,
-        formats=run.meta.formats,
-    )
+    meta = replace(run.meta, run_id=run_id, system=system, history=history, seed=seed)
     n_dialogues = int(run.turns["dialogue_id"].nunique())
     report = AlignmentReport(
         gold_dialogues=n_dialogues, gold_turns=len(run.turns), pred_dialogues=n_dialogues, pred_turns=len(run.turns)
