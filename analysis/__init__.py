@@ -8,6 +8,7 @@ itself loads no pandas and ``python -m analysis`` starts quickly)::
     import analysis as dst
 
     run = dst.load_run("predictions.json")              # a Run: canonical tables, format detected
+    dst.load_run("p.json", meta=dst.RunInfo("mine", history="gold"))  # what the run is, declared
     scored = dst.score_run(run)                         # the format's community convention
     dst.metrics.joint_goal_accuracy(scored, by="domain")  # a DataFrame
     dst.metric_suite(scored)                            # every metric, as the command line prints them
@@ -26,7 +27,7 @@ if TYPE_CHECKING:  # the same names, eagerly, for type checkers and editors
     from analysis.conventions import CONVENTIONS, Convention
     from analysis.formats import FORMATS, format_names, parse_file
     from analysis.loading import load_run
-    from analysis.model import Run
+    from analysis.model import Run, RunInfo
     from analysis.scoring import Scored, combine, score_run
     from analysis.suite import headline_metrics, metric_suite
     from analysis.workspace import Workspace, load_entry, load_workspace
@@ -40,6 +41,7 @@ _LAZY: dict[str, tuple[str, str | None]] = {
     "CONVENTIONS": ("analysis.conventions", "CONVENTIONS"),
     "Convention": ("analysis.conventions", "Convention"),
     "Run": ("analysis.model", "Run"),
+    "RunInfo": ("analysis.model", "RunInfo"),
     "score_run": ("analysis.scoring", "score_run"),
     "combine": ("analysis.scoring", "combine"),
     "Scored": ("analysis.scoring", "Scored"),
@@ -59,6 +61,7 @@ __all__ = [
     "Convention",
     "InputError",
     "Run",
+    "RunInfo",
     "Scored",
     "Workspace",
     "combine",
