@@ -30,13 +30,14 @@ TARGET_S = 0.8
 PY = sys.executable
 
 
-def timed(command: list[str], runs: int, env: dict[str, str]) -> list[float]:
-    """Wall seconds of each of `runs` runs of `command`, as /usr/bin/time reports them."""
-    times = []
+def timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:
+    """Wall seconds and CPU seconds (user + system) of each of `runs` runs of `command`, as /usr/bin/time
+    reports them. On a busy machine the CPU seconds stay closer to what a quiet one would show."""
+    times, cpu = [], []
     for _ in range(runs):
         with tempfile.NamedTemporaryFile(suffix=".time") as out:
             done = subprocess.run(
-                ["/usr/bin/time", "-f", "%e", "-o", out.name, *command],
+                ["/usr/bin/time", "-f", "%e %U %S", "-o", out.name, *command],
                 cwd=ROOT,
                 env=env,
                 stdout=subprocess.DEVNULL,
@@ -46,8 +47,10 @@ def timed(command: list[str], runs: int, env: dict[str, str]) -> list[float]:
             )
             if done.returncode != 0:
                 raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
-            times.append(float(Path(out.name).read_text().split()[-1]))
-    return times
+            wall, user, system = map(float, Path(out.name).read_text().split()[-3:])
+            times.append(wall)
+            cpu.append(user + system)
+    return times, cpu
 
 
 def import_profile(argv: list[str], env: dict[str, str]) -> tuple[float, int, float]:
@@ -62,10 +65,12 @@ def import_profile(argv: list[str], env: dict[str, str]) -> tuple[float, int, fl
     return total / 1e6, len(rows), pandas / 1e6
 
 
-def line(label: str, times: list[float], target: float | None = None) -> str:
+def line(label: str, measured: tuple[list[float], list[float]], target: float | None = None) -> str:
+    times, cpu = measured
     median = statistics.median(times)
     verdict = "" if target is None else ("  ok" if median <= target else f"  MISSED (target {target} s)")
-    return f"{label:<58} median {median:.2f} s  (runs {', '.join(f'{t:.2f}' for t in times)}){verdict}"
+    runs = ", ".join(f"{t:.2f}" for t in times)
+    return f"{label:<58} median {median:.2f} s, CPU {statistics.median(cpu):.2f} s  (runs {runs}){verdict}"
 
 
 def main() -> None:

@@ -132,3 +132,36 @@ def test_help_still_lists_every_command() -> None:
     assert done.returncode == 0, done.stderr
     for command in ("metrics", "formats", "conventions", "fewjoint", "reconcile", "report"):
         assert command in done.stdout
+
+
+def test_the_program_ends_at_once_with_its_whole_output(small_run: Path) -> None:
+    """`python -m analysis metrics` skips Python's teardown (os._exit): the output is still complete and
+    flushed, and the exit codes are the command's."""
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "metrics", "--pred", str(small_run), "--json"],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    result = json.loads(done.stdout)
+    assert result["n_turns"] == 3 and result["jga"] == pytest.approx(2 / 3)
+    bad = subprocess.run(
+        [sys.executable, "-m", "analysis", "metrics", "--pred", str(small_run.with_name("absent.json"))],
+        cwd=ROOT, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_a_reader_gone_before_the_output_is_no_error() -> None:
+    """Like `... | head -c 0`: the reader closed the pipe before the command wrote (the program waits
+    0.5 s first), so the final flush fails: still exit 0 and nothing on stderr."""
+    program = (
+        "import sys, time\nfrom analysis.cli.main import main\n"
+        "sys.argv = ['dst-analysis', 'conventions', '--json']\ntime.sleep(0.5)\nsys.exit(main())\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", program], cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    ) as process:
+        assert process.stdout is not None and process.stderr is not None
+        process.stdout.close()
+        assert process.wait(timeout=120) == 0
+        assert process.stderr.read() == b""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
 import json
 import os
@@ -146,8 +147,28 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one command; returns its exit code. Without `argv`, main is the program itself (`python -m
+    analysis`, `dst-analysis`): it reads `sys.argv`, and a built-in command ends the process at once."""
     arguments = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(arguments).parse_args(arguments)
+    code = _run(args)
+    if argv is None and args.command in BUILT_IN:
+        _exit_now(code)
+    return code
+
+
+def _exit_now(code: int) -> NoReturn:
+    """End the process without Python's teardown, which frees every object of the ~700 modules and the
+    run's tables one by one: 0.1 s of a 1 s `metrics` run. Only for the built-in commands, which leave
+    nothing for an exit handler (no browser, child process or temporary file; the parse cache is
+    written before the tables are scored)."""
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(BrokenPipeError, ValueError):  # a reader that left (`| head`), a closed stream
+            stream.flush()
+    os._exit(code)
+
+
+def _run(args: argparse.Namespace) -> int:
     try:
         return int(args.func(args))
     except InputError as exc:
