@@ -88,9 +88,15 @@ def test_every_module_is_installed(venv: Path, outside: Path) -> None:
     assert done.returncode == 0, done.stderr
     installed = Path(json.loads(done.stdout))
     assert installed.is_relative_to(venv), f"analysis imported from {installed}, not from the venv"
-    ours = {p.relative_to(ROOT / "analysis") for p in (ROOT / "analysis").rglob("*.py")}
-    theirs = {p.relative_to(installed) for p in installed.rglob("*.py")}
-    assert sorted(map(str, ours - theirs)) == [], "modules missing from the installed package (an __init__.py?)"
+    # Every file, not only modules: a data file read at run time (a template, a font, JSON) must be
+    # declared as package data, or the installed package would miss it.
+    ours = {p.relative_to(ROOT / "analysis") for p in _files(ROOT / "analysis")}
+    theirs = {p.relative_to(installed) for p in _files(installed)}
+    assert sorted(map(str, ours - theirs)) == [], "files missing from the installed package (an __init__.py?)"
+
+
+def _files(folder: Path) -> list[Path]:
+    return [p for p in folder.rglob("*") if p.is_file() and "__pycache__" not in p.parts and p.suffix != ".pyc"]
 
 
 def test_installed_metadata_lists_requirements_txt(venv: Path, outside: Path) -> None:
