@@ -79,18 +79,22 @@ def main() -> None:
     args = parser.parse_args()
     if not MLCSG.exists():
         raise SystemExit(f"needs {MLCSG} (../shared/realdata)")
+    with tempfile.TemporaryDirectory(prefix="dst-bench-cli-") as cache:
+        measure(args.runs, cache)
+
+
+def measure(runs: int, cache: str) -> None:
     cold = os.environ | {"DST_CACHE_DIR": ""}
-    cache = Path(tempfile.mkdtemp(prefix="dst-bench-cli-"))
-    warm = os.environ | {"DST_CACHE_DIR": str(cache)}
+    warm = os.environ | {"DST_CACHE_DIR": cache}
     metrics = [PY, "-m", "analysis", "metrics", "--pred", str(MLCSG)]
     subprocess.run(metrics, cwd=ROOT, env=warm, stdout=subprocess.DEVNULL, check=True)  # fills the cache
 
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
-    print(line('python -c "import pandas" (the floor)', timed([PY, "-c", "import pandas"], args.runs, cold)))
-    print(line('python -c "import analysis"', timed([PY, "-c", "import analysis"], args.runs, cold)))
-    print(line("python -m analysis formats", timed([PY, "-m", "analysis", "formats"], args.runs, cold)))
-    print(line("python -m analysis metrics --pred MLCSG (parse cache off)", timed(metrics, args.runs, cold), TARGET_S))
-    print(line("python -m analysis metrics --pred MLCSG (parse cache warm)", timed(metrics, args.runs, warm), TARGET_S))
+    print(line('python -c "import pandas" (the floor)', timed([PY, "-c", "import pandas"], runs, cold)))
+    print(line('python -c "import analysis"', timed([PY, "-c", "import analysis"], runs, cold)))
+    print(line("python -m analysis formats", timed([PY, "-m", "analysis", "formats"], runs, cold)))
+    print(line("python -m analysis metrics --pred MLCSG (parse cache off)", timed(metrics, runs, cold), TARGET_S))
+    print(line("python -m analysis metrics --pred MLCSG (parse cache warm)", timed(metrics, runs, warm), TARGET_S))
     print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
     print("\nimports (python -X importtime, one run each): seconds, modules, of which pandas")
