@@ -23,6 +23,7 @@ import pandas as pd
 from analysis.diagnostics import AGREEMENT, agreement
 from analysis.errors import InputError
 from analysis.metrics import turn_facts
+from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 
 GAP_BY = ("slot", "domain", "turn_index")
@@ -258,7 +259,9 @@ def _slot_accuracy(scored: Scored, tids: pd.Series, labels: pd.Series) -> pd.Dat
     slots = scored.slots[scored.slots["tid"].isin(tids)]
     label = slots["domain"].astype("str") + "-" + slots["slot"].astype("str")
     keep = label.isin(labels).to_numpy()
-    frame = pd.DataFrame({"label": label[keep].to_numpy(), "ok": (slots["outcome"] == "correct").to_numpy()[keep]})
+    frame = pd.DataFrame(
+        {"label": label[keep].to_numpy(), "ok": (slots["outcome"] == Outcome.CORRECT.key).to_numpy()[keep]}
+    )
     return frame.groupby("label", sort=False)["ok"].agg(acc="mean", n_turns="size")
 
 
@@ -327,7 +330,7 @@ def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str)
 def _error_text(scored: Scored, tids: pd.Series) -> pd.DataFrame:
     """Per turn: its errors as `domain-slot: gold → predicted` joined by `; `, and their number."""
     slots = scored.slots
-    errors = slots[slots["tid"].isin(tids) & (slots["outcome"] != "correct")]
+    errors = slots[slots["tid"].isin(tids) & (slots["outcome"] != Outcome.CORRECT.key)]
     gold = errors["gold_display"].astype("str").fillna(ABSENT)
     pred = errors["pred_display"].astype("str").fillna(ABSENT)
     text = errors["domain"].astype("str") + "-" + errors["slot"].astype("str") + ": " + gold + " → " + pred
@@ -339,7 +342,7 @@ def _wrong_turns(scored: Scored, label: str) -> pd.Series:
     """The tids where the slot `label` occurs and is not correct."""
     slots = scored.slots
     label_of = slots["domain"].astype("str") + "-" + slots["slot"].astype("str")
-    return slots.loc[(label_of == label) & (slots["outcome"] != "correct"), "tid"]
+    return slots.loc[(label_of == label) & (slots["outcome"] != Outcome.CORRECT.key), "tid"]
 
 
 def drill_down(

@@ -6,6 +6,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.loading import dialogue_key
+from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 
 AGREEMENT = ("both_correct", "only_a", "only_b", "both_wrong")
@@ -16,7 +17,7 @@ def slot_outcomes(scored: Scored, *, errors_only: bool = False) -> pd.DataFrame:
     """Outcome per (turn, slot): the `slots` table with dialogue attributes joined, ready to filter."""
     slots = scored.slots
     if errors_only:
-        slots = slots[slots["outcome"] != "correct"]
+        slots = slots[slots["outcome"] != Outcome.CORRECT.key]
     extra = [c for c in scored.turns.columns if c not in slots.columns and c not in ("user", "system")]
     return slots.merge(scored.turns[["tid", *extra]], on="tid", how="left")
 
@@ -31,7 +32,7 @@ def error_origins(scored: Scored) -> pd.DataFrame:
     """
     slots = scored.slots
     errors = slots.loc[
-        slots["outcome"] != "correct",
+        slots["outcome"] != Outcome.CORRECT.key,
         [
             "run_id",
             "tid",

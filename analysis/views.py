@@ -19,7 +19,7 @@ from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats
 from analysis.loading import dialogue_key
-from analysis.model import RunMeta
+from analysis.model import INFO_FIELDS, RunMeta
 from analysis.outcomes import OUTCOMES, Outcome
 from analysis.scoring import COUNT_COLUMNS, Scored
 from analysis.suite import headline_metrics, not_applicable, not_applicable_text
@@ -27,7 +27,8 @@ from analysis.suite import headline_metrics, not_applicable, not_applicable_text
 OUTCOME_LABELS = {o.key: o.label for o in Outcome}  # as the pages' outcome filters read them
 LEADERBOARD_METRICS = R.NAMES  # the leaderboard's metric columns, in order: every registered metric
 ABSENT = "—"
-META_COLUMNS = ["run_id", "system", "dataset", "language", "split", "history", "seed"]
+# The run metadata shown beside every run (the convention has a column of its own: the label actually scored).
+META_COLUMNS = [f for f in INFO_FIELDS if f != "convention"]
 # Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
     {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}

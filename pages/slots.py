@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from analysis.outcomes import OUTCOMES
 
 CONFUSIONS = "Value confusions"
 
@@ -38,10 +39,7 @@ if scores_tab.open:
                 "recall",
                 "f1",
                 "support",
-                "correct",
-                "wrong_value",
-                "missed",
-                "spurious",
+                *OUTCOMES,
             ],
         )
         if picked_slot is not None:

@@ -19,6 +19,7 @@ import pandas as pd
 import streamlit as st
 
 from analysis.errors import InputError
+from analysis.outcomes import ERROR_OUTCOMES
 from analysis.review.analysis import error_items
 from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, taxonomy
 from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
@@ -208,7 +209,7 @@ def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, lis
     return {
         "domain": sorted(errors["domain"].astype("str").unique()),
         "slot": sorted(slots["slot"].astype("str").unique()),
-        "outcome": [o for o in ("wrong_value", "missed", "spurious") if (errors["outcome"] == o).any()],
+        "outcome": [o for o in ERROR_OUTCOMES if (errors["outcome"] == o).any()],
     }
 
 
