@@ -17,13 +17,14 @@ import pytest
 from page_visits import visit_every_tab
 from streamlit.testing.v1 import AppTest
 
+import page_registry
 import ui
 from ui import place
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
-PAGES = ["slots", "domains", "turn_depth", "crosslingual", "dialogue"]
+PAGES = [page.url_path for page in page_registry.PREFETCHED]  # the pages whose figures a session prefetches
 TIMEOUT = 180
 
 BUILT: list[tuple[Any, ...]] = []

@@ -13,6 +13,7 @@ from typing import Any
 
 import streamlit as st
 
+import page_registry
 from analysis import views
 from analysis.figures import run_colours
 from analysis.model import RunInfo
@@ -21,7 +22,7 @@ from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, select, tabs, toggle
 from ui.text import md
 
-DIALOGUE_PAGE = "pages/dialogue.py"
+DIALOGUE_PAGE = page_registry.by_url("dialogue").file
 
 __all__ = [
     "ORIGIN_PANELS",
