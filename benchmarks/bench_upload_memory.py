@@ -1,0 +1,155 @@
+"""A real server's memory across uploads (issue 14, requirement 2): `make run`'s server (scripts/serve.py on
+the demo workspace), 20 browser sessions (Debian's chromium driven by Playwright), each uploading its own
+8 MB run (42,000 turns) through the sidebar's form, viewing the Overview with it, and closing; then the
+server's RSS once Streamlit has ended the sessions. Run by hand:
+
+    .venv/bin/python benchmarks/bench_upload_memory.py [--uploads 20]
+
+Prints the server's RSS (MB) after a warm-up session, at its peak, and at the end, and the growth. A closed
+browser's session is kept by Streamlit for its reconnection window (2 minutes, `MemorySessionStorage`),
+then ended; the dashboard's sweep (every `ui.data.SWEEP_SECONDS`) then releases its uploads, drops the
+figures it made and trims the heap. So the end is read after that window, polled until the RSS settles.
+`tests/browser/test_upload_memory.py` runs this and asserts the growth is at most 100 MB.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "browser"))
+
+from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, IDLE, start_server, stop_server  # noqa: E402
+
+TIMEOUT_MS = 120_000
+RECONNECT_WINDOW_S = 120.0  # Streamlit's MemorySessionStorage TTL for a disconnected session
+SETTLE_S = 240.0  # at most this long after the last session closed, for the sessions to end and the sweep
+
+
+def big_run(seed: int, n_dialogues: int = 3000) -> bytes:
+    """About 8 MB of JSONL (42,000 turns), different per `seed` (so every upload has its own hash)."""
+    lines = []
+    for d in range(n_dialogues):
+        state: dict[str, dict[str, str]] = {}
+        for t in range(14):
+            state.setdefault(["hotel", "train", "taxi"][t % 3], {})[f"slot{t % 7}"] = f"value{(d + t + seed) % 50}"
+            pred = {dom: dict(slots) for dom, slots in state.items()}
+            pred.setdefault("hotel", {})["area"] = "west" if (d + t) % 4 else "east"
+            lines.append(json.dumps({"dialogue_id": f"s{seed}-d{d}", "turn_index": t, "gold": state, "pred": pred}))
+    return ("\n".join(lines) + "\n").encode()
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def _settle(page: Any) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
+
+
+def _one_session(browser: Any, url: str, path: Path) -> str:
+    """A browser session: open the dashboard, upload `path` through the sidebar form, wait for its
+    message, look at the Overview with the run in it, close. Returns the message shown."""
+    context = browser.new_context(viewport={"width": 1400, "height": 2000})
+    try:
+        page = context.new_page()
+        page.goto(url)
+        _settle(page)
+        page.get_by_text("Upload a run").click()
+        for _ in range(3):  # on a loaded machine the click can beat the file to the server: upload again
+            uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
+            uploader.locator('input[type="file"]').set_input_files(str(path))
+            uploader.get_by_text(path.name).first.wait_for(timeout=TIMEOUT_MS)
+            _settle(page)
+            page.wait_for_timeout(1000)
+            page.get_by_role("button", name="Add run").click()
+            _settle(page)
+            shown = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').first
+            shown.wait_for(timeout=TIMEOUT_MS)
+            message = shown.inner_text()
+            if "choose a prediction file first" not in message:
+                break
+        if "added run" not in message:
+            raise RuntimeError(f"the upload of {path.name} was not added: {message}")
+        page.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot', timeout=TIMEOUT_MS)
+        return message
+    finally:
+        context.close()
+
+
+def measure(uploads: int = 20, *, log: Any = print) -> dict[str, float]:
+    """RSS (MB) of a real server: `before` (after a warm-up upload session has ended), `peak` (sampled
+    after each session), `after` (once the sessions have ended), and the seconds the end took."""
+    from playwright.sync_api import sync_playwright
+
+    process, url = start_server(DEMO)
+    try:
+        with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder, sync_playwright() as play:
+            browser = play.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                files = []
+                for i in range(uploads + 1):
+                    files.append(Path(folder) / f"upload{i}.jsonl")
+                    files[-1].write_bytes(big_run(i))
+                log(f"warm-up session: {_one_session(browser, url, files[-1])}")
+                started = rss_mb(process.pid)
+                log(f"server RSS after the warm-up session: {started:.0f} MB")
+                before = _ended(process.pid, time.monotonic(), floor=None, log=log)["rss"]
+                peak = before
+                for i in range(uploads):
+                    message = _one_session(browser, url, files[i])
+                    peak = max(peak, rss_mb(process.pid))
+                    log(f"session {i + 1}/{uploads}: {message[:70]!r}; RSS {rss_mb(process.pid):.0f} MB")
+            finally:
+                browser.close()
+            closed = time.monotonic()
+            end = _ended(process.pid, closed, floor=before, log=log)
+    finally:
+        stop_server(process)
+    return {"before": before, "peak": peak, "after": end["rss"], "settled_after_s": end["seconds"]}
+
+
+def _ended(pid: int, closed: float, *, floor: float | None, log: Any) -> dict[str, float]:
+    """The RSS once the sessions closed at `closed` have ended and been swept: past the reconnection window
+    plus a sweep, then whenever it comes within 20 MB of `floor` (or SETTLE_S is up)."""
+    rss = rss_mb(pid)
+    while time.monotonic() - closed < SETTLE_S:
+        time.sleep(10)
+        rss = rss_mb(pid)
+        waited = time.monotonic() - closed
+        log(f"  {waited:.0f} s after the last session closed: RSS {rss:.0f} MB")
+        if waited > RECONNECT_WINDOW_S + 40 and (floor is None or rss - floor < 20):
+            break
+    return {"rss": rss, "seconds": time.monotonic() - closed}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uploads", type=int, default=20)
+    args = parser.parse_args()
+    if not CHROMIUM.exists() or not DEMO.exists():
+        print(f"skipped: {CHROMIUM} or {DEMO} is absent", file=sys.stderr)
+        return 0
+    result = measure(args.uploads, log=lambda line: print(line, flush=True))
+    print(
+        f"server RSS: before {result['before']:.0f} MB, peak {result['peak']:.0f} MB, "
+        f"after {result['after']:.0f} MB ({result['after'] - result['before']:+.0f} MB; "
+        f"{result['settled_after_s']:.0f} s after the last session closed)"
+    )
+    print(json.dumps(result))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
