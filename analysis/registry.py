@@ -26,8 +26,9 @@ from analysis.scoring import Scored
 # How `analysis.stats` breaks a metric into per-dialogue sums for the dialogue bootstrap:
 #   "turns": a mean over turns (numerator the per-turn score, denominator 1 per turn that counts);
 #   "micro": micro P/R/F1 over slot rows (numerators and denominators from tp, fp, fn);
-#   "cells": a ratio of ontology cells (numerator the correct cells, denominator the cells per turn).
-Interval = Literal["turns", "micro", "cells"]
+#   "cells": a ratio of ontology cells (numerator the correct cells, denominator the cells per turn);
+#   "gca": GCA of its four label counts summed per dialogue (`metrics.gca_counts`, `metrics.gca_from_counts`).
+Interval = Literal["turns", "micro", "cells", "gca"]
 
 
 @dataclass(frozen=True)
@@ -36,7 +37,9 @@ class Metric:
 
     `function(scored, by=None)` is the `analysis.metrics` function; its value is `column` of the result
     (the key of a dict without `by`, the column of the frame with `by`; a float result is the value).
-    `higher_is_better` orders leaderboards. `interval` says how the dialogue bootstrap resamples it
+    `higher_is_better` orders leaderboards. `shown` says whether the Overview leaderboard shows its column
+    by default (every metric is a leaderboard column and a sort key; a hidden one shows when sorted by).
+    `interval` says how the dialogue bootstrap resamples it
     (None: no interval). `applies_to(scored)` is None where the metric applies to every run, else a
     function that gives the reason it does not apply to these runs (None when it does); there the value
     is NaN, shown as "n/a" beside the reason.
@@ -49,6 +52,7 @@ class Metric:
     higher_is_better: bool = True
     interval: Interval | None = "turns"
     applies_to: Callable[[Scored], str | None] | None = None
+    shown: bool = True
 
     def __post_init__(self) -> None:
         if not self.column:
@@ -76,14 +80,25 @@ METRICS: tuple[Metric, ...] = (
     Metric("slot_precision", "Slot precision (micro)", M.slot_prf_micro, "precision", interval="micro"),
     Metric("slot_recall", "Slot recall (micro)", M.slot_prf_micro, "recall", interval="micro"),
     Metric("slot_f1_micro", "Slot F1 (micro)", M.slot_prf_micro, "f1", interval="micro"),
+    # Robust to compounding (issue 16; definitions in README "Metrics"): they judge a turn's own changes.
+    Metric("iaga", "IAGA", M.improved_average_goal_accuracy),
+    Metric("rsa", "RSA", M.relative_slot_accuracy),
+    *(Metric(f"fga_{lam}", f"FGA (λ={lam})", M.FGA_AT[lam], shown=lam == 0.5) for lam in M.FGA_LAMBDAS),
+    Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy),
+    Metric("gca", "GCA", M.granular_change_accuracy, interval="gca"),
 )
 _BY_NAME = {m.name: m for m in METRICS}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)
 LABELS: dict[str, str] = {m.name: m.label for m in METRICS}
 INTERVAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.interval)
+LEADERBOARD_SHOWN: tuple[str, ...] = tuple(m.name for m in METRICS if m.shown)  # the Overview's default columns
+# Metrics whose function returns several (a dict without `by`): the suite's JSON also groups them under one
+# key, e.g. "fga": {"0.25": ..., "1.0": ...}.
+GROUPED: dict[str, tuple[str, ...]] = {"fga": tuple(f"fga_{lam}" for lam in M.FGA_LAMBDAS)}
 
 # The selections of views that show some of the metrics, in their column order.
-REPORT_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy")  # the report's leaderboard, with CIs
+# The report's leaderboard, with CIs: the headline numbers, and the metrics that judge a turn's own changes.
+REPORT_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy", "fga_0.5", "turn_accuracy", "gca")
 RECONCILE_METRICS = ("jga", "slot_f1_micro", "slot_accuracy", "slot_f1_seed")  # one run under each convention
 
 

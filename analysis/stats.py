@@ -10,6 +10,8 @@ dialogue counts: a resampled metric is a ratio of weighted sums, one matrix prod
   numerator the per-turn score, denominator 1 per turn that counts.
 * Micro slot F1 / precision / recall: numerators 2tp / tp / tp, denominators 2tp+fp+fn / tp+fp / tp+fn.
 * Slot accuracy: numerator the correct cells, denominator the cells (ontology slots) per turn.
+* GCA: its four label counts (correct, wrong, over-predicted, missed) summed per dialogue; a resample's
+  GCA is `metrics.gca_from_counts` of the weighted sums.
 
 Intervals are percentile intervals of the resampled estimates; the point estimate is the metrics
 module's own value. Dialogues are identified case-insensitively (`analysis.loading.dialogue_key`), so
@@ -40,13 +42,16 @@ PAIRED_METHOD = "paired cluster bootstrap over shared dialogues; p = 2 x min(sha
 _TIE = 1e-12  # resampled deltas within this of 0 are ties (float noise of summing in another order)
 
 # How each metric is resampled comes from the registry (`Metric.interval`):
-# a mean over turns: key -> (metric function, its column in a grouped result);
+# a mean over turns, and GCA: key -> (metric function, its column in a grouped result), the function's
+# value being the point estimate; a mean over turns is resampled from its per-turn scores (`_turn_parts`),
+# GCA from its four label counts (`_GCA`, taken first in `_stats`);
 _MEAN_OVER_TURNS: dict[str, tuple[Callable[..., Any], str]] = {
-    m.name: (m.function, m.column) for m in R.METRICS if m.interval == "turns"
+    m.name: (m.function, m.column) for m in R.METRICS if m.interval in ("turns", "gca")
 }
 # micro P/R/F1: key -> its key in `slot_prf_micro`'s result; ratios of ontology cells: key -> metric.
 _MICRO = {m.name: m.column for m in R.METRICS if m.interval == "micro"}
 _CELLS = {m.name: m for m in R.METRICS if m.interval == "cells"}
+_GCA = {m.name: m for m in R.METRICS if m.interval == "gca"}  # a function of four summed counts
 METRICS = R.INTERVAL_METRICS
 
 
@@ -58,6 +63,7 @@ class _Stats:
     num: np.ndarray  # (groups, dialogues)
     den: np.ndarray  # (groups, dialogues)
     rows: np.ndarray  # (groups, dialogues): counted turns (turn-group rows) per dialogue
+    counts: np.ndarray | None = None  # GCA: (4, groups, dialogues) label counts; num and den unused
 
 
 def _check(metric: str, n_resamples: int, level: float) -> None:
@@ -75,6 +81,7 @@ def _turn_parts(scored: Scored, metric: str, keys: list[str]) -> tuple[pd.DataFr
     if metric == "jga":
         return _jga_parts(scored, full)
     if metric in _MEAN_OVER_TURNS:
+        assert metric not in _GCA, "GCA is resampled from its counts (_stats)"
         fn, column = _MEAN_OVER_TURNS[metric]
         per = fn(scored, by=full)
         assert isinstance(per, pd.DataFrame)
@@ -125,10 +132,17 @@ def _slot_accuracy_cells(scored: Scored, per: pd.DataFrame, keys: list[str]) -> 
 
 
 def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) -> _Stats:
-    per, num, den = _turn_parts(scored, metric, keys)
+    parts: list[np.ndarray] = []
+    if metric in _GCA:
+        per = M.gca_counts(scored, by=list(dict.fromkeys([*TURN_KEY, *keys])))
+        parts = [per[c].to_numpy(dtype=float) for c in M.GCA_COUNTS]
+        num, den = np.zeros(len(per)), np.ones(len(per))  # num: the group's GCA per turn, set below
+    else:
+        per, num, den = _turn_parts(scored, metric, keys)
     d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
     keep = d >= 0  # rows of dialogues outside `dialogues` (unpaired ones) do not count
     per, num, den, d = per[keep], num[keep], den[keep], d[keep]
+    parts = [p[keep] for p in parts]
     if keys:
         grouped = per.groupby(keys, sort=True, observed=True, dropna=False)
         g = grouped.ngroup().to_numpy()
@@ -143,7 +157,12 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
     def total(weights: np.ndarray | None) -> np.ndarray:
         return np.bincount(flat, weights=weights, minlength=size).astype(float).reshape(n_groups, n_dialogues)
 
-    return _Stats(labels.reset_index(drop=True), total(num), total(den), total(None))
+    counts = None
+    if parts:  # resamples use the counts; num / den hold the group's GCA over its turns (unit weights: GCA)
+        counts = np.stack([total(p) for p in parts])
+        group_gca = M.gca_from_counts(*(np.bincount(g, weights=p, minlength=n_groups) for p in parts))
+        num = np.asarray(group_gca, dtype=float)[g] if len(g) else num
+    return _Stats(labels.reset_index(drop=True), total(num), total(den), total(None), counts)
 
 
 def _dialogues(scored: Scored) -> pd.Index:
@@ -184,6 +203,8 @@ _memo_counts = functools.lru_cache(maxsize=4)(_draw_counts)
 
 def _ratio(weights: np.ndarray, stats: _Stats) -> np.ndarray:
     """(n_resamples, groups) resampled estimates; NaN where a resample has no denominator."""
+    if stats.counts is not None:
+        return np.asarray(M.gca_from_counts(*(weights @ part.T for part in stats.counts)), dtype=float)
     with np.errstate(divide="ignore", invalid="ignore"):
         return (weights @ stats.num.T) / (weights @ stats.den.T)
 
@@ -313,7 +334,11 @@ def _aligned(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> _Stats:
         full = np.zeros(shape)
         full[where] = part
         arrays.append(full)
-    return _Stats(labels, *arrays)
+    counts = None
+    if stats.counts is not None:
+        counts = np.zeros((len(stats.counts), *shape))
+        counts[:, where] = stats.counts
+    return _Stats(labels, arrays[0], arrays[1], arrays[2], counts)
 
 
 def paired_bootstrap(

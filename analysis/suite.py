@@ -72,6 +72,8 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
         "runs": [m.to_dict() for m in scored.metas],
     }
     result.update(headline_metrics(scored))
+    for group, names in R.GROUPED.items():  # "fga": {"0.25": ..., "0.5": ..., ...} beside the flat keys
+        result[group] = {name.removeprefix(f"{group}_"): result[name] for name in names}
     result["not_applicable"] = not_applicable(scored)
     by_turn = M.jga_by_turn_depth(scored)
     result["jga_by_turn"] = {int(t): v for t, v in zip(by_turn["turn_index"], by_turn["jga"], strict=True)}

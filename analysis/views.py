@@ -26,6 +26,7 @@ from analysis.suite import headline_metrics, not_applicable, not_applicable_text
 
 OUTCOME_LABELS = {o.key: o.label for o in Outcome}  # as the pages' outcome filters read them
 LEADERBOARD_METRICS = R.NAMES  # the leaderboard's metric columns, in order: every registered metric
+LEADERBOARD_SHOWN = R.LEADERBOARD_SHOWN  # the columns the Overview shows by default (a hidden one when sorted by)
 ABSENT = "—"
 # The run metadata shown beside every run (the convention has a column of its own: the label actually scored).
 META_COLUMNS = [f for f in INFO_FIELDS if f != "convention"]
@@ -418,6 +419,31 @@ def depth_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES)
     """JGA per run and turn index (0 = first user turn) with the number of turns at that depth and its
     95% dialogue-bootstrap interval."""
     return _concat([_with_interval(M.jga_by_turn_depth(s, by="run_id"), s, "turn_index", resamples) for s in scoreds])
+
+
+# JGA beside the metrics that judge a turn's own changes, so a falling JGA can be read as compounding:
+# where JGA falls with depth and these stay level, the errors are inherited.
+DEPTH_METRICS = ("jga", "iaga", "rsa", "fga_0.5", "turn_accuracy", "gca")
+
+
+def depth_metrics(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """Per run and turn index: `n_turns` and the `DEPTH_METRICS` (JGA and the metrics robust to
+    compounding: IAGA, RSA, FGA at λ 0.5, turn-level accuracy, GCA of the changes made at that depth)."""
+    frames = []
+    keys = ["run_id", "turn_index"]
+    for s in scoreds:
+        frame = M.jga_by_turn_depth(s, by="run_id")
+        assert isinstance(frame, pd.DataFrame)
+        frame = frame[[*keys, "n_turns", "jga"]]
+        results: dict[Any, Any] = {}
+        for name in DEPTH_METRICS[1:]:
+            metric = R.get(name)
+            if metric.function not in results:
+                results[metric.function] = metric.function(s, by=keys)
+            per = results[metric.function]
+            frame = frame.merge(per[[*keys, metric.column]].rename(columns={metric.column: name}), on=keys, how="left")
+        frames.append(frame)
+    return _concat(frames)
 
 
 def history_pairs(metas: Sequence[RunMeta]) -> list[tuple[str, str]]:

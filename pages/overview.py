@@ -33,7 +33,7 @@ columns = [
     "convention",
     "n_dialogues",
     "n_turns",
-    *metric_keys,
+    *[k for k in metric_keys if k in views.LEADERBOARD_SHOWN or k == sort_by],
     *[c for c in (f"{sort_by}_low", f"{sort_by}_high") if c in board.columns],
     "not_applicable",
     "n_warnings",

@@ -1,4 +1,5 @@
-"""Turn depth and compounding: JGA by depth, JGA vs GJGA, inherited vs new errors, first errors.
+"""Turn depth and compounding: JGA by depth beside the metrics robust to compounding, JGA vs GJGA,
+inherited vs new errors, first errors.
 
 One tab at a time (`ui.tabs`): a tab's charts are drawn when it is chosen, so the page opens fast."""
 
@@ -21,6 +22,12 @@ if by_depth.open:
         ui.show_figure(
             ui.figure(figures.depth_lines, depth, colours=ui.colours()), key="depth_lines", name="JGA by turn depth"
         )
+        st.caption(
+            "JGA beside the metrics robust to compounding (README, Metrics): a turn's own changes judged "
+            "(turn-level accuracy, FGA at λ 0.5, GCA of the changes at that depth) or partial credit for the "
+            "state (IAGA, RSA). Where JGA falls with depth and these hold, the errors are inherited."
+        )
+        ui.show_table(ui.compute(views.depth_metrics, runs), key="depth_metrics", name="metrics by turn depth")
 
 if compounding.open:
     with compounding:
