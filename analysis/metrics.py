@@ -578,10 +578,17 @@ GCA_ALPHA = 1 - 1 / 11  # GCA's weight of value precision/recall against label p
 _ABSENT, _NONE = -1, -2  # GCA's label states besides a value code: never seen so far, seen and now dropped
 
 
-def _previous_tid(turns: pd.DataFrame) -> np.ndarray:
+def _dialogue_codes(turns: pd.DataFrame) -> np.ndarray:
+    """Each turn's dialogue as a number (a dialogue's turns are consecutive rows of `turns`)."""
+    run, dialogue = turns["run_id"].to_numpy(), turns["dialogue_id"].to_numpy()
+    new = np.ones(len(run), dtype=bool)
+    new[1:] = (dialogue[1:] != dialogue[:-1]) | (run[1:] != run[:-1])
+    return np.cumsum(new) - 1
+
+
+def _previous_tid(turns: pd.DataFrame, dialogue: np.ndarray) -> np.ndarray:
     """Each turn's previous turn in its dialogue (its tid), -1 for a dialogue's first turn."""
     tid = turns["tid"].to_numpy()
-    dialogue = pd.MultiIndex.from_frame(turns[["run_id", "dialogue_id"]]).factorize()[0]
     previous = np.full(len(tid), -1, dtype="int64")
     same = np.zeros(len(tid), dtype=bool)
     same[1:] = dialogue[1:] == dialogue[:-1]
@@ -597,7 +604,8 @@ class _Rows:
         self.turn_index = pd.Index(turns["tid"])
         self.tid = slots["tid"].to_numpy()
         self.turn_pos = self.turn_index.get_indexer(self.tid)
-        self.prev_tid_of_turn = _previous_tid(turns)
+        self.dialogue = _dialogue_codes(turns)
+        self.prev_tid_of_turn = _previous_tid(turns, self.dialogue)
         self.prev_tid = self.prev_tid_of_turn[self.turn_pos] if len(self.tid) else np.zeros(0, dtype="int64")
         self.n_pair = int(slots["pair_code"].max()) + 1 if len(slots) else 1
         pair = slots["pair_code"].to_numpy()
@@ -694,8 +702,7 @@ def _compute_gca_events(scored: Scored) -> pd.DataFrame:
     # before it is first seen. A turn judges the labels whose gold or predicted state changed.
     slots, r = scored.slots, _rows(scored)
     tid, turn_pos, gold, pred = r.tid, r.turn_pos, r.gold, r.pred
-    dialogue = pd.MultiIndex.from_frame(scored.turns[["run_id", "dialogue_id"]]).factorize()[0]
-    label = dialogue[turn_pos].astype("int64") * r.n_pair + slots["pair_code"].to_numpy()
+    label = r.dialogue[turn_pos].astype("int64") * r.n_pair + slots["pair_code"].to_numpy()
     first_gold = pd.Series(tid[gold >= 0]).groupby(label[gold >= 0]).min()
     first_pred = pd.Series(tid[pred >= 0]).groupby(label[pred >= 0]).min()
     never = len(scored.turns) + 1  # after every tid: the label is never seen on that side
