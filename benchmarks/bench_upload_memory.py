@@ -9,7 +9,9 @@ Prints the server's RSS (MB) after a warm-up session, at its peak, and at the en
 browser's session is kept by Streamlit for its reconnection window (2 minutes, `MemorySessionStorage`),
 then ended; the dashboard's sweep (every `ui.data.SWEEP_SECONDS`) then releases its uploads, drops the
 figures it made and trims the heap. So the end is read after that window, polled until the RSS settles.
-`tests/browser/test_upload_memory.py` runs this and asserts the growth is at most 100 MB.
+`--session-ttl 5` shortens that window (`server.disconnectedSessionTTL`): sessions then end one by one
+as their browsers close instead of all twenty living together for two minutes.
+`tests/browser/test_upload_memory.py` runs this with a 5 s window and asserts the growth is at most 100 MB.
 """
 
 from __future__ import annotations
@@ -28,22 +30,11 @@ sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, IDLE, start_server, stop_server  # noqa: E402
 
+from analysis.demo.testing import big_jsonl_run  # noqa: E402
+
 TIMEOUT_MS = 120_000
 RECONNECT_WINDOW_S = 120.0  # Streamlit's MemorySessionStorage TTL for a disconnected session
 SETTLE_S = 240.0  # at most this long after the last session closed, for the sessions to end and the sweep
-
-
-def big_run(seed: int, n_dialogues: int = 3000) -> bytes:
-    """About 8 MB of JSONL (42,000 turns), different per `seed` (so every upload has its own hash)."""
-    lines = []
-    for d in range(n_dialogues):
-        state: dict[str, dict[str, str]] = {}
-        for t in range(14):
-            state.setdefault(["hotel", "train", "taxi"][t % 3], {})[f"slot{t % 7}"] = f"value{(d + t + seed) % 50}"
-            pred = {dom: dict(slots) for dom, slots in state.items()}
-            pred.setdefault("hotel", {})["area"] = "west" if (d + t) % 4 else "east"
-            lines.append(json.dumps({"dialogue_id": f"s{seed}-d{d}", "turn_index": t, "gold": state, "pred": pred}))
-    return ("\n".join(lines) + "\n").encode()
 
 
 def rss_mb(pid: int) -> float:
@@ -88,12 +79,16 @@ def _one_session(browser: Any, url: str, path: Path) -> str:
         context.close()
 
 
-def measure(uploads: int = 20, *, log: Any = print) -> dict[str, float]:
+def measure(uploads: int = 20, *, session_ttl: float | None = None, log: Any = print) -> dict[str, float]:
     """RSS (MB) of a real server: `before` (after a warm-up upload session has ended), `peak` (sampled
-    after each session), `after` (once the sessions have ended), and the seconds the end took."""
+    after each session), `after` (once the sessions have ended), and the seconds the end took.
+    `session_ttl` shortens Streamlit's reconnection window (`server.disconnectedSessionTTL`, seconds) so
+    a test need not wait two minutes, twice, for closed sessions to end."""
     from playwright.sync_api import sync_playwright
 
-    process, url = start_server(DEMO)
+    window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
+    env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
+    process, url = start_server(DEMO, env=env)
     try:
         with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder, sync_playwright() as play:
             browser = play.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
@@ -101,11 +96,11 @@ def measure(uploads: int = 20, *, log: Any = print) -> dict[str, float]:
                 files = []
                 for i in range(uploads + 1):
                     files.append(Path(folder) / f"upload{i}.jsonl")
-                    files[-1].write_bytes(big_run(i))
+                    files[-1].write_bytes(big_jsonl_run(i))
                 log(f"warm-up session: {_one_session(browser, url, files[-1])}")
                 started = rss_mb(process.pid)
                 log(f"server RSS after the warm-up session: {started:.0f} MB")
-                before = _ended(process.pid, time.monotonic(), floor=None, log=log)["rss"]
+                before = _ended(process.pid, time.monotonic(), floor=None, window=window, log=log)["rss"]
                 peak = before
                 for i in range(uploads):
                     message = _one_session(browser, url, files[i])
@@ -114,22 +109,22 @@ def measure(uploads: int = 20, *, log: Any = print) -> dict[str, float]:
             finally:
                 browser.close()
             closed = time.monotonic()
-            end = _ended(process.pid, closed, floor=before, log=log)
+            end = _ended(process.pid, closed, floor=before, window=window, log=log)
     finally:
         stop_server(process)
     return {"before": before, "peak": peak, "after": end["rss"], "settled_after_s": end["seconds"]}
 
 
-def _ended(pid: int, closed: float, *, floor: float | None, log: Any) -> dict[str, float]:
+def _ended(pid: int, closed: float, *, floor: float | None, window: float, log: Any) -> dict[str, float]:
     """The RSS once the sessions closed at `closed` have ended and been swept: past the reconnection window
-    plus a sweep, then whenever it comes within 20 MB of `floor` (or SETTLE_S is up)."""
+    plus a sweep, then whenever it comes within 20 MB of `floor` (or the window plus two minutes is up)."""
     rss = rss_mb(pid)
-    while time.monotonic() - closed < SETTLE_S:
+    while time.monotonic() - closed < max(SETTLE_S - RECONNECT_WINDOW_S + window, window + 60):
         time.sleep(10)
         rss = rss_mb(pid)
         waited = time.monotonic() - closed
         log(f"  {waited:.0f} s after the last session closed: RSS {rss:.0f} MB")
-        if waited > RECONNECT_WINDOW_S + 40 and (floor is None or rss - floor < 20):
+        if waited > window + 40 and (floor is None or rss - floor < 20):
             break
     return {"rss": rss, "seconds": time.monotonic() - closed}
 
@@ -137,11 +132,12 @@ def _ended(pid: int, closed: float, *, floor: float | None, log: Any) -> dict[st
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uploads", type=int, default=20)
+    parser.add_argument("--session-ttl", type=float, default=None, help="Streamlit's reconnection window, s")
     args = parser.parse_args()
     if not CHROMIUM.exists() or not DEMO.exists():
         print(f"skipped: {CHROMIUM} or {DEMO} is absent", file=sys.stderr)
         return 0
-    result = measure(args.uploads, log=lambda line: print(line, flush=True))
+    result = measure(args.uploads, session_ttl=args.session_ttl, log=lambda line: print(line, flush=True))
     print(
         f"server RSS: before {result['before']:.0f} MB, peak {result['peak']:.0f} MB, "
         f"after {result['after']:.0f} MB ({result['after'] - result['before']:+.0f} MB; "

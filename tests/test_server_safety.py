@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.demo.testing import big_jsonl_run
 from analysis.errors import InputError
 from analysis.workspace import read_manifest
 
@@ -236,19 +237,6 @@ def rss_mb() -> float:
     raise AssertionError("no VmRSS in /proc/self/status")
 
 
-def big_run(seed: int, n_dialogues: int = 3000) -> bytes:
-    """About 8 MB of JSONL (42,000 turns), different per `seed` (so every upload has its own hash)."""
-    lines = []
-    for d in range(n_dialogues):
-        state: dict[str, dict[str, str]] = {}
-        for t in range(14):
-            state.setdefault(["hotel", "train", "taxi"][t % 3], {})[f"slot{t % 7}"] = f"value{(d + t + seed) % 50}"
-            pred = {dom: dict(slots) for dom, slots in state.items()}
-            pred.setdefault("hotel", {})["area"] = "west" if (d + t) % 4 else "east"
-            lines.append(json.dumps({"dialogue_id": f"s{seed}-d{d}", "turn_index": t, "gold": state, "pred": pred}))
-    return ("\n".join(lines) + "\n").encode()
-
-
 def memory_script() -> None:
     """One session: an upload added, scored and viewed (the Overview's leaderboard), or refused."""
     import streamlit as st
@@ -275,7 +263,7 @@ def measure_twenty_uploads() -> dict[str, float]:
         at = AppTest.from_function(memory_script, default_timeout=TIMEOUT)
         refused = i % 4 == 3
         at.session_state["fake_pred"] = (
-            FakeUpload(f"run{i}.zip", encrypted_zip()) if refused else FakeUpload(f"run{i}.jsonl", big_run(i))
+            FakeUpload(f"run{i}.zip", encrypted_zip()) if refused else FakeUpload(f"run{i}.jsonl", big_jsonl_run(i))
         )
         at.run()
         no_exception(at)
