@@ -53,9 +53,18 @@ def upload_limit_bytes(settings: dict | None = None) -> int:
     return int(megabytes * 1024 * 1024)
 
 
+def _size(n_bytes: float) -> str:
+    """A size as people read it: MB from a tenth of one, else kB (a 0.001 MB limit is not "0 MB")."""
+    return f"{n_bytes / 1024**2:,.4g} MB" if n_bytes >= 1024**2 / 10 else f"{n_bytes / 1024:,.4g} kB"
+
+
 def check_upload_size(name: str, size: int, limit: int) -> None:
-    """Refuse an upload over the limit before parsing it."""
+    """Refuse an upload over the limit before parsing it (the upload form calls it for each file).
+
+    >>> check_upload_size("run.jsonl", 4096, 1048)
+    Traceback (most recent call last):
+    ...
+    analysis.errors.InputError: run.jsonl [format: upload]: file is 4 kB, over the upload limit of 1.023 kB
+    """
     if size > limit:
-        raise InputError(
-            name, "upload", f"file is {size / 1024**2:,.1f} MB, over the upload limit of {limit / 1024**2:,.0f} MB"
-        )
+        raise InputError(name, "upload", f"file is {_size(size)}, over the upload limit of {_size(limit)}")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from streamlit.runtime.caching.storage.dummy_cache_storage import MemoryCacheStorageManager
 from streamlit.testing.v1 import AppTest
 
 from analysis.demo.testing import big_jsonl_run
@@ -314,6 +315,7 @@ def test_an_ended_sessions_uploads_are_released(monkeypatch: pytest.MonkeyPatch)
 
     class FakeRuntime:
         _session_mgr = Manager()
+        cache_storage_manager = MemoryCacheStorageManager()  # what st.cache_data.clear() asks a runtime for
 
         @staticmethod
         def exists() -> bool:
@@ -454,6 +456,7 @@ def test_an_uploads_figures_are_private_to_its_session_and_go_when_it_ends(monke
 
     class FakeRuntime:
         _session_mgr = Manager()
+        cache_storage_manager = MemoryCacheStorageManager()  # what st.cache_data.clear() asks a runtime for
 
         @staticmethod
         def exists() -> bool:

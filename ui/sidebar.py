@@ -8,8 +8,9 @@ from typing import Any
 import streamlit as st
 
 from analysis.conventions import CONVENTIONS
+from analysis.errors import InputError
 from analysis.formats import format_names
-from analysis.safety import resolve_inside, workspace_root
+from analysis.safety import check_upload_size, resolve_inside, workspace_root
 from ui import data, errors, state
 from ui.data import DECLARED
 from ui.text import md
@@ -90,14 +91,14 @@ def _try_upload() -> None:
     if pred is None:
         st.session_state["upload_result"] = ("error", "choose a prediction file first", [])
         return
-    limit = data.upload_limit_mb(st.session_state.get("workspace"))
+    limit = int(data.upload_limit_mb(st.session_state.get("workspace")) * 1024 * 1024)
     for file in (pred, gold):
-        if file is not None and file.size > limit * 1024 * 1024:
-            st.session_state["upload_result"] = (
-                "error",
-                f"{file.name}: {file.size / 1024 / 1024:.1f} MB is over the upload limit of {limit:g} MB; refused",
-                [],
-            )
+        if file is None:
+            continue
+        try:
+            check_upload_size(file.name, file.size, limit)
+        except InputError as exc:
+            st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
             return
     name = _unique_name((st.session_state.get("w_upload_name") or "").strip() or Path(pred.name).name.split(".")[0])
     source = data.upload_source(
