@@ -132,6 +132,13 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
             f"{n_missing} gold turns without a prediction are not scored under {conv.name} "
             "(its scorer scores only the turns the prediction file holds)",
         ]
+    # A dialogue's turns are consecutive rows, in turn order: the metrics of what changed between turns
+    # (FGA, turn-level accuracy, GCA) read the previous turn as the previous row. Files are read that
+    # way, so their order stays; only a Run built in another order (a test, a notebook) is reordered.
+    dialogue_order = pd.factorize(turns["dialogue_id"].to_numpy())[0]
+    order = np.lexsort((turns["turn_index"].to_numpy(), dialogue_order))
+    if (order != np.arange(len(order))).any():
+        turns = turns.take(order)
     turns = turns.reset_index(drop=True)
     turns.insert(0, "run_id", run_id)
     turns.insert(1, "tid", np.arange(len(turns), dtype="int64"))

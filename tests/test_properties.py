@@ -137,3 +137,20 @@ def test_metrics_stay_in_unit_interval_and_jga_bounds(pairs) -> None:
     # A jointly correct turn has every gold triple right, so JGA never exceeds the share of turns
     # whose domain-slot F1 is perfect or whose gold is empty.
     assert values["jga"] <= values["joint_f1_trade"] + 1e-12
+
+
+def test_metrics_of_changes_follow_turn_order_not_row_order() -> None:
+    """The case hypothesis found: FGA, turn-level accuracy and GCA read a dialogue's previous turn, so a
+    Run whose turns table is not in turn order (built in a notebook, shuffled here) must score the same."""
+    run = _run([[({}, {}), ({}, {}), ({}, {"hotel": {"area": "east"}})]])
+    shuffled = type(run)(
+        run.meta,
+        run.turns.iloc[[0, 2, 1]].reset_index(drop=True),
+        run.gold,
+        run.pred,
+        run.listed_slots,
+        run.alignment,
+    )
+    a = headline_metrics(score_run(run, "exact"))
+    b = headline_metrics(score_run(shuffled, "exact"))
+    assert a["gca"] == 0.0 and all(_same(a[k], b[k]) for k in a), (a, b)
