@@ -79,35 +79,42 @@ def _one_session(browser: Any, url: str, path: Path) -> str:
         context.close()
 
 
-def measure(uploads: int = 20, *, session_ttl: float | None = None, log: Any = print) -> dict[str, float]:
+def measure(
+    uploads: int = 20, *, session_ttl: float | None = None, browser: Any = None, log: Any = print
+) -> dict[str, float]:
     """RSS (MB) of a real server: `before` (after a warm-up upload session has ended), `peak` (sampled
     after each session), `after` (once the sessions have ended), and the seconds the end took.
     `session_ttl` shortens Streamlit's reconnection window (`server.disconnectedSessionTTL`, seconds) so
-    a test need not wait two minutes, twice, for closed sessions to end."""
-    from playwright.sync_api import sync_playwright
+    a test need not wait two minutes, twice, for closed sessions to end. `browser`: a Playwright browser
+    to open the sessions in (a test passes pytest-playwright's); without it, one is launched here."""
+    if browser is None:
+        from playwright.sync_api import sync_playwright
+
+        with sync_playwright() as play:
+            own = play.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+            try:
+                return measure(uploads, session_ttl=session_ttl, browser=own, log=log)
+            finally:
+                own.close()
 
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
     process, url = start_server(DEMO, env=env)
     try:
-        with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder, sync_playwright() as play:
-            browser = play.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-            try:
-                files = []
-                for i in range(uploads + 1):
-                    files.append(Path(folder) / f"upload{i}.jsonl")
-                    files[-1].write_bytes(big_jsonl_run(i))
-                log(f"warm-up session: {_one_session(browser, url, files[-1])}")
-                started = rss_mb(process.pid)
-                log(f"server RSS after the warm-up session: {started:.0f} MB")
-                before = _ended(process.pid, time.monotonic(), floor=None, window=window, log=log)["rss"]
-                peak = before
-                for i in range(uploads):
-                    message = _one_session(browser, url, files[i])
-                    peak = max(peak, rss_mb(process.pid))
-                    log(f"session {i + 1}/{uploads}: {message[:70]!r}; RSS {rss_mb(process.pid):.0f} MB")
-            finally:
-                browser.close()
+        with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
+            files = []
+            for i in range(uploads + 1):
+                files.append(Path(folder) / f"upload{i}.jsonl")
+                files[-1].write_bytes(big_jsonl_run(i))
+            log(f"warm-up session: {_one_session(browser, url, files[-1])}")
+            started = rss_mb(process.pid)
+            log(f"server RSS after the warm-up session: {started:.0f} MB")
+            before = _ended(process.pid, time.monotonic(), floor=None, window=window, log=log)["rss"]
+            peak = before
+            for i in range(uploads):
+                message = _one_session(browser, url, files[i])  # its browser context is closed at the end
+                peak = max(peak, rss_mb(process.pid))
+                log(f"session {i + 1}/{uploads}: {message[:70]!r}; RSS {rss_mb(process.pid):.0f} MB")
             closed = time.monotonic()
             end = _ended(process.pid, closed, floor=before, window=window, log=log)
     finally:
