@@ -326,7 +326,7 @@ def test_an_ended_sessions_uploads_are_released(monkeypatch: pytest.MonkeyPatch)
             return FakeRuntime()
 
     monkeypatch.setattr(runtime, "Runtime", FakeRuntime)
-    assert data.release_ended_sessions() >= 1
+    data.release_ended_sessions()  # or a sweep thread of an earlier AppTest: the release is what is checked
     assert source.upload.run is None and isinstance(data.load(source), str)
 
 
@@ -467,7 +467,9 @@ def test_an_uploads_figures_are_private_to_its_session_and_go_when_it_ends(monke
             return FakeRuntime()
 
     monkeypatch.setattr(runtime, "Runtime", FakeRuntime)
-    assert data.release_ended_sessions() >= 1  # session A ended: its upload released, the figure cache dropped
+    # Session A ended: its upload is released and the figure cache dropped, by this call or by a sweep thread
+    # of an earlier AppTest that got there first (so the count this call returns is not asserted).
+    data.release_ended_sessions()
     assert source.upload.run is None
     place.figure(counted_figure, same_content)
     assert len(BUILT_FIGURES) == 3
