@@ -298,20 +298,13 @@ def test_twenty_uploads_leave_the_memory_where_it_was() -> None:
     assert rss["after"] - rss["before"] < 100
 
 
-def test_an_ended_sessions_uploads_are_released(monkeypatch: pytest.MonkeyPatch) -> None:
-    """On a running server, a session that ended (closed, or disconnected past Streamlit's reconnection
-    window) gives its uploads back even while something still holds its `RunSource`."""
+def _end_sessions(monkeypatch: pytest.MonkeyPatch, ended: Any) -> None:
+    """A running server whose session manager knows every session but those `ended(session_id)` says ended."""
     from streamlit import runtime
-
-    from ui import data
-
-    source = data.upload_source("u", "run.jsonl", "\n".join(json.dumps(t) for t in TURNS).encode(), None, None, None)
-    assert not isinstance(source, str) and source.upload is not None
-    data._LIVE.setdefault("ended-session", []).append(data.weakref.ref(source.upload))
 
     class Manager:
         def get_session_info(self, session_id: str) -> object | None:
-            return None  # no session is known: every one has ended
+            return None if ended(session_id) else object()
 
     class FakeRuntime:
         _session_mgr = Manager()
@@ -326,6 +319,19 @@ def test_an_ended_sessions_uploads_are_released(monkeypatch: pytest.MonkeyPatch)
             return FakeRuntime()
 
     monkeypatch.setattr(runtime, "Runtime", FakeRuntime)
+
+
+def test_an_ended_sessions_uploads_are_released(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a running server, a session that ended (closed, or disconnected past Streamlit's reconnection
+    window) gives its uploads back even while something still holds its `RunSource`."""
+
+    from ui import data
+
+    source = data.upload_source("u", "run.jsonl", "\n".join(json.dumps(t) for t in TURNS).encode(), None, None, None)
+    assert not isinstance(source, str) and source.upload is not None
+    data._LIVE.setdefault("ended-session", []).append(data.weakref.ref(source.upload))
+
+    _end_sessions(monkeypatch, lambda session_id: True)  # no session is known: every one has ended
     data.release_ended_sessions()  # or a sweep thread of an earlier AppTest: the release is what is checked
     assert source.upload.run is None and isinstance(data.load(source), str)
 
@@ -428,7 +434,6 @@ def counted_figure(frame: Any) -> Any:
 
 
 def test_an_uploads_figures_are_private_to_its_session_and_go_when_it_ends(monkeypatch: pytest.MonkeyPatch) -> None:
-    from streamlit import runtime
 
     from analysis import views
     from ui import data, place
@@ -450,23 +455,7 @@ def test_an_uploads_figures_are_private_to_its_session_and_go_when_it_ends(monke
     place.figure(counted_figure, table)  # the upload's own frame (a prefetch thread has no session): A's entry
     assert len(BUILT_FIGURES) == 2
 
-    class Manager:
-        def get_session_info(self, session_id: str) -> object | None:
-            return None if session_id == "session-a" else object()
-
-    class FakeRuntime:
-        _session_mgr = Manager()
-        cache_storage_manager = MemoryCacheStorageManager()  # what st.cache_data.clear() asks a runtime for
-
-        @staticmethod
-        def exists() -> bool:
-            return True
-
-        @staticmethod
-        def instance() -> FakeRuntime:
-            return FakeRuntime()
-
-    monkeypatch.setattr(runtime, "Runtime", FakeRuntime)
+    _end_sessions(monkeypatch, lambda session_id: session_id == "session-a")
     # Session A ended: its upload is released and the figure cache dropped, by this call or by a sweep thread
     # of an earlier AppTest that got there first (so the count this call returns is not asserted).
     data.release_ended_sessions()
