@@ -14,7 +14,7 @@ import pandas as pd
 import pyarrow as pa
 
 from analysis.errors import InputError
-from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple
+from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, triple_strings
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
@@ -105,6 +105,8 @@ class Collector:
         self._dialogues: set[str] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
         self.listed_per_turn: dict[tuple[str, int], int] = {}
+        # (domains, slots) a gold turn of triple strings names, turned into its listing only when needed.
+        self._listed_names: dict[tuple[str, int], tuple[tuple[str, ...], tuple[str, ...]]] = {}
         self.saw_empty_gold = False
         self.sides_seen: set[str] = set()
         self.dialogue_id: str | None = None
@@ -267,6 +269,53 @@ class Collector:
             self.listing_of[where] = shape.listing
         return True
 
+    def add_triple_strings(self, side: str, dialogue_id: str, turn_index: int, items: Any, field: str) -> None:
+        """Record TRADE's `["domain-slot-value", ...]` as `add_state(partial(triple_strings, items, field))`
+        would, with the checks and appends done by C-level passes over the whole list (`split`, `zip`,
+        `compress`) rather than per triple; anything unusual (not a list of strings, a string without two
+        hyphens, an empty name, a very long value) goes through `add_state`, whose checks name the problem."""
+        if type(items) is list and _ONLY_STR.issuperset(map(type, items)):
+            parts = [item.split("-", 2) for item in items]
+            if not parts or {3} == set(map(len, parts)):
+                domains, slots, values = zip(*parts, strict=True) if parts else ((), (), ())
+                if (
+                    "" not in domains
+                    and "" not in slots
+                    and (len("".join(values)) <= MAX_VALUE_CHARS or max(map(len, values)) <= MAX_VALUE_CHARS)
+                ):
+                    self._add_triples(side, dialogue_id, turn_index, domains, slots, values)
+                    return
+        self.add_state(side, dialogue_id, turn_index, partial(triple_strings, items, field))
+
+    def _add_triples(
+        self,
+        side: str,
+        dialogue_id: str,
+        turn_index: int,
+        domains: tuple[str, ...],
+        slots: tuple[str, ...],
+        values: tuple[str, ...],
+    ) -> None:
+        self.at(dialogue_id, turn_index)
+        self.sides_seen.add(side)
+        ids, turn_indices, domain_names, slot_names, relations, kept = self.state_columns[side]
+        gold = side == "gold"
+        before = len(kept)
+        kept.extend(values if not gold and self.keep_empty_pred else filter(None, values))
+        n = len(kept) - before
+        if n == len(values):
+            domain_names.extend(domains)
+            slot_names.extend(slots)
+        else:
+            domain_names.extend(compress(domains, values))
+            slot_names.extend(compress(slots, values))
+            self.saw_empty_gold |= gold
+        ids.extend(repeat(dialogue_id, n))
+        turn_indices.extend(repeat(turn_index, n))
+        relations.extend(repeat(EQ, n))
+        if gold:  # the listing matters only when some gold value was empty: grouped then, in `finish`
+            self._listed_names[(dialogue_id, turn_index)] = (domains, slots)
+
     def _list(
         self, dialogue_id: str, turn_index: int, listing: tuple[tuple[str, tuple[str, ...]], ...], n: int
     ) -> None:
@@ -294,6 +343,11 @@ class Collector:
         listings: tuple[tuple[tuple[str, str], ...], ...] = ()
         listed: set[tuple[str, str]] = set()
         if self.saw_empty_gold:
+            for (dialogue_id, turn_index), (domains, slots) in self._listed_names.items():
+                grouped: dict[str, list[str]] = {}
+                for domain, slot in zip(domains, slots, strict=True):
+                    grouped.setdefault(domain, []).append(slot)
+                self._list(dialogue_id, turn_index, tuple((d, tuple(s)) for d, s in grouped.items()), len(domains))
             keys = list(map(_TURN_KEY, self.turn_rows))  # the rows' own keys: iterating Arrow strings is slow
             turns["n_listed"] = [self.listed_per_turn.get(k, 0) for k in keys]
             turns["listing"] = np.array([self.listing_of.get(k, -1) for k in keys], dtype="int64")

@@ -14,7 +14,6 @@ from analysis.formats.states import (
     multiwoz_metadata,
     nested_state,
     parse_span,
-    triple_strings,
 )
 
 # CrossWOZ's Chinese dialogue types and the short codes CrossWOZ-en and the paper use.
@@ -98,8 +97,8 @@ def _parse_trade(records: Any, c: Collector) -> None:
                 if key not in body:
                     raise c.error("missing key", key)
             c.add_turn(dialogue_id, t)
-            c.add_state("gold", dialogue_id, t, partial(triple_strings, body["turn_belief"], "turn_belief"))
-            c.add_state("pred", dialogue_id, t, partial(triple_strings, body[pred_key], pred_key))
+            c.add_triple_strings("gold", dialogue_id, t, body["turn_belief"], "turn_belief")
+            c.add_triple_strings("pred", dialogue_id, t, body[pred_key], pred_key)
 
 
 # --- b. mwzeval-style predictions ------------------------------------------------------------------
