@@ -283,3 +283,65 @@ def test_gold_only_and_pred_only_files_say_what_is_missing() -> None:
         load_run(realdata_path("multiwoz21", "test.json.zip"))
     with pytest.raises(InputError, match="cannot serve as gold"):
         load_run(realdata_path("mwzeval_outputs", "augpt.json"), realdata_path("mwzeval_outputs", "dots.json"))
+
+
+def _parsed_tables(path: Path) -> tuple[object, ...]:
+    parsed = parse_file(path, use_cache=False)
+    return (
+        parsed.turns.to_dict("list"),
+        None if parsed.gold is None else parsed.gold.to_dict("list"),
+        None if parsed.pred is None else parsed.pred.to_dict("list"),
+        parsed.listed_slots,
+        sorted(parsed.listings),
+        dict(parsed.notes),
+    )
+
+
+@pytest.mark.parametrize(
+    "gold",
+    [
+        ["hotel-area-east", "hotel-name-a-b-c", "train-day-monday"],  # hyphens in a value stay in it
+        ["hotel-area-", "hotel-stars-4", "train-day-"],  # empty gold values: the listing is read
+        [],
+    ],
+)
+def test_trade_whole_list_reading_equals_the_per_triple_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, gold: list[str]
+) -> None:
+    """`Collector.add_triple_strings` (whole-list passes) gives the tables, listings and notes the per-triple
+    `add_state` path gives, on plain and empty values alike."""
+    from functools import partial
+
+    from analysis.formats.engine import Collector
+    from analysis.formats.states import triple_strings
+
+    path = tmp_path / "trade.json"
+    turns = {
+        "0": {"turn_belief": gold, "pred_bs_ptr": ["hotel-area-west"]},
+        "1": {"turn_belief": gold[:1], "pred_bs_ptr": []},
+    }
+    path.write_text(json.dumps({"MUL1.json": turns, "MUL2.json": {"0": {"turn_belief": [], "pred_bs_ptr": gold}}}))
+    fast = _parsed_tables(path)
+
+    def per_triple(self: Collector, side: str, dialogue_id: str, turn: int, items: object, field: str) -> None:
+        self.add_state(side, dialogue_id, turn, partial(triple_strings, items, field))
+
+    monkeypatch.setattr(Collector, "add_triple_strings", per_triple)
+    assert _parsed_tables(path) == fast
+
+
+@pytest.mark.parametrize(
+    ("item", "message"),
+    [
+        ("hotel-area", "'hotel-area' is not of the form 'domain-slot-value'"),
+        (3, "expected 'domain-slot-value' strings, got a number"),
+        ("-area-east", "domain and slot must be non-empty strings"),
+    ],
+)
+def test_trade_whole_list_reading_leaves_bad_triples_to_the_checks(tmp_path: Path, item: object, message: str) -> None:
+    path = tmp_path / "trade.json"
+    turn = {"turn_belief": ["hotel-day-monday", item], "pred_bs_ptr": []}
+    path.write_text(json.dumps({"MUL1.json": {"0": turn}}))
+    with pytest.raises(InputError) as err:
+        parse_file(path, use_cache=False)
+    assert message in str(err.value) and "MUL1.json" in str(err.value) and "turn_belief" in str(err.value)
