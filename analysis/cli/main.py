@@ -106,6 +106,7 @@ BUILT_IN = ("metrics", "formats", "conventions")
 # Sub-commands living in their own modules, each exposing register(subparsers); a module is imported only
 # for its own command (or for --help and a mistyped command, which list them all).
 COMMAND_MODULES = {
+    "compare": "analysis.cli.compare",
     "fewjoint": "analysis.cli.fewjoint",
     "reconcile": "analysis.cli.reconcile",
     "report": "analysis.cli.report",

@@ -1,0 +1,99 @@
+"""The ``compare`` sub-command: paired comparison of runs on the same gold (`analysis.compare`).
+
+``python -m analysis compare --pred A --pred B [--pred C ...] [--gold G] [--convention X]
+[--resamples 1000] [--json]``
+
+Every pair (a, b) in the order given is compared as ``b - a``: every comparable metric overall, per domain
+and per slot, with dialogue-clustered paired bootstrap intervals and p-values, McNemar on turn-level JGA,
+and Holm's correction within each family (the output says which). JSON keys: ``runs``, ``pairs``,
+``deltas`` (one record per pair, metric, scope and group), ``mcnemar`` (one per pair),
+``multiple_testing``, ``skipped``. Bad input (a file that does not parse, runs on different gold or
+under different conventions) is one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from analysis.conventions import CONVENTIONS
+from analysis.errors import InputError
+from analysis.formats import format_names
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``compare`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    parser = subparsers.add_parser(
+        "compare",
+        help="paired comparison of runs on the same gold: deltas, bootstrap intervals, p-values, McNemar, Holm",
+        description=(
+            "Compare every pair of runs on the same gold (b - a): each comparable metric overall, per domain "
+            "and per slot with paired cluster-bootstrap intervals and p-values over dialogues, McNemar on "
+            "turn-level JGA, Holm-corrected within each family of tests."
+        ),
+    )
+    parser.add_argument(
+        "--pred", action="append", required=True, help="a prediction file; give two or more (--pred A --pred B)"
+    )
+    parser.add_argument("--gold", help="gold file, when the prediction files do not carry gold (shared by all)")
+    parser.add_argument("--format", choices=format_names(), help="force the prediction files' format")
+    parser.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
+    parser.add_argument(
+        "--convention", choices=list(CONVENTIONS), help="score every run under this one (default: the files' own)"
+    )
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampled dialogues (default 0)")
+    parser.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
+    parser.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
+    parser.set_defaults(func=run)
+
+
+def _names(paths: list[str]) -> list[str]:
+    """Run ids from the file names; a repeated name gets its position appended.
+
+    >>> _names(["a/run.json", "b/run.json", "c.json"])
+    ['run.json', 'run.json#2', 'c.json']
+    """
+    from pathlib import Path
+
+    out: list[str] = []
+    for i, path in enumerate(paths, start=1):
+        name = Path(path).name
+        out.append(name if name not in out else f"{name}#{i}")
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.compare import compare, text_report
+    from analysis.loading import load_run
+    from analysis.model import RunInfo
+    from analysis.scoring import score_run
+
+    paths: list[str] = args.pred
+    if len(paths) < 2:
+        raise InputError(paths[0], args.format, "compare needs two or more runs: give --pred twice or more")
+    if len(set(paths)) != len(paths):
+        twice = next(p for p in paths if paths.count(p) > 1)
+        raise InputError(twice, args.format, "the same prediction file is given twice: compare distinct runs")
+    if args.resamples < 1:
+        raise InputError(paths[0], args.format, f"--resamples has to be a positive number, got {args.resamples}")
+    if not 0 < args.alpha < 1:
+        raise InputError(paths[0], args.format, f"--alpha has to be strictly between 0 and 1, got {args.alpha}")
+    scored = {}
+    for name, path in zip(_names(paths), paths, strict=True):
+        loaded = load_run(
+            path, args.gold, pred_format=args.format, gold_format=args.gold_format, meta=RunInfo(run_id=name)
+        )
+        try:
+            scored[name] = score_run(loaded, args.convention)
+        except ValueError as exc:
+            raise InputError(path, loaded.meta.formats[0], str(exc)) from None
+    result = compare(scored, n_resamples=args.resamples, seed=args.seed, alpha=args.alpha)
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(text_report(result))
+    return 0
