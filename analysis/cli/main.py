@@ -39,6 +39,7 @@ def _metrics(args: argparse.Namespace) -> int:
         pred_format=args.format,
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
+        pred_deltas=args.pred_deltas,
     )
     try:
         scored = score_run(run, args.convention)
@@ -125,6 +126,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
     m.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
     m.add_argument("--history", choices=["predicted", "gold"], default="predicted")
+    m.add_argument(
+        "--pred-deltas",
+        action="store_true",
+        help="each predicted turn holds only the slots it changed: accumulate them (value none or '' deletes)",
+    )
     m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")
     m.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     m.set_defaults(func=_metrics)
