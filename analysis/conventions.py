@@ -19,7 +19,7 @@ import pandas as pd
 DONTCARE_POLICIES = ("keep", "drop_gold", "drop_both")
 MULTI_VALUE_POLICIES = ("any", "first", "literal", "set", "intersect")
 NORMALISER_STEPS = ("strip", "lower", "delete_whitespace", "synonyms", "time")
-VALUE_RULES = ("", "mwzeval")
+VALUE_RULES = ("", "mwzeval", "sgd")
 SLOT_RULES = ("", "mwzeval")
 MATCHING = ("exact", "fuzzy", "fuzzy_int")
 SLOT_SCOPES = ("all", "ontology", "gold", "turn_listed")
@@ -276,6 +276,23 @@ CONVENTIONS: dict[str, Convention] = {
             unicode_nfc=False,
         ),
         Convention(
+            "sgd",
+            "The SGD evaluator (google-research schema_guided_dst evaluate.py + metrics.py). Its own numbers "
+            "(per frame, fuzzy partial credit, all / seen / unseen, per service) come from analysis.sgd and "
+            "need the schema (--schema, --train-schema): under this convention `jga` and `aga` are the "
+            "evaluator's #ALL_SERVICES joint and average goal accuracy. The per-slot outcomes shown beside "
+            "them are its comparison made binary: a predicted slot is right when its first value has fuzzy "
+            "score 1.0 against a gold alternative (same words once lower-cased, punctuation removed and "
+            "sorted); categorical slots, which the evaluator compares exactly (first value, "
+            "case-sensitive), are judged the same way here, so a case-only difference on a categorical "
+            "slot is right in the outcomes and wrong in the evaluator's numbers.",
+            empty_values=frozenset({""}),
+            multi_value="any",
+            value_rules="sgd",
+            ontology="observed",
+            unicode_nfc=False,
+        ),
+        Convention(
             "risawoz",
             "RiSAWOZ / X-RiSAWOZ: states as sets of (domain, slot, relation, set of lower-cased `|` "
             "alternatives); the relation must match too. Only `null` is empty: a predicted value "
@@ -356,6 +373,10 @@ def normalise_value(value: str, convention: Convention, slot: str = "") -> str:
         from analysis import mwzeval_rules
 
         value = mwzeval_rules.normalise_value(slot, value)
+    elif convention.value_rules == "sgd":
+        from analysis.sgd.scoring import fuzzy_key
+
+        value = fuzzy_key(value)
     return value
 
 
@@ -378,6 +399,8 @@ def _canonical(value: str, convention: Convention, side: str, slot: str = "") ->
     """
     if value.strip().lower() in _empty(convention, side):
         return "", None  # an empty marker is empty before any normaliser step rewrites it
+    if side == "pred" and convention.value_rules == "sgd":
+        value = value.split("|", 1)[0]  # the SGD evaluator reads a prediction's first listed value only
     if "|" not in value or convention.multi_value == "literal":
         return normalise_value(value, convention, slot), None
     alts = _alternatives(value, convention, side, slot)

@@ -11,15 +11,20 @@ import copy
 import gzip
 import json
 import math
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from analysis.errors import InputError
+from analysis.formats import detect_format, format_names, parse_file
+from analysis.loading import load_run
+from analysis.scoring import score_run
 from analysis.sgd import ALL_SERVICES, SEEN_SERVICES, UNSEEN_SERVICES, evaluate, fuzzy_score, read_dialogues
 from analysis.sgd.reading import read_schema
-from tests.conftest import realdata_path
+from tests.conftest import ROOT, realdata_path
 
 # --- hand-made data ---------------------------------------------------------------------------------
 
@@ -332,3 +337,96 @@ def test_per_frame_agreement_with_official(real: dict[str, Any]) -> None:
                         break
     assert compared == 6623
     assert differing == 0
+
+
+# --- the generic pipeline: format `sgd`, convention `sgd` --------------------------------------------
+
+
+def test_format_detected_listed_and_read_from_a_directory(tmp_path: Path) -> None:
+    assert "sgd" in format_names()
+    spec = detect_format("json", [GOLD])
+    assert spec is not None and spec.name == "sgd"
+    write(tmp_path / "gold" / "dialogues_001.json", [GOLD])
+    parsed = parse_file(tmp_path / "gold")
+    assert parsed.fmt == "sgd"
+    gold = parsed.gold
+    assert gold is not None
+    rows = set(zip(gold["turn_index"], gold["domain"], gold["slot"], gold["value"], strict=True))
+    assert (0, "Hotels_1", "city", "New York|NYC") in rows  # acceptable values as `|` alternatives
+    assert parsed.turns["user"].tolist() == ["user 0", "user 1"]
+    assert parsed.turns["system"].tolist() == ["system 0", "system 1"]
+    listed = _cli("formats")
+    assert "sgd " in listed.stdout and "e.g. [{" in listed.stdout
+
+
+def test_load_run_pred_dir_against_gold_dir_default_convention(tmp_path: Path) -> None:
+    pred = with_values(GOLD, 0, "Hotels_1", {"city": ["nyc"], "stars": ["4"]})  # fuzzy 1.0 vs "NYC"
+    pred = with_values(pred, 1, "Hotels_1", {"city": ["New York", "x"], "stars": ["4"], "name": ["Plaza"]})
+    write(tmp_path / "gold" / "dialogues_001.json", [GOLD])
+    write(tmp_path / "pred" / "dialogues_001.json", [pred])
+    run = load_run(tmp_path / "pred", tmp_path / "gold")
+    assert run.meta.convention == "sgd" and run.meta.formats == ("sgd", "sgd")
+    scored = score_run(run, "sgd")
+    outcome = {
+        (t, s): o
+        for t, s, o in zip(scored.slots["turn_index"], scored.slots["slot"], scored.slots["outcome"], strict=True)
+    }
+    assert outcome[(0, "city")] == "correct"  # any gold alternative, fuzzy score 1.0
+    assert outcome[(1, "city")] == "correct"  # the first predicted value only
+    assert outcome[(1, "name")] != "correct"  # "Plaza" vs "The Plaza": fuzzy 0.71, wrong when binary
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "analysis", *args], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_cli_numbers_are_the_evaluators(tmp_path: Path) -> None:
+    gold_dir = realdata_path("sgd")
+    oracles = realdata_path("scorer_oracles", "sgd")
+    oracle = json.loads((oracles / "official_heavy.json").read_text())
+    common = [
+        "--schema",
+        str(gold_dir / "test_schema.json.gz"),
+        "--train-schema",
+        str(gold_dir / "train_schema.json.gz"),
+    ]
+    done = _cli("metrics", "--pred", str(oracles / "pred_heavy"), "--gold", str(gold_dir), *common, "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["convention"] == "sgd"
+    assert result["jga"] == pytest.approx(oracle[ALL_SERVICES]["joint_goal_accuracy"], abs=1e-9)
+    assert result["aga"] == pytest.approx(oracle[ALL_SERVICES]["average_goal_accuracy"], abs=1e-9)
+    assert set(result["sgd"]) == set(oracle)
+    for collection, metrics in oracle.items():
+        for metric, value in metrics.items():
+            assert result["sgd"][collection][metric] == pytest.approx(value, abs=5e-7)
+    assert result["per_domain_jga"]["Hotels_4"] == pytest.approx(oracle["Hotels_4"]["joint_goal_accuracy"])
+    assert result["sgd_frames"]["missing_pred_frames"] == 0
+    table = _cli("metrics", "--pred", str(oracles / "pred_heavy"), "--gold", str(gold_dir), *common)
+    assert table.returncode == 0, table.stderr
+    row = next(line for line in table.stdout.splitlines() if line.strip().startswith("joint_goal_accuracy"))
+    assert row.split()[1:] == [
+        f"{oracle[c]['joint_goal_accuracy']:.4f}" for c in (ALL_SERVICES, SEEN_SERVICES, UNSEEN_SERVICES)
+    ]
+
+
+def test_cli_schema_beside_gold_and_bad_input(tmp_path: Path) -> None:
+    write(tmp_path / "gold" / "dialogues_001.json", [GOLD])
+    write(tmp_path / "pred" / "dialogues_001.json", [with_values(GOLD, 0, "Hotels_1", {"city": ["NYC"]})])
+    done = _cli("metrics", "--pred", str(tmp_path / "pred"), "--gold", str(tmp_path / "gold"), "--json")
+    assert done.returncode == 2
+    assert done.stderr.count("\n") == 1 and "needs the evaluated split's schema" in done.stderr
+    write(tmp_path / "gold" / "schema.json", SCHEMA)  # found beside the gold files
+    done = _cli("metrics", "--pred", str(tmp_path / "pred"), "--gold", str(tmp_path / "gold"), "--json")
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["jga"] == pytest.approx(2 / 3)  # turn 0 Hotels loses stars; turn 1 both frames right
+    assert set(result["sgd"]) == {ALL_SERVICES, "Hotels", "Hotels_1", "Alarm", "Alarm_1"}  # no train schema
+    broken = copy.deepcopy(GOLD)
+    broken["turns"][2]["frames"][0]["state"]["slot_values"] = {"city": "New York"}
+    write(tmp_path / "pred" / "dialogues_001.json", [broken])
+    done = _cli("metrics", "--pred", str(tmp_path / "pred"), "--gold", str(tmp_path / "gold"))
+    assert done.returncode == 2 and done.stderr.count("\n") == 1
+    assert "[format: sgd]" in done.stderr and "dialogue 'd1', turn 1" in done.stderr

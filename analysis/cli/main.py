@@ -39,7 +39,6 @@ def _metrics(args: argparse.Namespace) -> int:
         pred_format=args.format,
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
-        pred_deltas=args.pred_deltas,
     )
     try:
         scored = score_run(run, args.convention)
@@ -49,6 +48,14 @@ def _metrics(args: argparse.Namespace) -> int:
         result = metric_suite(scored, group_by=args.group_by)
     except ValueError as exc:
         raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+    if result["convention"] == "sgd":  # the SGD evaluator's own numbers, from the schema
+        from analysis.sgd.scoring import add_to_suite
+
+        add_to_suite(
+            result, pred=args.pred, gold=args.gold or args.pred, schema=args.schema, train_schema=args.train_schema
+        )
+    elif args.schema or args.train_schema:
+        raise InputError(args.pred, run.meta.formats[0], "--schema and --train-schema apply to the sgd convention only")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -74,6 +81,10 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
         from analysis.suite import not_applicable_text
 
         lines += ["", not_applicable_text(result["not_applicable"])]
+    if "sgd" in result:
+        from analysis.sgd.scoring import table_lines
+
+        lines += table_lines(result)
     lines += ["", "JGA by turn:"]
     lines += [f"  turn {t:>3}  {_fmt(v)}" for t, v in list(result["jga_by_turn"].items())[:25]]
     lines += ["", "Per-domain JGA:"]
@@ -126,11 +137,8 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
     m.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
     m.add_argument("--history", choices=["predicted", "gold"], default="predicted")
-    m.add_argument(
-        "--pred-deltas",
-        action="store_true",
-        help="each predicted turn holds only the slots it changed: accumulate them (value none or '' deletes)",
-    )
+    m.add_argument("--schema", help="sgd: the evaluated split's schema.json (default: one beside the gold files)")
+    m.add_argument("--train-schema", help="sgd: the training schema.json; its services are seen, the others unseen")
     m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")
     m.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     m.set_defaults(func=_metrics)

@@ -11,7 +11,7 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.formats import cache
 from analysis.formats.engine import Collector, ParsedFile, json_type_name
-from analysis.formats.reading import parse_records
+from analysis.formats.reading import directory_records, parse_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
 
 __all__ = ["FORMATS", "FormatSpec", "ParsedFile", "detect_format", "format_names", "parse_file"]
@@ -70,6 +70,8 @@ def parse_file(
     message names the file, the format and the first offending record. Files on disk are cached as
     Parquet tables (`analysis.formats.cache`); uploaded `data` never is.
     """
+    if data is None and Path(path).is_dir():
+        use_cache = False  # a directory (SGD's dialogues_*.json) keeps its stat when a file in it changes
     if data is None and use_cache:
         # Runs of one workspace share gold files: the last few parsed files are also kept in memory, keyed
         # like the disk cache (path, size, mtime, format, parser digest), so each is read once per process.
@@ -89,7 +91,10 @@ def parse_file(
     name = str(path)
     if fmt is not None and fmt not in FORMATS_BY_NAME:
         raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")
-    container, records = parse_records(path, fmt=fmt, data=data)
+    if data is None and Path(path).is_dir():
+        container, records = directory_records(path, fmt=fmt)
+    else:
+        container, records = parse_records(path, fmt=fmt, data=data)
     if fmt is None:
         spec = detect_format(container, records)
         if spec is None:

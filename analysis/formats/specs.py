@@ -9,7 +9,7 @@ from typing import Any
 
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
 from analysis.formats.engine import Collector, expect
-from analysis.formats.more import MORE_FORMATS
+from analysis.formats.sgd import SGD_FORMATS
 from analysis.formats.states import (
     any_state,
     multiwoz_metadata,
@@ -397,7 +397,6 @@ def _parse_csv(records: Any, c: Collector) -> None:
 
 
 FORMATS: tuple[FormatSpec, ...] = (
-    *(FormatSpec(**fields) for fields in MORE_FORMATS),  # before jsonl: an LLM record has its two keys
     FormatSpec(
         "risawoz",
         "jsonl",
@@ -501,6 +500,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         _detect_dstc9_submission,
         _parse_dstc9_submission,
     ),
+    *(FormatSpec(**fields) for fields in SGD_FORMATS),  # before convlab3-dialogues: both are dialogue lists
     *(FormatSpec(**fields) for fields in CONVLAB3_FORMATS),
 )
 FORMATS_BY_NAME = {spec.name: spec for spec in FORMATS}

@@ -42,7 +42,7 @@ import pandas as pd
 from rapidfuzz.distance import Indel
 
 from analysis.errors import InputError
-from analysis.sgd.reading import FORMAT, Schema, SgdDialogues, read_dialogues, read_schema
+from analysis.sgd.reading import FORMAT, Schema, SgdDialogues, gc_paused, read_dialogues, read_schema
 
 ALL_SERVICES = "#ALL_SERVICES"
 SEEN_SERVICES = "#SEEN_SERVICES"
@@ -117,7 +117,8 @@ class SgdResult:
     - `frames`: one row per gold USER frame: `dialogue_id`, `turn_index`, `service`, `domain`, `seen`
       (bool; None without a training schema), `pred_missing`, and one float column per metric of
       `METRICS` (NaN where the evaluator writes "NA").
-    - `slots`: one row per (gold frame, schema slot): `frame` (row of `frames`), `slot`, `categorical`,
+    - `slots`: one row per (gold frame, schema slot) present in the gold or the predicted state (a slot
+      absent on both sides scores 1 and has no row): `frame` (row of `frames`), `slot`, `categorical`,
       `active` (present in gold), `predicted` (present in the prediction), `score` (0..1), `gold`
       (tuple of acceptable values, None when absent) and `pred` (first predicted value, None).
     - `missing_frames`: gold frames without a predicted frame (scored as empty predictions).
@@ -137,7 +138,7 @@ class SgdResult:
 
 
 def _f1(ref: tuple[str, ...], hyp: tuple[str, ...]) -> tuple[float, float, float]:
-    if not ref and not hyp:
+    if ref == hyp:  # the same list (both empty included): every score 1
         return 1.0, 1.0, 1.0
     true_positive = sum((Counter(ref) & Counter(hyp)).values())
     precision = true_positive / len(hyp) if hyp else 1.0
@@ -157,6 +158,16 @@ def evaluate(
     `schema` is the evaluated split's schema (slots, categorical or not); `train_schema`, when given,
     decides seen vs unseen (a service in both schemas is seen).
     """
+    with gc_paused():
+        return _evaluate(gold, pred, schema, train_schema)
+
+
+def _evaluate(
+    gold: SgdDialogues | str | Path,
+    pred: SgdDialogues | str | Path,
+    schema: Schema | str | Path,
+    train_schema: Schema | str | Path | None,
+) -> SgdResult:
     gold_d = gold if isinstance(gold, SgdDialogues) else read_dialogues(gold)
     pred_d = pred if isinstance(pred, SgdDialogues) else read_dialogues(pred)
     schema_s = schema if isinstance(schema, Schema) else read_schema(schema)
@@ -189,7 +200,7 @@ def evaluate(
     ignored = len(p) - int((~missing).sum())
     n = len(merged)
 
-    services = merged["service"].to_numpy(dtype=object)
+    services: list[str] = merged["service"].tolist()
     frames = merged[keys].copy()
     frames["domain"] = [s.split("_")[0] for s in services]
     frames["seen"] = None if seen_services is None else np.isin(services, list(seen_services))
@@ -210,7 +221,7 @@ def evaluate(
 
     # 3. goal accuracies over the schema slots of each frame's service.
     slots = _slot_scores(merged, schema_s, services)
-    frames = pd.concat([frames, _goal_accuracies(slots, n)], axis=1)
+    frames = pd.concat([frames, _goal_accuracies(slots, services, schema_s)], axis=1)
     frames = frames[[*keys, "domain", "seen", "pred_missing", *METRICS]]
     table = _aggregate(frames, seen_services is not None)
     return SgdResult(table, frames, slots, int(missing.sum()), ignored, seen_services)
@@ -246,56 +257,80 @@ def _check_pairing(gold: SgdDialogues, pred: SgdDialogues) -> None:
 
 def _tagging(merged: pd.DataFrame, turns: pd.DataFrame, schema: Schema) -> np.ndarray:
     """Slot tagging F1 / precision / recall per frame; NaN where the predicted frame has no spans."""
-    utterances = dict(zip(zip(turns["dialogue_id"], turns["turn_index"], strict=True), turns["user"], strict=True))
     out = np.full((len(merged), 3), np.nan)
-    rows = zip(
-        merged["dialogue_id"],
-        merged["turn_index"],
-        merged["service"],
-        merged["spans"],
-        merged["pred_spans"],
-        strict=True,
+    hyps = merged["pred_spans"].tolist()
+    scored = [i for i, hyp in enumerate(hyps) if isinstance(hyp, tuple)]
+    if not scored:
+        return out
+    refs = merged["spans"].tolist()
+    same = [i for i in scored if refs[i] == hyps[i]]  # identical span lists: every score 1
+    out[same] = 1.0
+    rest = [i for i in scored if refs[i] != hyps[i]]
+    if not rest:
+        return out
+    utterances = dict(
+        zip(
+            zip(turns["dialogue_id"].tolist(), turns["turn_index"].tolist(), strict=True),
+            turns["user"].tolist(),
+            strict=True,
+        )
     )
-    noncat: dict[str, frozenset[str]] = {}
-    for i, (dialogue_id, turn, service, ref, hyp) in enumerate(rows):
-        if not isinstance(hyp, tuple):
-            continue
-        names = noncat.get(service)
-        if names is None:
-            s = schema[service]
-            names = noncat[service] = frozenset(n for n, c in zip(s.slots, s.categorical, strict=True) if not c)
-        utt = utterances[(dialogue_id, turn)]
-        ref_items = tuple((s, utt[a:b]) for s, a, b in (ref or ()) if s in names)
-        hyp_items = tuple((s, utt[a:b]) for s, a, b in hyp if s in names)
+    ids, turn_indices, services = (merged[c].tolist() for c in ("dialogue_id", "turn_index", "service"))
+    noncat = {
+        name: frozenset(n for n, c in zip(s.slots, s.categorical, strict=True) if not c)
+        for name, s in schema.services.items()
+    }
+    for i in rest:
+        names = noncat[services[i]]
+        utt = utterances[(ids[i], turn_indices[i])]
+        ref_items = tuple((s, utt[a:b]) for s, a, b in (refs[i] or ()) if s in names)
+        hyp_items = tuple((s, utt[a:b]) for s, a, b in hyps[i] if s in names)
         out[i] = _f1(ref_items, hyp_items)  # type: ignore[arg-type]
     return out
 
 
-def _slot_scores(merged: pd.DataFrame, schema: Schema, services: np.ndarray) -> pd.DataFrame:
-    """One row per (frame, schema slot) with the slot's score under rules 4-6."""
-    codes, names = pd.factorize(pd.Series(services, dtype=object))
-    per_service = [schema[str(s)] for s in names]
-    counts = np.array([len(s.slots) for s in per_service], dtype=np.int64)[codes]
-    frame = np.repeat(np.arange(len(merged)), counts)
-    empty_names: list[np.ndarray] = [np.zeros(0, dtype=object)]
-    empty_flags: list[np.ndarray] = [np.zeros(0, dtype=bool)]
-    slot_name = np.concatenate(empty_names + [np.array(per_service[c].slots, dtype=object) for c in codes])
-    categorical = np.concatenate(empty_flags + [np.array(per_service[c].categorical, dtype=bool) for c in codes])
+def _slot_scores(merged: pd.DataFrame, schema: Schema, services: list[str]) -> pd.DataFrame:
+    """One row per (gold frame, schema slot) present in the gold or the predicted state, in schema
+    order, with the slot's score under rules 4-6. A schema slot absent on both sides scores 1 and
+    changes no product and no average: it has no row. Slots outside the schema are ignored."""
+    position = {
+        name: {slot: (k, cat) for k, (slot, cat) in enumerate(zip(s.slots, s.categorical, strict=True))}
+        for name, s in schema.services.items()
+    }
     gold_values = merged["slot_values"].tolist()
     pred_values = [v if isinstance(v, dict) else {} for v in merged["pred_slot_values"].tolist()]
-    at = list(zip(frame.tolist(), slot_name.tolist(), strict=True))
-    gold: list[tuple[str, ...] | None] = [gold_values[f].get(s) for f, s in at]
-    pred_lists: list[tuple[str, ...] | None] = [pred_values[f].get(s) for f, s in at]
-    pred = [v[0] if v else None for v in pred_lists]
+    frame: list[int] = []
+    order: list[int] = []
+    slot_name: list[str] = []
+    categorical: list[bool] = []
+    gold: list[tuple[str, ...] | None] = []
+    pred_lists: list[Any] = []
+    for f, (service, g, p) in enumerate(zip(services, gold_values, pred_values, strict=True)):
+        slots_of = position[service]
+        for slot in g.keys() | p.keys() if p else g:
+            entry = slots_of.get(slot)
+            if entry is None:
+                continue
+            frame.append(f)
+            order.append(entry[0])
+            slot_name.append(slot)
+            categorical.append(entry[1])
+            gold.append(g.get(slot))
+            pred_lists.append(p.get(slot))
+    sort = np.lexsort((np.array(order, dtype=np.int64), np.array(frame, dtype=np.int64)))
+    take = sort.tolist()
+    gold = [gold[i] for i in take]
+    pred: list[str | None] = [pred_lists[i][0] if pred_lists[i] else None for i in take]
+    is_cat = np.array(categorical, dtype=bool)[sort]
     active = np.array([v is not None for v in gold], dtype=bool)
-    predicted = np.array([v is not None for v in pred_lists], dtype=bool)
-    score = np.where(active | predicted, 0.0, 1.0)
+    predicted = np.array([v is not None for v in pred], dtype=bool)
+    score = np.zeros(len(take))
     cache: dict[tuple[tuple[str, ...], str], float] = {}
     keys: dict[str, str] = {}
     for i in np.flatnonzero(active & predicted).tolist():
         ref, hyp = gold[i], pred[i]
         assert ref is not None and hyp is not None
-        if categorical[i]:
+        if is_cat[i]:
             score[i] = float(ref[0] == hyp)
             continue
         value = cache.get((ref, hyp))
@@ -308,9 +343,9 @@ def _slot_scores(merged: pd.DataFrame, schema: Schema, services: np.ndarray) -> 
         score[i] = value
     return pd.DataFrame(
         {
-            "frame": frame,
-            "slot": pd.array(slot_name, dtype="str"),
-            "categorical": categorical,
+            "frame": np.array(frame, dtype=np.int64)[sort],
+            "slot": pd.array(np.array(slot_name, dtype=object)[sort], dtype="str"),
+            "categorical": is_cat,
             "active": active,
             "predicted": predicted,
             "score": score,
@@ -320,26 +355,29 @@ def _slot_scores(merged: pd.DataFrame, schema: Schema, services: np.ndarray) -> 
     )
 
 
-def _goal_accuracies(slots: pd.DataFrame, n: int) -> pd.DataFrame:
-    """Per frame: mean over active slots (average), product over all slots (joint), each also per
-    categorical / non-categorical; NaN where no slot qualifies (the evaluator's "NA")."""
+def _goal_accuracies(slots: pd.DataFrame, services: list[str], schema: Schema) -> pd.DataFrame:
+    """Per frame: mean over active slots (average), product over the service's schema slots (joint),
+    each also per categorical / non-categorical; NaN where no slot qualifies (the evaluator's "NA")."""
+    n = len(services)
     frame = slots["frame"].to_numpy()
     score = slots["score"].to_numpy()
     active = slots["active"].to_numpy()
     cat = slots["categorical"].to_numpy()
+    kinds = {
+        name: (len(s.slots) > 0, any(s.categorical), not all(s.categorical)) for name, s in schema.services.items()
+    }
+    has_kind = np.array([kinds[s] for s in services], dtype=bool).reshape(n, 3)
     out = {}
-    for suffix, subset in (("goal", np.ones(len(slots), dtype=bool)), ("cat", cat), ("noncat", ~cat)):
+    for k, (suffix, subset) in enumerate((("goal", np.ones(len(slots), dtype=bool)), ("cat", cat), ("noncat", ~cat))):
         chosen = subset & active
         total = np.bincount(frame[chosen], weights=score[chosen], minlength=n)
         count = np.bincount(frame[chosen], minlength=n)
-        with np.errstate(invalid="ignore", divide="ignore"):
-            out[f"average_{suffix}_accuracy"] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
-        # Products in schema order, like np.prod over the evaluator's list; a frame without any such
-        # slot is NaN. Scores are in [0, 1]: log-sums would lose the exact 1.0, so multiply in place.
+        out[f"average_{suffix}_accuracy"] = np.where(count > 0, total / np.maximum(count, 1), np.nan)
+        # The product over the schema's slots (rows in schema order, absent-on-both slots being 1);
+        # NaN for a service without such a slot. Scores are in [0, 1]: multiplied, not log-summed.
         prod = np.ones(n)
         np.multiply.at(prod, frame[subset], score[subset])
-        has = np.bincount(frame[subset], minlength=n) > 0
-        out[f"joint_{suffix}_accuracy"] = np.where(has, prod, np.nan)
+        out[f"joint_{suffix}_accuracy"] = np.where(has_kind[:, k], prod, np.nan)
     return pd.DataFrame(out)
 
 
@@ -369,3 +407,78 @@ def _means(row: pd.Series) -> dict[str, float]:
 def official_json(result: SgdResult) -> dict[str, Any]:
     """The table as the evaluator's output file holds it (`json.dump(..., sort_keys=True)`)."""
     return {k: dict(sorted(v.items())) for k, v in sorted(result.table.items())}
+
+
+def add_to_suite(
+    result: dict[str, Any],
+    *,
+    pred: str | Path,
+    gold: str | Path,
+    schema: str | Path | None,
+    train_schema: str | Path | None = None,
+) -> SgdResult:
+    """Put the evaluator's numbers into a `metrics --json` object scored under the `sgd` convention.
+
+    `result["sgd"]` is the evaluator's table (`{collection: {metric: value}}`); `jga`, `aga` and
+    `per_domain_jga` become its #ALL_SERVICES joint / average goal accuracy and per-service joint goal
+    accuracy, so nothing printed under the name `sgd` differs from the evaluator. The generic per-turn
+    values they replace (binary per-slot outcomes over all services of a user turn) move to
+    `result["sgd_outcomes"]`. `schema` None looks for `schema.json[.gz]` beside the gold files.
+    """
+    from analysis.sgd.reading import schema_beside
+
+    schema_path = Path(schema) if schema is not None else schema_beside(gold)
+    if schema_path is None:
+        raise InputError(
+            str(gold),
+            FORMAT,
+            "the sgd convention scores with the SGD evaluator, which needs the evaluated split's schema: "
+            "pass --schema schema.json (and --train-schema for seen / unseen); none found beside the gold files",
+        )
+    scored = evaluate(gold, pred, schema_path, train_schema)
+    overall = scored.table.get(ALL_SERVICES, {})
+    result["sgd_outcomes"] = {
+        "jga": result.get("jga"),
+        "aga": result.get("aga"),
+        "per_domain_jga": result.get("per_domain_jga"),
+        "note": "per user turn over all its services, each slot right or wrong (the sgd convention's binary "
+        "comparison): not the SGD evaluator's numbers, which are under `sgd`, `jga` and `aga`",
+    }
+    result["jga"] = overall.get("joint_goal_accuracy")
+    result["aga"] = overall.get("average_goal_accuracy")
+    result["per_domain_jga"] = {
+        s: scored.table[s].get("joint_goal_accuracy") for s in sorted(scored.frames["service"].unique())
+    }
+    result["sgd"] = official_json(scored)
+    result["sgd_frames"] = {
+        "frames": len(scored.frames),
+        "missing_pred_frames": scored.missing_frames,
+        "ignored_pred_frames": scored.ignored_pred_frames,
+        "schema": str(schema_path),
+        "train_schema": None if train_schema is None else str(train_schema),
+    }
+    return scored
+
+
+def table_lines(result: dict[str, Any]) -> list[str]:
+    """The evaluator's block of the `metrics` table: its headline metrics for all / seen / unseen services
+    (its per-service joint goal accuracy is the table's per-domain JGA)."""
+    table = result["sgd"]
+    frames = result["sgd_frames"]
+    columns = [c for c in (ALL_SERVICES, SEEN_SERVICES, UNSEEN_SERVICES) if c in table]
+    names = {ALL_SERVICES: "all", SEEN_SERVICES: "seen", UNSEEN_SERVICES: "unseen"}
+    lines = [
+        "",
+        f"SGD evaluator (schema_guided_dst): {frames['frames']} frames"
+        + (
+            f", {frames['missing_pred_frames']} without a predicted frame (scored empty)"
+            if frames["missing_pred_frames"]
+            else ""
+        )
+        + ("" if SEEN_SERVICES in table or UNSEEN_SERVICES in table else "; no --train-schema: no seen/unseen split"),
+        "  " + " " * 24 + "".join(f"{names[c]:>9}" for c in columns),
+    ]
+    for metric in HEADLINE:
+        cells = "".join(f"{table[c][metric]:>9.4f}" if metric in table[c] else f"{'n/a':>9}" for c in columns)
+        lines.append(f"  {metric:<24}{cells}")
+    return lines
