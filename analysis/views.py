@@ -773,3 +773,31 @@ def first_dialogue_with_errors(index: pd.DataFrame) -> str | None:
     """The first dialogue of `dialogue_index` with an error turn (the viewer's starting point)."""
     hit = index[index["error_turns"] > 0]
     return str(hit["dialogue_id"].iloc[0]) if len(hit) else None
+
+
+# --- dialogue viewer: turn positions, the slot filter across ontologies (issue 17) ---------------------
+
+
+def turn_position_label(turn_indices: Sequence[int], turn: int) -> str:
+    """The turn selector's label: the file's turn index and its 1-based position among the dialogue's
+    turns, so the last of 10 turns reads `10 of 10` whatever the indices (gaps, 1-based files).
+
+    >>> turn_position_label([0, 1, 2, 3, 9], 9), turn_position_label(list(range(10)), 9)
+    ('turn 9 · 5 of 5', 'turn 9 · 10 of 10')
+    """
+    ordered = sorted(int(t) for t in turn_indices)
+    position = ordered.index(int(turn)) + 1 if int(turn) in ordered else None
+    return f"turn {turn} · {position} of {len(ordered)}" if position else f"turn {turn}"
+
+
+def aligned_slot(a: Scored, b: Scored, *, slot: str, overrides: tuple[tuple[str, str], ...] = ()) -> str | None:
+    """The slot of run B aligned with run A's `slot` (`domain-slot`) through the ontology alignment of
+    `analysis.crosslingual` (manifest overrides first, identical names, then inferred from the parallel
+    gold); None when no slot of B is aligned with it."""
+    from analysis import crosslingual as X
+
+    alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None)
+    hit = alignment.loc[alignment["slot_a"] == slot, "slot_b"]
+    if not len(hit) or pd.isna(hit.iloc[0]) or str(hit.iloc[0]) in ("", "nan"):
+        return None
+    return str(hit.iloc[0])

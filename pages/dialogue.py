@@ -4,6 +4,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from analysis.crosslingual import mapping_from_manifest
 from analysis.review.items import Item, split_slot
 from analysis.scoring import OUTCOMES
 from ui import errors, review
@@ -49,10 +50,14 @@ shown_turns = views.filter_turns(turns, diff, errors_only=errors_only, slot=slot
 error_turns = views.filter_turns(turns, diff, errors_only=True, slot=slot or None, outcome=outcome or None)
 all_turns = views.filter_turns(turns, diff)
 other_turns, other_diff, other_dialogue = None, None, None
+other_slot = slot or None  # the second run's slot for the filter: through the ontology alignment
 if compare:
     other_dialogue = ui.compute(views.matching_dialogue, compare, dialogue_id=dialogue)
     if other_dialogue is not None:
         other_turns, other_diff = ui.compute(views.dialogue_view, compare, dialogue_id=other_dialogue)
+    if slot:
+        overrides = tuple(sorted(mapping_from_manifest(ui.workspace_mappings(), run, compare).items()))
+        other_slot = ui.compute(views.aligned_slot, run, compare, slot=slot, overrides=overrides)
 
 # --- show -----------------------------------------------------------------------------------------
 st.caption(
@@ -65,13 +70,25 @@ if clicked and "x" in clicked[0]:
     ui.put(turn=int(clicked[0]["x"]))  # a click on a turn's bar or marker opens that turn
 
 
-def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: object, turn: int, *, key: str) -> None:
-    """One run's view of the current turn: utterances, status, changes, state diff."""
+def show_turn(
+    run_id: str,
+    dialogue_id: str,
+    turns_table: object,
+    diff_table: object,
+    turn: int,
+    *,
+    key: str,
+    slot_here: str | None = None,
+) -> None:
+    """One run's view of the current turn: utterances, status, changes, state diff (`slot_here`: the
+    slot filter in this run's ontology)."""
     here = views.turn_row(turns_table, turn)
     if here is None:
         st.info(ui.md(f"{run_id} has no turn {turn} in this dialogue."))
         return
     st.subheader(f"Turn {turn}")
+    if slot and slot_here != slot:
+        st.caption(ui.md(f"Slot filter {slot} is {slot_here} in {run_id} (ontology alignment)"))
     st.text(f"{run_id} · {here['status']} · {here['n_new']} new, {here['n_inherited']} inherited")
     with st.chat_message("user"):
         st.text(here["user"] or "(no user utterance)")
@@ -79,7 +96,7 @@ def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: ob
         st.text(here["system"] or "(no system reply)")
     st.text(f"Gold changed this turn: {here['gold_changes'] or 'nothing'}")
     st.text(f"Prediction changed this turn: {here['pred_changes'] or 'nothing'}")
-    rows = views.diff_at(diff_table, turn, errors_only=errors_only, slot=slot or None, outcome=outcome or None)
+    rows = views.diff_at(diff_table, turn, errors_only=errors_only, slot=slot_here, outcome=outcome or None)
     ui.show_table(
         rows,
         key=f"diff_{key}",
@@ -87,7 +104,7 @@ def show_turn(run_id: str, dialogue_id: str, turns_table: object, diff_table: ob
         columns=["status", "slot", "gold", "predicted", "origin", "gold_change", "pred_change", "outcome"],
     )
     # Tag this turn (or the slot the filter picked) for team review, without leaving the viewer.
-    pair = split_slot(slot or None) or (None, None)
+    pair = split_slot(slot_here) or (None, None)
     item = Item(ui.meta(run_id).dataset, dialogue_id, turn, domain=pair[0], slot=pair[1], run_id=run_id)
     with st.expander("Tag for review", icon=":material/label:"):
         review.tag_form(item, key=f"tag_{key}")
@@ -121,20 +138,22 @@ def stepper() -> None:
         state="turn",
         container=steps[2],
         label_visibility="collapsed",
-        format_func=lambda t: f"turn {t} of {len(all_turns) - 1}",
+        format_func=lambda t: views.turn_position_label(all_turns, t),
     )
     if compare:
         ui.warn_incomparable([run, compare])
         left, right = st.columns(2)
         with left:
-            show_turn(run, dialogue, turns, diff, turn, key="a")
+            show_turn(run, dialogue, turns, diff, turn, key="a", slot_here=slot or None)
         with right:
             if other_turns is None:
                 st.info(ui.md(f"{compare} does not hold dialogue {dialogue}."))
+            elif slot and other_slot is None:
+                st.info(ui.md(f"No slot of {compare} is aligned with {slot}: nothing to filter on."))
             else:
-                show_turn(compare, str(other_dialogue), other_turns, other_diff, turn, key="b")
+                show_turn(compare, str(other_dialogue), other_turns, other_diff, turn, key="b", slot_here=other_slot)
     else:
-        show_turn(run, dialogue, turns, diff, turn, key="a")
+        show_turn(run, dialogue, turns, diff, turn, key="a", slot_here=slot or None)
     ui.update_link("dialogue")
 
 
