@@ -10,6 +10,7 @@ from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
+from analysis.formats.more import DELTA_NOTE, UNPARSEABLE_COLUMN, accumulate_deltas, delta_warning
 from analysis.model import INFO_FIELDS, STATE_COLUMNS, AlignmentReport, Run, RunInfo, RunMeta
 
 EXAMPLES = 5
@@ -32,12 +33,15 @@ def load_run(
     meta: RunInfo | None = None,
     pred_data: bytes | None = None,
     gold_data: bytes | None = None,
+    pred_deltas: bool | None = None,
 ) -> Run:
     """Load one run. With `gold`, predictions pair with that file; otherwise the prediction file must
     carry gold itself (TRADE, nested, RiSAWOZ, our JSONL/CSV), or be a gold-shaped file scored against
     itself. `meta` says what the run is (`RunInfo`); its empty `run_id` and `system` default to the
     prediction file's name, and a `convention` of None to the files' own. `*_data` pass uploaded bytes
-    instead of reading the path (the path still names the file).
+    instead of reading the path (the path still names the file). `pred_deltas` (default: `meta`'s)
+    reads each predicted turn as the slots that turn changed and accumulates them
+    (`analysis.formats.more`); otherwise a prediction that looks like deltas is noted in the report.
     """
     pred_file = parse_file(pred, fmt=pred_format, data=pred_data)
     gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
@@ -69,6 +73,14 @@ def load_run(
         if pred_file.gold is not None and pred_file.pred is not None:
             notes["embedded_gold_replaced_by"] = Path(str(gold)).name
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
+        if UNPARSEABLE_COLUMN in pred_file.turns:  # an LLM file's unparseable turns, onto the gold turns
+            flags = pred_file.turns[["dialogue_id", "turn_index", UNPARSEABLE_COLUMN]]
+            flagged = flags.assign(_key=dialogue_key(flags["dialogue_id"])).drop(columns="dialogue_id")
+            turns = turns.assign(_key=dialogue_key(turns["dialogue_id"])).merge(
+                flagged, on=["_key", "turn_index"], how="left"
+            )
+            turns = turns.drop(columns="_key")
+            turns[UNPARSEABLE_COLUMN] = turns[UNPARSEABLE_COLUMN].eq(True).to_numpy(dtype=bool)  # unpaired: False
         gold_states, listed = gold_file.gold, gold_file.listed_slots
         listings = gold_file.listings
         # Both files may list dialogues without turns: counted apart, so the report says which file did.
@@ -76,12 +88,18 @@ def load_run(
         notes.update(gold_file.notes)
         notes["gold_dialogues_without_turns"] = notes.pop(DIALOGUES_WITHOUT_TURNS, 0)
         notes["predicted_dialogues_without_turns"] = empty_pred
+    deltas = pred_deltas if pred_deltas is not None else bool(meta is not None and meta.pred_deltas)
+    if deltas:
+        pred_states = accumulate_deltas(turns, pred_states)
+    else:
+        notes[DELTA_NOTE] = delta_warning(turns, gold_states, pred_states)
     report.notes.update({k: v for k, v in notes.items() if v})
     formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
     sources = (str(pred),) if gold is None else (str(pred), str(gold))
     info = meta if meta is not None else RunInfo()
     stem = Path(str(pred)).name.split(".")[0]
     declared = {name: getattr(info, name) for name in INFO_FIELDS} | {
+        "pred_deltas": deltas,
         "run_id": info.run_id or stem,
         "system": info.system or stem,
         "convention": info.convention or _default_convention_of(formats, gold_states),

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.outcomes import Outcome
+from analysis.outcomes import MISSED_CODES, MISSED_KEYS, Outcome
 from analysis.scoring import Scored, _sorted_unique
 
 SLOT_LEVEL = ("domain", "slot")
@@ -69,7 +69,7 @@ def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...]) -> pd.Da
             "n_pred": slots["pred_value"].notna().to_numpy(),
             "n_correct": (outcome == Outcome.CORRECT.key).to_numpy(),
             "n_wrong": (outcome == Outcome.WRONG_VALUE.key).to_numpy(),
-            "n_missed": (outcome == Outcome.MISSED.key).to_numpy(),
+            "n_missed": outcome.isin(MISSED_KEYS).to_numpy(),
             "n_spurious": (outcome == Outcome.SPURIOUS.key).to_numpy(),
         }
     )
@@ -184,7 +184,7 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
             {
                 "n_correct": codes == Outcome.CORRECT,
                 "n_wrong": codes == Outcome.WRONG_VALUE,
-                "n_missed": codes == Outcome.MISSED,
+                "n_missed": np.isin(codes, MISSED_CODES),
                 "n_spurious": codes == Outcome.SPURIOUS,
                 "n_gold": slots["gold_value"].notna().to_numpy(),
             }
@@ -356,7 +356,7 @@ def _triple_counts(scored: Scored, facts: pd.DataFrame, keys: list[str]) -> tupl
     derived = {
         "set_tp": codes == Outcome.CORRECT,
         "set_fp": (codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS),
-        "set_fn": (codes == Outcome.WRONG_VALUE) | (codes == Outcome.MISSED),
+        "set_fn": (codes == Outcome.WRONG_VALUE) | np.isin(codes, MISSED_CODES),
     }
     counts = pd.DataFrame(
         {"tid": slots["tid"].to_numpy(), **{k: slots[k].to_numpy() for k in slot_keys}}

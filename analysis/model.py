@@ -37,6 +37,7 @@ class RunInfo:
     history: str = "predicted"
     seed: int | None = None
     convention: str | None = None
+    pred_deltas: bool = False  # predictions hold each turn's changes only (analysis.formats.more)
 
     def __post_init__(self) -> None:
         if self.history not in HISTORY_MODES:

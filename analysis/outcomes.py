@@ -1,16 +1,20 @@
 """The outcome of a slot row, in one place: its code, its name in frames, its label, marker, colour and pattern.
 
 A slot row present in gold or prediction is `correct` (the values match), `wrong_value` (both sides
-name the slot, the values differ), `missed` (only gold) or `spurious` (only the prediction). The code is
+name the slot, the values differ), `missed` (only gold) or `spurious` (only the prediction); a gold slot
+of a turn whose predicted text could not be read (an LLM tracker's, `analysis.formats.more`) is
+`unparseable`, an error counted with the misses in slot metrics (`counts_as_missed`). The code is
 the position in the categorical `outcome` column (`analysis.scoring.OUTCOME_DTYPE`), so code arrays
 compare with the enum itself: `codes == Outcome.CORRECT`.
 
 >>> Outcome.WRONG_VALUE.key, int(Outcome.WRONG_VALUE), Outcome.WRONG_VALUE.label, Outcome.WRONG_VALUE.marker
 ('wrong_value', 1, 'wrong value', '≠')
 >>> OUTCOMES
-('correct', 'wrong_value', 'missed', 'spurious')
+('correct', 'wrong_value', 'missed', 'spurious', 'unparseable')
 >>> ERROR_OUTCOMES
-('wrong_value', 'missed', 'spurious')
+('wrong_value', 'missed', 'spurious', 'unparseable')
+>>> MISSED_CODES
+(2, 4)
 >>> Outcome.of("missed") is Outcome.MISSED
 True
 """
@@ -45,6 +49,7 @@ class Outcome(enum.IntEnum):
     WRONG_VALUE = 1, "wrong_value", "wrong value", "≠", "#D55E00", "x"
     MISSED = 2, "missed", "missed", "−", "#E69F00", "/"
     SPURIOUS = 3, "spurious", "spurious", "+", "#CC79A7", "."
+    UNPARSEABLE = 4, "unparseable", "unparseable", "?", "#0072B2", "\\"
 
     @property
     def shown(self) -> str:
@@ -54,6 +59,11 @@ class Outcome(enum.IntEnum):
     @property
     def is_error(self) -> bool:
         return self is not Outcome.CORRECT
+
+    @property
+    def counts_as_missed(self) -> bool:
+        """A gold slot the prediction does not hold: a miss in precision/recall, slot accuracy and F1."""
+        return self in (Outcome.MISSED, Outcome.UNPARSEABLE)
 
     @classmethod
     def of(cls, key: str) -> Outcome:
@@ -65,3 +75,5 @@ _BY_KEY = {o.key: o for o in Outcome}
 ERRORS: tuple[Outcome, ...] = tuple(o for o in Outcome if o.is_error)
 OUTCOMES: tuple[str, ...] = tuple(o.key for o in Outcome)  # in code order: the categorical's categories
 ERROR_OUTCOMES: tuple[str, ...] = tuple(o.key for o in ERRORS)
+MISSED_CODES: tuple[int, ...] = tuple(int(o) for o in Outcome if o.counts_as_missed)
+MISSED_KEYS: tuple[str, ...] = tuple(o.key for o in Outcome if o.counts_as_missed)

@@ -21,8 +21,9 @@ from analysis.conventions import (
     normalise_codes,
     resolve_convention,
 )
+from analysis.formats.more import UNPARSEABLE_COLUMN
 from analysis.model import Run, RunMeta
-from analysis.outcomes import OUTCOMES, Outcome
+from analysis.outcomes import MISSED_CODES, OUTCOMES, Outcome
 
 T = TypeVar("T")
 
@@ -36,6 +37,7 @@ COUNT_COLUMNS = [
     "n_wrong",
     "n_missed",
     "n_spurious",
+    "n_unparseable",  # gold slots of turns whose predicted text did not parse; also counted in n_missed
     "n_err_ontology",
     "n_trade_extra",
 ]
@@ -140,6 +142,8 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     if (order != np.arange(len(order))).any():
         turns = turns.take(order)
     turns = turns.reset_index(drop=True)
+    if UNPARSEABLE_COLUMN not in turns:  # only LLM text files have unparseable turns; every run has the column
+        turns[UNPARSEABLE_COLUMN] = False
     turns.insert(0, "run_id", run_id)
     turns.insert(1, "tid", np.arange(len(turns), dtype="int64"))
     dialogue_ids = pc.unique(_arrow(turns["dialogue_id"]))
@@ -229,6 +233,11 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
         }
     )
     slots["outcome"] = _outcomes(slots, conv, gold_common, pred_common)
+    unparseable = turns[UNPARSEABLE_COLUMN].to_numpy(dtype=bool)
+    if unparseable.any():  # the gold slots of a turn whose text did not parse: their own outcome
+        codes = slots["outcome"].cat.codes.to_numpy().copy()
+        codes[unparseable[tid] & (gold_common >= 0)] = Outcome.UNPARSEABLE
+        slots["outcome"] = pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)
     slots["in_ontology"] = pair_in_ontology[pair]
     # Integer codes for set-based metrics; valid for comparisons within a run (hence within a turn).
     # Numbered in order of first appearance over gold then predicted values, as factorizing the strings would.
@@ -262,7 +271,7 @@ def _set_counts(
     codes = slots["outcome"].cat.codes.to_numpy()
     tp = (codes == Outcome.CORRECT).astype("int64")
     fp = ((codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS)).astype("int64")
-    fn = ((codes == Outcome.WRONG_VALUE) | (codes == Outcome.MISSED)).astype("int64")
+    fn = ((codes == Outcome.WRONG_VALUE) | np.isin(codes, MISSED_CODES)).astype("int64")
     position = {int(k): i for i, k in enumerate(key.tolist())}
 
     def value_set(side: _Side, k: int, offset: int) -> set[int]:
@@ -545,7 +554,10 @@ def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
     # correct/wrong/spurious (that is how `_outcomes` classifies).
     k = len(Outcome)
     per_outcome = np.bincount(tid * k + outcome, minlength=k * n).reshape(n, k).T
-    correct, wrong, missed, spurious = (per_outcome[o] for o in Outcome)
+    correct, wrong, spurious, unparseable = (
+        per_outcome[o] for o in (Outcome.CORRECT, Outcome.WRONG_VALUE, Outcome.SPURIOUS, Outcome.UNPARSEABLE)
+    )
+    missed = per_outcome[Outcome.MISSED] + unparseable  # an unparseable turn's gold slot is not predicted
     errors = outcome != Outcome.CORRECT
     counts = {
         "n_gold": correct + wrong + missed,
@@ -554,6 +566,7 @@ def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
         "n_wrong": wrong,
         "n_missed": missed,
         "n_spurious": spurious,
+        "n_unparseable": unparseable,
         "n_err_ontology": np.bincount(tid[errors & slots["in_ontology"].to_numpy()], minlength=n),
         "n_trade_extra": np.bincount(tid, weights=slots["trade_extra"].to_numpy(), minlength=n),
     }
@@ -561,7 +574,8 @@ def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
     kept = turns.drop(columns=stale) if stale else turns
     new = pd.DataFrame({name: np.ascontiguousarray(v).astype("int64") for name, v in counts.items()}, index=turns.index)
     turns = pd.concat([kept, new], axis=1)
-    turns["joint_correct"] = (wrong + missed + spurious) == 0
+    # An unparseable turn is never joint-correct, even with an empty gold state.
+    turns["joint_correct"] = ((wrong + missed + spurious) == 0) & ~turns[UNPARSEABLE_COLUMN].to_numpy(dtype=bool)
     return turns
 
 

@@ -75,6 +75,9 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
     for group, names in R.GROUPED.items():  # "fga": {"0.25": ..., "0.5": ..., ...} beside the flat keys
         result[group] = {name.removeprefix(f"{group}_"): result[name] for name in names}
     result["not_applicable"] = not_applicable(scored)
+    # Turns whose predicted text did not parse (LLM files), and every slot outcome, theirs included.
+    result["unparseable_turns"] = int(turns["pred_unparseable"].sum()) if "pred_unparseable" in turns else 0
+    result["outcomes"] = {k: int(v) for k, v in scored.slots["outcome"].value_counts(sort=False).items()}
     by_turn = M.jga_by_turn_depth(scored)
     result["jga_by_turn"] = {int(t): v for t, v in zip(by_turn["turn_index"], by_turn["jga"], strict=True)}
     per_domain = M.joint_goal_accuracy(scored, by="domain")

@@ -33,6 +33,7 @@ META_COLUMNS = [f for f in INFO_FIELDS if f != "convention"]
 # Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
     {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}
+    | {"pred_unparseable"}
     | {"joint_correct", *COUNT_COLUMNS}
 )
 
@@ -294,6 +295,8 @@ def outcome_mix(scoreds: Scored | Sequence[Scored], *, by: str = "slot", errors_
     if errors_only:
         frame = frame[frame["outcome"] != Outcome.CORRECT.key]
         frame["outcome"] = frame["outcome"].cat.remove_categories([Outcome.CORRECT.key])
+    if not (frame["outcome"] == Outcome.UNPARSEABLE.key).any():  # only LLM text runs have this outcome
+        frame["outcome"] = frame["outcome"].cat.remove_categories([Outcome.UNPARSEABLE.key])
     counts = frame.groupby(["run_id", "group", "outcome"], observed=False).size().rename("n").reset_index()
     totals = counts.groupby(["run_id", "group"])["n"].transform("sum")
     counts["share"] = counts["n"] / totals.where(totals > 0)

@@ -37,6 +37,8 @@ def _declared() -> dict[str, Any]:
             value = f"{f.name} as declared"
         elif f.type in ("int", "int | None"):
             value = 7
+        elif f.type == "bool":
+            value = not f.default
         else:
             raise AssertionError(f"RunInfo.{f.name}: give this test a sample value of type {f.type}")
         assert value != f.default, f.name

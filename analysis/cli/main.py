@@ -39,6 +39,7 @@ def _metrics(args: argparse.Namespace) -> int:
         pred_format=args.format,
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
+        pred_deltas=args.pred_deltas,
     )
     try:
         scored = score_run(run, args.convention)
@@ -137,6 +138,11 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
     m.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
     m.add_argument("--history", choices=["predicted", "gold"], default="predicted")
+    m.add_argument(
+        "--pred-deltas",
+        action="store_true",
+        help="each predicted turn holds only the slots it changed: accumulate them (value none or '' deletes)",
+    )
     m.add_argument("--schema", help="sgd: the evaluated split's schema.json (default: one beside the gold files)")
     m.add_argument("--train-schema", help="sgd: the training schema.json; its services are seen, the others unseen")
     m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")

@@ -9,6 +9,7 @@ from typing import Any
 
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
 from analysis.formats.engine import Collector, expect
+from analysis.formats.more import MORE_FORMATS
 from analysis.formats.sgd import SGD_FORMATS
 from analysis.formats.states import (
     any_state,
@@ -397,6 +398,7 @@ def _parse_csv(records: Any, c: Collector) -> None:
 
 
 FORMATS: tuple[FormatSpec, ...] = (
+    *(FormatSpec(**fields) for fields in MORE_FORMATS),  # before jsonl: an LLM record has its two keys
     FormatSpec(
         "risawoz",
         "jsonl",

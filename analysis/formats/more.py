@@ -1,0 +1,398 @@
+"""SOM-DST per-turn outputs, LLM trackers' raw text, and turn-level (delta) predictions.
+
+`somdst` is the `preds_<epoch>.json` clovaai/som-dst's `evaluation.py` dumps: one JSON object keyed by
+`<dialogue id>_<turn id>` (the id as its test file writes it, e.g. `PMUL4398.json_0`; the turn id counts
+from 0), each value the pair `[predicted, gold]` of `domain-slot-value` string lists (the
+cumulative state, `none` slots already left out). The key is split at its last underscore (SGD ids such
+as `1_00000` keep theirs); a triple is split at its first two hyphens, as TRADE's are.
+
+`llm` is a JSON Lines file (or a JSON array) of one record per turn with a tracker's raw generated text:
+
+- the dialogue id under `dialogue_id` (or `dial_id`, `dialog_id`), the turn under `turn_index` (or
+  `turn_id`, `turn`), counting from 0;
+- the text under `output` (or `generation`, `response`, `text`: the first of these the first record holds
+  names the text for the whole file);
+- optionally the gold state under `gold` (or `gold_state`): a state object, a triple list or a RiSAWOZ
+  span, as in our JSONL. Without it the file holds predictions only (pass `--gold`);
+- optionally `user` and `system` utterances.
+
+The text is read, in this order, as:
+
+1. a JSON state: the whole text, else the first ```` ``` ```` fenced block (```` ```json ```` too), else
+   the span from the first `{` to the last `}` (prose around it is ignored). The object is nested
+   `{domain: {slot: value}}` or flat `{"domain-slot": value}` (`{}` is an empty state);
+2. `domain-slot=value` or `domain-slot: value` lines (a `- ` or `* ` bullet allowed in front, quotes
+   around the value dropped). Prose lines before the first and after the last such line are ignored;
+   a line between two of them that is not one is not;
+3. a lone `none`, `null`, `empty` or `{}` (case ignored): an explicitly empty state.
+
+Anything else, an empty text included, is an **unparseable turn**: the turn is kept (turn column
+`pred_unparseable`), holds no predicted slot, and is counted in the note `unparseable_turns`. Scoring
+gives its gold slots the outcome `unparseable` (an error, counted with the misses in slot metrics) and
+never counts the turn as joint-correct, even when its gold state is empty. Values are kept as written
+(`none`, `dontcare`): the convention decides what they mean.
+
+Turn-level (delta) predictions (`load_run(..., pred_deltas=True)`, CLI `--pred-deltas`, manifest
+`pred_deltas = true`): each turn's prediction holds only the slots that turn changed, in any format. They
+are accumulated in turn order into cumulative states (`accumulate_deltas`): a slot keeps the value of its
+latest update at or before the turn; an update to `none` (any case) or to "" (in formats that keep a
+predicted "", e.g. mwzeval) deletes the slot. `delta_suspicion` measures whether a prediction file read
+as cumulative looks like deltas (see there).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from functools import partial
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis.formats.engine import Collector, json_type_name
+from analysis.formats.states import EQ, StateProblem, Triple, any_state, coerce_value, triple_strings
+
+UNPARSEABLE_NOTE = "unparseable_turns"
+UNPARSEABLE_COLUMN = "pred_unparseable"
+
+# --- somdst ---------------------------------------------------------------------------------------
+
+_SOMDST_KEY = re.compile(r"^(.+)_(\d+)$")
+
+
+def _is_triples(value: Any) -> bool:
+    return type(value) is list and all(type(item) is str for item in value)
+
+
+def detect_somdst(records: Any) -> bool:
+    if type(records) is not dict or not records:
+        return False
+    key, value = next(iter(records.items()))
+    return (
+        _SOMDST_KEY.match(str(key)) is not None
+        and type(value) is list
+        and len(value) == 2
+        and _is_triples(value[0])
+        and _is_triples(value[1])
+    )
+
+
+def parse_somdst(records: Any, c: Collector) -> None:
+    """Each entry `"<id>_<turn>": [predicted, gold]`; `(id, turn)` pairs are checked unique by the engine."""
+    if type(records) is not dict:
+        raise c.error(
+            f"the top level must be an object keyed by '<dialogue id>_<turn id>', got {json_type_name(records)}"
+        )
+    for key, value in records.items():
+        match = _SOMDST_KEY.match(key)
+        if match is None:
+            c.at(key)
+            raise c.error(f"key {key!r} is not '<dialogue id>_<turn id>' (the turn id a number after the last '_')")
+        dialogue_id, raw_turn = match.groups()
+        c.at(dialogue_id, raw_turn)
+        t = c.turn_index(raw_turn)
+        if type(value) is not list or len(value) != 2:
+            raise c.error(
+                f"entry {key!r} must be the pair [predicted, gold] of 'domain-slot-value' lists, "
+                f"got {json_type_name(value)}" + (f" of {len(value)} items" if type(value) is list else "")
+            )
+        c.add_turn(dialogue_id, t)
+        c.add_state("pred", dialogue_id, t, partial(triple_strings, value[0], "predicted (item 0)"))
+        c.add_state("gold", dialogue_id, t, partial(triple_strings, value[1], "gold (item 1)"))
+
+
+# --- llm ------------------------------------------------------------------------------------------
+
+DIALOGUE_KEYS = ("dialogue_id", "dial_id", "dialog_id")
+TURN_KEYS = ("turn_index", "turn_id", "turn")
+TEXT_KEYS = ("output", "generation", "response", "text")
+GOLD_KEYS = ("gold", "gold_state")
+EMPTY_WORDS = frozenset({"none", "null", "empty", "{}"})
+MAX_TEXT_CHARS = 200_000  # a generation longer than this is a broken file
+
+_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)```", re.DOTALL)
+_LINE = re.compile(r"^\s*(?:[-*]\s+)?([^\s=:\-][^=:\-]*?)-([^=:]+?)\s*[=:]\s*(.*?)\s*,?\s*$")
+
+
+def _key_of(record: dict[str, Any], keys: tuple[str, ...]) -> str | None:
+    return next((k for k in keys if k in record), None)
+
+
+def detect_llm(records: Any) -> bool:
+    first = records[0] if isinstance(records, list) and records else None
+    if not isinstance(first, dict) or "pred" in first or "prediction" in first:
+        return False
+    text_key = _key_of(first, TEXT_KEYS)
+    return (
+        _key_of(first, DIALOGUE_KEYS) is not None
+        and _key_of(first, TURN_KEYS) is not None
+        and text_key is not None
+        and isinstance(first[text_key], str)
+    )
+
+
+def _json_state(value: Any) -> list[Triple] | None:
+    """Triples of a parsed JSON state (nested or flat), or None when it is not one."""
+    if type(value) is not dict:
+        return None
+    triples: list[Triple] = []
+    try:
+        for key, inner in value.items():
+            if type(inner) is dict:
+                for slot, v in inner.items():
+                    if type(v) is dict:
+                        return None
+                    text = coerce_value(v, "state")
+                    triples.append((key.strip(), str(slot).strip(), EQ, "" if text is None else text.strip()))
+            else:
+                domain, sep, slot = key.partition("-")
+                if not sep or not domain.strip() or not slot.strip():
+                    return None
+                text = coerce_value(inner, "state")
+                triples.append((domain.strip(), slot.strip(), EQ, "" if text is None else text.strip()))
+    except StateProblem:
+        return None
+    return triples
+
+
+def _load_json(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (ValueError, RecursionError):
+        return None
+
+
+def parse_generation(text: str) -> list[Triple] | None:
+    """The state an LLM's generated text holds, or None when it does not parse (module docstring).
+
+    >>> parse_generation('Sure! ```json\\n{"hotel": {"area": "east"}}\\n``` Done.')
+    [('hotel', 'area', '=', 'east')]
+    >>> parse_generation("State:\\nhotel-price range=cheap\\n- train-day: monday")
+    [('hotel', 'price range', '=', 'cheap'), ('train', 'day', '=', 'monday')]
+    >>> parse_generation("NONE"), parse_generation("I am not sure."), parse_generation("")
+    ([], None, None)
+    """
+    stripped = text.strip()
+    if not stripped:
+        return None
+    if stripped.lower() in EMPTY_WORDS:
+        return []
+    candidates = [stripped]
+    fence = _FENCE.search(stripped)
+    if fence is not None:
+        candidates.append(fence.group(1).strip())
+    start, end = stripped.find("{"), stripped.rfind("}")
+    if 0 <= start < end:
+        candidates.append(stripped[start : end + 1])
+    for candidate in candidates:
+        if candidate.startswith("{"):
+            state = _json_state(_load_json(candidate))
+            if state is not None:
+                return state
+    body = fence.group(1) if fence is not None and "{" not in fence.group(1) else stripped
+    return _state_lines(body)
+
+
+def _state_lines(text: str) -> list[Triple] | None:
+    lines = [line for line in text.splitlines() if line.strip() and line.strip() != "```"]
+    matches = [_LINE.match(line) for line in lines]
+    hits = [i for i, m in enumerate(matches) if m is not None]
+    if not hits or len(hits) != hits[-1] - hits[0] + 1:  # none, or prose between two state lines
+        return None
+    triples = []
+    for i in hits:
+        m = matches[i]
+        assert m is not None
+        domain, slot, value = (part.strip() for part in m.groups())
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            value = value[1:-1].strip()
+        triples.append((domain, slot, EQ, value))
+    return triples
+
+
+def _where_llm(line: int, record: dict[str, Any], key: str | None) -> Any:
+    return record.get(key, f"<record {line}>") if key is not None else f"<record {line}>"
+
+
+def parse_llm(records: Any, c: Collector) -> None:
+    if type(records) is not list:
+        raise c.error(f"the top level must be a list of turn records, got {json_type_name(records)}")
+    first = records[0]
+    text_key = _key_of(first, TEXT_KEYS)
+    gold_key = _key_of(first, GOLD_KEYS)
+    dialogue_key = _key_of(first, DIALOGUE_KEYS)
+    turn_key = _key_of(first, TURN_KEYS)
+    assert text_key is not None and dialogue_key is not None and turn_key is not None  # detection checks
+    unparseable = 0
+    for line, record in enumerate(records, start=1):
+        if type(record) is not dict:
+            c.at(f"<record {line}>")
+            raise c.error(f"record {line} must be an object, got {json_type_name(record)}")
+        c.at(_where_llm(line, record, dialogue_key), record.get(turn_key))
+        for key in (dialogue_key, turn_key, text_key, *((gold_key,) if gold_key else ())):
+            if key not in record:
+                raise c.error(f"record {line} lacks a required key (the first record has it)", key)
+        raw_id = record[dialogue_key]
+        if isinstance(raw_id, bool) or not isinstance(raw_id, str | int) or not str(raw_id).strip():
+            raise c.error(f"record {line}: dialogue id must be a non-empty string or an integer, got {raw_id!r}")
+        dialogue_id = str(raw_id)
+        t = c.turn_index(record[turn_key], turn_key)
+        text = record[text_key]
+        if type(text) is not str:
+            raise c.error(f"record {line}: generated text must be a string, got {json_type_name(text)}", text_key)
+        if len(text) > MAX_TEXT_CHARS:
+            raise c.error(f"record {line}: generated text of {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
+        triples = parse_generation(text)
+        attrs = {k: record[k] for k in ("user", "system") if k in record}
+        c.add_turn(dialogue_id, t, **attrs, **{UNPARSEABLE_COLUMN: triples is None})
+        if gold_key is not None:
+            c.add_state("gold", dialogue_id, t, partial(any_state, record[gold_key], gold_key))
+        if triples is None:
+            unparseable += 1
+            triples = []  # no predicted slot; the turn's flag, not an empty state, decides its score
+        c.add_state("pred", dialogue_id, t, partial(_checked, triples, text_key))
+    if unparseable:
+        c.note(UNPARSEABLE_NOTE, unparseable)
+
+
+def _checked(triples: list[Triple], field: str) -> Iterator[Triple]:
+    for domain, slot, relation, value in triples:
+        if len(value) > 10_000:
+            raise StateProblem(f"value of {len(value):,} characters is too long", field)
+        yield domain, slot, relation, value
+
+
+# --- delta predictions ----------------------------------------------------------------------------
+
+DELETE_VALUES = frozenset({"", "none"})
+DELTA_NOTE = "looks_like_deltas_scored_as_cumulative"
+# The warning's heuristic: among gold slots carried unchanged from the previous turn that the prediction
+# held at the previous turn, the share the prediction no longer holds. Cumulative trackers rarely drop
+# a slot they held (real files: under 10%); a delta file drops nearly all of them.
+DELTA_DROP_SHARE = 0.5
+DELTA_MIN_CARRIED = 10
+
+
+def accumulate_deltas(turns: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
+    """Cumulative predicted states from per-turn updates, over the turns of `turns` (module docstring).
+
+    >>> turns = pd.DataFrame({"dialogue_id": ["d"] * 3, "turn_index": [0, 1, 2]})
+    >>> pred = pd.DataFrame({"dialogue_id": ["d", "d", "d"], "turn_index": [0, 1, 2], "domain": ["hotel"] * 3,
+    ...     "slot": ["area", "stars", "area"], "relation": ["="] * 3, "value": ["east", "4", "none"]})
+    >>> accumulate_deltas(turns, pred)[["turn_index", "slot", "value"]].values.tolist()
+    [[0, 'area', 'east'], [1, 'area', 'east'], [1, 'stars', '4'], [2, 'stars', '4']]
+    """
+    columns = list(pred.columns)
+    if pred.empty:
+        return pred
+    updates = pred.reset_index(drop=True)
+    updates = updates.assign(_order=np.arange(len(updates))).sort_values(
+        ["dialogue_id", "domain", "slot", "turn_index", "_order"], kind="stable"
+    )
+    # A slot updated twice in one turn: the last update wins.
+    updates = updates.drop_duplicates(["dialogue_id", "domain", "slot", "turn_index"], keep="last")
+    same_slot = (
+        updates[["dialogue_id", "domain", "slot"]].shift(-1) == updates[["dialogue_id", "domain", "slot"]]
+    ).all(axis=1)
+    following = updates["turn_index"].shift(-1)
+    updates["_until"] = np.where(same_slot.to_numpy(), following.to_numpy(), np.inf)
+    updates = updates[~updates["value"].astype("str").str.strip().str.lower().isin(DELETE_VALUES)]
+    grid = turns[["dialogue_id", "turn_index"]].drop_duplicates().rename(columns={"turn_index": "_t"})
+    spread = updates.merge(grid, on="dialogue_id", how="inner")
+    t = spread["_t"].to_numpy()
+    spread = spread[(t >= spread["turn_index"].to_numpy()) & (t < spread["_until"].to_numpy())]
+    spread = spread.assign(turn_index=spread["_t"]).sort_values(["dialogue_id", "turn_index", "_order"], kind="stable")
+    return spread[columns].reset_index(drop=True).astype({"turn_index": "int64"})
+
+
+def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> tuple[float, int]:
+    """(share dropped, slots considered): of the gold slots kept unchanged from a dialogue's previous turn
+    to this one that the prediction held at the previous turn, the share the prediction no longer holds
+    at this turn. High on delta files read as cumulative, low on cumulative ones. Integer keys only
+    (slot code x turn position): it runs on every load.
+
+    >>> turns = pd.DataFrame({"dialogue_id": ["d", "d"], "turn_index": [0, 1]})
+    >>> gold = pd.DataFrame({"dialogue_id": ["d", "d"], "turn_index": [0, 1], "domain": ["hotel"] * 2,
+    ...     "slot": ["area"] * 2, "value": ["east"] * 2})
+    >>> delta_suspicion(turns, gold, gold.iloc[:1]), delta_suspicion(turns, gold, gold)
+    ((1.0, 1), (0.0, 1))
+    """
+    if gold.empty or pred.empty or turns.empty:
+        return 0.0, 0
+    dialogue_codes, dialogues = pd.factorize(turns["dialogue_id"].to_numpy(), sort=False)
+    span = int(turns["turn_index"].max()) + 1
+    positions = np.unique(dialogue_codes.astype("int64") * span + turns["turn_index"].to_numpy(dtype="int64"))
+    n = len(positions)
+    same_dialogue = np.zeros(n, dtype=bool)
+    same_dialogue[1:] = positions[1:] // span == positions[:-1] // span
+    index = pd.Index(dialogues)
+    both = pd.concat([gold[["domain", "slot"]], pred[["domain", "slot"]]], ignore_index=True)
+    domain_codes, _ = pd.factorize(both["domain"].to_numpy())
+    slot_codes, slot_names = pd.factorize(both["slot"].to_numpy())
+    pair = domain_codes.astype("int64") * max(len(slot_names), 1) + slot_codes
+
+    def keys(frame: pd.DataFrame, pairs: np.ndarray) -> np.ndarray:
+        d = index.get_indexer(frame["dialogue_id"].to_numpy())
+        at = d.astype("int64") * span + frame["turn_index"].to_numpy(dtype="int64")
+        p = np.searchsorted(positions, at)
+        ok = (d >= 0) & (p < n)
+        ok[ok] = positions[p[ok]] == at[ok]
+        return np.where(ok, pairs * n + p, -1)
+
+    gold_keys = keys(gold, pair[: len(gold)])
+    pred_keys = np.unique(keys(pred, pair[len(gold) :]))
+    values = pd.factorize(gold["value"].to_numpy())[0]
+    order = np.argsort(gold_keys, kind="stable")
+    sorted_keys, sorted_values = gold_keys[order], values[order]
+    here = gold_keys >= 0
+    here[here] = same_dialogue[gold_keys[here] % n]  # a turn with a previous turn in its dialogue
+    previous = np.where(here, gold_keys - 1, -1)
+    at = np.searchsorted(sorted_keys, previous)
+    found = here & (at < len(sorted_keys))
+    found[found] = sorted_keys[at[found]] == previous[found]
+    carried = found & (sorted_values[np.minimum(at, len(sorted_keys) - 1)] == values)
+    held_before = carried & np.isin(previous, pred_keys)
+    considered = int(held_before.sum())
+    if not considered:
+        return 0.0, 0
+    still = np.isin(gold_keys[held_before], pred_keys)
+    return float(1.0 - still.mean()), considered
+
+
+def delta_warning(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> str | None:
+    """The note's text when a cumulative reading looks like deltas, else None."""
+    share, n = delta_suspicion(turns, gold, pred)
+    if n >= DELTA_MIN_CARRIED and share > DELTA_DROP_SHARE:
+        return (
+            f"{share:.0%} of {n} gold slots carried from the previous turn, which the prediction held there, "
+            "are gone from the prediction: these look like turn-level (delta) predictions scored as "
+            "cumulative states; if they are, load them with --pred-deltas (manifest: pred_deltas = true)"
+        )
+    return None
+
+
+MORE_FORMATS: tuple[dict[str, Any], ...] = (
+    {
+        "name": "llm",
+        "container": "jsonl",
+        "sides": "both",
+        "summary": "an LLM tracker's raw text per turn (output/generation/response/text): a JSON state, maybe "
+        "fenced or with prose around, or domain-slot=value lines; gold optional; unparseable turns counted",
+        "example": '{"dialogue_id": "MUL0001", "turn_index": 0, "gold": {"hotel": {"area": "east"}}, '
+        '"output": "The state is {\\"hotel\\": {\\"area\\": \\"east\\"}}."}',
+        "detect": detect_llm,
+        "parse": parse_llm,
+    },
+    {
+        "name": "somdst",
+        "container": "json",
+        "sides": "both",
+        "summary": "SOM-DST evaluation.py preds_<epoch>.json: '<dialogue id>_<turn id>' -> "
+        "[predicted, gold] 'domain-slot-value' lists",
+        "example": '{"MUL0001.json_0": [["hotel-area-east"], ["hotel-area-east", "hotel-stars-4"]]}',
+        "detect": detect_somdst,
+        "parse": parse_somdst,
+    },
+)
