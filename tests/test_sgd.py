@@ -120,6 +120,15 @@ def test_rule2_only_gold_frames_count_and_missing_frames_are_empty_predictions(t
     assert result.table[ALL_SERVICES]["active_intent_accuracy"] == pytest.approx(2 / 3)
 
 
+def test_rule2_a_missing_dialogue_is_scored_empty_not_dropped(tmp_path: Path) -> None:
+    # The evaluator scores only the dialogues the prediction holds; here every gold frame counts.
+    other = copy.deepcopy(GOLD)
+    other["dialogue_id"] = "d2"
+    result = score(tmp_path, [GOLD, other], [GOLD])
+    assert result.missing_frames == 3 and len(result.frames) == 6
+    assert result.table[ALL_SERVICES]["active_intent_accuracy"] == pytest.approx(0.5)
+
+
 def test_rule2_no_state_carried_forward(tmp_path: Path) -> None:
     # A turn whose predicted frame is empty is wrong, whatever the previous turn predicted.
     pred = with_values(GOLD, 1, "Hotels_1", {})

@@ -4,9 +4,11 @@ Rules (each pinned by a test against the evaluator's own output):
 
 1. Every score is a mean over frames (one service in one user turn), not over slots.
 2. Only gold frames count: a predicted frame for a service the gold turn lacks is ignored; no state is
-   carried forward. A gold frame without a predicted frame crashes the official code; here it is scored
-   as an empty prediction (no intent, no requested slot, no slot value, no span list) and counted in
-   `SgdResult.missing_frames` (the frame's `pred_missing` is True). A predicted dialogue the gold lacks
+   carried forward. A gold frame without a predicted frame crashes the official code (a predicted
+   dialogue left out altogether it silently does not score); here both are scored as empty predictions
+   (no intent, no requested slot, no slot value, no span list) and counted in
+   `SgdResult.missing_frames` (the frame's `pred_missing` is True), so a partial prediction file never
+   looks better than it is. A predicted dialogue the gold lacks
    is refused, as the evaluator refuses it; so is a user utterance that differs from the gold one.
 3. Seen / unseen is per frame: a service in both the evaluated and the training schema is seen.
 4. Joint accuracy covers every slot of the service's schema (absent on both sides = 1, spurious or
