@@ -602,3 +602,117 @@ def turn_strip(turns: pd.DataFrame, *, current: int | None = None, style: str = 
         rangemode="tozero", range=[-0.3, max(1.0, float((turns["n_new"] + turns["n_inherited"]).max()) + 0.5)]
     )
     return apply_style(fig, style, height=260)
+
+
+# --- paired comparison (issue 17; frames of `analysis.views.significance_table` / `pair_deltas`) --------
+
+
+def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Figure:
+    """Runs x runs: the overall delta row run − column run where it is significant after Holm's
+    correction (blank otherwise), its interval and p on hover; a caption line says how p was corrected."""
+    if not len(table):
+        return _empty("fewer than two runs on the same gold", style)
+    runs = list(table.attrs.get("runs") or dict.fromkeys([*table["row"], *table["column"]]))
+    cell = table.set_index(["row", "column"])
+    z, text, hover = [], [], []
+    for row in runs:
+        z_row, text_row, hover_row = [], [], []
+        for column in runs:
+            if row == column or (row, column) not in cell.index:
+                z_row.append(None)
+                text_row.append("")
+                hover_row.append("")
+                continue
+            r = cell.loc[(row, column)]
+            significant = bool(r["significant"])
+            z_row.append(float(r["delta"]) if significant else None)
+            text_row.append(f"{r['delta']:+.3f}" if significant else "n.s.")
+            hover_row.append(
+                f"{plotly_text(row)} − {plotly_text(column)}: {r['delta']:+.4f} "
+                f"[{r['low']:+.4f}, {r['high']:+.4f}]<br>{r['p_text']}; {r['p_holm_text']}"
+                + ("" if significant else "<br>not significant after Holm")
+            )
+        z.append(z_row)
+        text.append(text_row)
+        hover.append(hover_row)
+    limit = float(np.nanmax(np.abs(table["delta"].to_numpy(float)))) if len(table) else 1.0
+    fig = go.Figure(
+        go.Heatmap(
+            z=z,
+            x=runs,
+            y=runs,
+            text=text,
+            texttemplate="%{text}",
+            customdata=hover,
+            hovertemplate="%{customdata}<extra></extra>",
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-limit,
+            zmax=limit,
+            colorbar={"title": "Δ"},
+        )
+    )
+    metric = str(table["metric"].iloc[0])
+    pairs = int(table["family_size"].iloc[0])
+    fig.update_layout(
+        title={
+            "text": f"Significant differences in {_label(metric)} (row − column)",
+            "subtitle": {"text": f"paired bootstrap over dialogues, Holm over {pairs} pairs"},
+        }
+    )
+    fig.update_yaxes(autorange="reversed")
+    apply_style(fig, style, height=max(360, 60 * len(runs) + 160))
+    fig.update_layout(margin={"t": 90})
+    return fig
+
+
+def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> go.Figure:
+    """Per domain or slot: the delta b − a with its paired 95% interval as error bars; significant
+    deltas (Holm over the groups) solid, the others pale. Largest |delta| first (up to `top`)."""
+    frame = deltas.dropna(subset=["delta"]) if len(deltas) else deltas
+    if not len(frame):
+        return _empty("no delta to show", style)
+    frame = frame.reindex(frame["delta"].abs().sort_values(ascending=False).index).head(top)
+    frame = frame.iloc[::-1]  # largest at the top of a horizontal bar chart
+    significant = frame["significant"].to_numpy(dtype=bool)
+    colours = np.where(frame["delta"].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
+    fig = go.Figure(
+        go.Bar(
+            y=frame["group"].astype(str),
+            x=frame["delta"],
+            orientation="h",
+            marker={"color": colours, "opacity": np.where(significant, 1.0, 0.35)},
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": (frame["high"] - frame["delta"]).to_numpy(float),
+                "arrayminus": (frame["delta"] - frame["low"]).to_numpy(float),
+            },
+            customdata=np.stack(
+                [
+                    frame["low"].to_numpy(float),
+                    frame["high"].to_numpy(float),
+                    frame["p_holm_text"].astype(str).to_numpy(),
+                    np.where(significant, "significant", "not significant").astype(object),
+                ],
+                axis=-1,
+            ),
+            hovertemplate=(
+                "<b>%{y}</b><br>Δ %{x:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]"
+                "<br>%{customdata[2]} (%{customdata[3]})<extra></extra>"
+            ),
+        )
+    )
+    first = frame.iloc[0]
+    scope = str(first["scope"])
+    fig.update_layout(
+        title={
+            "text": f"{_label(str(first['metric']))} per {scope}: {first['b']} − {first['a']}",
+            "subtitle": {"text": "95% paired interval; pale: not significant after Holm over the groups"},
+        },
+        xaxis_title="delta (b − a)",
+    )
+    fig.add_vline(x=0, line_width=1, line_color="#666")
+    apply_style(fig, style, height=max(320, 22 * len(frame) + 160))
+    fig.update_layout(margin={"t": 90})
+    return fig

@@ -804,3 +804,83 @@ def aligned_slot(a: Scored, b: Scored, *, slot: str, overrides: tuple[tuple[str,
     if not len(hit) or pd.isna(hit.iloc[0]) or str(hit.iloc[0]) in ("", "nan"):
         return None
     return str(hit.iloc[0])
+
+
+# --- paired comparison of runs on the same gold (issue 17; `analysis.compare`) -------------------------
+
+
+def _gold_fingerprint(scored: Scored) -> tuple[str, int, int]:
+    """(convention, turns, order-free hash of every turn and gold slot): equal for runs on the same gold."""
+    from analysis.loading import dialogue_key
+
+    turns = scored.turns[["dialogue_id", "turn_index"]]
+    columns = ["dialogue_id", "turn_index", "domain", "slot", "gold_value"]
+    gold = scored.slots.loc[scored.slots["gold_value"].notna(), columns]
+    parts = [
+        turns.assign(dialogue_id=dialogue_key(turns["dialogue_id"])),
+        gold.assign(dialogue_id=dialogue_key(gold["dialogue_id"])).astype(str),
+    ]
+    digest = sum(int(pd.util.hash_pandas_object(p, index=False).sum()) for p in parts) % (1 << 64)
+    return scored.convention.name, len(turns), digest
+
+
+def gold_groups(scoreds: Sequence[Scored]) -> list[list[str]]:
+    """The runs on the same gold (same turns and gold state, scored under one convention), groups of two
+    or more runs in the order given, largest group first: the runs `analysis.compare` can pair."""
+    groups: dict[tuple[str, int, int], list[str]] = {}
+    for scored in scoreds:
+        groups.setdefault(_gold_fingerprint(scored), []).append(_meta(scored).run_id)
+    found = [g for g in groups.values() if len(g) >= 2]
+    return sorted(found, key=len, reverse=True)
+
+
+def pairwise_comparison(
+    scoreds: Sequence[Scored],
+    *,
+    metrics: tuple[str, ...] = ("jga",),
+    scopes: tuple[str, ...] = ("overall",),
+    resamples: int = INTERVAL_RESAMPLES,
+) -> Any:
+    """`analysis.compare.compare` of the runs (every pair, b - a in the order given), for the pages."""
+    from analysis.compare import compare
+
+    return compare({_meta(s).run_id: s for s in scoreds}, metrics=metrics, scopes=scopes, n_resamples=resamples)
+
+
+def significance_table(
+    scoreds: Sequence[Scored], *, metric: str = "jga", resamples: int = INTERVAL_RESAMPLES
+) -> pd.DataFrame:
+    """Every ordered pair of the runs (row run, column run) with the overall delta row - column of
+    `metric`, its interval, Holm-corrected p over all pairs and whether it is significant; for the
+    Overview's matrix. `attrs["holm_note"]` says how the p-values were corrected."""
+    result = pairwise_comparison(scoreds, metrics=(metric,), resamples=resamples)
+    overall = result.overall(metric)
+    forward = overall.assign(row=overall["b"], column=overall["a"])
+    backward = overall.assign(
+        row=overall["a"],
+        column=overall["b"],
+        delta=-overall["delta"],
+        low=-overall["high"],
+        high=-overall["low"],
+        estimate_a=overall["estimate_b"],
+        estimate_b=overall["estimate_a"],
+    )
+    keep = ["row", "column", "metric", "label", "delta", "low", "high", "p_value", "p_text", "p_holm", "p_holm_text"]
+    table = pd.concat([forward, backward], ignore_index=True)[[*keep, "significant", "family_size"]]
+    table.attrs["holm_note"] = result.holm_note
+    table.attrs["runs"] = list(result.runs)
+    return table.reset_index(drop=True)
+
+
+def pair_deltas(
+    a: Scored, b: Scored, *, metric: str = "jga", scope: str = "slot", resamples: int = INTERVAL_RESAMPLES
+) -> pd.DataFrame:
+    """Per domain or per slot (`scope`): `metric` of run b minus run a with its paired interval and
+    Holm-corrected p over the groups (`analysis.compare`); for the delta charts."""
+    result = pairwise_comparison([a, b], metrics=(metric,), scopes=(scope,), resamples=resamples)
+    rows = result.deltas[result.deltas["scope"] == scope].reset_index(drop=True)
+    rows.attrs["holm_note"] = (
+        f"Per {scope}: p-values Holm-corrected over this pair's {int(rows['p_value'].notna().sum())} {scope}s "
+        f"(a bootstrap p of 0 counts as 1/B, B = {resamples:,}); pale bars are not significant at {result.alpha:g}."
+    )
+    return rows

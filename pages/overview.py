@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from analysis import figures, views
+from analysis import figures, stats, views
 from analysis.suite import LABELS
 
 st.title("Overview")
@@ -50,3 +50,39 @@ for note in views.not_applicable_notes(board):
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(ui.md(f"run {name} failed to load: {error}"))
+
+# --- paired comparison of the runs on the same gold (analysis.compare) ------------------------------
+st.subheader("Paired comparison")
+groups = ui.compute(views.gold_groups, runs)
+if not groups:
+    st.caption("Paired comparison needs two or more selected runs on the same gold (same turns and gold states).")
+else:
+    matrix_tab, pair_tab = ui.tabs(["Significance matrix", "Deltas of a pair"], page="overview")
+    group_labels = {" · ".join(g): g for g in groups}
+    picked = ui.select("Runs on the same gold", list(group_labels), state="compare_group")
+    group = group_labels[picked]
+    compare_metrics = [m for m in views.LEADERBOARD_METRICS if m in stats.METRICS]
+    compare_metric = ui.select(
+        "Metric compared",
+        compare_metrics,
+        state="compare_metric",
+        index_hint="jga",
+        format_func=lambda k: LABELS.get(k, k),
+    )
+    if matrix_tab.open:
+        with matrix_tab:
+            table = ui.compute(views.significance_table, group, metric=compare_metric)
+            ui.show_figure(ui.figure(figures.significance_heatmap, table), key="compare_matrix", name="significance")
+            st.caption(ui.md(table.attrs.get("holm_note", "")))
+            ui.show_table(table, key="compare_table", name="pairwise deltas", na_rep="n/a")
+    if pair_tab.open:
+        with pair_tab:
+            sides = st.columns(2)
+            run_a = ui.select("Run a", group, state="compare_a", container=sides[0])
+            run_b = ui.select(
+                "Run b (delta = b − a)", [r for r in group if r != run_a], state="compare_b", container=sides[1]
+            )
+            for scope in ("domain", "slot"):
+                deltas = ui.compute(views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope)
+                st.caption(ui.md(deltas.attrs.get("holm_note", "")))
+                ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
