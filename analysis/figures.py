@@ -614,9 +614,13 @@ def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Fi
         return _empty("fewer than two runs on the same gold", style)
     runs = list(table.attrs.get("runs") or dict.fromkeys([*table["row"], *table["column"]]))
     cell = table.set_index(["row", "column"])
-    z, text, hover = [], [], []
+    z: list[list[float | None]] = []
+    text: list[list[str]] = []
+    hover: list[list[str]] = []
     for row in runs:
-        z_row, text_row, hover_row = [], [], []
+        z_row: list[float | None] = []
+        text_row: list[str] = []
+        hover_row: list[str] = []
         for column in runs:
             if row == column or (row, column) not in cell.index:
                 z_row.append(None)
