@@ -529,3 +529,35 @@ def _values(encoded: object) -> list:
 
         return np.frombuffer(base64.b64decode(encoded["bdata"]), dtype=np.dtype(encoded["dtype"])).tolist()
     return list(encoded)  # type: ignore[call-overload]
+
+
+def test_delta_reading_keeps_one_line_errors(tmp_path: Path) -> None:
+    good = {
+        "dialogue_id": "d1",
+        "turn_index": 0,
+        "gold": {"hotel": {"area": "east"}},
+        "pred": {"hotel": {"area": "east"}},
+    }
+    cases = {
+        "duplicate": ([good, good], "duplicate turn", ("d1", 0)),
+        "bad_state": ([good, {**good, "turn_index": 1, "pred": 5}], "state", ("d1", 1)),
+        "bad_turn": ([good, {**good, "turn_index": -1}], "out of range", ("d1", "-1")),
+    }
+    for name, (rows, contains, (dialogue_id, turn)) in cases.items():
+        path = write_jsonl(tmp_path / f"{name}.jsonl", rows)
+        with pytest.raises(InputError) as caught:
+            load_run(path, pred_deltas=True)
+        error = caught.value
+        assert "\n" not in str(error) and contains in error.problem, (name, str(error))
+        assert (error.dialogue_id, str(error.turn)) == (dialogue_id, str(turn)), name
+    gold_only = write_jsonl(tmp_path / "gold.jsonl", [{k: v for k, v in good.items() if k != "pred"}])
+    with pytest.raises(InputError, match="gold states only"):
+        load_run(gold_only, pred_deltas=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis", "metrics", "--pred", str(tmp_path / "bad_state.jsonl"), "--pred-deltas"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "bad_state.jsonl" in done.stderr

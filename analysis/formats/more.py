@@ -321,44 +321,41 @@ def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame)
     """
     if gold.empty or pred.empty or turns.empty:
         return 0.0, 0
-    dialogue_codes, dialogues = pd.factorize(turns["dialogue_id"].to_numpy(), sort=False)
-    span = int(turns["turn_index"].max()) + 1
-    positions = np.unique(dialogue_codes.astype("int64") * span + turns["turn_index"].to_numpy(dtype="int64"))
+    n_turns, n_gold = len(turns), len(gold)
+    # One code space for dialogue ids and for (domain, slot) over the three tables: Arrow factorize, no
+    # Python objects. A key is (slot pair x turn position): the previous turn of the same slot is key - 1.
+    dialogue = pd.factorize(pd.concat([turns["dialogue_id"], gold["dialogue_id"], pred["dialogue_id"]]))[0]
+    turn_index = np.concatenate([frame["turn_index"].to_numpy(dtype="int64") for frame in (turns, gold, pred)])
+    span = int(turn_index.max()) + 1
+    at = dialogue.astype("int64") * span + turn_index
+    positions = np.unique(at[:n_turns])
     n = len(positions)
-    same_dialogue = np.zeros(n, dtype=bool)
-    same_dialogue[1:] = positions[1:] // span == positions[:-1] // span
-    index = pd.Index(dialogues)
-    both = pd.concat([gold[["domain", "slot"]], pred[["domain", "slot"]]], ignore_index=True)
-    domain_codes, _ = pd.factorize(both["domain"].to_numpy())
-    slot_codes, slot_names = pd.factorize(both["slot"].to_numpy())
-    pair = domain_codes.astype("int64") * max(len(slot_names), 1) + slot_codes
-
-    def keys(frame: pd.DataFrame, pairs: np.ndarray) -> np.ndarray:
-        d = index.get_indexer(frame["dialogue_id"].to_numpy())
-        at = d.astype("int64") * span + frame["turn_index"].to_numpy(dtype="int64")
-        p = np.searchsorted(positions, at)
-        ok = (d >= 0) & (p < n)
-        ok[ok] = positions[p[ok]] == at[ok]
-        return np.where(ok, pairs * n + p, -1)
-
-    gold_keys = keys(gold, pair[: len(gold)])
-    pred_keys = np.unique(keys(pred, pair[len(gold) :]))
-    values = pd.factorize(gold["value"].to_numpy())[0]
-    order = np.argsort(gold_keys, kind="stable")
-    sorted_keys, sorted_values = gold_keys[order], values[order]
-    here = gold_keys >= 0
-    here[here] = same_dialogue[gold_keys[here] % n]  # a turn with a previous turn in its dialogue
-    previous = np.where(here, gold_keys - 1, -1)
-    at = np.searchsorted(sorted_keys, previous)
-    found = here & (at < len(sorted_keys))
-    found[found] = sorted_keys[at[found]] == previous[found]
-    carried = found & (sorted_values[np.minimum(at, len(sorted_keys) - 1)] == values)
-    held_before = carried & np.isin(previous, pred_keys)
+    first_of_dialogue = np.ones(n, dtype=bool)
+    first_of_dialogue[1:] = positions[1:] // span != positions[:-1] // span
+    where = np.minimum(np.searchsorted(positions, at), n - 1)
+    position = np.where(positions[where] == at, where, -1)  # -1: a state row of no listed turn
+    domain = pd.factorize(pd.concat([gold["domain"], pred["domain"]]))[0].astype("int64")
+    slot, slot_names = pd.factorize(pd.concat([gold["slot"], pred["slot"]]))
+    pair = domain * max(len(slot_names), 1) + slot
+    n_keys = (int(pair.max()) + 1) * n
+    if n_keys > 100_000_000:  # an ontology of thousands of slots over a huge file: not worth the memory
+        return 0.0, 0
+    gold_position, pred_position = position[n_turns : n_turns + n_gold], position[n_turns + n_gold :]
+    gold_key = np.where(gold_position >= 0, pair[:n_gold] * n + gold_position, -1)
+    pred_key = pair[n_gold:] * n + pred_position
+    held = np.zeros(n_keys, dtype=bool)
+    held[pred_key[pred_position >= 0]] = True
+    value = pd.factorize(gold["value"])[0]
+    gold_value = np.full(n_keys, -1, dtype="int64")
+    known = gold_key >= 0
+    gold_value[gold_key[known]] = value[known]
+    has_previous = known & ~first_of_dialogue[np.maximum(gold_position, 0)]
+    previous = np.where(has_previous, gold_key - 1, 0)
+    held_before = has_previous & (gold_value[previous] == value) & held[previous]
     considered = int(held_before.sum())
     if not considered:
         return 0.0, 0
-    still = np.isin(gold_keys[held_before], pred_keys)
-    return float(1.0 - still.mean()), considered
+    return float(1.0 - held[gold_key[held_before]].mean()), considered
 
 
 def delta_warning(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> str | None:
