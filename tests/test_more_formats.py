@@ -561,3 +561,21 @@ def test_delta_reading_keeps_one_line_errors(tmp_path: Path) -> None:
         timeout=120,
     )
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "bad_state.jsonl" in done.stderr
+
+
+def test_delta_check_without_the_lookup_table_gives_the_same_share(tmp_path: Path, monkeypatch) -> None:
+    from analysis.formats import more
+
+    rows = []
+    for d in range(4):
+        for t in range(4):
+            gold = {"hotel": {f"s{k}": f"v{k}" for k in range(t + 1)}}
+            pred = {"hotel": {f"s{t}": f"v{t}"}} if d % 2 else gold  # two delta dialogues, two cumulative
+            rows.append({"dialogue_id": f"d{d}", "turn_index": t, "gold": gold, "pred": pred})
+    run = load_run(write_jsonl(tmp_path / "mixed.jsonl", rows))
+    dense = delta_suspicion(run.turns, run.gold, run.pred)
+    # Carried from the previous turn and held there: a cumulative dialogue holds all 1 + 2 + 3 and keeps them;
+    # a delta dialogue held only the previous turn's slot (1 a turn, 3 in all) and drops it. 6 of 18.
+    assert dense[1] == 18 and dense[0] == pytest.approx(6 / 18)
+    monkeypatch.setattr(more, "DENSE_KEYS", 0)
+    assert delta_suspicion(run.turns, run.gold, run.pred) == dense

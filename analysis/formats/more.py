@@ -273,6 +273,7 @@ DELTA_NOTE = "looks_like_deltas_scored_as_cumulative"
 # a slot they held (real files: under 10%); a delta file drops nearly all of them.
 DELTA_DROP_SHARE = 0.5
 DELTA_MIN_CARRIED = 10
+DENSE_KEYS = 20_000_000  # (slot pair x turn) keys up to which the check uses a lookup table (20 MB)
 
 
 def accumulate_deltas(turns: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
@@ -338,24 +339,30 @@ def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame)
     slot, slot_names = pd.factorize(pd.concat([gold["slot"], pred["slot"]]))
     pair = domain * max(len(slot_names), 1) + slot
     n_keys = (int(pair.max()) + 1) * n
-    if n_keys > 100_000_000:  # an ontology of thousands of slots over a huge file: not worth the memory
-        return 0.0, 0
     gold_position, pred_position = position[n_turns : n_turns + n_gold], position[n_turns + n_gold :]
     gold_key = np.where(gold_position >= 0, pair[:n_gold] * n + gold_position, -1)
-    pred_key = pair[n_gold:] * n + pred_position
-    held = np.zeros(n_keys, dtype=bool)
-    held[pred_key[pred_position >= 0]] = True
+    pred_key = (pair[n_gold:] * n + pred_position)[pred_position >= 0]
+    if n_keys <= DENSE_KEYS:  # one byte per key: a lookup table
+        table = np.zeros(n_keys, dtype=bool)
+        table[pred_key] = True
+
+        def held(keys: np.ndarray) -> np.ndarray:
+            return table[keys]
+    else:  # SGD-size ontologies over large files: sorted keys instead
+        held = partial(np.isin, test_elements=np.unique(pred_key))
     value = pd.factorize(gold["value"])[0]
-    gold_value = np.full(n_keys, -1, dtype="int64")
-    known = gold_key >= 0
-    gold_value[gold_key[known]] = value[known]
-    has_previous = known & ~first_of_dialogue[np.maximum(gold_position, 0)]
-    previous = np.where(has_previous, gold_key - 1, 0)
-    held_before = has_previous & (gold_value[previous] == value) & held[previous]
+    order = np.argsort(gold_key, kind="stable")
+    sorted_key, sorted_value = gold_key[order], value[order]
+    has_previous = (gold_key >= 0) & ~first_of_dialogue[np.maximum(gold_position, 0)]
+    previous = np.where(has_previous, gold_key - 1, -1)
+    found = np.minimum(np.searchsorted(sorted_key, previous), len(sorted_key) - 1)
+    carried = has_previous & (sorted_key[found] == previous) & (sorted_value[found] == value)
+    held_before = carried.copy()
+    held_before[carried] = held(previous[carried])
     considered = int(held_before.sum())
     if not considered:
         return 0.0, 0
-    return float(1.0 - held[gold_key[held_before]].mean()), considered
+    return float(1.0 - held(gold_key[held_before]).mean()), considered
 
 
 def delta_warning(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> str | None:
