@@ -133,6 +133,33 @@ def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path) -> No
         assert row["JGA high"] - row["JGA low"] > 0.01
 
 
+def test_pairwise_table_has_the_compare_numbers_and_significance_marks(workspace_path: Path) -> None:
+    from analysis.compare import compare
+    from analysis.export.tables import table_bytes
+
+    ws = load_workspace(workspace_path)
+    plan = R.plan_report(ws, n_resamples=200)
+    pairwise = [t for t in plan.tables if t.name.startswith("pairwise-")]
+    assert len(pairwise) == 1  # predicted and gold history of run A share multiwoz21's gold; zh is alone
+    item = pairwise[0]
+    assert "Holm" in item.caption
+    table = item.frame
+    scoreds = {r: score_run(ws.runs[r]) for r in RUNS[:2]}
+    result = compare(scoreds, metrics=R.PAIRWISE_METRICS, n_resamples=200)
+    assert table["pair (b − a)"].tolist() == [f"{RUNS[1]} − {RUNS[0]}"] * 2
+    expected = result.overall().reset_index(drop=True)
+    assert table["Δ"].tolist() == pytest.approx(expected["delta"].tolist())
+    assert table["Δ low"].tolist() == pytest.approx(expected["low"].tolist())
+    assert table["sig."].tolist() == ["*" if s else "n.s." for s in expected["significant"]]
+    assert table["sig."].tolist()[0] == "*"  # JGA of the gold-history run is far above the predicted one
+    jga = table[table["metric"] == "JGA"].iloc[0]
+    mc = result.mcnemar.iloc[0]
+    assert f"only b {mc['b01']} / only a {mc['b10']} turns" in jga["McNemar (turn JGA)"]
+    markdown = table_bytes(table, "markdown", **item.options).decode()
+    first_row = markdown.splitlines()[2]
+    assert f"{jga['Δ']:.3f} [" in first_row and r"| \* |" in first_row  # markdown escapes the mark
+
+
 def test_bad_workspace_is_input_error_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(InputError, match="manifest not found"):
         R.build_report(tmp_path / "nope.toml", tmp_path / "out", progress=False)

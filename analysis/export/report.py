@@ -58,6 +58,7 @@ from analysis.workspace import Workspace, load_workspace, read_manifest
 CI_METRICS = REPORT_METRICS  # the leaderboard table's metrics, with intervals
 LEVEL = 0.95
 FEWJOINT_LABELS = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
+PAIRWISE_METRICS = ("jga", "slot_f1_micro")  # the report's pairwise table (overall, every pair on one gold)
 MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel
 
 
@@ -383,6 +384,24 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             {"intervals": {"JGA": ("low", "high")}, "best": (), "label": "tab:domain-jga"},
         )
     )
+
+    for group in views.gold_groups(items):  # paired comparison of the runs on the same gold (analysis.compare)
+        from analysis.compare import compare
+        from analysis.export.tables import pairwise_delta_table
+
+        comparison = compare({r: scoreds[r] for r in group}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
+        pairwise = pairwise_delta_table(comparison)
+        first = _slug(group[0])
+        plan.tables.append(
+            TableItem(
+                f"pairwise-{first}",
+                f"Pairwise deltas b − a of the {len(group)} runs on the same gold as {group[0]}: "
+                f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
+                f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}",
+                pairwise,
+                {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
+            )
+        )
 
     for predicted, gold in views.history_pairs_of(items):
         curve = views.compounding_curve(scoreds[predicted], scoreds[gold])

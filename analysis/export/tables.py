@@ -239,3 +239,43 @@ def table_bytes(
     cells = _cells(frame, best=best, intervals=intervals, lower_better=lower_better, digits=digits, na_rep=na_rep)
     text = _latex(cells, caption, label) if fmt == "latex" else _markdown(cells, caption)
     return text.encode("utf-8")
+
+
+def pairwise_delta_table(result: Any, *, metrics: Sequence[str] | None = None) -> pd.DataFrame:
+    """The report's table of pairwise deltas from an `analysis.compare.Comparison`: one row per pair and
+    metric (overall), b − a with its paired interval, the bootstrap p and the Holm-corrected p, and a
+    significance mark (`*`: Holm p <= alpha, `n.s.` otherwise); JGA rows also carry McNemar's test on
+    turn-level JGA (turns only b / only a got right, its Holm p and mark). `attrs["note"]` says how the
+    p-values were corrected (for the caption).
+    """
+    overall = result.overall()
+    if metrics is not None:
+        overall = overall[overall["metric"].isin(list(metrics))]
+    mcnemar = result.mcnemar.set_index(["a", "b"]) if len(result.mcnemar) else None
+
+    def mcnemar_text(a: str, b: str, metric: str) -> str:
+        if metric != "jga" or mcnemar is None or (a, b) not in mcnemar.index:
+            return ""
+        m = mcnemar.loc[(a, b)]
+        mark = "*" if m["significant"] else "n.s."
+        return f"only b {int(m['b01'])} / only a {int(m['b10'])} turns, Holm p = {m['p_holm']:.3g} {mark}"
+
+    table = pd.DataFrame(
+        {
+            "pair (b − a)": overall["b"] + " − " + overall["a"],
+            "metric": overall["label"],
+            "a": overall["estimate_a"].astype(float),
+            "b": overall["estimate_b"].astype(float),
+            "Δ": overall["delta"].astype(float),
+            "Δ low": overall["low"].astype(float),
+            "Δ high": overall["high"].astype(float),
+            "p": overall["p_text"].str.replace(r"^p ", "", regex=True),
+            "Holm p": overall["p_holm_text"].str.replace(r"^Holm p ", "", regex=True),
+            "sig.": np.where(overall["significant"], "*", "n.s."),
+            "McNemar (turn JGA)": [
+                mcnemar_text(a, b, m) for a, b, m in zip(overall["a"], overall["b"], overall["metric"], strict=True)
+            ],
+        }
+    ).reset_index(drop=True)
+    table.attrs["note"] = result.holm_note
+    return table
