@@ -619,6 +619,9 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
     turns["n_errors"] = turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]
     plural = np.where(turns["n_errors"] == 1, " error", " errors")
     turns["status"] = np.where(turns["joint_correct"], "✓ correct", "✗ " + turns["n_errors"].astype(str) + plural)
+    if "pred_unparseable" in sub.turns:  # a prediction whose text did not parse says so, even with 0 errors
+        flags = sub.turns.set_index("turn_index")["pred_unparseable"].reindex(turns["turn_index"])
+        turns.loc[flags.fillna(False).to_numpy(dtype=bool), "status"] = f"{Outcome.UNPARSEABLE.shown} prediction"
     return turns.reset_index(drop=True), rows.reset_index(drop=True)
 
 

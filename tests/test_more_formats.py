@@ -579,3 +579,15 @@ def test_delta_check_without_the_lookup_table_gives_the_same_share(tmp_path: Pat
     assert dense[1] == 18 and dense[0] == pytest.approx(6 / 18)
     monkeypatch.setattr(more, "DENSE_KEYS", 0)
     assert delta_suspicion(run.turns, run.gold, run.pred) == dense
+
+
+def test_dialogue_view_says_a_turn_did_not_parse() -> None:
+    from analysis import views
+
+    scored = score_run(load_run(LLM))
+    turns, _ = views.dialogue_view(scored, "d2")
+    status = dict(zip(turns["turn_index"], turns["status"], strict=True))
+    assert status[0] == f"{Outcome.UNPARSEABLE.shown} prediction"  # empty gold, 0 slot errors, still not right
+    assert status[1].startswith("✗ 1 error")
+    turns, _ = views.dialogue_view(scored, "d1")
+    assert turns["status"].tolist()[2] == f"{Outcome.UNPARSEABLE.shown} prediction"
