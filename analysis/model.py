@@ -38,6 +38,10 @@ class RunInfo:
     seed: int | None = None
     convention: str | None = None
     pred_deltas: bool = False  # predictions hold each turn's changes only (analysis.formats.more)
+    # SGD / MultiWOZ 2.2 (the `sgd` convention): the evaluated split's schema and the training schema
+    # (its services are seen, the others unseen), as paths; "" for none (`analysis.sgd`).
+    schema: str = ""
+    train_schema: str = ""
 
     def __post_init__(self) -> None:
         if self.history not in HISTORY_MODES:

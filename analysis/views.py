@@ -29,7 +29,8 @@ LEADERBOARD_METRICS = R.NAMES  # the leaderboard's metric columns, in order: eve
 LEADERBOARD_SHOWN = R.LEADERBOARD_SHOWN  # the columns the Overview shows by default (a hidden one when sorted by)
 ABSENT = "—"
 # The run metadata shown beside every run (the convention has a column of its own: the label actually scored).
-META_COLUMNS = [f for f in INFO_FIELDS if f != "convention"]
+# What a run is, as tables show it: not its convention (a column of its own) nor the schema files it reads.
+META_COLUMNS = [f for f in INFO_FIELDS if f not in ("convention", "schema", "train_schema")]
 # Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
     {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}
@@ -98,19 +99,26 @@ def leaderboard(
             ci = stats.bootstrap_ci(scored, sort, n_resamples=resamples)
             assert isinstance(ci, dict)
             interval = {f"{sort}_low": ci["low"], f"{sort}_high": ci["high"]}
-        rows.append(
-            {
-                **{c: getattr(meta, c) for c in META_COLUMNS},
-                "convention": scored.convention.label,
-                "n_dialogues": int(scored.turns["dialogue_id"].nunique()),
-                "n_turns": len(scored.turns),
-                **headline_metrics(scored),
-                **interval,
-                "not_applicable": not_applicable_text(not_applicable(scored)),
-                "n_warnings": len(warnings),
-                "warnings": " | ".join(warnings),
-            }
-        )
+        row = {
+            **{c: getattr(meta, c) for c in META_COLUMNS},
+            "convention": scored.convention.label,
+            "n_dialogues": int(scored.turns["dialogue_id"].nunique()),
+            "n_turns": len(scored.turns),
+            **headline_metrics(scored),
+            **interval,
+            "not_applicable": not_applicable_text(not_applicable(scored)),
+            "n_warnings": len(warnings),
+            "warnings": " | ".join(warnings),
+        }
+        if scored.convention.name == "sgd":  # JGA and AGA under the SGD evaluator's name are its own
+            from analysis.sgd.views import leaderboard_values
+
+            evaluator = leaderboard_values(scored, sort, resamples)
+            note = evaluator.pop("sgd_note", "")
+            row |= evaluator
+            if note:
+                row["not_applicable"] = "; ".join(filter(None, [row["not_applicable"], f"JGA, AGA n/a: {note}"]))
+        rows.append(row)
     board = pd.DataFrame(rows)
     if sort is not None and len(board):
         if sort not in board.columns:

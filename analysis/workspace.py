@@ -21,6 +21,9 @@ Manifest shape (all paths relative to the manifest)::
     gold = "crosswoz/test.json.zip" # optional when the prediction file carries gold
     format = "nested"               # optional: forced prediction format
     gold_format = "crosswoz"        # optional: forced gold format
+    pred_deltas = false             # optional: each predicted turn holds only the slots it changed
+    schema = "sgd/test/schema.json" # SGD / MultiWOZ 2.2 (convention sgd): the split's schema (default:
+    train_schema = "sgd/train.json" #   one beside the gold files); the training schema: seen / unseen
 
     [[mappings]]                    # optional ontology alignment override between two runs
     a = "mwz-en"
@@ -65,7 +68,7 @@ from __future__ import annotations
 import functools
 import tomllib
 import types
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
@@ -312,6 +315,15 @@ def _entry(
     if meta.convention is not None and meta.convention not in CONVENTIONS:
         raise InputError(manifest, "workspace", f"run {name!r}: convention has to be one of {', '.join(CONVENTIONS)}")
     base = path.parent
+    schemas = {  # paths like the run's files: resolved against the manifest, kept inside the workspace
+        key: str(_inside(manifest, root, base, f"run {name!r}: {key}", raw[key]))
+        for key in ("schema", "train_schema")
+        if raw.get(key)
+    }
+    if schemas:
+        meta = replace(
+            meta, schema=schemas.get("schema", meta.schema), train_schema=schemas.get("train_schema", meta.train_schema)
+        )
     return RunEntry(
         meta=meta,
         pred=_inside(manifest, root, base, f"run {name!r}: pred", raw["pred"]),

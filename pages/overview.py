@@ -4,6 +4,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, stats, views
+from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
 
 st.title("Overview")
@@ -88,3 +89,22 @@ else:
                 deltas = ui.compute(views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope)
                 st.caption(ui.md(deltas.attrs.get("holm_note", "")))
                 ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
+
+# --- the SGD evaluator's own numbers, for runs scored under the sgd convention (analysis.sgd) -------------
+sgd_summary = ui.compute(sgd_views.summary, runs)
+if len(sgd_summary):
+    st.subheader("SGD evaluator: all, seen and unseen services")
+    st.caption(
+        "The numbers google-research's schema_guided_dst evaluator prints (analysis.sgd): means over frames "
+        "(one service in one user turn), fuzzy partial credit on non-categorical values. A service absent from "
+        "the run's train_schema is unseen. The leaderboard's JGA and AGA of these runs are the all-services row."
+    )
+    for note in sorted({n for n in sgd_summary["note"] if n}):
+        st.caption(ui.md(note))
+    shown = sgd_summary.rename(columns=sgd_views.LABELS)
+    ui.show_table(shown.drop(columns="note"), key="sgd_summary", name="sgd evaluator", na_rep="n/a")
+    per_service = ui.compute(sgd_views.services, runs)
+    if len(per_service):
+        ui.show_table(
+            per_service.rename(columns=sgd_views.LABELS), key="sgd_services", name="sgd services", na_rep="n/a"
+        )

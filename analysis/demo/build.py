@@ -31,11 +31,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.demo import sgd as sgd_demo
 from analysis.demo.simulate import ErrorProfile, draw_predictions, prepare_gold
 from analysis.formats import parse_file
 from analysis.formats.reading import read_bytes
 from analysis.metrics import joint_goal_accuracy
 from analysis.scoring import score_run
+from analysis.sgd import views as sgd_views
+from analysis.sgd.scoring import ALL_SERVICES
 from analysis.workspace import load_workspace
 
 __all__ = ["DEMO_FILES", "N_DIALOGUES", "SYSTEMS", "SimulatedRun", "build_demo", "demo_files", "pick_dialogues"]
@@ -106,7 +109,10 @@ RULE_RUN = "crosswoz-rule-dst"
 def demo_files() -> list[str]:
     """Every file `build_demo` writes, relative to the demo folder."""
     return sorted(
-        [target for _, target in SOURCES.values()] + [run.path for run in SIMULATED] + ["workspace.toml", "README.md"]
+        [target for _, target in SOURCES.values()]
+        + [run.path for run in SIMULATED]
+        + list(sgd_demo.FILES)
+        + ["workspace.toml", "README.md"]
     )
 
 
@@ -242,6 +248,7 @@ def build_demo(realdata: Path, out: Path) -> None:
         slots = _slot_mapping(gold_a, gold_b)
         if slots:
             mappings.append({"a": run_a, "b": run_b, "slots": slots})
+    sgd_demo.build_sgd_demo(realdata, out)
     if not (out / "fewjoint" / "episodes.json").exists():
         from analysis.demo.fewjoint import build_fewjoint_demo  # written for the project, needs no realdata
 
@@ -293,6 +300,7 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
                 },
             )
         )
+    parts.append(_table("[[runs]]", sgd_demo.RUN))
     parts += [_table("[[mappings]]", mapping) for mapping in mappings]
     # The FewJoint demo (written for the project by analysis.demo.fewjoint; FewJoint itself may not ship).
     parts.append(
@@ -333,15 +341,19 @@ they exist so that every page has content; do not quote their numbers as results
 | `crosswoz_en/test_subset.json.gz` | the same dialogues in CrossWOZ-en (DSTC9 track 2) | thu-coai/ConvLab-2 `data/crosswoz_en/test.json.zip` | Apache-2.0 |
 | `crosswoz_ruledst/test_preds_subset.json.gz` | real predictions of CrossWOZ's rule-based tracker on those dialogues (gold history) | ConvLab-2 `convlab2/dst/rule/crosswoz`, re-run on CrossWOZ test | Apache-2.0 |
 | `simulated/*.jsonl.gz` | simulated predictions, our JSONL format (`dialogue_id`, `turn_index`, `pred`), gold from the subset files | `analysis/demo/simulate.py` over the gold above | as the gold it perturbs |
+| `sgd/test/dialogues_001.json.gz` | {n_sgd} Schema-Guided Dialogue (SGD) test dialogues, unmodified | google-research-datasets/dstc8-schema-guided-dialogue `test/dialogues_*.json` | CC BY-SA 4.0 |
+| `sgd/test/schema.json.gz`, `sgd/train_schema.json.gz` | the SGD test and train schemas, unmodified (a test service absent from the train schema is unseen) | the same repository, `test/schema.json`, `train/schema.json` | CC BY-SA 4.0 |
+| `sgd/simulated-sgd-predicted/dialogues_001.json.gz` | simulated predictions: a copy of the SGD excerpt whose USER frames' states were rewritten | `analysis/demo/sgd.py` over the SGD excerpt | CC BY-SA 4.0 (derived from it) |
 | `workspace.toml` | the manifest: every run with dataset, language, history, seed, convention | generated | — |
 
 Attribution: `NOTICE`. Dialogues are the {n_mwz} (MultiWOZ) and {n_cw} (CrossWOZ) test ids with the smallest
-SHA-256 digest; the same ids in both languages of each corpus. Raw JSON subsets keep every field of
-the original dialogues.
+SHA-256 digest; the same ids in both languages of each corpus; the {n_sgd} SGD test dialogues likewise.
+Raw JSON subsets keep every field of the original dialogues.
 
 ## Runs
 
-JGA under each run's convention, computed while building (workspace convention: `{convention}`).
+JGA under each run's convention, computed while building (workspace convention: `{convention}`; the
+SGD run's is the SGD evaluator's joint goal accuracy over frames, with fuzzy partial credit).
 
 | run | system | dataset | language | history | seed | turns | JGA |
 |---|---|---|---|---|---|---|---|
@@ -383,23 +395,53 @@ def _readme(out: Path, keep: dict[str, list[str]]) -> str:
     if workspace.failed:
         raise RuntimeError(f"demo runs failed to load: {workspace.failed}")
     lines = [
-        README_HEAD.format(n_mwz=len(keep["multiwoz"]), n_cw=len(keep["crosswoz"]), convention=workspace.convention)
+        README_HEAD.format(
+            n_mwz=len(keep["multiwoz"]),
+            n_cw=len(keep["crosswoz"]),
+            n_sgd=sgd_demo.N_DIALOGUES,
+            convention=workspace.convention,
+        )
     ]
     for entry in workspace.entries:
         run = workspace.runs[entry.name]
         meta = entry.meta
         jga = joint_goal_accuracy(score_run(run, meta.convention))
+        if meta.convention == "sgd":  # under the SGD evaluator's name, its own joint goal accuracy
+            result = sgd_views.result_of(run.meta)
+            assert not isinstance(result, str), result
+            jga = result.table[ALL_SERVICES]["joint_goal_accuracy"]
         seed = "" if meta.seed is None else str(meta.seed)
         lines.append(
             f"| `{entry.name}` | {meta.system} | {meta.dataset} | {meta.language} | {meta.history} | {seed} "
             f"| {len(run.turns)} | {jga:.4f} |\n"
         )
+    lines.append(_sgd_readme(workspace))
     missing = next(run for run in SIMULATED if run.missing_turns)
     lines.append(README_TAIL.format(missing_run=missing.name, missing=missing.missing_turns, penalty=LANGUAGE_PENALTY))
     for key, p in SYSTEMS.items():
         lines.append(
             f"| {p.name} ({key}) | {p.strength} | {p.miss} | {p.wrong} | {p.spurious} | {p.carry} | {p.persist} "
             f"| {p.slot_spread} |\n"
+        )
+    return "".join(lines)
+
+
+def _sgd_readme(workspace: Any) -> str:
+    """The SGD run's numbers as the SGD evaluator prints them, over all, seen and unseen services."""
+    run = workspace.runs[sgd_demo.RUN["name"]]
+    result = sgd_views.result_of(run.meta)
+    assert not isinstance(result, str), result
+    lines = [
+        "\nThe SGD run (`analysis/demo/sgd.py`, module docstring) as the SGD evaluator scores it (convention `sgd`,"
+        " the\ntest and train schemas; a service absent from the train schema is unseen):\n\n",
+        "| services | intent accuracy | requested slots F1 | average goal accuracy | joint goal accuracy |\n",
+        "|---|---|---|---|---|\n",
+    ]
+    for collection, label in sgd_views.COLLECTIONS.items():
+        values = result.table[collection]
+        lines.append(
+            f"| {label} | {values['active_intent_accuracy']:.4f} | {values['requested_slots_f1']:.4f} "
+            f"| {values['average_goal_accuracy']:.4f} | {values['joint_goal_accuracy']:.4f} |\n"
         )
     return "".join(lines)
 
