@@ -221,3 +221,27 @@ def test_cli_bad_input_is_one_line_exit_2(tmp_path, capsys) -> None:
     assert "two or more" in capsys.readouterr().err
     assert main(["compare", "--pred", str(a), "--pred", str(a)]) == 2
     assert "twice" in capsys.readouterr().err
+
+
+def test_mcnemar_is_holm_corrected_over_the_pairs(demo_result) -> None:
+    mc = demo_result.mcnemar
+    assert len(mc) == 3 and (mc["family_size"] == 3).all()
+    p = mc["p_value"].to_numpy()
+    order = np.argsort(p)
+    by_hand = np.empty(3)
+    running = 0.0
+    for rank, i in enumerate(order):
+        running = max(running, min(1.0, (3 - rank) * p[i]))
+        by_hand[i] = running
+    np.testing.assert_allclose(mc["p_holm"].to_numpy(), by_hand)
+
+
+def test_cli_convention_applies_to_every_run(tmp_path, capsys) -> None:
+    a = _jsonl(tmp_path / "a.jsonl", GOLD, PRED_A)
+    b = _jsonl(tmp_path / "b.jsonl", GOLD, PRED_B)
+    argv = ["compare", "--pred", str(a), "--pred", str(b), "--resamples", "100", "--json", "--convention", "trade"]
+    assert main(argv) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["convention"] == "trade"
+    assert main(["compare", "--pred", str(a), "--pred", str(b), "--resamples", "0"]) == 2
+    assert "--resamples" in capsys.readouterr().err
