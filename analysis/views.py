@@ -810,7 +810,13 @@ def aligned_slot(a: Scored, b: Scored, *, slot: str, overrides: tuple[tuple[str,
     gold); None when no slot of B is aligned with it."""
     from analysis import crosslingual as X
 
-    alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None)
+    mapped = dict(overrides)
+    if slot in mapped:  # a manifest mapping wins (an empty target: declared unmatched)
+        return mapped[slot] or None
+    names_b = set(_slot_label(b.slots["domain"], b.slots["slot"]).unique())
+    if slot in names_b and slot not in set(mapped.values()):
+        return slot  # identical names pair without inference, as in the alignment (one schema, one language)
+    alignment = X.align_ontologies(a, b, overrides=mapped or None)
     hit = alignment.loc[alignment["slot_a"] == slot, "slot_b"]
     if not len(hit) or pd.isna(hit.iloc[0]) or str(hit.iloc[0]) in ("", "nan"):
         return None

@@ -125,3 +125,18 @@ def test_slot_filter_is_translated_through_the_alignment_side_by_side(demo, mani
     _, diff_zh = views.dialogue_view(demo[ZH], views.matching_dialogue(demo[ZH], dialogue))
     assert chinese["gold"].tolist() == views.diff_at(diff_zh, turn, slot=slot_zh)["gold"].tolist()
     assert any(slot_zh in c.value for c in at.caption)
+
+
+def test_aligned_slot_prefers_the_manifest_then_identical_names_then_inference() -> None:
+    from analysis.demo.testing import scored_from_states
+
+    gold_en = [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}]
+    gold_zh = [{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东", "星级": "4"}}]
+    en = scored_from_states(gold_en, [{}, {}], run_id="en")
+    en2 = scored_from_states(gold_en, [{}, {}], run_id="en2")
+    zh = scored_from_states(gold_zh, [{}, {}], run_id="zh")
+    assert views.aligned_slot(en, zh, slot="hotel-stars") == "旅馆-星级"  # inferred from the parallel gold
+    assert views.aligned_slot(en, en2, slot="hotel-area") == "hotel-area"  # identical names
+    assert views.aligned_slot(en, zh, slot="hotel-area", overrides=(("hotel-area", "旅馆-星级"),)) == "旅馆-星级"
+    assert views.aligned_slot(en, zh, slot="hotel-area", overrides=(("hotel-area", ""),)) is None  # unmatched
+    assert views.aligned_slot(en, zh, slot="taxi-leave") is None
