@@ -401,9 +401,17 @@ def _with_interval(frame: pd.DataFrame, scored: Scored, by: str, resamples: int)
 def domain_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:
     """Per run and domain: JGA over the turns where the domain occurs (see `joint_goal_accuracy`), with
     its 95% dialogue-bootstrap interval."""
-    return _concat(
-        [_with_interval(M.joint_goal_accuracy(s, by=["run_id", "domain"]), s, "domain", resamples) for s in scoreds]
-    )
+    return _concat([_domain_jga(s, resamples) for s in scoreds])
+
+
+def _domain_jga(scored: Scored, resamples: int) -> pd.DataFrame:
+    if scored.convention.name == "sgd":  # per service, the SGD evaluator's joint goal accuracy
+        from analysis.sgd.views import domain_rows
+
+        rows = domain_rows(scored, resamples)
+        if rows is not None:
+            return rows
+    return _with_interval(M.joint_goal_accuracy(scored, by=["run_id", "domain"]), scored, "domain", resamples)
 
 
 def attribute_columns(scoreds: Scored | Sequence[Scored]) -> list[str]:

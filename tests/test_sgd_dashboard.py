@@ -162,3 +162,12 @@ def test_the_overview_shows_the_sgd_evaluators_tables(official) -> None:  # type
     assert row["Joint goal accuracy"] == pytest.approx(official[ALL_SERVICES]["joint_goal_accuracy"], abs=1e-12)
     services = [t.value for t in at.dataframe if "service" in t.value.columns]
     assert services and set(services[0]["seen"]) == {"seen", "unseen"}
+
+
+def test_per_domain_jga_of_an_sgd_run_is_the_evaluators_per_service(demo_sgd, official) -> None:  # type: ignore[no-untyped-def]
+    _, scored = demo_sgd
+    table = views.domain_jga([scored], resamples=100).set_index("domain")
+    assert set(table.index) == {k for k in official if not k.startswith("#") and "_" in k}
+    for service, row in table.iterrows():
+        assert row["jga"] == pytest.approx(official[str(service)]["joint_goal_accuracy"], abs=1e-12)
+        assert row["jga_low"] <= row["jga"] <= row["jga_high"]

@@ -470,12 +470,16 @@ def directory_records(path: str | Path, *, fmt: str | None = None) -> tuple[str,
     """A directory read as one file: SGD / MultiWOZ 2.2's `dialogues_*.json[.gz]`, the only format laid
     out as a directory, as one list of dialogues (a dialogue id in two files is refused)."""
     if fmt not in (None, "sgd"):
-        raise InputError(str(path), fmt, f"is a directory: only the sgd format reads a directory, not {fmt}")
+        raise InputError(
+            str(path), fmt, f"is a directory, not a file: only the sgd format reads a directory, not {fmt}"
+        )
     from analysis.sgd.reading import DIALOGUE_FILE, records_of
 
     if not any(DIALOGUE_FILE.search(entry.name) for entry in Path(path).iterdir()):
         raise InputError(
-            str(path), fmt, "is a directory without SGD dialogue files (dialogues_*.json): only those are read as one"
+            str(path),
+            fmt,
+            "is a directory, not a file (a directory is read only when it holds SGD dialogue files, dialogues_*.json)",
         )
     return "json", records_of(path)[0]
 

@@ -10,6 +10,7 @@ the evaluator's name.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -147,19 +148,8 @@ def services(scoreds: Sequence[Scored]) -> pd.DataFrame:
 def dialogue_interval(result: SgdResult, metric: str, counts: np.ndarray, level: float = 0.95) -> tuple[float, float]:
     """Percentile interval of an evaluator metric (a mean over frames) under the dialogue bootstrap:
     `counts` is `analysis.stats.resample_counts` over the run's dialogues in sorted id order."""
-    frames = result.frames.dropna(subset=[metric])
-    per = frames.groupby("dialogue_id", sort=True)[metric].agg(["sum", "count"])
-    dialogues = pd.Index(sorted(result.frames["dialogue_id"].unique()))
-    per = per.reindex(dialogues, fill_value=0)
-    sums, n = counts @ per["sum"].to_numpy(float), counts @ per["count"].to_numpy(float)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        samples = sums / n
-    samples = samples[np.isfinite(samples)]
-    if not len(samples):
-        return float("nan"), float("nan")
-    tail = (1 - level) / 2 * 100
-    low, high = np.percentile(samples, [tail, 100 - tail])
-    return float(low), float(high)
+    dialogues = sorted(result.frames["dialogue_id"].unique())
+    return _interval_over(result, dialogues, counts, metric, level)
 
 
 def leaderboard_values(scored: Scored, sort: str | None, resamples: int) -> dict[str, object]:
@@ -179,3 +169,55 @@ def leaderboard_values(scored: Scored, sort: str | None, resamples: int) -> dict
         low, high = dialogue_interval(result, LEADERBOARD_KEYS[sort], stats.resample_counts(n, n_resamples=resamples))
         out |= {f"{sort}_low": low, f"{sort}_high": high}
     return out
+
+
+def domain_rows(scored: Scored, resamples: int) -> pd.DataFrame | None:
+    """Per-domain JGA rows (`analysis.views.domain_jga`'s columns) of an SGD run: per service (its
+    domain here), the evaluator's joint goal accuracy over that service's frames, `n_turns` its frames,
+    with the dialogue-bootstrap interval; None when the evaluator cannot run (the caller shows why)."""
+    from analysis import stats
+
+    result = result_of(scored.metas[0])
+    if isinstance(result, str):
+        return None
+    rows = []
+    dialogues = sorted(result.frames["dialogue_id"].unique())
+    counts = stats.resample_counts(len(dialogues), n_resamples=resamples) if resamples > 0 else None
+    for service, frames in result.frames.groupby("service", sort=True):
+        low = high = float("nan")
+        if counts is not None:
+            # This service's frames, resampled over all the run's dialogues (those without it weigh 0).
+            sub = replace(result, frames=frames)
+            low, high = _interval_over(sub, dialogues, counts)
+        rows.append(
+            {
+                "run_id": scored.metas[0].run_id,
+                "domain": str(service),
+                "jga": result.table[str(service)]["joint_goal_accuracy"],
+                "n_turns": len(frames),
+                "jga_low": low,
+                "jga_high": high,
+            }
+        )
+    return pd.DataFrame(rows, columns=["run_id", "domain", "jga", "n_turns", "jga_low", "jga_high"])
+
+
+def _interval_over(
+    result: SgdResult,
+    dialogues: list[str],
+    counts: np.ndarray,
+    metric: str = "joint_goal_accuracy",
+    level: float = 0.95,
+) -> tuple[float, float]:
+    frames = result.frames.dropna(subset=[metric])
+    per = frames.groupby("dialogue_id", sort=True)[metric].agg(["sum", "count"])
+    per = per.reindex(pd.Index(dialogues), fill_value=0)
+    sums, n = counts @ per["sum"].to_numpy(float), counts @ per["count"].to_numpy(float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        samples = sums / n
+    samples = samples[np.isfinite(samples)]
+    if not len(samples):
+        return float("nan"), float("nan")
+    tail = (1 - level) / 2 * 100
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return float(low), float(high)
