@@ -171,3 +171,15 @@ def test_per_domain_jga_of_an_sgd_run_is_the_evaluators_per_service(demo_sgd, of
     for service, row in table.iterrows():
         assert row["jga"] == pytest.approx(official[str(service)]["joint_goal_accuracy"], abs=1e-12)
         assert row["jga_low"] <= row["jga"] <= row["jga_high"]
+
+
+def test_the_reports_leaderboard_has_the_evaluators_jga_with_its_interval(official) -> None:  # type: ignore[no-untyped-def]
+    from analysis.export.report import _cis_by_run, _score_all
+
+    workspace = load_workspace(DEMO / "workspace.toml")
+    cis = _cis_by_run(_score_all(workspace, None), n_resamples=100)
+    row = cis[(cis["run_id"] == RUN) & (cis["metric"] == "jga")].iloc[0]
+    assert row["estimate"] == pytest.approx(official[ALL_SERVICES]["joint_goal_accuracy"], abs=1e-12)
+    assert row["low"] < row["estimate"] < row["high"] and "SGD evaluator" in row["method"]
+    others = cis[(cis["run_id"] != RUN) & (cis["metric"] == "jga")]
+    assert len(others) == len(workspace.entries) - 1 and not others["method"].str.contains("SGD").any()

@@ -266,8 +266,22 @@ def _cis_by_run(scoreds: dict[str, Scored], *, n_resamples: int) -> pd.DataFrame
         for metric in CI_METRICS:
             frame = stats.bootstrap_ci(pooled, metric, by="run_id", n_resamples=n_resamples, level=LEVEL)
             assert isinstance(frame, pd.DataFrame)
-            frames.append(frame)
+            frames.append(_evaluators(frame, members, metric, n_resamples))
     return pd.concat(frames, ignore_index=True)
+
+
+def _evaluators(frame: pd.DataFrame, members: list[Scored], metric: str, n_resamples: int) -> pd.DataFrame:
+    """Under the sgd convention, JGA (and AGA) are the SGD evaluator's, as on the dashboard's leaderboard."""
+    if not any(s.convention.name == "sgd" for s in members):
+        return frame
+    from analysis.sgd.views import interval_row
+
+    for scored in members:
+        row = interval_row(scored, metric, n_resamples, LEVEL) if scored.convention.name == "sgd" else None
+        if row is not None:
+            at = frame.index[frame["run_id"] == row["run_id"]]
+            frame.loc[at, list(row)] = pd.DataFrame([row], index=at)
+    return frame
 
 
 def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:

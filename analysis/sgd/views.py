@@ -221,3 +221,33 @@ def _interval_over(
     tail = (1 - level) / 2 * 100
     low, high = np.percentile(samples, [tail, 100 - tail])
     return float(low), float(high)
+
+
+def interval_row(scored: Scored, metric: str, n_resamples: int, level: float) -> dict[str, object] | None:
+    """A `stats.bootstrap_ci(..., by="run_id")` row of an SGD run for a leaderboard metric that is the
+    evaluator's (`jga`, `aga`): its value and the dialogue-bootstrap interval of its frame mean; None
+    for any other metric or when the evaluator cannot run."""
+    if metric not in LEADERBOARD_KEYS:
+        return None
+    result = result_of(scored.metas[0])
+    if isinstance(result, str):
+        return None
+    from analysis import stats
+
+    dialogues = sorted(result.frames["dialogue_id"].unique())
+    counts = stats.resample_counts(len(dialogues), n_resamples=n_resamples)
+    evaluator_metric = LEADERBOARD_KEYS[metric]
+    low, high = _interval_over(result, dialogues, counts, evaluator_metric, level)
+    return {
+        "run_id": scored.metas[0].run_id,
+        "metric": metric,
+        "estimate": result.table[ALL_SERVICES][evaluator_metric],
+        "low": low,
+        "high": high,
+        "n_dialogues": len(dialogues),
+        "n_turns": len(result.frames),
+        "n_resamples": n_resamples,
+        "level": level,
+        "seed": 0,
+        "method": "the SGD evaluator's frame mean; cluster bootstrap over dialogues, percentile interval",
+    }
