@@ -437,7 +437,17 @@ def jga_by_attribute(scoreds: Sequence[Scored], *, attribute: str) -> pd.DataFra
 def depth_jga(scoreds: Sequence[Scored], *, resamples: int = INTERVAL_RESAMPLES) -> pd.DataFrame:
     """JGA per run and turn index (0 = first user turn) with the number of turns at that depth and its
     95% dialogue-bootstrap interval."""
-    return _concat([_with_interval(M.jga_by_turn_depth(s, by="run_id"), s, "turn_index", resamples) for s in scoreds])
+    return _concat([_depth_jga(s, resamples) for s in scoreds])
+
+
+def _depth_jga(scored: Scored, resamples: int) -> pd.DataFrame:
+    if scored.convention.name == "sgd":  # per depth, the SGD evaluator's joint goal accuracy of the frames
+        from analysis.sgd.views import depth_rows
+
+        rows = depth_rows(scored, resamples)
+        if rows is not None:
+            return rows
+    return _with_interval(M.jga_by_turn_depth(scored, by="run_id"), scored, "turn_index", resamples)
 
 
 # JGA beside the metrics that judge a turn's own changes, so a falling JGA can be read as compounding:
@@ -454,6 +464,13 @@ def depth_metrics(scoreds: Sequence[Scored]) -> pd.DataFrame:
         frame = M.jga_by_turn_depth(s, by="run_id")
         assert isinstance(frame, pd.DataFrame)
         frame = frame[[*keys, "n_turns", "jga"]]
+        if s.convention.name == "sgd":  # JGA as depth_jga shows it: the evaluator's, where it can run
+            from analysis.sgd.views import depth_rows
+
+            evaluator = depth_rows(s, 0)
+            if evaluator is not None:
+                frame = frame.drop(columns="jga").merge(evaluator[[*keys, "jga"]], on=keys, how="left")
+                frame = frame[[*keys, "n_turns", "jga"]]
         results: dict[Any, Any] = {}
         for name in DEPTH_METRICS[1:]:
             metric = R.get(name)

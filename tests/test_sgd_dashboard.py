@@ -183,3 +183,15 @@ def test_the_reports_leaderboard_has_the_evaluators_jga_with_its_interval(offici
     assert row["low"] < row["estimate"] < row["high"] and "SGD evaluator" in row["method"]
     others = cis[(cis["run_id"] != RUN) & (cis["metric"] == "jga")]
     assert len(others) == len(workspace.entries) - 1 and not others["method"].str.contains("SGD").any()
+
+
+def test_jga_by_depth_of_an_sgd_run_is_the_evaluators_frame_mean_per_depth(demo_sgd, official) -> None:  # type: ignore[no-untyped-def]
+    _, scored = demo_sgd
+    depth = views.depth_jga([scored], resamples=100)
+    # Frames weigh alike: the depths' means weighted by their frames give the evaluator's overall JGA.
+    overall = (depth["jga"] * depth["n_turns"]).sum() / depth["n_turns"].sum()
+    assert overall == pytest.approx(official[ALL_SERVICES]["joint_goal_accuracy"], abs=1e-12)
+    assert depth["turn_index"].is_monotonic_increasing and depth["turn_index"].iloc[0] == 0
+    assert ((depth["jga_low"] <= depth["jga"]) & (depth["jga"] <= depth["jga_high"])).all()
+    table = views.depth_metrics([scored]).merge(depth, on=["run_id", "turn_index"], suffixes=("", "_depth"))
+    assert np.allclose(table["jga"], table["jga_depth"])  # the depth table's JGA column agrees with the chart

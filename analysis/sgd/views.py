@@ -175,6 +175,17 @@ def domain_rows(scored: Scored, resamples: int) -> pd.DataFrame | None:
     """Per-domain JGA rows (`analysis.views.domain_jga`'s columns) of an SGD run: per service (its
     domain here), the evaluator's joint goal accuracy over that service's frames, `n_turns` its frames,
     with the dialogue-bootstrap interval; None when the evaluator cannot run (the caller shows why)."""
+    return _grouped_rows(scored, "service", "domain", resamples)
+
+
+def depth_rows(scored: Scored, resamples: int) -> pd.DataFrame | None:
+    """JGA-by-depth rows (`analysis.views.depth_jga`'s columns) of an SGD run: per user-turn index, the
+    mean of the evaluator's per-frame joint goal accuracy over the frames at that depth (`n_turns` counts
+    those frames), with the dialogue-bootstrap interval; None when the evaluator cannot run."""
+    return _grouped_rows(scored, "turn_index", "turn_index", resamples)
+
+
+def _grouped_rows(scored: Scored, column: str, name: str, resamples: int) -> pd.DataFrame | None:
     from analysis import stats
 
     result = result_of(scored.metas[0])
@@ -183,23 +194,23 @@ def domain_rows(scored: Scored, resamples: int) -> pd.DataFrame | None:
     rows = []
     dialogues = sorted(result.frames["dialogue_id"].unique())
     counts = stats.resample_counts(len(dialogues), n_resamples=resamples) if resamples > 0 else None
-    for service, frames in result.frames.groupby("service", sort=True):
+    for value, frames in result.frames.groupby(column, sort=True):
         low = high = float("nan")
         if counts is not None:
-            # This service's frames, resampled over all the run's dialogues (those without it weigh 0).
-            sub = replace(result, frames=frames)
-            low, high = _interval_over(sub, dialogues, counts)
+            # These frames, resampled over all the run's dialogues (those without any weigh 0).
+            low, high = _interval_over(replace(result, frames=frames), dialogues, counts)
+        jga = frames["joint_goal_accuracy"].mean()
         rows.append(
             {
                 "run_id": scored.metas[0].run_id,
-                "domain": str(service),
-                "jga": result.table[str(service)]["joint_goal_accuracy"],
+                name: value if column == "turn_index" else str(value),
+                "jga": result.table[str(value)]["joint_goal_accuracy"] if column == "service" else float(jga),
                 "n_turns": len(frames),
                 "jga_low": low,
                 "jga_high": high,
             }
         )
-    return pd.DataFrame(rows, columns=["run_id", "domain", "jga", "n_turns", "jga_low", "jga_high"])
+    return pd.DataFrame(rows, columns=["run_id", name, "jga", "n_turns", "jga_low", "jga_high"])
 
 
 def _interval_over(
