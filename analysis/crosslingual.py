@@ -14,14 +14,16 @@ then compared: per paired turn, per aligned slot, per aligned domain or per turn
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis import metrics as M
 from analysis.diagnostics import AGREEMENT, agreement
 from analysis.errors import InputError
+from analysis.loading import dialogue_key
 from analysis.metrics import turn_facts
 from analysis.outcomes import Outcome
 from analysis.scoring import Scored
@@ -421,3 +423,269 @@ def mapping_from_manifest(workspace_mappings: list[dict[str, Any]], run_a: str, 
         elif (entry["a"], entry["b"]) == (run_b, run_a):
             mapping.update({v: k for k, v in slots.items() if v})
     return mapping
+
+
+# --- N languages: one run per language over the same dialogues, against a pivot ---------------------------
+
+LANGUAGE_BY = ("domain", "slot")
+LANGUAGE_METRICS = ("jga", "slot_f1")
+# `language_matrix` columns: the run and its row label, the pivot's name of the group (`key`) and the run's
+# own (`own`), both metrics with what they count, and each metric minus the pivot's on the same group.
+LANGUAGE_COLUMNS = [
+    "run_id",
+    "language",
+    "key",
+    "domain",
+    "own",
+    "source",
+    "jga",
+    "n_turns",
+    "slot_f1",
+    "support",
+    "jga_gap",
+    "slot_f1_gap",
+]
+
+
+def _dialogue_key_set(scored: Scored) -> set[str]:
+    return set(dialogue_key(scored.turns["dialogue_id"]).unique())
+
+
+def same_dialogues(scoreds: Sequence[Scored], *, min_share: float = 0.5) -> list[list[str]]:
+    """Runs grouped as "the same dialogues": a run joins the first group whose first run shares more than
+    `min_share` of the dialogue ids of the smaller of the two (ids compared as the pairing does, through
+    `analysis.loading.dialogue_key`: case-insensitive, `.json` ignored); else it starts a group.
+    Groups and their runs keep the input order.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> en = scored_from_states([{"hotel": {"area": "east"}}], [{}], run_id="en")
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}], [{}], run_id="zh")
+    >>> same_dialogues([en, zh])
+    [['en', 'zh']]
+    """
+    groups: list[tuple[set[str], list[str]]] = []
+    for scored in scoreds:
+        _single_run(scored, scored.run_ids[0] if scored.run_ids else "?")
+        keys = _dialogue_key_set(scored)
+        for first, members in groups:
+            shared = len(first & keys)
+            if keys and first and shared > min_share * min(len(first), len(keys)):
+                members.append(scored.run_ids[0])
+                break
+        else:
+            groups.append((keys, [scored.run_ids[0]]))
+    return [members for _, members in groups]
+
+
+def language_of(scored: Scored) -> str:
+    """A run's language as declared (`language` in the manifest), else its run id."""
+    language = scored.metas[0].language
+    return str(language) if language else scored.run_ids[0]
+
+
+def language_runs(scoreds: Sequence[Scored], *, anchor: str, min_share: float = 0.5) -> dict[str, Any]:
+    """The runs to set side by side with run `anchor`: `group`, every run over the same dialogues
+    (`same_dialogues`); `chosen`, one run per language of the group, the first run with the anchor's
+    system and history where there is one, else the first of that language (the anchor for its own);
+    `pivot`, the first chosen run in English (`en`), else the first chosen; `languages`, each run's
+    language (`language_of`)."""
+    by_id = {s.run_ids[0]: s for s in scoreds}
+    if anchor not in by_id:
+        raise ValueError(f"anchor {anchor!r} is not one of the runs {sorted(by_id)}")
+    group = next(g for g in same_dialogues(scoreds, min_share=min_share) if anchor in g)
+    meta = by_id[anchor].metas[0]
+    languages = {run: language_of(by_id[run]) for run in group}
+    chosen: dict[str, str] = {languages[anchor]: anchor}
+    for run in group:
+        other = by_id[run].metas[0]
+        same_system = (other.system, other.history) == (meta.system, meta.history)
+        current = chosen.get(languages[run])
+        if current is None:
+            chosen[languages[run]] = run
+        elif current != anchor and same_system:
+            held = by_id[current].metas[0]
+            if (held.system, held.history) != (meta.system, meta.history):
+                chosen[languages[run]] = run
+    ordered = [run for run in group if run in set(chosen.values())]
+    pivot = next((run for run in ordered if languages[run].lower() == "en"), ordered[0])
+    return {"group": group, "chosen": ordered, "pivot": pivot, "languages": languages}
+
+
+def _common_tids(scoreds: Sequence[Scored]) -> list[pd.Series]:
+    """Per run, the tids of the turns every run has (dialogue key and turn index, as the pairing)."""
+    keyed = [s.turns[["tid", "turn_index"]].assign(_key=dialogue_key(s.turns["dialogue_id"])) for s in scoreds]
+    common = keyed[0][["_key", "turn_index"]]
+    for frame in keyed[1:]:
+        common = common.merge(frame[["_key", "turn_index"]].drop_duplicates(), on=["_key", "turn_index"])
+    return [frame.merge(common, on=["_key", "turn_index"])["tid"] for frame in keyed]
+
+
+def _restricted(scored: Scored, tids: pd.Series) -> Scored:
+    """`scored` over the turns `tids` only (itself when those are all its turns, keeping its memo)."""
+    if len(tids) == len(scored.turns):
+        return scored
+    keep = scored.turns["tid"].isin(tids)
+    return Scored(
+        scored.convention,
+        scored.metas,
+        scored.turns[keep],
+        scored.slots[scored.slots["tid"].isin(tids)],
+        scored.ontology,
+        scored.alignment,
+    )
+
+
+def _group_metrics(scored: Scored, by: str) -> pd.DataFrame:
+    """Per domain (`by="domain"`) or domain-slot (`by="slot"`, as `label`): JGA over the turns where the
+    group occurs in gold or prediction (`analysis.metrics.joint_goal_accuracy`), its `n_turns`, micro slot
+    F1 (`analysis.metrics.slot_prf_micro`) and its gold `support`."""
+    keys = ["domain"] if by == "domain" else ["domain", "slot"]
+    jga = M.joint_goal_accuracy(scored, by=keys)
+    prf = M.slot_prf_micro(scored, by=keys)
+    assert isinstance(jga, pd.DataFrame) and isinstance(prf, pd.DataFrame)
+    out = jga.merge(prf[[*keys, "f1", "support"]], on=keys, how="outer").rename(columns={"f1": "slot_f1"})
+    out["domain"] = out["domain"].astype("str")
+    if by == "slot":
+        out["label"] = out["domain"] + "-" + out["slot"].astype("str")
+    else:
+        out["label"] = out["domain"]
+    return out[["label", "domain", "jga", "n_turns", "slot_f1", "support"]]
+
+
+def align_to_pivot(
+    scoreds: Sequence[Scored],
+    *,
+    pivot: str,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+    min_score: float = 0.5,
+) -> dict[str, pd.DataFrame]:
+    """Each run's `align_ontologies(pivot, run)` (the pivot is side A), with the manifest overrides of that
+    pair (`overrides[run]`, e.g. from `mapping_from_manifest(mappings, pivot, run)`); the pivot maps onto
+    itself by name."""
+    by_id = {s.run_ids[0]: s for s in scoreds}
+    if pivot not in by_id:
+        raise ValueError(f"pivot {pivot!r} is not one of the runs {sorted(by_id)}")
+    overrides = overrides or {}
+    return {
+        run: align_ontologies(by_id[pivot], scored, overrides=dict(overrides.get(run, {})) or None, min_score=min_score)
+        for run, scored in by_id.items()
+    }
+
+
+def language_matrix(
+    scoreds: Sequence[Scored],
+    *,
+    pivot: str,
+    by: str,
+    alignments: Mapping[str, pd.DataFrame] | None = None,
+    overrides: Mapping[str, Mapping[str, str]] | None = None,
+) -> pd.DataFrame:
+    """A language × domain (`by="domain"`) or language × slot (`by="slot"`) table of JGA and slot F1, in
+    the pivot's names, with each run's gap to the pivot run.
+
+    One run per language over the same dialogues. Only the turns every run has count (dialogue key and
+    turn index), and each metric is judged within its run (values differ across languages), exactly as
+    `analysis.metrics` computes it on those turns: per domain or domain-slot, `jga` is the share of the
+    turns where the group occurs in gold or prediction and is correct (`n_turns` of them) and `slot_f1` the
+    micro F1 of its triples (`support` gold triples). A run's slots are renamed to the pivot's through
+    `align_to_pivot` (`alignments`, computed with `overrides` when not given); its domains through
+    `align_domains`. Long format, one row per run and pivot group, columns `LANGUAGE_COLUMNS`: `key` (the
+    pivot's name), `domain` (the pivot's domain), `own` (the run's name, NaN when nothing aligns),
+    `source` (how the pair was found), and `jga_gap`/`slot_f1_gap` = the run's value − the pivot's
+    (negative: below the pivot). A pivot group with no counterpart in a run is NaN there; a run's groups
+    with no counterpart in the pivot are listed by `unaligned_groups`.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
+    ...                         [{"hotel": {"area": "east"}}, {"hotel": {"area": "west"}}], run_id="en")
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东"}}],
+    ...                         [{"旅馆": {"区域": "东"}}, {"旅馆": {"区域": "东"}}], run_id="zh")
+    >>> table = language_matrix([en, zh], pivot="en", by="slot")
+    >>> table[["run_id", "key", "own", "jga", "jga_gap"]].to_dict("records")[1]
+    {'run_id': 'zh', 'key': 'hotel-area', 'own': '旅馆-区域', 'jga': 1.0, 'jga_gap': 0.5}
+    """
+    if by not in LANGUAGE_BY:
+        raise ValueError(f"by has to be one of {', '.join(repr(v) for v in LANGUAGE_BY)}, got {by!r}")
+    for scored in scoreds:
+        _single_run(scored, scored.run_ids[0] if scored.run_ids else "?")
+    alignments = alignments if alignments is not None else align_to_pivot(scoreds, pivot=pivot, overrides=overrides)
+    tids = _common_tids(scoreds)
+    frames = []
+    for scored, run_tids in zip(scoreds, tids, strict=True):
+        run = scored.run_ids[0]
+        values = _group_metrics(_restricted(scored, run_tids), by)
+        alignment = alignments[run]
+        if by == "slot":
+            pairs = alignment[["slot_a", "domain_a", "slot_b", "source"]]
+            pairs = pairs.set_axis(["key", "domain", "own", "source"], axis=1)
+        else:
+            pairs = align_domains(alignment)[["domain_a", "domain_b"]].set_axis(["key", "own"], axis=1)
+            pairs = pairs.assign(domain=pairs["key"], source=np.where(pairs["own"].notna(), "slots", ""))
+        pairs = pairs.assign(own=pairs["own"].where(pairs["own"].notna() & (pairs["own"] != "nan")))
+        merged = pairs.merge(values.drop(columns="domain"), left_on="own", right_on="label", how="left")
+        frame = merged.drop(columns="label").assign(run_id=run, language=language_of(scored))
+        frames.append(frame)
+    out = pd.concat(frames, ignore_index=True)
+    out["n_turns"] = out["n_turns"].fillna(0).astype("int64")
+    out["support"] = out["support"].fillna(0).astype("int64")
+    out[["jga", "slot_f1"]] = out[["jga", "slot_f1"]].astype("float64")
+    # Rows of the pivot's groups that no run ever fills or predicts carry no number anywhere: drop them.
+    seen = out.groupby("key", sort=False)["n_turns"].transform("max") > 0
+    out = out[seen | (out.groupby("key", sort=False)["support"].transform("max") > 0)]
+    base = out[out["run_id"] == pivot].set_index("key")
+    for metric in LANGUAGE_METRICS:
+        out[f"{metric}_gap"] = out[metric] - out["key"].map(base[metric]).astype("float64")
+    order = {run: i for i, run in enumerate(s.run_ids[0] for s in scoreds)}
+    out = out.assign(_order=out["run_id"].map(order)).sort_values(["_order", "domain", "key"], kind="stable")
+    return out[LANGUAGE_COLUMNS].reset_index(drop=True)
+
+
+def unaligned_groups(
+    scoreds: Sequence[Scored], *, pivot: str, by: str, alignments: Mapping[str, pd.DataFrame]
+) -> pd.DataFrame:
+    """The domains or slots of each run (other than the pivot) that occur on the common turns but have no
+    counterpart in the pivot, so that `language_matrix` leaves them out visibly: columns `run_id`, `own`,
+    `n_turns`, `support`."""
+    rows = []
+    for scored, run_tids in zip(scoreds, _common_tids(scoreds), strict=True):
+        run = scored.run_ids[0]
+        if run == pivot:
+            continue
+        values = _group_metrics(_restricted(scored, run_tids), by)
+        alignment = alignments[run]
+        matched = (
+            set(alignment["slot_b"].dropna()) if by == "slot" else set(align_domains(alignment)["domain_b"].dropna())
+        )
+        left = values[~values["label"].isin(matched)]
+        rows.append(
+            pd.DataFrame({"run_id": run, "own": left["label"], "n_turns": left["n_turns"], "support": left["support"]})
+        )
+    columns = ["run_id", "own", "n_turns", "support"]
+    if not rows:
+        return pd.DataFrame(columns=columns)
+    out = pd.concat(rows, ignore_index=True)
+    out[["n_turns", "support"]] = out[["n_turns", "support"]].fillna(0).astype("int64")
+    return out[columns]
+
+
+def language_summary(
+    scoreds: Sequence[Scored],
+    *,
+    pivot: str,
+    overrides: tuple[tuple[str, tuple[tuple[str, str], ...]], ...] = (),
+) -> dict[str, Any]:
+    """Everything the Cross-lingual page shows for N runs against a pivot: `matrix` by domain and by slot
+    (`language_matrix`), `unaligned` groups by domain and by slot, and `turns`: the turns every run has
+    (`common`) and each run's total (`per_run`). `overrides`: per run, the manifest's slot mapping from the
+    pivot to it, as hashable tuples (the page's cache key)."""
+    by_run = {run: dict(pairs) for run, pairs in overrides}
+    alignments = align_to_pivot(scoreds, pivot=pivot, overrides=by_run)
+    tids = _common_tids(scoreds)
+    return {
+        "matrix": {by: language_matrix(scoreds, pivot=pivot, by=by, alignments=alignments) for by in LANGUAGE_BY},
+        "unaligned": {by: unaligned_groups(scoreds, pivot=pivot, by=by, alignments=alignments) for by in LANGUAGE_BY},
+        "turns": {
+            "common": len(tids[0]) if tids else 0,
+            "per_run": {s.run_ids[0]: len(s.turns) for s in scoreds},
+        },
+    }

@@ -720,3 +720,95 @@ def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> 
     apply_style(fig, style, height=max(320, 22 * len(frame) + 160))
     fig.update_layout(margin={"t": 90})
     return fig
+
+
+LANGUAGE_METRIC_NAMES = {"jga": "JGA", "slot_f1": "slot F1"}
+
+
+def language_labels(matrix: pd.DataFrame) -> dict[str, str]:
+    """Each run's row label in a language matrix: its language, with the run id when two runs share one.
+
+    >>> language_labels(pd.DataFrame({"run_id": ["a", "b", "c"], "language": ["en", "zh", "zh"]}))
+    {'a': 'en', 'b': 'zh (b)', 'c': 'zh (c)'}
+    """
+    runs = matrix[["run_id", "language"]].drop_duplicates("run_id")
+    twice = runs["language"].duplicated(keep=False)
+    labels = np.where(twice, runs["language"].astype(str) + " (" + runs["run_id"].astype(str) + ")", runs["language"])
+    return dict(zip(runs["run_id"].astype(str), labels.astype(str), strict=True))
+
+
+def language_heatmap(
+    matrix: pd.DataFrame, *, by: str, pivot: str, metric: str = "jga", style: str = "screen"
+) -> go.Figure:
+    """Languages (columns) x domains or slots in the pivot's names (rows) from
+    `analysis.crosslingual.language_matrix`: each cell's colour is the gap `metric` − the pivot's (red:
+    below the pivot), its text the value and the gap; hover adds the run's own name and what the value
+    counts. Blank where a language has no counterpart or no turn."""
+    if not len(matrix):
+        return _empty(f"no {by} to compare", style)
+    labels = language_labels(matrix)
+    runs = list(dict.fromkeys(matrix["run_id"].astype(str)))
+    keys = list(dict.fromkeys(matrix.sort_values(["domain", "key"], kind="stable")["key"].astype(str)))
+    gap = f"{metric}_gap"
+    name = LANGUAGE_METRIC_NAMES.get(metric, _label(metric))
+    count = "n_turns" if metric == "jga" else "support"
+
+    def grid(column: str) -> np.ndarray:
+        table = matrix.pivot_table(index="key", columns="run_id", values=column, aggfunc="first", dropna=False)
+        return table.reindex(index=keys, columns=runs).to_numpy(dtype=float)
+
+    values, gaps, counts = grid(metric), grid(gap), grid(count)
+    gaps_shown = np.where(np.asarray(runs) == pivot, np.nan, gaps)  # the pivot's own gap is 0 by definition
+    own = matrix.pivot_table(index="key", columns="run_id", values="own", aggfunc="first").reindex(
+        index=keys, columns=runs
+    )
+    own_text = own.astype(object).where(own.notna(), "(no counterpart)").to_numpy()
+    text = np.where(
+        np.isnan(values),
+        "",
+        np.char.add(
+            np.vectorize(lambda v: f"{v:.3f}")(np.nan_to_num(values)),
+            np.vectorize(lambda g: "" if np.isnan(g) else f" ({g:+.3f})")(gaps_shown),
+        ),
+    )
+    what = "turns" if metric == "jga" else "gold triples"
+    hover = np.vectorize(
+        lambda own_name, v, g, n: (
+            f"{plotly_text(str(own_name))}<br>{name}: "
+            + ("n/a" if np.isnan(v) else f"{v:.4f}")
+            + ("" if np.isnan(g) else f"<br>gap to the pivot: {g:+.4f}")
+            + f"<br>{0 if np.isnan(n) else int(n):,} {what}"
+        ),
+        otypes=[object],
+    )(own_text, values, gaps, counts)
+    limit = float(np.nanmax(np.abs(gaps))) if np.isfinite(gaps).any() else 0.0
+    limit = max(limit, 0.01)
+    x = [f"{labels[r]} (pivot)" if r == pivot else labels[r] for r in runs]
+    fig = go.Figure(
+        go.Heatmap(
+            z=gaps,
+            x=x,
+            y=keys,
+            text=text,
+            texttemplate="%{text}" if len(keys) * len(runs) <= 600 else None,
+            customdata=hover,
+            hovertemplate="<b>%{y}</b> · %{x}<br>%{customdata}<extra></extra>",
+            colorscale="RdBu",
+            zmid=0,
+            zmin=-limit,
+            zmax=limit,
+            colorbar={"title": "gap"},
+        )
+    )
+    fig.update_layout(
+        title={
+            "text": f"{name} by {by} and language",
+            "subtitle": {"text": f"colour: gap to the pivot {plotly_text(labels.get(pivot, pivot))} (value − pivot)"},
+        },
+        xaxis_title="language",
+        yaxis_title=by,
+    )
+    fig.update_yaxes(autorange="reversed")
+    apply_style(fig, style, height=max(360, 22 * len(keys) + 180))
+    fig.update_layout(margin={"t": 90})
+    return fig
