@@ -734,7 +734,7 @@ def language_labels(matrix: pd.DataFrame) -> dict[str, str]:
     runs = matrix[["run_id", "language"]].drop_duplicates("run_id")
     twice = runs["language"].duplicated(keep=False)
     labels = np.where(twice, runs["language"].astype(str) + " (" + runs["run_id"].astype(str) + ")", runs["language"])
-    return dict(zip(runs["run_id"].astype(str), labels.astype(str), strict=True))
+    return {str(run): str(label) for run, label in zip(runs["run_id"], labels, strict=True)}
 
 
 def language_heatmap(
