@@ -40,6 +40,23 @@ from analysis.scoring import Scored
 
 SCOPES: dict[str, list[str]] = {"overall": [], "domain": ["domain"], "slot": ["domain", "slot"]}
 COMPARABLE: tuple[str, ...] = R.INTERVAL_METRICS  # the metrics with a dialogue bootstrap
+# What `compare` compares unless told otherwise (issue 17: "JGA, slot F1 and the new metrics"): JGA, the
+# headline and micro slot F1, and the metrics robust to compounding. `metrics=COMPARABLE` (CLI `--metrics
+# all`) adds the rest: the other slot F1 and accuracy variants, AGA, final-turn JGA, precision and recall.
+DEFAULT_METRICS: tuple[str, ...] = (
+    "jga",
+    "slot_f1_seed",
+    "slot_f1_micro",
+    "iaga",
+    "rsa",
+    "fga_0.25",
+    "fga_0.5",
+    "fga_0.75",
+    "fga_1.0",
+    "turn_accuracy",
+    "gca",
+)
+assert set(DEFAULT_METRICS) <= set(COMPARABLE), "every default compared metric needs a dialogue bootstrap"
 ALPHA = 0.05
 HOLM_NOTE = (
     "p-values are Holm-corrected within each family: overall, one metric over all {n_pairs} pair(s); "
@@ -316,8 +333,9 @@ def compare(
     """Compare every pair of `runs` (a mapping name -> scored run, or scored runs named by their run id).
 
     Every run must be scored under the same convention and hold the same gold (`check_same_gold`);
-    otherwise an `InputError`. `metrics` default to every comparable metric (`COMPARABLE`) that applies
-    to all runs; one that does not apply, or cannot be broken down by a scope, is listed in `skipped`.
+    otherwise an `InputError`. `metrics` default to `DEFAULT_METRICS` (`COMPARABLE`: every metric with a
+    dialogue bootstrap); one that does not apply to all runs, or cannot be broken down by a scope, is
+    listed in `skipped`.
     Each run's per-dialogue sums are computed once (not once per pair) and resampled in one matrix product.
     """
     named = dict(runs) if isinstance(runs, Mapping) else {s.metas[0].run_id: s for s in runs}
@@ -344,7 +362,7 @@ def compare(
             )
         check_same_gold(first, other)
     skipped: dict[str, str] = {}
-    wanted = list(COMPARABLE if metrics is None else metrics)
+    wanted = list(DEFAULT_METRICS if metrics is None else metrics)
     for metric in wanted:
         if metric not in COMPARABLE:
             raise ValueError(f"metric has to be one of {', '.join(COMPARABLE)}, got {metric!r}")

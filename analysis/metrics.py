@@ -829,7 +829,9 @@ def _fga_at(lam: float) -> Callable[..., float | pd.DataFrame]:
     column = _fga_column(lam)
 
     def fga(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
-        result = flexible_goal_accuracy(scored, by=by)
+        # The four penalties come from one pass: computed once per run and grouping, then each takes its column.
+        key = ("flexible_goal_accuracy", tuple(_by_list(by)))
+        result = scored.memoised(key, lambda: flexible_goal_accuracy(scored, by=by))
         if isinstance(result, dict):
             return result[column]
         return result[[*_by_list(by), column, "n_turns"]]

@@ -21,7 +21,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.compare import compare  # noqa: E402
+from analysis.compare import COMPARABLE, compare  # noqa: E402
 from analysis.loading import load_run  # noqa: E402
 from analysis.scoring import score_run  # noqa: E402
 
@@ -37,7 +37,8 @@ def main() -> int:
     run_a = load_run(RUN)
     run_b = replace(run_a, meta=replace(run_a.meta, run_id="B"), pred=run_a.pred.iloc[run_a.pred.index % 20 != 0])
     cases = {
-        "all metrics, overall + per domain + per slot": {},
+        "default metrics, overall + per domain + per slot": {},
+        "all metrics, overall + per domain + per slot": {"metrics": COMPARABLE},
         "all metrics, overall only": {"scopes": ("overall",)},
         "JGA and slot F1, all scopes": {"metrics": ("jga", "slot_f1_micro")},
     }

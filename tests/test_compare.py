@@ -55,7 +55,38 @@ def demo() -> dict[str, Scored]:
 
 @pytest.fixture(scope="module")
 def demo_result(demo: dict[str, Scored]) -> C.Comparison:
-    return C.compare(demo, n_resamples=1000)
+    return C.compare(demo, metrics=C.COMPARABLE, n_resamples=1000)
+
+
+def test_the_default_metrics_are_jga_slot_f1_and_the_new_metrics(demo) -> None:
+    """Issue 17: "JGA, slot F1 and the new metrics"; every other comparable metric on request."""
+    names = dict(list(demo.items())[:2])
+    compared = set(C.compare(names, n_resamples=50, scopes=("overall",)).overall()["metric"])
+    assert compared == set(C.DEFAULT_METRICS)
+    assert {"jga", "slot_f1_micro", "iaga", "rsa", "fga_0.5", "turn_accuracy", "gca"} <= compared
+    assert "slot_accuracy" not in compared
+
+
+def test_the_cli_takes_a_metric_list_or_all_and_refuses_an_unknown_one(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    files = sorted((ROOT / "data" / "demo" / "simulated").glob("simulated-B-mwz-en-predicted-s*.jsonl.gz"))[:2]
+    gold = ROOT / "data" / "demo" / "multiwoz21" / "test_subset.json.gz"
+    base = [sys.executable, "-m", "analysis", "compare", *(f"--pred={f}" for f in files), f"--gold={gold}"]
+    base += ["--resamples", "20", "--json"]
+
+    def metrics(option: str) -> set[str]:
+        done = subprocess.run([*base, option], cwd=ROOT, capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return {row["metric"] for row in json.loads(done.stdout)["deltas"] if row["scope"] == "overall"}
+
+    assert metrics("--metrics=jga,gca") == {"jga", "gca"}
+    assert metrics("--metrics=all") == set(C.COMPARABLE)
+    done = subprocess.run([*base, "--metrics=jga,nope"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and "nope" in done.stderr
 
 
 def _row(result: C.Comparison, metric: str, scope: str = "overall", a: str = "A", b: str = "B") -> pd.Series:

@@ -44,6 +44,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--convention", choices=list(CONVENTIONS), help="score every run under this one (default: the files' own)"
     )
+    parser.add_argument(
+        "--metrics",
+        default="",
+        help="comma-separated metric keys, or 'all' for every metric with a dialogue bootstrap "
+        "(default: JGA, slot F1, IAGA, RSA, FGA, turn-level accuracy, GCA)",
+    )
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampled dialogues (default 0)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
@@ -64,6 +70,21 @@ def _names(paths: list[str]) -> list[str]:
         name = Path(path).name
         out.append(name if name not in out else f"{name}#{i}")
     return out
+
+
+def _metrics(text: str, path: str, fmt: str | None) -> tuple[str, ...] | None:
+    """`--metrics`: None (the default set), every comparable metric for `all`, else the keys given."""
+    from analysis.compare import COMPARABLE
+
+    if not text.strip():
+        return None
+    if text.strip() == "all":
+        return COMPARABLE
+    keys = tuple(k.strip() for k in text.split(",") if k.strip())
+    unknown = [k for k in keys if k not in COMPARABLE]
+    if unknown or not keys:
+        raise InputError(path, fmt, f"--metrics: unknown {unknown or text!r}; known: all, {', '.join(COMPARABLE)}")
+    return keys
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,7 +112,8 @@ def run(args: argparse.Namespace) -> int:
             scored[name] = score_run(loaded, args.convention)
         except ValueError as exc:
             raise InputError(path, loaded.meta.formats[0], str(exc)) from None
-    result = compare(scored, n_resamples=args.resamples, seed=args.seed, alpha=args.alpha)
+    metrics = _metrics(args.metrics, paths[0], args.format)
+    result = compare(scored, metrics=metrics, n_resamples=args.resamples, seed=args.seed, alpha=args.alpha)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0
