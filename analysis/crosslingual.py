@@ -567,8 +567,45 @@ def align_to_pivot(
         raise ValueError(f"pivot {pivot!r} is not one of the runs {sorted(by_id)}")
     overrides = overrides or {}
     return {
-        run: align_ontologies(by_id[pivot], scored, overrides=dict(overrides.get(run, {})) or None, min_score=min_score)
+        run: _self_alignment(scored)
+        if run == pivot and not overrides.get(run)
+        else align_ontologies(by_id[pivot], scored, overrides=dict(overrides.get(run, {})) or None, min_score=min_score)
         for run, scored in by_id.items()
+    }
+
+
+def _self_alignment(scored: Scored) -> pd.DataFrame:
+    """`align_ontologies(scored, scored)` without the inference it does not need: every slot pairs with itself
+    by name (score 1)."""
+    labels = _labels(scored)
+    slots = scored.slots
+    gold = slots.loc[slots["gold_value"].notna()]
+    support = (gold["domain"].astype("str") + "-" + gold["slot"].astype("str")).value_counts()
+    n = labels["label"].map(support).fillna(0).astype("int64")
+    out = pd.DataFrame(
+        {
+            "slot_a": labels["label"],
+            "slot_b": labels["label"],
+            "domain_a": labels["domain"],
+            "domain_b": labels["domain"],
+            "score": 1.0,
+            "support": n,
+            "source": "identical-name",
+            "jaccard": 1.0,
+            "consistency": 1.0,
+            "support_b": n.astype("float64"),
+            "alternative_b": np.nan,
+            "alternative_score": np.nan,
+        }
+    )
+    return out[ALIGNMENT_COLUMNS].sort_values(["domain_a", "slot_a"], kind="stable").reset_index(drop=True)
+
+
+def _values_by_run(scoreds: Sequence[Scored], by: str) -> dict[str, pd.DataFrame]:
+    """Each run's `_group_metrics` over the turns every run has."""
+    return {
+        scored.run_ids[0]: _group_metrics(_restricted(scored, tids), by)
+        for scored, tids in zip(scoreds, _common_tids(scoreds), strict=True)
     }
 
 
@@ -579,6 +616,7 @@ def language_matrix(
     by: str,
     alignments: Mapping[str, pd.DataFrame] | None = None,
     overrides: Mapping[str, Mapping[str, str]] | None = None,
+    values: Mapping[str, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """A language × domain (`by="domain"`) or language × slot (`by="slot"`) table of JGA and slot F1, in
     the pivot's names, with each run's gap to the pivot run.
@@ -593,7 +631,8 @@ def language_matrix(
     pivot's name), `domain` (the pivot's domain), `own` (the run's name, NaN when nothing aligns),
     `source` (how the pair was found), and `jga_gap`/`slot_f1_gap` = the run's value − the pivot's
     (negative: below the pivot). A pivot group with no counterpart in a run is NaN there; a run's groups
-    with no counterpart in the pivot are listed by `unaligned_groups`.
+    with no counterpart in the pivot are listed by `unaligned_groups`. `values`: the runs' metrics per group on
+    those turns when already computed (`language_summary` shares them).
 
     >>> from analysis.demo.testing import scored_from_states
     >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
@@ -608,12 +647,13 @@ def language_matrix(
         raise ValueError(f"by has to be one of {', '.join(repr(v) for v in LANGUAGE_BY)}, got {by!r}")
     for scored in scoreds:
         _single_run(scored, scored.run_ids[0] if scored.run_ids else "?")
+    if pivot not in {s.run_ids[0] for s in scoreds}:
+        raise ValueError(f"pivot {pivot!r} is not one of the runs {sorted(s.run_ids[0] for s in scoreds)}")
     alignments = alignments if alignments is not None else align_to_pivot(scoreds, pivot=pivot, overrides=overrides)
-    tids = _common_tids(scoreds)
+    values = values if values is not None else _values_by_run(scoreds, by)
     frames = []
-    for scored, run_tids in zip(scoreds, tids, strict=True):
+    for scored in scoreds:
         run = scored.run_ids[0]
-        values = _group_metrics(_restricted(scored, run_tids), by)
         alignment = alignments[run]
         if by == "slot":
             pairs = alignment[["slot_a", "domain_a", "slot_b", "source"]]
@@ -622,7 +662,7 @@ def language_matrix(
             pairs = align_domains(alignment)[["domain_a", "domain_b"]].set_axis(["key", "own"], axis=1)
             pairs = pairs.assign(domain=pairs["key"], source=np.where(pairs["own"].notna(), "slots", ""))
         pairs = pairs.assign(own=pairs["own"].where(pairs["own"].notna() & (pairs["own"] != "nan")))
-        merged = pairs.merge(values.drop(columns="domain"), left_on="own", right_on="label", how="left")
+        merged = pairs.merge(values[run].drop(columns="domain"), left_on="own", right_on="label", how="left")
         frame = merged.drop(columns="label").assign(run_id=run, language=language_of(scored))
         frames.append(frame)
     out = pd.concat(frames, ignore_index=True)
@@ -641,22 +681,27 @@ def language_matrix(
 
 
 def unaligned_groups(
-    scoreds: Sequence[Scored], *, pivot: str, by: str, alignments: Mapping[str, pd.DataFrame]
+    scoreds: Sequence[Scored],
+    *,
+    pivot: str,
+    by: str,
+    alignments: Mapping[str, pd.DataFrame],
+    values: Mapping[str, pd.DataFrame] | None = None,
 ) -> pd.DataFrame:
     """The domains or slots of each run (other than the pivot) that occur on the common turns but have no
     counterpart in the pivot, so that `language_matrix` leaves them out visibly: columns `run_id`, `own`,
-    `n_turns`, `support`."""
+    `n_turns`, `support`. `values` as for `language_matrix`."""
+    values = values if values is not None else _values_by_run(scoreds, by)
     rows = []
-    for scored, run_tids in zip(scoreds, _common_tids(scoreds), strict=True):
+    for scored in scoreds:
         run = scored.run_ids[0]
         if run == pivot:
             continue
-        values = _group_metrics(_restricted(scored, run_tids), by)
         alignment = alignments[run]
         matched = (
             set(alignment["slot_b"].dropna()) if by == "slot" else set(align_domains(alignment)["domain_b"].dropna())
         )
-        left = values[~values["label"].isin(matched)]
+        left = values[run][~values[run]["label"].isin(matched)]
         rows.append(
             pd.DataFrame({"run_id": run, "own": left["label"], "n_turns": left["n_turns"], "support": left["support"]})
         )
@@ -681,9 +726,12 @@ def language_summary(
     by_run = {run: dict(pairs) for run, pairs in overrides}
     alignments = align_to_pivot(scoreds, pivot=pivot, overrides=by_run)
     tids = _common_tids(scoreds)
+    restricted = [_restricted(s, t) for s, t in zip(scoreds, tids, strict=True)]
+    values = {by: {s.run_ids[0]: _group_metrics(s, by) for s in restricted} for by in LANGUAGE_BY}
+    kwargs: dict[str, Any] = {"pivot": pivot, "alignments": alignments}
     return {
-        "matrix": {by: language_matrix(scoreds, pivot=pivot, by=by, alignments=alignments) for by in LANGUAGE_BY},
-        "unaligned": {by: unaligned_groups(scoreds, pivot=pivot, by=by, alignments=alignments) for by in LANGUAGE_BY},
+        "matrix": {by: language_matrix(scoreds, by=by, values=values[by], **kwargs) for by in LANGUAGE_BY},
+        "unaligned": {by: unaligned_groups(scoreds, by=by, values=values[by], **kwargs) for by in LANGUAGE_BY},
         "turns": {
             "common": len(tids[0]) if tids else 0,
             "per_run": {s.run_ids[0]: len(s.turns) for s in scoreds},

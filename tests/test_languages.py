@@ -311,3 +311,12 @@ def test_crosslingual_page_shows_both_matrices_and_follows_the_pivot(tmp_path: P
     at.selectbox(key="w_xl_metric").set_value("slot_f1").run()
     assert not at.exception, [e.value for e in at.exception]
     assert set(_language_charts(at)) == {"slot_f1 by domain and language", "slot_f1 by slot and language"}
+
+
+def test_the_pivots_own_alignment_is_what_aligning_it_with_itself_gives(xrisawoz: list[Scored]) -> None:
+    from analysis.crosslingual import align_ontologies
+
+    quick = align_to_pivot(xrisawoz, pivot="xrisawoz-ko")["xrisawoz-ko"]
+    full = align_ontologies(xrisawoz[2], xrisawoz[2])
+    columns = ["slot_a", "slot_b", "domain_a", "domain_b", "source", "support"]
+    pd.testing.assert_frame_equal(quick[columns], full[columns])
