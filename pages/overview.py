@@ -3,7 +3,7 @@
 import streamlit as st
 
 import ui
-from analysis import figures, stats, views
+from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
 
@@ -19,11 +19,27 @@ warnings = views.comparability_warnings(board)
 st.caption(ui.md(ui.compute(views.scope_caption, runs)))
 for line in warnings:
     st.warning(ui.md(line), icon=":material/warning:")
-ui.show_figure(
-    ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
-    key="overview_bar",
-    name="leaderboard",
+# Runs that differ only in their seed: mean ± sample std with each seed's point, or the seeds separately.
+seed_groups = seeds.seed_groups(board)
+combine_seeds = bool((seed_groups != "").any()) and ui.toggle(
+    "Combine seeds (mean ± std over runs that differ only in their seed)", state="combine_seeds", default=True
 )
+if combine_seeds:
+    by_seed = seeds.seed_table(board, [sort_by, *views.LEADERBOARD_SHOWN])
+    ui.show_figure(
+        ui.figure(seeds.seed_bar, by_seed, metric=sort_by), key="overview_seeds_bar", name="leaderboard over seeds"
+    )
+    st.caption(
+        "Runs of one system, dataset, language, split, history mode and convention that differ only in their "
+        "seed, as mean ± sample standard deviation over the seeds (each seed a point on its bar; their table "
+        "follows the leaderboard's). Turn the toggle off to see the seeds separately."
+    )
+else:
+    ui.show_figure(
+        ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
+        key="overview_bar",
+        name="leaderboard",
+    )
 columns = [
     "run_id",
     "system",
@@ -40,7 +56,13 @@ columns = [
     "n_warnings",
     "warnings",
 ]
-ui.show_table(board, key="overview_table", name="leaderboard", columns=columns, na_rep="n/a")
+ui.show_table(
+    board,
+    key="overview_table",
+    name="leaderboard",
+    columns=columns,
+    na_rep="n/a",
+)
 st.caption(
     "Click a column header to sort. Low/high: 95% interval of the sorted metric from 1,000 bootstrap "
     "resamples of dialogues (turns of one dialogue are correlated, so dialogues are resampled). "
@@ -48,6 +70,14 @@ st.caption(
 )
 for note in views.not_applicable_notes(board):
     st.caption(ui.md(note))
+if combine_seeds:
+    shown = by_seed[["label", "n_seeds", "seeds", "runs"]].copy()
+    for metric in dict.fromkeys([sort_by, *views.LEADERBOARD_SHOWN]):
+        if metric in by_seed.columns:
+            shown[LABELS.get(metric, metric)] = [
+                seeds.mean_std_text(m, s) for m, s in zip(by_seed[metric], by_seed[f"{metric}_std"], strict=True)
+            ]
+    ui.show_table(shown, key="overview_seeds_table", name="leaderboard over seeds")
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(ui.md(f"run {name} failed to load: {error}"))

@@ -150,7 +150,7 @@ def shown_jga(scored):
 
 
 def test_leaderboard_equals_analysis(scored_runs):
-    at = opened("overview")
+    at = opened("overview", combine_seeds=False)  # the seeds separately: one bar per run
     no_exception(at)
     board = at.dataframe[0].value.set_index("run")
     assert set(board.index) == set(scored_runs)
@@ -336,3 +336,29 @@ def test_bad_manifest_shows_its_error(tmp_path):
     at.run()
     no_exception(at)
     assert any("malformed TOML" in e.body for e in at.error)
+
+
+def test_seeds_of_one_system_show_as_mean_and_std_with_each_seed(scored_runs, manifest):
+    """Issue 17 req 2: the demo's simulated-B runs differ only in their seed (21, 22, 23): by default one bar
+    at their mean JGA, ± their sample std, with the three seeds' values as points; the toggle shows them apart."""
+    import numpy as np
+
+    seeded = [e.name for e in manifest.entries if e.meta.system == "simulated-B"]
+    jgas = [shown_jga(scored_runs[name]) for name in seeded]
+    assert len(seeded) == 3
+    at = opened("overview")
+    no_exception(at)
+    figure = chart(at, 0)["data"]
+    bar = next(t for t in figure if t["type"] == "bar" and t["name"].startswith("simulated-B"))
+    assert values(bar["y"])[0] == pytest.approx(np.mean(jgas))
+    assert values(bar["error_y"]["array"])[0] == pytest.approx(np.std(jgas, ddof=1))
+    points = next(t for t in figure if t["type"] == "scatter" and t["name"].startswith("simulated-B"))
+    assert sorted(values(points["y"])) == pytest.approx(sorted(jgas))
+    assert sum(t["type"] == "bar" for t in figure) == len(scored_runs) - 2  # three seeds, one bar
+    table = next(d.value for d in at.dataframe if "seeds" in d.value.columns)
+    row = table[table["seeds"] == "21, 22, 23"].iloc[0]
+    assert row["JGA"] == f"{np.mean(jgas):.4f} ± {np.std(jgas, ddof=1):.4f}"
+    at.toggle(key="w_combine_seeds").set_value(False).run()
+    no_exception(at)
+    bars = {t["name"] for t in chart(at, 0)["data"]}
+    assert set(seeded) <= bars and not any("seeds" in d.value.columns for d in at.dataframe)
