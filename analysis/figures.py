@@ -810,5 +810,9 @@ def language_heatmap(
     )
     fig.update_yaxes(autorange="reversed")
     apply_style(fig, style, height=max(360, 22 * len(keys) + 180))
-    fig.update_layout(margin={"t": 90})
+    if len(keys) > 20:  # a tall matrix (slots): the languages on top, where the reader starts
+        fig.update_xaxes(side="top")
+        fig.update_layout(margin={"t": 150})
+    else:
+        fig.update_layout(margin={"t": 90})
     return fig
