@@ -320,3 +320,35 @@ def test_the_pivots_own_alignment_is_what_aligning_it_with_itself_gives(xrisawoz
     full = align_ontologies(xrisawoz[2], xrisawoz[2])
     columns = ["slot_a", "slot_b", "domain_a", "domain_b", "source", "support"]
     pd.testing.assert_frame_equal(quick[columns], full[columns])
+
+
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+
+
+@pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
+def test_demo_page_maps_chinese_slots_onto_the_english_pivot() -> None:
+    """On the demo, MultiWOZ en and zh runs of one system: the slot rows are the English pivot's names and the
+    zh column holds the zh run's own slots, mapped through the manifest's [[mappings]]."""
+    from analysis.crosslingual import mapping_from_manifest
+    from analysis.workspace import load_entry, read_manifest
+
+    manifest = read_manifest(DEMO)
+    en, zh = "simulated-A-mwz-en-predicted", "simulated-A-mwz-zh-predicted"
+    scored = {e.name: score_run(load_entry(e)) for e in manifest.entries if e.name in (en, zh)}
+    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(DEMO)
+    at.run()
+    at.switch_page("pages/crosslingual.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.multiselect(key="w_xl_languages").value == [en, zh]
+    heat = _language_charts(at)["jga by slot and language"]["data"][0]
+    assert heat["x"] == ["en (pivot)", "zh"]
+    overrides = tuple(
+        (run, tuple(sorted(mapping_from_manifest(manifest.mappings, en, run).items()))) for run in (en, zh)
+    )
+    matrix = language_summary([scored[en], scored[zh]], pivot=en, overrides=overrides)["matrix"]["slot"]
+    assert set(heat["y"]) == set(matrix["key"]) and all(key.isascii() for key in heat["y"])
+    zh_rows = matrix[matrix["run_id"] == zh].set_index("key")
+    assert zh_rows.loc["hotel-stars", "own"] == "旅馆-星级" and zh_rows.loc["hotel-stars", "source"] == "override"
+    wide = matrix.pivot(index="key", columns="run_id", values="jga_gap").reindex(index=heat["y"], columns=[en, zh])
+    np.testing.assert_allclose(_grid(heat["z"]), wide.to_numpy(float), equal_nan=True)
