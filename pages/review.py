@@ -1,17 +1,24 @@
-"""Review: the queue of error turns not yet reviewed, progress, tag counts, agreement between two
-reviewers, and export/import of the annotations."""
+"""Review: the queue of error turns not yet reviewed (or reviewed by others, not by me), progress, tag
+counts, agreement per tag between reviewers (Cohen's kappa for two, Krippendorff's alpha for more), and
+export/import of the annotations (each exported row with its gold, predicted value and outcome)."""
 
 import streamlit as st
 
 import ui
 from analysis.review import figures as figures_review
-from analysis.review.analysis import cohens_kappa, review_progress, review_queue, tag_counts
+from analysis.review.analysis import RATING_DEFINITION, review_progress, review_queue, tag_agreement, tag_counts
 from analysis.review.store import StoreError
 from analysis.scoring import OUTCOMES
 from ui import review
 from ui.place import COLUMN_LABELS
 
 QUEUE_ROWS = 500
+STATUS_LABELS = {
+    "unreviewed": "unreviewed",
+    "by-others": "reviewed by others, not by me",
+    "reviewed": "reviewed",
+    "all": "all",
+}
 
 st.title("Review")
 runs = ui.need_runs()
@@ -54,11 +61,15 @@ outcome = ui.select(
 tag = ui.select("Tag", ["", *store.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)")
 status = ui.select(
     "Status",
-    ["unreviewed", "reviewed", "all"],
+    list(STATUS_LABELS),
     state="review_status",
     container=filters[5],
-    help="a tag filter shows reviewed items only",
+    format_func=lambda s: STATUS_LABELS.get(s, s),
+    help="'reviewed by others, not by me' is the queue of a second opinion (your name above is 'me'); "
+    "a tag filter shows reviewed items only",
 )
+if tag and status not in ("reviewed", "by-others"):
+    status = "reviewed"
 
 queue = review_queue(
     errors,
@@ -68,7 +79,8 @@ queue = review_queue(
     slot=slot or None,
     outcome=outcome or None,
     tag=tag or None,
-    status="reviewed" if tag else status,
+    status=status,
+    me=who,
 )
 progress = review_progress(errors, annotations)
 by_run = review_progress(errors, annotations, by="run_id")
@@ -89,10 +101,12 @@ st.caption(
 st.subheader("Queue")
 shown = figures_review.queue_table(queue, limit=QUEUE_ROWS)
 st.caption(
-    f"{len(queue):,} error item(s) match ({status if not tag else 'reviewed, tagged ' + ui.md(tag)})"
+    f"{len(queue):,} error item(s) match ({STATUS_LABELS[status]}{', tagged ' + ui.md(tag) if tag else ''})"
     + (f"; the first {QUEUE_ROWS} are listed" if len(queue) > QUEUE_ROWS else "")
     + " · pick a row to tag it or open it in the dialogue viewer"
 )
+if status == "by-others" and not who:
+    st.info("Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:")
 picked = ui.show_table(
     shown,
     key="review_queue",
@@ -128,47 +142,46 @@ ui.show_figure(
 st.caption("Progress per run")
 ui.show_table(by_run, key="review_progress", name="review progress per run")
 
-st.subheader("Agreement between two reviewers")
+st.subheader("Agreement per tag")
 reviewers = sorted(set(annotations["reviewer"]))
 if len(reviewers) < 2:
     st.info("Agreement needs annotations from two reviewers on the same items.")
 else:
-    pick = st.columns([2, 2, 2])
-    reviewer_a = ui.select("Reviewer A", reviewers, state="review_a", container=pick[0])
-    reviewer_b = ui.select("Reviewer B", [r for r in reviewers if r != reviewer_a], state="review_b", container=pick[1])
-    unit = ui.select(
-        "Unit",
-        ["item-tag", "primary"],
-        state="review_unit",
-        container=pick[2],
-        format_func=lambda u: {"item-tag": "each (item, tag) yes/no", "primary": "first tag per item"}[u],
-    )
-    agreement = cohens_kappa(annotations, reviewer_a, reviewer_b, unit=unit)
+    chosen = ui.multiselect("Reviewers", reviewers, state="review_reviewers", placeholder="(all reviewers)")
+    if len(chosen) == 1:
+        st.info("Agreement needs two reviewers or more: all reviewers are compared.")
+    names = chosen if len(chosen) >= 2 else reviewers
+    agreement = tag_agreement(annotations, names)
+    overall = agreement.per_tag.iloc[-1]
     stats = st.columns(4)
-    stats[0].metric("Cohen's kappa", "n/a" if agreement.kappa != agreement.kappa else f"{agreement.kappa:.3f}")
-    stats[1].metric("Observed agreement", "n/a" if agreement.n_items == 0 else f"{agreement.observed:.3f}")
-    stats[2].metric("Expected by chance", "n/a" if agreement.n_items == 0 else f"{agreement.expected:.3f}")
-    stats[3].metric("Shared items", f"{agreement.n_items:,}")
-    st.caption(
-        f"{agreement.n_decisions:,} decisions over {len(agreement.tags)} tag(s); kappa = (p_o − p_e) / (1 − p_e), "
-        "n/a when the reviewers share no item or chance agreement is 1."
+    stats[0].metric(agreement.statistic, "n/a" if overall["value"] != overall["value"] else f"{overall['value']:.3f}")
+    stats[1].metric(
+        "Observed agreement", "n/a" if overall["observed"] != overall["observed"] else f"{overall['observed']:.3f}"
     )
-    disagreements = figures_review.disagreement_table(agreement)
-    st.caption(f"{len(disagreements)} shared item(s) tagged differently")
-    ui.show_table(disagreements, key="review_disagreements", name=f"disagreements {reviewer_a} {reviewer_b}")
+    stats[2].metric("Items two or more annotated", f"{agreement.n_items:,}")
+    stats[3].metric("Items tagged differently", f"{len(agreement.disagreements):,}")
+    st.caption(
+        f"{ui.md(agreement.statistic)} between {ui.md(', '.join(names))} (all tags: the first line above; "
+        f"per tag: the table). {ui.md(RATING_DEFINITION)}"
+    )
+    ui.show_table(figures_review.tag_agreement_table(agreement), key="review_agreement", name="agreement per tag")
+    disagreements = figures_review.reviewer_disagreement_table(agreement)
+    st.caption(f"{len(disagreements):,} item(s) tagged differently: who annotated each and the tags each gave")
+    ui.show_table(disagreements, key="review_disagreements", name="disagreements between reviewers")
 
 st.subheader("Export and import")
+scoreds = review.scored_runs(runs)
 ports = st.columns(3)
-ports[0].download_button(
+ports[0].download_button(  # the file is written when the button is clicked, not on every rerun
     "Download CSV",
-    review.export_bytes(annotations, "csv"),
+    lambda: review.export_bytes(annotations, "csv", scoreds),
     file_name="annotations.csv",
     mime="text/csv",
     key="review_csv",
 )
 ports[1].download_button(
     "Download JSON",
-    review.export_bytes(annotations, "json"),
+    lambda: review.export_bytes(annotations, "json", scoreds),
     file_name="annotations.json",
     mime="application/json",
     key="review_json",
@@ -189,4 +202,11 @@ with ports[2]:
 result = st.session_state.pop("review_import_result", None)
 if result:
     (st.success if result[0] == "ok" else st.error)(result[1])
-st.caption("Import merges by time: a row replaces the stored one only when it is newer, so importing twice is a no-op.")
+st.caption(
+    "Each exported row carries the item (run, dialogue, turn, domain, slot), its convention, outcome, gold "
+    "and predicted value from the selected runs under the convention in force (empty for an item of no run "
+    "or of a run not selected; a whole-turn item: the turn's joint outcome and states), and the reviewer, "
+    "tags, comment, times and version. Import reads the stored columns back (the context is recomputed, not "
+    "stored) and merges by time: a row replaces the stored one only when it is newer, so importing twice is "
+    "a no-op."
+)

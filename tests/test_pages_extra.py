@@ -272,7 +272,7 @@ def test_review_agreement_and_import(manifest, annotations_url, tmp_path):
     no_exception(at)
     kappa = next(m for m in at.metric if m.label == "Cohen's kappa")
     assert kappa.value == f"{agreement.kappa:.3f}"
-    assert len(table_with(at, "tags a")) == len(agreement.disagreements) == 2
+    assert len(table_with(at, "their tags")) == len(agreement.disagreements) == 2
 
     export = tmp_path / "export.json"
     store.export_json(export)

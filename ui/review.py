@@ -20,7 +20,7 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.outcomes import ERROR_OUTCOMES
-from analysis.review.analysis import error_items
+from analysis.review.analysis import annotation_context, error_items
 from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, taxonomy
 from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
 from analysis.scoring import Scored
@@ -216,13 +216,24 @@ def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, lis
 # --- export / import ------------------------------------------------------------------------------
 
 
-def export_bytes(annotations: AnnotationStore | pd.DataFrame, fmt: str) -> bytes:
-    """Every annotation as CSV or JSON bytes, as the store's own export writes them; given the frame
-    the page already read (`store.annotations()`), no second trip to the database."""
+def scored_runs(run_ids: list[str]) -> list[Scored]:
+    """The session's runs scored under the convention in force (the sidebar's), from the server's cache."""
+    from ui import data, state
+
+    sources, choice = state.sources(), state.convention_choice()
+    return [data.scored(sources[r], choice) for r in run_ids if r in sources]
+
+
+def export_bytes(annotations: AnnotationStore | pd.DataFrame, fmt: str, scoreds: list[Scored] | None = None) -> bytes:
+    """Every annotation as CSV or JSON bytes, as the store's own export writes them, each row with the
+    run context of its item (convention, outcome, gold, predicted) from `scoreds`, the runs under the
+    convention in force (`analysis.review.analysis.annotation_context`; empty without them). Given the
+    frame the page already read (`store.annotations()`), no second trip to the database."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"fmt has to be csv or json, got {fmt!r}")
     frame = annotations.annotations() if isinstance(annotations, AnnotationStore) else annotations
-    return (annotations_csv(frame) if fmt == "csv" else annotations_json(frame)).encode("utf-8")
+    context = annotation_context(frame, scoreds) if scoreds else None
+    return (annotations_csv(frame, context) if fmt == "csv" else annotations_json(frame, context)).encode("utf-8")
 
 
 def import_upload(annotations: AnnotationStore, name: str, data: bytes) -> tuple[str, str]:

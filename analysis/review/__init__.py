@@ -7,7 +7,8 @@ By stage:
 * `analysis.review.store`: `AnnotationStore` in any SQLAlchemy database, its errors (`StoreError`,
   `StoreUnavailable`, `StoreLocked`), migrations, retries, and CSV/JSON export and import;
 * `analysis.review.analysis`: `error_items`, `review_queue`, `review_progress`, `tag_counts`,
-  `cohens_kappa`;
+  `cohens_kappa`, `tag_agreement` (per tag: Cohen's kappa or Krippendorff's alpha), `annotation_context`
+  (gold, predicted and outcome of annotated items, for the export);
 * `analysis.review.figures`: their figures and display tables.
 
 The names below are imported from their module on first use, so ``from analysis.review import Item``
@@ -27,14 +28,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from analysis.review.analysis import (
         ERROR_OUTCOMES,
+        RATING_DEFINITION,
         Agreement,
+        TagAgreement,
+        annotation_context,
         cohens_kappa,
         error_items,
         review_progress,
         review_queue,
+        tag_agreement,
         tag_counts,
     )
     from analysis.review.items import (
+        CONTEXT_COLUMNS,
         DEFAULT_TAGS,
         ITEM_COLUMNS,
         MAX_COMMENT,
@@ -54,6 +60,7 @@ if TYPE_CHECKING:
         DEFAULT_FILENAME,
         ENV_URL,
         EXPORT_COLUMNS,
+        FILE_COLUMNS,
         LOCK_TIMEOUT_S,
         LOCKED_MESSAGE,
         MIGRATIONS,
@@ -69,11 +76,13 @@ if TYPE_CHECKING:
     )
 
 __all__ = [
+    "CONTEXT_COLUMNS",
     "DEFAULT_FILENAME",
     "DEFAULT_TAGS",
     "ENV_URL",
     "ERROR_OUTCOMES",
     "EXPORT_COLUMNS",
+    "FILE_COLUMNS",
     "ITEM_COLUMNS",
     "LOCKED_MESSAGE",
     "LOCK_TIMEOUT_S",
@@ -84,6 +93,7 @@ __all__ = [
     "MAX_TAG",
     "MAX_TURN_INDEX",
     "MIGRATIONS",
+    "RATING_DEFINITION",
     "SCHEMA_VERSION",
     "TAG_SEPARATOR",
     "Agreement",
@@ -93,6 +103,8 @@ __all__ = [
     "StoreError",
     "StoreLocked",
     "StoreUnavailable",
+    "TagAgreement",
+    "annotation_context",
     "annotations_csv",
     "annotations_json",
     "cohens_kappa",
@@ -103,11 +115,13 @@ __all__ = [
     "review_progress",
     "review_queue",
     "split_slot",
+    "tag_agreement",
     "tag_counts",
     "taxonomy",
 ]
 
 _ITEMS = (
+    "CONTEXT_COLUMNS",
     "DEFAULT_TAGS",
     "ITEM_COLUMNS",
     "MAX_COMMENT",
@@ -125,11 +139,15 @@ _ITEMS = (
 )
 _ANALYSIS = (
     "ERROR_OUTCOMES",
+    "RATING_DEFINITION",
     "Agreement",
+    "TagAgreement",
+    "annotation_context",
     "cohens_kappa",
     "error_items",
     "review_progress",
     "review_queue",
+    "tag_agreement",
     "tag_counts",
 )
 # Which module holds each public name; the store is everything else.

@@ -1,5 +1,7 @@
-"""Review analysis: error items to review, the review queue and progress, tag counts, and agreement
-between reviewers (Cohen's kappa).
+"""Review analysis: error items to review, the review queue and progress, tag counts, agreement
+between reviewers (Cohen's kappa between two; per tag, Cohen's kappa or Krippendorff's alpha from
+scikit-learn and krippendorff, `tag_agreement`), and the run context of annotations for the export
+(`annotation_context`).
 
 Every function takes the annotations as an `AnnotationStore` (`analysis.review.store`) or as the frame
 its `annotations()` returns, so a page that has read the store once passes the frame on. An item counts
@@ -18,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.outcomes import ERROR_OUTCOMES
-from analysis.review.items import ITEM_COLUMNS, _check_tags, _norm, item_keys
+from analysis.review.items import CONTEXT_COLUMNS, ITEM_COLUMNS, _check_tags, _norm, item_keys
 
 if TYPE_CHECKING:
     from analysis.review.store import AnnotationStore
@@ -93,6 +95,7 @@ def review_queue(
     tag: str | None = None,
     reviewer: str | None = None,
     status: str = "unreviewed",
+    me: str | None = None,
 ) -> pd.DataFrame:
     """Error items to review, in the order given, with their review state.
 
@@ -100,10 +103,12 @@ def review_queue(
     optional). An item counts as reviewed when an annotation covers it: same dataset, dialogue and turn;
     same slot or a turn-level annotation; same run or a run-independent annotation. With `reviewer`,
     only that reviewer's annotations count (a second reviewer's queue for agreement studies).
-    `status`: `unreviewed` (default), `reviewed` or `all`; `tag` keeps items whose annotations hold the
-    tag (so it implies reviewed items). Filters take one value or several.
+    `status`: `unreviewed` (default), `reviewed`, `by-others` (reviewed by someone, not by `me`: a
+    second opinion's queue; an annotation of the whole turn by `me` counts as mine; `me` empty or None:
+    reviewed by anyone) or `all`; `tag` keeps items whose annotations hold the tag (so it implies
+    reviewed items). Filters take one value or several.
     """
-    statuses = ("unreviewed", "reviewed", "all")
+    statuses = ("unreviewed", "reviewed", "all", "by-others")
     if status not in statuses:
         raise ValueError(f"status has to be one of {', '.join(statuses)}, got {status!r}")
     errors = scored_slots_errors
@@ -123,6 +128,9 @@ def review_queue(
         queue = queue[~queue["reviewed"]]
     elif status == "reviewed":
         queue = queue[queue["reviewed"]]
+    elif status == "by-others":
+        mine = _norm(me)
+        queue = queue[queue["reviewed"] & queue["reviewers"].map(lambda names: mine not in names).astype(bool)]
     return queue.reset_index(drop=True)
 
 
@@ -285,3 +293,245 @@ def cohens_kappa(
         tags=vocabulary,
         disagreements=disagreements[["item_key", *extra, "tags_a", "tags_b", "only_a", "only_b"]],
     )
+
+
+# ---------------------------------------------------------------------------------- agreement per tag
+
+COHEN = "Cohen's kappa"
+KRIPPENDORFF = "Krippendorff's alpha"
+ALL_TAGS = "(all tags)"
+RATING_DEFINITION = (
+    "A rating is one reviewer's yes/no on one tag of one item: for every item (an annotation key: turn, "
+    "slot and run) that at least two of the chosen reviewers annotated, and every tag, each of those "
+    "reviewers rates 1 if their tag set on the item holds the tag and 0 if it does not; a reviewer who "
+    "did not annotate the item gives no rating there (missing, never 0). With two reviewers the "
+    "statistic is Cohen's kappa (scikit-learn) over the items both annotated; with three or more it is "
+    "Krippendorff's alpha, nominal (the krippendorff package), over the items at least two annotated, "
+    "missing ratings allowed. '(all tags)' pools every (item, tag) pair as one unit. A tag on which "
+    "every rating is the same has no defined agreement (chance agreement is 1): n/a."
+)
+
+
+@dataclass(frozen=True)
+class TagAgreement:
+    """Agreement between `reviewers` per tag (`RATING_DEFINITION`).
+
+    `per_tag`: one row per tag the chosen reviewers gave on a shared item, then `(all tags)`: tag,
+    statistic (`Cohen's kappa` or `Krippendorff's alpha`), value (NaN when undefined), observed
+    (share of agreeing rating pairs within items), n_items, n_ratings, n_yes, n_items_disagreeing, note.
+    `disagreements`: the shared items whose reviewers' tag sets differ: item_key, the item columns,
+    reviewers (who annotated it, in the chosen order), tag_sets (their tag sets, same order) and
+    disputed (tags some but not all of them gave).
+    """
+
+    reviewers: tuple[str, ...]
+    statistic: str
+    per_tag: pd.DataFrame
+    disagreements: pd.DataFrame
+    n_items: int
+
+
+def _observed(ratings: np.ndarray) -> float:
+    """Share of agreeing pairs of ratings within units (columns), over all pairable ratings; NaN for none."""
+    present = ~np.isnan(ratings)
+    m = present.sum(axis=0)
+    ones = np.where(present, ratings, 0.0).sum(axis=0)
+    zeros = m - ones
+    pairs = m * (m - 1) / 2
+    agree = ones * (ones - 1) / 2 + zeros * (zeros - 1) / 2
+    total = float(pairs.sum())
+    return float(agree.sum()) / total if total else math.nan
+
+
+def _statistic(ratings: np.ndarray, statistic: str) -> tuple[float, str]:
+    """The agreement of a reviewers x units matrix of 0/1 ratings (NaN: no rating), and a note."""
+    values = ratings[~np.isnan(ratings)]
+    if ratings.shape[1] == 0:
+        return math.nan, "no item annotated by two of the chosen reviewers"
+    if np.unique(values).size < 2:
+        return math.nan, "every rating is the same: chance agreement is 1, agreement undefined"
+    if statistic == COHEN:
+        from sklearn.metrics import cohen_kappa_score
+
+        return float(cohen_kappa_score(ratings[0].astype(int), ratings[1].astype(int), labels=[0, 1])), ""
+    import krippendorff
+
+    return float(krippendorff.alpha(ratings, level_of_measurement="nominal", value_domain=[0.0, 1.0])), ""
+
+
+def tag_agreement(
+    annotations: AnnotationStore | pd.DataFrame,
+    reviewers: Sequence[str] | None = None,
+    *,
+    tags: Sequence[str] | None = None,
+) -> TagAgreement:
+    """Agreement per tag between `reviewers` (default: everyone in the annotations, sorted): Cohen's kappa
+    for two, Krippendorff's alpha (nominal) for three or more, over binary ratings (`RATING_DEFINITION`).
+
+    `tags` fixes the tags rated (default: those the chosen reviewers gave on items two of them annotated,
+    in the order of `DEFAULT_TAGS` then of first use). Fewer than two reviewers: ValueError.
+
+    >>> frame = pd.DataFrame({"item_key": ["i1", "i2", "i1", "i2"], "reviewer": ["a", "a", "b", "b"],
+    ...                       "tags": [("wrong value",), ("other",), ("wrong value",), ("wrong value",)]})
+    >>> result = tag_agreement(frame)
+    >>> result.statistic, result.per_tag[["tag", "value", "n_items_disagreeing"]].to_dict("records")[0]
+    ("Cohen's kappa", {'tag': 'wrong value', 'value': 0.0, 'n_items_disagreeing': 1})
+    """
+    from analysis.review.items import DEFAULT_TAGS
+
+    frame = _as_frame(annotations)
+    names = (
+        list(dict.fromkeys(_norm(r) for r in reviewers)) if reviewers is not None else sorted(set(frame["reviewer"]))
+    )
+    if len(names) < 2:
+        raise ValueError(f"agreement needs at least two reviewers, got {names}")
+    statistic = COHEN if len(names) == 2 else KRIPPENDORFF
+    chosen = frame[frame["reviewer"].isin(names)].drop_duplicates(["item_key", "reviewer"])
+    shared = chosen[chosen.groupby("item_key")["reviewer"].transform("size").to_numpy() >= 2]
+    units = list(dict.fromkeys(shared["item_key"]))
+    r_at = {r: i for i, r in enumerate(names)}
+    u_at = {u: j for j, u in enumerate(units)}
+    rows = shared["reviewer"].map(r_at).to_numpy(dtype=int)
+    cols = shared["item_key"].map(u_at).to_numpy(dtype=int)
+    annotated = np.zeros((len(names), len(units)), dtype=bool)
+    annotated[rows, cols] = True
+    used = dict.fromkeys(t for ts in shared["tags"] for t in ts)
+    vocabulary = (
+        [_norm(t) for t in tags]
+        if tags is not None
+        else [t for t in DEFAULT_TAGS if t in used] + [t for t in used if t not in DEFAULT_TAGS]
+    )
+    matrices = []
+    records = []
+    for tag in vocabulary:
+        yes = np.zeros_like(annotated)
+        holds = shared["tags"].map(lambda ts, tag=tag: tag in ts).to_numpy(dtype=bool)
+        yes[rows[holds], cols[holds]] = True
+        ratings = np.where(annotated, yes.astype(float), np.nan)
+        matrices.append(ratings)
+        records.append((tag, ratings))
+    pooled = np.concatenate(matrices, axis=1) if matrices else np.empty((len(names), 0))
+    records.append((ALL_TAGS, pooled))
+    table = []
+    for tag, ratings in records:
+        value, note = _statistic(ratings, statistic)
+        present = ~np.isnan(ratings)
+        rated = np.where(present, ratings, 0.0)
+        differ = (rated.sum(axis=0) > 0) & (rated.sum(axis=0) < present.sum(axis=0))
+        table.append(
+            {
+                "tag": tag,
+                "statistic": statistic,
+                "value": value,
+                "observed": _observed(ratings),
+                "n_items": len(units),
+                "n_ratings": int(present.sum()),
+                "n_yes": int(rated.sum()),
+                "n_items_disagreeing": int(differ.sum()) if tag != ALL_TAGS else 0,
+                "note": note,
+            }
+        )
+    per_tag = pd.DataFrame(table)
+    # Items whose reviewers' tag sets differ (the pooled row counts items, not (item, tag) pairs).
+    ordered = shared.assign(_r=rows).sort_values(["_r"], kind="stable")
+    grouped = ordered.groupby("item_key", sort=False)
+    sets = grouped["tags"].agg(lambda ts: tuple(tuple(t) for t in ts))
+    who = grouped["reviewer"].agg(tuple)
+    differs = sets.map(lambda s: len({frozenset(t) for t in s}) > 1)
+    per_tag.loc[per_tag["tag"] == ALL_TAGS, "n_items_disagreeing"] = int(differs.sum())
+    keys = [k for k in units if bool(differs.get(k, False))]
+    extra = [c for c in ITEM_COLUMNS if c in shared.columns]
+    first = shared.drop_duplicates("item_key").set_index("item_key")
+    disputed = [
+        tuple(t for t in dict.fromkeys(x for s in sets[k] for x in s) if not all(t in s for s in sets[k])) for k in keys
+    ]
+    disagreements = pd.DataFrame({"item_key": pd.Series(keys, dtype="str")})
+    for column in extra:
+        disagreements[column] = first.loc[keys, column].to_numpy() if keys else pd.Series([], dtype="str")
+    disagreements["reviewers"] = pd.Series([who[k] for k in keys], dtype=object)
+    disagreements["tag_sets"] = pd.Series([sets[k] for k in keys], dtype=object)
+    disagreements["disputed"] = pd.Series(disputed, dtype=object)
+    return TagAgreement(tuple(names), statistic, per_tag, disagreements, len(units))
+
+
+# ------------------------------------------------------------------------------- context of the export
+
+TURN_OUTCOMES = ("turn_correct", "turn_wrong")
+
+
+def _joined_state(rows: pd.DataFrame, side: str) -> pd.Series:
+    """Per (run, dialogue, turn): `domain-slot=value; ...` of the side's values as written, slots sorted."""
+    present = rows[rows[side].notna()]
+    text = present["domain"] + "-" + present["slot"] + "=" + present[side].astype("str")
+    keys = [present["run_id"], present["dialogue_id"], present["turn_index"]]
+    return text.groupby(keys, sort=False).agg(lambda parts: "; ".join(sorted(parts)))
+
+
+def annotation_context(annotations: AnnotationStore | pd.DataFrame, scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """Per annotation row (same order): convention, outcome, gold and predicted from the scored runs, under
+    the convention each was scored with: what the annotation export adds (`CONTEXT_COLUMNS`).
+
+    * an item of one slot in one run: that slot's outcome and its gold and predicted values as the files
+      write them (None for the side that lacks the slot); a slot neither side names in a turn the run
+      has: outcome `absent`;
+    * an item of a whole turn in one run: outcome `turn_correct` / `turn_wrong` (the turn's joint goal),
+      gold and predicted the turn's states as `domain-slot=value; ...`;
+    * an item of no run, or of a run or turn not loaded: all None (nothing to compare against).
+    """
+    frame = _as_frame(annotations)
+    out = pd.DataFrame({c: pd.Series([None] * len(frame), dtype=object) for c in CONTEXT_COLUMNS})
+    if not len(frame) or not scoreds:
+        return out
+
+    def norm(values: pd.Series) -> pd.Series:
+        return values.astype("str").fillna("").str.normalize("NFC").str.strip()
+
+    annotated_runs = set(_norm(r) for r in frame["run_id"])
+    scoreds = [s for s in scoreds if annotated_runs.intersection(_norm(r) for r in s.run_ids)]
+    if not scoreds:
+        return out
+    keys = ["run_id", "dialogue_id", "turn_index"]
+    slot_keys = [*keys, "domain", "slot"]
+    slots = pd.concat(
+        [
+            s.slots[[*slot_keys, "outcome", "gold_display", "pred_display"]].assign(convention=s.convention.name)
+            for s in scoreds
+        ],
+        ignore_index=True,
+    )
+    turns = pd.concat(
+        [s.turns[[*keys, "joint_correct"]].assign(convention=s.convention.name) for s in scoreds], ignore_index=True
+    )
+    for table in (slots, turns):
+        for column in ("run_id", "dialogue_id", *(["domain", "slot"] if "slot" in table.columns else [])):
+            table[column] = norm(table[column])
+        table["turn_index"] = table["turn_index"].astype("int64")
+    slots = slots.drop_duplicates(slot_keys)
+    turns = turns.drop_duplicates(keys)
+    wanted = pd.DataFrame({c: norm(frame[c]) for c in ("run_id", "dialogue_id", "domain", "slot")})
+    wanted["turn_index"] = frame["turn_index"].astype("int64").to_numpy()
+    wanted["row"] = np.arange(len(frame))
+    with_run = wanted[wanted["run_id"] != ""]
+    found = with_run.merge(turns, on=keys, how="inner")
+    is_slot = found["slot"] != ""
+    # Slot items: the slot's row, or `absent` when the turn is there but neither side names the slot.
+    slot_items = found[is_slot].merge(slots, on=slot_keys, how="left", suffixes=("", "_slot"))
+    rows = slot_items["row"].to_numpy()
+    named = slot_items["outcome"].notna()
+    out.loc[rows, "convention"] = slot_items["convention"].to_numpy(dtype=object)
+    out.loc[rows, "outcome"] = slot_items["outcome"].astype("object").where(named, "absent").to_numpy()
+    for column, side in (("gold", "gold_display"), ("predicted", "pred_display")):
+        values = slot_items[side].astype("object")
+        out.loc[rows, column] = values.where(values.notna(), None).to_numpy()
+    # Whole-turn items: the turn's joint outcome and both states.
+    turn_items = found[~is_slot]
+    if len(turn_items):
+        needed = slots.merge(turn_items[keys].drop_duplicates(), on=keys)
+        index = pd.MultiIndex.from_frame(turn_items[keys])
+        rows = turn_items["row"].to_numpy()
+        out.loc[rows, "convention"] = turn_items["convention"].to_numpy(dtype=object)
+        out.loc[rows, "outcome"] = np.where(turn_items["joint_correct"].to_numpy(dtype=bool), *TURN_OUTCOMES)
+        for column, side in (("gold", "gold_display"), ("predicted", "pred_display")):
+            states = _joined_state(needed, side).reindex(index)
+            out.loc[rows, column] = states.where(states.notna(), "").to_numpy(dtype=object)
+    return out

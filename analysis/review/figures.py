@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from analysis.escaping import plotly_text
 from analysis.figures import OKABE_ITO, apply_style
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, METRIC_LABELS
-from analysis.review.analysis import Agreement
+from analysis.review.analysis import Agreement, TagAgreement
 
 __all__ = [
     "TURN_LEVEL",
@@ -25,6 +25,8 @@ __all__ = [
     "disagreement_table",
     "queue_table",
     "responsible_table",
+    "reviewer_disagreement_table",
+    "tag_agreement_table",
     "tag_counts_bar",
 ]
 
@@ -126,6 +128,51 @@ def disagreement_table(agreement: Agreement) -> pd.DataFrame:
     out = rows.drop(columns=["tags_a", "tags_b", "only_a", "only_b"]).copy()
     for column in ("tags_a", "tags_b", "only_a", "only_b"):
         out[column] = _joined(rows[column])
+    return out.reset_index(drop=True)
+
+
+def tag_agreement_table(result: TagAgreement) -> pd.DataFrame:
+    """Agreement per tag for display: the statistic's value rounded to 3 places ('n/a' when undefined,
+    the reason in `note`), observed agreement, counts; `(all tags)` last.
+
+    >>> frame = pd.DataFrame({"item_key": ["i1", "i1"], "reviewer": ["a", "b"], "tags": [("other",), ("other",)]})
+    >>> from analysis.review.analysis import tag_agreement
+    >>> tag_agreement_table(tag_agreement(frame))[["tag", "Cohen's kappa"]].to_dict("records")[0]
+    {'tag': 'other', "Cohen's kappa": 'n/a'}
+    """
+    rows = result.per_tag
+    value = rows["value"].to_numpy(dtype=float)
+    observed = rows["observed"].to_numpy(dtype=float)
+    return pd.DataFrame(
+        {
+            "tag": rows["tag"].astype("str"),
+            result.statistic: ["n/a" if v != v else f"{v:.3f}" for v in value],
+            "observed agreement": ["n/a" if v != v else f"{v:.3f}" for v in observed],
+            "items": rows["n_items"].astype("int64"),
+            "ratings": rows["n_ratings"].astype("int64"),
+            "yes ratings": rows["n_yes"].astype("int64"),
+            "items disagreeing": rows["n_items_disagreeing"].astype("int64"),
+            "note": rows["note"].astype("str"),
+        }
+    ).reset_index(drop=True)
+
+
+def reviewer_disagreement_table(result: TagAgreement) -> pd.DataFrame:
+    """The items the chosen reviewers tagged differently, one row each: the item, `reviewers` (who
+    annotated it), `their tags` (`name: tag; tag` per reviewer, ` | ` between reviewers) and `disputed`
+    (tags some but not all of them gave)."""
+    rows = result.disagreements
+    out = rows.drop(columns=["reviewers", "tag_sets", "disputed"]).copy()
+    out["reviewers"] = _joined(rows["reviewers"], ", ")
+    out["their tags"] = pd.Series(
+        [
+            " | ".join(f"{name}: {'; '.join(tags)}" for name, tags in zip(names, sets, strict=True))
+            for names, sets in zip(rows["reviewers"], rows["tag_sets"], strict=True)
+        ],
+        index=rows.index,
+        dtype="str",
+    )
+    out["disputed"] = _joined(rows["disputed"])
     return out.reset_index(drop=True)
 
 

@@ -38,6 +38,9 @@ DEFAULT_TAGS = (
     "other",
 )
 ITEM_COLUMNS = ["dataset", "dialogue_id", "turn_index", "domain", "slot", "run_id"]
+# What the annotation export adds to each row from the runs loaded when it is written, under the
+# convention in force (`analysis.review.analysis.annotation_context`); derived, never stored.
+CONTEXT_COLUMNS = ["convention", "outcome", "gold", "predicted"]
 _KEY_SEPARATOR = "|"
 _KEY_VERSION = "v1"
 # Limits of what is written, the same on every backend (checked before the database sees a value;

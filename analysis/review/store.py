@@ -21,8 +21,13 @@ Concurrency rule (documented, tested with 8 processes on SQLite and PostgreSQL):
   with the highest version. `updated_at` never goes backwards on a row (max of stored and now).
 * Import (`import_csv` / `import_json`) merges by time instead: a row replaces the stored one only when
   its `updated_at` is newer; ties and older rows change nothing, so importing an export twice (or
-  into the database it came from) is a no-op. `version` is each database's own write counter: exports
-  show it, imports do not copy it (an imported change is one more write of the receiving row).
+  into the database it came from) is a no-op. `version` is each database's own write counter: a row
+  new to the receiving store keeps the file's version (so export -> import into an empty store ->
+  export gives the same file), an imported change of a stored row is one more write of it.
+* The export (`annotations_csv` / `annotations_json`, `FILE_COLUMNS`) stands alone: besides the stored
+  columns each row carries the run context of its item under the convention in force when it was
+  written (convention, outcome, gold, predicted: `analysis.review.analysis.annotation_context`, given as
+  `context`; empty without it). That context is derived from the runs, not stored: an import ignores it.
 * A write that meets a serialisation failure or a dropped connection is retried with jittered
   exponential backoff, 3 tries over about 1.5 s; reads likewise.
 
@@ -68,6 +73,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
+import numpy as np
 import pandas as pd
 from sqlalchemy import (
     Column,
@@ -96,10 +102,12 @@ from sqlalchemy.pool import StaticPool
 from analysis.errors import InputError
 from analysis.export.safe_csv import frame_csv, restore_cell
 from analysis.review.items import (
+    CONTEXT_COLUMNS,
     DEFAULT_TAGS,
     ITEM_COLUMNS,
     MAX_COMPONENT,
     MAX_REVIEWER,
+    MAX_TURN_INDEX,
     Item,
     _check_comment,
     _check_key,
@@ -119,6 +127,9 @@ ENV_URL = "DST_ANNOTATIONS_URL"
 DEFAULT_FILENAME = "annotations.sqlite"
 TAG_SEPARATOR = "; "  # tags in CSV cells, so a spreadsheet shows them readably
 EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, "reviewer", "tags", "comment", "created_at", "updated_at", "version"]
+# The export's columns: the stored ones with the run context (convention, outcome, gold, predicted) after
+# the item's; the context is read back by nobody (derived from the runs), so an import ignores it.
+FILE_COLUMNS = [*EXPORT_COLUMNS[: len(ITEM_COLUMNS) + 1], *CONTEXT_COLUMNS, *EXPORT_COLUMNS[len(ITEM_COLUMNS) + 1 :]]
 LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLocked
 LOCKED_MESSAGE = "the annotation database is locked by another writer; try again"
 _TRIES = 3  # transient failures (a dropped connection, a server restarting): 3 tries over about 1.5 s
@@ -670,16 +681,18 @@ class AnnotationStore:
 
     # -- export / import
 
-    def export_json(self, path: str | Path) -> int:
-        """Write every annotation as a JSON array of objects (tags as lists); the number written."""
+    def export_json(self, path: str | Path, *, context: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> int:
+        """Write every annotation as JSON (`annotations_json`); the number written. `context` maps the
+        annotations to their run context (e.g. ``lambda a: annotation_context(a, scoreds)``)."""
         frame = self.annotations()
-        Path(path).write_text(annotations_json(frame), encoding="utf-8")
+        Path(path).write_text(annotations_json(frame, None if context is None else context(frame)), encoding="utf-8")
         return len(frame)
 
-    def export_csv(self, path: str | Path) -> int:
-        """Write every annotation as CSV (`annotations_csv`); the number written."""
+    def export_csv(self, path: str | Path, *, context: Callable[[pd.DataFrame], pd.DataFrame] | None = None) -> int:
+        """Write every annotation as CSV (`annotations_csv`); the number written. `context`: as `export_json`."""
         frame = self.annotations()
-        Path(path).write_text(annotations_csv(frame), encoding="utf-8", newline="")
+        text = annotations_csv(frame, None if context is None else context(frame))
+        Path(path).write_text(text, encoding="utf-8", newline="")
         return len(frame)
 
     def import_json(self, path: str | Path, *, data: bytes | None = None) -> int:
@@ -713,7 +726,7 @@ class AnnotationStore:
         for row in rows:  # a file naming one (item, reviewer) twice: its newest row stands for it
             known = latest.get((row["item_key"], row["reviewer"]))
             if known is None or known["updated_at"] < row["updated_at"]:
-                latest[(row["item_key"], row["reviewer"])] = {**row, "version": 1}
+                latest[(row["item_key"], row["reviewer"])] = row
         if not latest:
             return 0
 
@@ -781,6 +794,13 @@ class AnnotationStore:
             created = _timestamp(record.get("created_at") or updated)
         except ValueError as exc:
             raise fail(str(exc), "updated_at") from None
+        raw_version = record.get("version")
+        try:  # a row new to this store keeps its version; absent (an older export): 1
+            version = 1 if raw_version is None or str(raw_version).strip() == "" else int(str(raw_version))
+        except ValueError:
+            version = 0
+        if not 1 <= version <= MAX_TURN_INDEX:
+            raise fail(f"version {raw_version!r} is not a whole number from 1 to {MAX_TURN_INDEX:,}", "version")
         return {
             "item_key": item.key,
             **item.components(),
@@ -789,6 +809,7 @@ class AnnotationStore:
             "comment": comment,
             "created_at": created,
             "updated_at": updated,
+            "version": version,
         }
 
 
@@ -813,18 +834,37 @@ def _sqlite_pragmas(engine: Engine, *, wal: bool, busy_ms: int) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get("annotation_write") else "BEGIN")
 
 
-def annotations_json(frame: pd.DataFrame) -> str:
-    """`AnnotationStore.annotations()` as the JSON export: `{"schema_version", "annotations": [...]}`."""
-    records = frame.assign(tags=frame["tags"].map(list)).astype(object)
+def _with_context(frame: pd.DataFrame, context: pd.DataFrame | None) -> pd.DataFrame:
+    """The annotations with the context columns (None where unknown), in `FILE_COLUMNS` order."""
+    if context is not None and len(context) != len(frame):
+        raise ValueError(f"context has {len(context)} rows for {len(frame)} annotations")
+    extra = {
+        c: (
+            context[c].astype(object).to_numpy()
+            if context is not None and c in context.columns
+            else np.full(len(frame), None, dtype=object)
+        )
+        for c in CONTEXT_COLUMNS
+    }
+    return frame.assign(**extra)[FILE_COLUMNS]
+
+
+def annotations_json(frame: pd.DataFrame, context: pd.DataFrame | None = None) -> str:
+    """`AnnotationStore.annotations()` as the JSON export: `{"schema_version", "annotations": [...]}`,
+    each row with `FILE_COLUMNS` (the run context from `context`, aligned rows; null without it)."""
+    full = _with_context(frame, context)
+    records = full.assign(tags=full["tags"].map(list)).astype(object)
     records = records.where(records.notna(), None)
     payload = {"schema_version": SCHEMA_VERSION, "annotations": records.to_dict("records")}
     return json.dumps(payload, ensure_ascii=False, indent=1)
 
 
-def annotations_csv(frame: pd.DataFrame) -> str:
-    """`AnnotationStore.annotations()` as the CSV export: UTF-8, tags joined by `; `, text neutralised
-    against formula injection by `analysis.export.safe_csv` (and restored by `import_csv`)."""
-    return frame_csv(frame.assign(tags=frame["tags"].map(TAG_SEPARATOR.join)), columns=EXPORT_COLUMNS)
+def annotations_csv(frame: pd.DataFrame, context: pd.DataFrame | None = None) -> str:
+    """`AnnotationStore.annotations()` as the CSV export (`FILE_COLUMNS`, run context as in
+    `annotations_json`): UTF-8, tags joined by `; `, text neutralised against formula injection by
+    `analysis.export.safe_csv` (and restored by `import_csv`)."""
+    full = _with_context(frame, context)
+    return frame_csv(full.assign(tags=full["tags"].map(TAG_SEPARATOR.join)), columns=FILE_COLUMNS)
 
 
 def _annotation_frame(rows: Sequence[Any]) -> pd.DataFrame:
