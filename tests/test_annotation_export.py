@@ -181,3 +181,16 @@ def test_import_keeps_versions_of_new_rows_and_reads_old_exports(tmp_path: Path)
         bad = [{**base, "updated_at": "2026-01-03T10:00:00Z", "version": "two"}]
         with pytest.raises(InputError, match=r"bad\.json .*row 1: version 'two' is not a whole number"):
             empty.import_json(tmp_path / "bad.json", data=json.dumps(bad).encode())
+
+
+def test_the_pages_download_is_the_stores_export_with_context(scored: list[Scored]) -> None:
+    from ui.review import export_bytes
+
+    store = AnnotationStore("sqlite://")
+    _fill(store, scored)
+    frame = store.annotations()
+    for kind in ("csv", "json"):
+        assert export_bytes(frame, kind, scored).decode("utf-8") == _export(store, scored, kind)
+    assert b"wrong_value" in export_bytes(frame, "csv", scored)
+    assert b"wrong_value" not in export_bytes(frame, "csv")  # no runs: the context columns are empty
+    store.close()
