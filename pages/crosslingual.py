@@ -1,8 +1,9 @@
 """Cross-lingual and cross-ontology: two runs over the same dialogues, aligned ontologies, agreement, gaps;
-then every language of those dialogues (one run each) as language x domain and language x slot matrices of
+and every language of those dialogues (one run each) as language x domain and language x slot matrices of
 JGA and slot F1 with gaps to a pivot language.
 
-The gaps and the alignment are tabs (`ui.tabs`): only the chosen one is drawn, so the page opens fast."""
+The gaps, the alignment and the languages are tabs (`ui.tabs`): only the chosen one is drawn, so the page opens
+fast."""
 
 import streamlit as st
 
@@ -76,7 +77,7 @@ with right:
         ui.open_dialogue(run_a, picked["dialogue_id"], picked["turn_index"])
 
 GAPS = {"Gap by slot": "slot", "Gap by domain": "domain", "Gap by turn depth": "turn_index"}
-*gap_tabs, alignment_tab = ui.tabs([*GAPS, "Ontology alignment"], page="crosslingual")
+*gap_tabs, alignment_tab, languages_tab = ui.tabs([*GAPS, "Ontology alignment", "All languages"], page="crosslingual")
 for tab, by in zip(gap_tabs, GAPS.values(), strict=True):
     if tab.open:
         with tab:
@@ -114,73 +115,76 @@ if alignment_tab.open:
         ui.show_table(summary["domains"], key="xl_domains", name="domain alignment")
 
 # --- N languages: the same dialogues in every language of the group, against a pivot (issue 17 req 3) --------
-st.subheader("All languages of these dialogues")
-choice = ui.compute(X.language_runs, runs, anchor=run_a)
-languages = choice["languages"]
-shown_runs = [r for r in ui.get("xl_languages", []) if r in choice["group"]]
-if len(shown_runs) < 2:  # first visit, or Run A moved to other dialogues: one run per language
-    ui.put(xl_languages=choice["chosen"])
 
 
-def run_label(run: str) -> str:
-    return f"{languages.get(run, run)} · {run}"
+def show_languages(choice: dict, columns: list) -> None:
+    """Runs over Run A's dialogues, one per language: language x domain and language x slot matrices."""
 
+    def run_label(run: str) -> str:
+        return f"{choice['languages'].get(run, run)} · {run}"
 
-columns = st.columns([3, 1, 1])
-picked_runs = ui.multiselect(
-    "Runs over the same dialogues (one per language)",
-    choice["group"],
-    state="xl_languages",
-    container=columns[0],
-    format_func=run_label,
-)
-if len(picked_runs) < 2:
-    st.info("Pick at least two runs over the same dialogues to compare languages.")
-    st.stop()
-pivot = ui.select(
-    "Pivot language",
-    picked_runs,
-    state="xl_pivot",
-    container=columns[1],
-    format_func=run_label,
-    index_hint=choice["pivot"],
-)
-metric = ui.select(
-    "Metric",
-    list(figures.LANGUAGE_METRIC_NAMES),
-    state="xl_metric",
-    container=columns[2],
-    format_func=figures.LANGUAGE_METRIC_NAMES.get,
-)
-pivot_overrides = tuple(
-    (run, tuple(sorted(mapping_from_manifest(ui.workspace_mappings(), pivot, run).items()))) for run in picked_runs
-)
-languages_view = ui.compute(X.language_summary, picked_runs, pivot=pivot, overrides=pivot_overrides)
-counted = languages_view["turns"]
-st.caption(
-    ui.md(
-        f"{counted['common']:,} turns that all {len(picked_runs)} runs have count "
-        f"(of {', '.join(f'{n:,}' for n in counted['per_run'].values())}); each metric is judged within its run. "
-        "Rows are the pivot's domains and slots; another language's slots map onto them through the ontology "
-        "alignment (manifest [[mappings]] first, identical names, then inferred). Per slot, JGA counts the turns "
-        "where the slot occurs in gold or prediction. Colour: value − pivot."
+    picked_runs = ui.multiselect(
+        "Runs over the same dialogues as Run A (one per language)",
+        choice["group"],
+        state="xl_languages",
+        container=columns[0],
+        format_func=run_label,
     )
-)
-ui.warn_incomparable(picked_runs)
-for by in LANGUAGE_BY:
-    matrix = languages_view["matrix"][by]
-    ui.show_figure(
-        ui.figure(figures.language_heatmap, matrix, by=by, pivot=pivot, metric=metric),
-        key=f"xl_languages_{by}",
-        name=f"{metric} by {by} and language",
+    if len(picked_runs) < 2:
+        st.info("Pick at least two runs over the same dialogues to compare languages.")
+        return
+    pivot = ui.select(
+        "Pivot language",
+        picked_runs,
+        state="xl_pivot",
+        container=columns[1],
+        format_func=run_label,
+        index_hint=choice["pivot"],
     )
-    with st.expander(f"Language × {by} table (JGA and slot F1, gaps to the pivot)"):
-        ui.show_table(matrix, key=f"xl_languages_table_{by}", name=f"language x {by}")
-    unaligned = languages_view["unaligned"][by]
-    if len(unaligned):
-        st.caption(
-            f"{len(unaligned)} {by}{'s' if len(unaligned) != 1 else ''} of other languages have no counterpart in the "
-            f"pivot and are not in the matrix: "
-            + ", ".join(f"{row.own} ({row.run_id}, {row.n_turns} turns)" for row in unaligned.head(12).itertuples())
-            + (" …" if len(unaligned) > 12 else "")
+    metric = ui.select(
+        "Metric",
+        list(figures.LANGUAGE_METRIC_NAMES),
+        state="xl_metric",
+        container=columns[2],
+        format_func=figures.LANGUAGE_METRIC_NAMES.get,
+    )
+    pivot_overrides = tuple(
+        (run, tuple(sorted(mapping_from_manifest(ui.workspace_mappings(), pivot, run).items()))) for run in picked_runs
+    )
+    summary = ui.compute(X.language_summary, picked_runs, pivot=pivot, overrides=pivot_overrides)
+    counted = summary["turns"]
+    st.caption(
+        ui.md(
+            f"{counted['common']:,} turns that all {len(picked_runs)} runs have count "
+            f"(of {', '.join(f'{n:,}' for n in counted['per_run'].values())}); each metric is judged within its "
+            "run. Rows are the pivot's domains and slots; another language's slots map onto them through the "
+            "ontology alignment (manifest [[mappings]] first, identical names, then inferred). Per slot, JGA "
+            "counts the turns where the slot occurs in gold or prediction. Colour: value − pivot."
         )
+    )
+    ui.warn_incomparable(picked_runs)
+    for by in LANGUAGE_BY:
+        matrix = summary["matrix"][by]
+        ui.show_figure(
+            ui.figure(figures.language_heatmap, matrix, by=by, pivot=pivot, metric=metric),
+            key=f"xl_languages_{by}",
+            name=f"{metric} by {by} and language",
+        )
+        with st.expander(f"Language × {by} table (JGA and slot F1, gaps to the pivot)"):
+            ui.show_table(matrix, key=f"xl_languages_table_{by}", name=f"language x {by}")
+        unaligned = summary["unaligned"][by]
+        if len(unaligned):
+            st.caption(
+                f"{len(unaligned)} {by}{'s' if len(unaligned) != 1 else ''} of other languages have no counterpart "
+                "in the pivot and are not in the matrix: "
+                + ", ".join(f"{row.own} ({row.run_id}, {row.n_turns} turns)" for row in unaligned.head(12).itertuples())
+                + (" …" if len(unaligned) > 12 else "")
+            )
+
+
+if languages_tab.open:
+    with languages_tab:
+        choice = ui.compute(X.language_runs, runs, anchor=run_a)
+        if len([r for r in ui.get("xl_languages", []) if r in choice["group"]]) < 2:
+            ui.put(xl_languages=choice["chosen"])  # first visit, or Run A moved to other dialogues
+        show_languages(choice, st.columns([3, 1, 1]))

@@ -81,7 +81,7 @@ def test_every_page_opens_and_draws(page):
     assert any("Convention" in c.value for c in at.caption), f"{page} has no caption stating the convention"
 
 
-TABBED = {"slots": 3, "domains": 3, "turn_depth": 3, "crosslingual": 4, "fewjoint": 5}
+TABBED = {"slots": 3, "domains": 3, "turn_depth": 3, "crosslingual": 5, "fewjoint": 5}
 
 
 @pytest.mark.parametrize("page", sorted(TABBED))

@@ -281,6 +281,7 @@ def test_crosslingual_page_shows_both_matrices_and_follows_the_pivot(tmp_path: P
     manifest.write_text(f'[workspace]\nname = "X-RiSAWOZ"\nallow_outside_root = true\n\n{runs}', encoding="utf-8")
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.session_state["workspace_path"] = str(manifest)
+    at.session_state["view_crosslingual"] = "All languages"
     at.run()
     at.switch_page("pages/crosslingual.py").run()
     assert not at.exception, [e.value for e in at.exception]
@@ -337,6 +338,7 @@ def test_demo_page_maps_chinese_slots_onto_the_english_pivot() -> None:
     scored = {e.name: score_run(load_entry(e)) for e in manifest.entries if e.name in (en, zh)}
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=TIMEOUT)
     at.session_state["workspace_path"] = str(DEMO)
+    at.session_state["view_crosslingual"] = "All languages"
     at.run()
     at.switch_page("pages/crosslingual.py").run()
     assert not at.exception, [e.value for e in at.exception]
