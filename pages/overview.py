@@ -62,6 +62,7 @@ ui.show_table(
     name="leaderboard",
     columns=columns,
     na_rep="n/a",
+    export_as=ui.place.leaderboard_export(runs),  # the export is the report's leaderboard table
 )
 st.caption(
     "Click a column header to sort. Low/high: 95% interval of the sorted metric from 1,000 bootstrap "

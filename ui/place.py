@@ -87,17 +87,102 @@ def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
             )
 
 
-def _table_exports(frame: pd.DataFrame, *, key: str, name: str, na_rep: str = "–") -> None:
+# The table export's interval forms, as the popover's radio names them.
+_INTERVAL_FORMS = {"brackets": "[low, high]", "pm": "± half-width"}
+# A table export given as a callable: it returns the table the report writes (frame, caption, options).
+TableExport = Callable[[], Any]
+
+
+def run_groups(frame: pd.DataFrame, metas: Mapping[str, Any], choice: str = data.DECLARED) -> list[str] | None:
+    """Each row's group of comparable runs (`views.comparable_groups`) for a table of runs that lacks the
+    columns saying it (a per-domain table has `run_id` but no dataset or history): read from the runs'
+    metadata (`metas`: run id -> `RunInfo`) and the sidebar's convention. None when the table says it
+    itself or has no `run_id`."""
+    from analysis.views import COMPARABLE_BY, comparable_groups
+
+    if "run_id" not in frame.columns or any(c in frame.columns for c in COMPARABLE_BY):
+        return None
+    runs = frame["run_id"].astype(str)
+    unique = list(dict.fromkeys(runs))
+    described = pd.DataFrame(
+        {
+            **{c: [str(getattr(metas.get(r), c, "") or "") for r in unique] for c in ("dataset", "split", "history")},
+            "convention": [
+                str(getattr(metas.get(r), "convention", "") or "") if choice == data.DECLARED else choice
+                for r in unique
+            ],
+        },
+        index=unique,
+    )
+    return runs.map(comparable_groups(described)).tolist()
+
+
+def _table_file(
+    frame: pd.DataFrame,
+    fmt: str,
+    *,
+    name: str,
+    na_rep: str = "–",
+    interval_form: str = "brackets",
+    export_as: TableExport | None = None,
+    groups: Sequence[str] | None = None,
+) -> bytes:
+    """A table's file as its export button downloads it: LaTeX with the caption derived from the table's
+    name and a label from the caption, or, for a table the report writes too (`export_as`, e.g. the
+    leaderboard), exactly the report's table (same frame, caption, label and options)."""
+    if export_as is not None:
+        item = export_as()
+        return export.table_bytes(item.frame, fmt, caption=item.caption, interval_form=interval_form, **item.options)
+    caption = export.tables.caption_from_name(name)
+    return export.table_bytes(frame, fmt, caption=caption, na_rep=na_rep, interval_form=interval_form, groups=groups)
+
+
+def _table_exports(
+    frame: pd.DataFrame, *, key: str, name: str, na_rep: str = "–", export_as: TableExport | None = None
+) -> None:
+    from ui import state
+
+    groups = run_groups(frame, {r: s.meta for r, s in state.sources().items()}, state.convention_choice())
     with st.popover("Export", icon=":material/download:", key=f"{key}__export"):
+        form_key = f"{key}__intervals"
+        form = st.radio(  # a widget: changing it reruns the page, so the buttons below get the new form
+            "Intervals", list(_INTERVAL_FORMS), format_func=_INTERVAL_FORMS.get, key=form_key, horizontal=True
+        )
         for column, fmt in zip(st.columns(len(export.TABLE_FORMATS)), export.TABLE_FORMATS, strict=True):
             column.download_button(
                 {"latex": "LaTeX", "markdown": "Markdown", "csv": "CSV"}[fmt],
-                data=lambda fmt=fmt: export.table_bytes(frame, fmt, caption=name, na_rep=na_rep),
+                data=lambda fmt=fmt: _table_file(
+                    frame,
+                    fmt,
+                    name=name,
+                    na_rep=na_rep,
+                    interval_form=str(form or "brackets"),
+                    export_as=export_as,
+                    groups=groups,
+                ),
                 file_name=export.file_name(name, fmt),
                 mime=export.MIME_TYPES[fmt],
                 key=f"{key}__{fmt}",
                 on_click="ignore",
             )
+
+
+def leaderboard_export(
+    run_ids: Sequence[str], *, sources: Mapping[str, Any] | None = None, choice: str | None = None
+) -> TableExport:
+    """The report's leaderboard table of these runs (`analysis.export.report.leaderboard_item`), made
+    when an export button is clicked: the Overview's LaTeX/Markdown/CSV leaderboard is the report's."""
+    from ui import resolve
+
+    resolved, _ = resolve([list(run_ids)], sources, choice)
+
+    def make() -> Any:
+        from analysis.export.report import leaderboard_item
+
+        scoreds = [data.scored(source, pick) for source, pick in resolved[0]]
+        return leaderboard_item({s.metas[0].run_id: s for s in scoreds})
+
+    return make
 
 
 @st.cache_data(show_spinner=False, max_entries=512)
@@ -170,10 +255,13 @@ def show_table(
     columns: Sequence[str] | None = None,
     height: int | None = None,
     na_rep: str | None = None,
+    export_as: TableExport | None = None,
 ) -> dict[str, Any] | None:
     """Place a table (values rendered as text, never HTML). With `select`, a click on a row reruns and
     that row (all columns, machine names) is returned. `na_rep`: what a missing number shows (e.g.
-    "n/a" where a metric's definition does not apply), on screen and in the exported files."""
+    "n/a" where a metric's definition does not apply), on screen and in the exported files. `export_as`:
+    the table the export buttons write instead of the one shown (the report's, e.g. `leaderboard_export`).
+    """
     frame = _frame(frame_or_rows).reset_index(drop=True)
     shown = frame[list(columns)] if columns is not None else frame
     display = shown.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in shown.columns})
@@ -197,7 +285,7 @@ def show_table(
             styled = styler.format("{:.4f}", na_rep=na_rep, subset=missing)
             # The browser shows a number cell's styled text only when its column sets no format of its own.
             config.update({label: st.column_config.NumberColumn(label) for label in missing})
-    _table_exports(shown, key=key, name=name, na_rep="–" if na_rep is None else na_rep)
+    _table_exports(shown, key=key, name=name, na_rep="–" if na_rep is None else na_rep, export_as=export_as)
     kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": config}
     if height is not None:
         kwargs["height"] = height

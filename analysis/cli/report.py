@@ -1,7 +1,7 @@
 """The ``report`` sub-command: every dashboard figure and table of a workspace as paper-ready files.
 
 ``python -m analysis report WORKSPACE --out DIR [--formats pdf,svg,png] [--style paper|slides]
-[--width single|double] [--convention NAME] [--resamples N] [--no-progress]``
+[--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--no-progress]``
 
 Writes the figures (one browser for the batch, a progress bar on stderr), the tables (LaTeX,
 Markdown, CSV) and ``index.md`` / ``index.html`` listing every file with a caption; prints the index
@@ -57,6 +57,12 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--width", choices=WIDTHS, default="single", help="single (3.3 in) or double (7.0 in) column")
     parser.add_argument("--convention", choices=list(CONVENTIONS), help="score every run under this convention")
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples for intervals (1000)")
+    parser.add_argument(
+        "--intervals",
+        choices=("brackets", "pm"),
+        default="brackets",
+        help="intervals in tables: brackets `0.519 [0.507, 0.531]` (default) or pm `0.519 ±0.012` (half-width)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -91,6 +97,7 @@ def run(args: argparse.Namespace) -> int:
             convention=args.convention,
             n_resamples=args.resamples,
             progress=not args.no_progress,
+            intervals=args.intervals,
         )
     except ExportUnavailable as exc:
         print(f"report: {exc}", file=sys.stderr)

@@ -300,6 +300,27 @@ def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFr
     return table, intervals
 
 
+def _leaderboard_item(board: pd.DataFrame, cis: pd.DataFrame, *, n_resamples: int) -> TableItem:
+    table, intervals = leaderboard_table(board, cis)
+    method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
+    not_applicable = "".join(f" {note}." for note in views.not_applicable_notes(board))
+    return TableItem(
+        "leaderboard",
+        f"Leaderboard: every run under its convention, best in bold among comparable runs (same dataset, "
+        f"history mode and convention), {method}.{not_applicable}",
+        table,
+        {"intervals": intervals, "best": list(intervals), "label": "tab:leaderboard", "na_rep": "n/a"},
+    )
+
+
+def leaderboard_item(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> TableItem:
+    """The leaderboard table of these scored runs (keyed by run id, in leaderboard order) with its
+    caption and options, as the report writes it; the dashboard's Overview exports this very table
+    (`ui.place.leaderboard_export`), so both give the same LaTeX for the same runs."""
+    board = views.leaderboard(list(scoreds.values()))
+    return _leaderboard_item(board, _cis_by_run(scoreds, n_resamples=n_resamples), n_resamples=n_resamples)
+
+
 def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list[tuple[str, str]]:
     """Pairs of runs over the same dialogues in two languages or datasets: the manifest's `[[mappings]]`
     first, then runs of one system and history mode that differ in language or dataset and share at
@@ -345,18 +366,8 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     board = views.leaderboard(items)
     plan.warnings = views.comparability_warnings(board)
     cis = _cis_by_run(scoreds, n_resamples=n_resamples)
-    table, intervals = leaderboard_table(board, cis)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
-    not_applicable = "".join(f" {note}." for note in views.not_applicable_notes(board))
-    plan.tables.append(
-        TableItem(
-            "leaderboard",
-            f"Leaderboard: every run under its convention, best in bold among comparable runs (same dataset, "
-            f"history mode and convention), {method}.{not_applicable}",
-            table,
-            {"intervals": intervals, "best": list(intervals), "label": "tab:leaderboard", "na_rep": "n/a"},
-        )
-    )
+    plan.tables.append(_leaderboard_item(board, cis, n_resamples=n_resamples))
     plan.figures.append(
         FigureItem("leaderboard", f"JGA per run with {method}.", leaderboard_figure(board, cis, colours=colours))
     )
@@ -391,11 +402,15 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     plan.tables.append(
         TableItem(
             "domain-jga",
-            f"JGA per domain and run ({method}).",
-            domains[["dataset", "run_id", "domain", "estimate", "low", "high", "n_turns"]].rename(
+            f"JGA per domain and run ({method}); best in bold per domain among comparable runs.",
+            # history and convention: runs are compared (bold) only with comparable ones
+            domains.assign(
+                history=domains["run_id"].map(board.set_index("run_id")["history"]),
+                convention=domains["run_id"].map(board.set_index("run_id")["convention"]),
+            )[["dataset", "run_id", "history", "convention", "domain", "estimate", "low", "high", "n_turns"]].rename(
                 columns={"run_id": "run", "estimate": "JGA", "n_turns": "turns"}
             ),
-            {"intervals": {"JGA": ("low", "high")}, "best": (), "label": "tab:domain-jga"},
+            {"intervals": {"JGA": ("low", "high")}, "best": ["JGA"], "label": "tab:domain-jga"},
         )
     )
 
@@ -546,8 +561,12 @@ def write_report(
     width: str = "single",
     progress: bool = True,
     on_file: Callable[[Path], None] | None = None,
+    intervals: str = "brackets",
 ) -> list[Written]:
-    """Write the plan's figures (one browser for the batch), tables and the index; returns what was written."""
+    """Write the plan's figures (one browser for the batch), tables and the index; returns what was written.
+    `intervals`: how tables show an interval, `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`)."""
+    if intervals not in E.tables.INTERVAL_FORMS:
+        raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
     for fmt in formats:
         if fmt not in E.FIGURE_FORMATS:
             raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
@@ -576,7 +595,8 @@ def write_report(
             files = []
             for fmt in E.TABLE_FORMATS:
                 path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
-                _write(path, E.table_bytes(table.frame, fmt, caption=table.caption, **table.options))
+                options = {"interval_form": intervals, **table.options}
+                _write(path, E.table_bytes(table.frame, fmt, caption=table.caption, **options))
                 files.append(path)
                 done(path)
             written.append(Written(table.name, "table", table.caption, files))
@@ -613,6 +633,7 @@ def build_report(
     convention: str | None = None,
     n_resamples: int = 1000,
     progress: bool = True,
+    intervals: str = "brackets",
 ) -> list[Written]:
     """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
 
@@ -622,7 +643,9 @@ def build_report(
     with browser_started():
         loaded = load_workspace(workspace)
         plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
-        return write_report(plan, out_dir, formats=formats, style=style, width=width, progress=progress)
+        return write_report(
+            plan, out_dir, formats=formats, style=style, width=width, progress=progress, intervals=intervals
+        )
 
 
 # Seconds Chromium gets to start and render a first (empty) figure; it takes 1-3 s. kaleido itself waits
