@@ -227,17 +227,38 @@ def outcome_mix_bar(
     return apply_style(fig, style, height=max(320, 20 * len(groups) * max(1, len(runs)) + 140))
 
 
+# Counts and shares in a heatmap: the scale starts at 0, an empty cell (0) is left blank with no text, and
+# the first count already has a visible colour (the scale's low end is a mid-light blue, not white).
+COUNT_SCALE = [[0.0, "#b3d1ea"], [0.5, "#4292c6"], [1.0, "#08306b"]]
+
+
+def _blank_zeros(values: Any) -> np.ndarray:
+    """A count matrix with its zeros (and NaNs) as None: Plotly leaves those cells blank."""
+    array = np.asarray(values, dtype=float)
+    out = array.astype(object)
+    out[(array == 0) | np.isnan(array)] = None
+    return out
+
+
 def confusion_heatmap(confusions: pd.DataFrame, *, title: str = "Gold → predicted", style: str = "screen") -> go.Figure:
-    """Gold values (rows) against predicted values (columns), counts of the top confusions."""
+    """Gold values (rows) against predicted values (columns), counts of the top confusions. The colour
+    scale starts at 0; a pair never confused is a blank cell, a pair confused once already coloured."""
     if not len(confusions):
         return _empty("no errors on this slot", style)
     table = confusions.pivot_table(index="gold", columns="predicted", values="n", aggfunc="sum", fill_value=0)
+    counts = table.to_numpy(dtype=float)
     fig = go.Figure(
         go.Heatmap(
-            z=table.to_numpy(),
+            z=_blank_zeros(counts),
             x=[str(c) for c in table.columns],
             y=[str(i) for i in table.index],
-            colorscale="Blues",
+            zmin=0,
+            zmax=max(1.0, float(counts.max())),
+            colorscale=COUNT_SCALE,
+            colorbar={"title": "slot rows"},
+            text=[[f"{v:,.0f}" if v > 0 else "" for v in row] for row in counts],
+            texttemplate="%{text}",
+            hoverongaps=False,
             hovertemplate="gold: <b>%{y}</b><br>predicted: <b>%{x}</b><br>%{z:,} slot rows<extra></extra>",
         )
     )
@@ -465,13 +486,16 @@ def first_error_bar(
         share = frame.pivot_table(index="run_id", columns="label", values="share", aggfunc="first")
         count = frame.pivot_table(index="run_id", columns="label", values="n_dialogues", aggfunc="first")
         share, count = share.reindex(index=runs, columns=order), count.reindex(index=runs, columns=order)
+        shares = share.to_numpy(dtype=float)
         fig = go.Figure(
             go.Heatmap(
-                z=share.to_numpy(dtype=float),
+                z=_blank_zeros(shares),  # no dialogue first wrong at that turn: blank, not the palest colour
                 x=order,
                 y=runs,
-                colorscale="Blues",
-                colorbar={"title": "share", "tickformat": ".0%"},
+                zmin=0,
+                colorscale=COUNT_SCALE,
+                colorbar={"title": "share of dialogues", "tickformat": ".0%"},
+                hoverongaps=False,
                 customdata=count.to_numpy(dtype=float),
                 hovertemplate="<b>%{y}</b><br>first error at turn %{x}<br>%{z:.1%} of dialogues "
                 "(%{customdata:,.0f})<extra></extra>",
@@ -518,13 +542,16 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
     text = [[f"{names[i][j]}<br>{z[i][j]:,} ({z[i][j] / total:.1%})" for j in range(2)] for i in range(2)]
     fig = go.Figure(
         go.Heatmap(
-            z=z,
+            z=_blank_zeros(z),  # an empty cell is blank; one turn is already coloured
             x=["B correct", "B wrong"],
             y=["A correct", "A wrong"],
             text=text,
             texttemplate="%{text}",
-            colorscale="Blues",
-            showscale=False,
+            zmin=0,
+            zmax=max(1, *(v for row in z for v in row)),
+            colorscale=COUNT_SCALE,
+            colorbar={"title": "paired turns"},
+            hoverongaps=False,
             hovertemplate="%{text}<extra></extra>",
         )
     )

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 
 from analysis.fewjoint.chunks import conlleval_chunks
 from analysis.fewjoint.scoring import METRICS, FewJointResult
+from analysis.figures import COUNT_SCALE
 
 __all__ = [
     "breakdown_bar",
@@ -133,13 +134,20 @@ def intent_confusion_heatmap(
     if normalize:
         totals = values.sum(axis=1, keepdims=True)
         values = np.divide(values, totals, out=np.full_like(values, np.nan), where=totals > 0)
+    counts = matrix.to_numpy(dtype=float)
+    shown = values.astype(object)
+    shown[counts == 0] = None  # a pair never seen is a blank cell; the first step of the scale is coloured
     fig = go.Figure(
         go.Heatmap(
-            z=values,
+            z=shown,
             x=list(matrix.columns),
             y=list(matrix.index),
             customdata=matrix.to_numpy(),
-            colorscale="Blues",
+            zmin=0,
+            zmax=1 if normalize else max(1.0, float(np.nanmax(values, initial=0))),
+            colorscale=COUNT_SCALE,
+            colorbar={"title": "share of gold" if normalize else "queries"},
+            hoverongaps=False,
             hovertemplate="gold %{y}<br>pred %{x}<br>%{z:.3f} (%{customdata} queries)<extra></extra>",
         )
     )
