@@ -2,6 +2,11 @@
 counts, agreement per tag between reviewers (Cohen's kappa for two, Krippendorff's alpha for more), and
 export/import of the annotations (each exported row with its gold, predicted value and outcome)."""
 
+# The agreement's packages, imported here only so that `ui.prefetch` (which imports what the pages import)
+# warms them in the background at server start: sklearn.metrics takes 1-3 s to import cold, which would
+# otherwise fall on the first click that shows an agreement.
+import krippendorff  # noqa: F401
+import sklearn.metrics  # noqa: F401
 import streamlit as st
 
 import ui
