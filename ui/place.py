@@ -100,8 +100,8 @@ def run_groups(frame: pd.DataFrame, metas: Mapping[str, Any], choice: str = data
     itself or has no `run_id`."""
     from analysis.views import COMPARABLE_BY, comparable_groups
 
-    if "run_id" not in frame.columns or any(c in frame.columns for c in COMPARABLE_BY):
-        return None
+    if "run_id" not in frame.columns or any(c in frame.columns for c in COMPARABLE_BY) or frame.empty:
+        return None  # an empty table (e.g. an empty review queue): no rows to group
     runs = frame["run_id"].astype(str)
     unique = list(dict.fromkeys(runs))
     described = pd.DataFrame(
