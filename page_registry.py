@@ -74,14 +74,14 @@ class Page:
 
 def overview(d: Defaults) -> FirstViews:
     """The leaderboard sorted by the first headline metric (the default sort), its caption and its chart."""
-    from analysis import figures, views
+    from analysis import seeds, views
     from analysis.suite import HEADLINE
 
     sort = HEADLINE[0][0]
     board: Call = (views.leaderboard, (d.runs,), {"sort": sort})
     return FirstViews(
         [board, (views.scope_caption, (d.runs,), {})],
-        [(figures.leaderboard_bar, board, (), {"metric": sort, "colours": d.colours})],
+        [(seeds.overview_bar, board, (), {"metric": sort, "colours": d.colours})],  # seeds combined, if any
     )
 
 

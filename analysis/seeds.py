@@ -64,7 +64,7 @@ def seed_table(board: pd.DataFrame, metrics: Sequence[str]) -> pd.DataFrame:
             values = members[metric].to_numpy(dtype=float)
             row[metric] = float(np.nanmean(values)) if np.isfinite(values).any() else float("nan")
             row[f"{metric}_std"] = float(np.nanstd(values, ddof=1)) if np.isfinite(values).sum() > 1 else float("nan")
-            row[f"{metric}_per_seed"] = [float(v) for v in values]
+            row[f"{metric}_per_seed"] = tuple(float(v) for v in values)  # a tuple: the frame stays hashable
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -120,3 +120,13 @@ def mean_std_text(mean: float, std: float, digits: int = 4) -> str:
     if not np.isfinite(mean):
         return "n/a"
     return f"{mean:.{digits}f}" if not np.isfinite(std) else f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def overview_bar(
+    board: pd.DataFrame, *, metric: str = "jga", colours: Mapping[str, str] | None = None, style: str = "screen"
+) -> go.Figure:
+    """The Overview's leaderboard chart: `seed_bar` over the seed groups when the leaderboard `board` has
+    runs that differ only in their seed, else the per-run `figures.leaderboard_bar`."""
+    if (seed_groups(board) != "").any():
+        return seed_bar(seed_table(board, [metric]), metric=metric, style=style)
+    return F.leaderboard_bar(board, metric=metric, colours=colours, style=style)

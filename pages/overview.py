@@ -24,20 +24,23 @@ seed_groups = seeds.seed_groups(board)
 combine_seeds = bool((seed_groups != "").any()) and ui.toggle(
     "Combine seeds (mean ± std over runs that differ only in their seed)", state="combine_seeds", default=True
 )
+if combine_seeds or not (seed_groups != "").any():  # the same chart as `leaderboard_bar` without seeds
+    ui.show_figure(
+        ui.figure(seeds.overview_bar, board, metric=sort_by, colours=ui.colours()),
+        key="overview_bar",
+        name="leaderboard over seeds" if combine_seeds else "leaderboard",
+    )
 if combine_seeds:
     by_seed = seeds.seed_table(board, [sort_by, *views.LEADERBOARD_SHOWN])
-    ui.show_figure(
-        ui.figure(seeds.seed_bar, by_seed, metric=sort_by), key="overview_seeds_bar", name="leaderboard over seeds"
-    )
     st.caption(
         "Runs of one system, dataset, language, split, history mode and convention that differ only in their "
         "seed, as mean ± sample standard deviation over the seeds (each seed a point on its bar; their table "
         "follows the leaderboard's). Turn the toggle off to see the seeds separately."
     )
-else:
+elif (seed_groups != "").any():
     ui.show_figure(
         ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
-        key="overview_bar",
+        key="overview_bar_runs",
         name="leaderboard",
     )
 columns = [

@@ -82,7 +82,7 @@ def test_every_page_figure_from_the_cache_equals_a_fresh_build(monkeypatch: pyte
     names = {builder.__name__ for builder, _, _ in calls}
     assert names >= {
         "leaderboard_bar",
-        "seed_bar",
+        "overview_bar",
         "slot_f1_bar",
         "outcome_mix_bar",
         "confusion_heatmap",
