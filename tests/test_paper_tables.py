@@ -374,3 +374,12 @@ def test_fewjoint_intent_confusion_zero_is_blank(normalize: bool) -> None:
     trace = _heatmap(intent_confusion_heatmap(result, normalize=normalize))  # type: ignore[arg-type]
     _check_counts(trace, zero=(1, 0), one=(0, 1))
     assert trace["zmax"] == (1 if normalize else 40)
+
+
+def test_an_empty_table_of_runs_still_exports() -> None:
+    from ui import place
+
+    empty = _per_domain().iloc[:0]
+    assert place.run_groups(empty, METAS) is None
+    tex = _dashboard_latex(empty, "per-domain JGA", groups=None)
+    assert "\\toprule" in tex and "\\textbf" not in tex and "\\label{tab:per-domain-jga}" in tex
