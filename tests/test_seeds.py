@@ -50,3 +50,24 @@ def test_the_bar_shows_the_mean_the_std_and_every_seed() -> None:
     bar, points = fig.data
     assert list(bar.y) == pytest.approx([0.6]) and list(bar.error_y.array) == pytest.approx([0.1])
     assert list(points.y) == pytest.approx([0.5, 0.6, 0.7])
+
+
+def test_the_report_has_a_table_and_a_chart_of_the_demos_seeds() -> None:
+    from analysis.export.report import plan_report
+    from analysis.metrics import joint_goal_accuracy
+    from analysis.scoring import score_run
+    from analysis.workspace import load_workspace
+    from tests.conftest import ROOT
+
+    workspace = load_workspace(ROOT / "data" / "demo" / "workspace.toml")
+    plan = plan_report(workspace, n_resamples=20)
+    table = next(t for t in plan.tables if t.name == "seeds")
+    assert list(table.frame["seeds"]) == ["21, 22, 23"] and "mean ± sample standard deviation" in table.caption
+    jgas = [
+        joint_goal_accuracy(score_run(workspace.runs[e.name], e.meta.convention))
+        for e in workspace.entries
+        if e.meta.system == "simulated-B"
+    ]
+    mean, std = sum(jgas) / 3, float(pd.Series(jgas).std(ddof=1))
+    assert table.frame["JGA"].iloc[0] == f"{mean:.4f} ± {std:.4f}"
+    assert any(f.name == "seeds" for f in plan.figures)

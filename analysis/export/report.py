@@ -313,6 +313,30 @@ def _leaderboard_item(board: pd.DataFrame, cis: pd.DataFrame, *, n_resamples: in
     )
 
 
+def _add_seeds(plan: ReportPlan, board: pd.DataFrame) -> None:
+    """Runs that differ only in their seed (`analysis.seeds`), as the Overview combines them: a table of
+    mean ± sample std over the seeds and a chart with each seed's point; nothing when no run has another seed."""
+    from analysis import seeds
+
+    groups = seeds.seed_groups(board)
+    if not (groups != "").any():
+        return
+    metrics = [m for m in CI_METRICS if m in board.columns]
+    by_seed = seeds.seed_table(board[groups != ""], metrics)
+    table = by_seed[["system", "dataset", "language", "history", "convention", "seeds"]].copy()
+    for metric in metrics:
+        table[LABELS.get(metric, metric)] = [
+            seeds.mean_std_text(m, s) for m, s in zip(by_seed[metric], by_seed[f"{metric}_std"], strict=True)
+        ]
+    caption = (
+        "Runs that differ only in their seed (same system, dataset, language, split, history mode and convention): "
+        "mean ± sample standard deviation over the seeds."
+    )
+    plan.tables.append(TableItem("seeds", caption, table, {"label": "tab:seeds", "na_rep": "n/a"}))
+    figure = seeds.seed_bar(by_seed, metric="jga", style="paper")
+    plan.figures.append(FigureItem("seeds", "JGA over seeds: mean ± sample std, each seed a point.", figure))
+
+
 def leaderboard_item(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> TableItem:
     """The leaderboard table of these scored runs (keyed by run id, in leaderboard order) with its
     caption and options, as the report writes it; the dashboard's Overview exports this very table
@@ -371,6 +395,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     plan.figures.append(
         FigureItem("leaderboard", f"JGA per run with {method}.", leaderboard_figure(board, cis, colours=colours))
     )
+    _add_seeds(plan, board)
     for run_id, scored in scoreds.items():
         fig = F.slot_f1_bar(views.slot_table(scored), run_id=run_id, colour=colours[run_id], style="paper")
         plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", f"Per-slot F1 of run {run_id}.", fig))
