@@ -926,3 +926,133 @@ def pair_deltas(
         f"(a bootstrap p of 0 counts as 1/B, B = {resamples:,}); pale bars are not significant at {result.alpha:g}."
     )
     return rows
+
+
+# --- click-through: from a chart's bar, point or cell to the turns behind it (issue 17) ------------------
+
+# The columns of a click-through list of turns (a row opens the dialogue viewer at that turn).
+TURN_LIST_COLUMNS = ["dialogue_id", "turn_index", "status", "n_wrong", "n_missed", "n_spurious", "user"]
+PICKER_COLUMNS = ["dialogue_id", "n_turns", "error_turns", "first_error_turn", "compounding_run"]
+
+
+def chart_pick(point: dict[str, Any], trace_names: Sequence[Any]) -> tuple[str | None, Any]:
+    """(run, x) of a point clicked on a chart with one trace per run (`trace_names`, each trace named
+    after its run; an interval band shares its line's name) or on a run x value heatmap (its trace has
+    no name: the run is the row, `y`). The run is None when the point names none.
+
+    >>> chart_pick({"curve_number": 1, "x": "3"}, ["A", "B"]), chart_pick({"curve_number": 0, "x": 2, "y": "B"}, [None])
+    (('B', '3'), ('B', 2))
+    """
+    curve = point.get("curve_number")
+    name = trace_names[curve] if isinstance(curve, int) and 0 <= curve < len(trace_names) else None
+    run = name if name else point.get("y")
+    return (str(run) if run is not None else None), point.get("x")
+
+
+def compounding_runs(scored: Scored) -> pd.DataFrame:
+    """Per dialogue (file order): turns, turns with an error, the first error turn (NaN: never wrong) and
+    the length of its compounding run: the number of consecutive jointly wrong turns that start at the first
+    error, the first error included (0 for a dialogue never wrong, 1 when the next turn is right again)."""
+    turns = scored.turns[["dialogue_id", "turn_index", "joint_correct"]].sort_values("turn_index", kind="stable")
+    wrong = ~turns["joint_correct"].astype(bool)
+    by = turns["dialogue_id"]
+    since_first = wrong.groupby(by, sort=False).cummax()  # the first error and every turn after it
+    recovered = (since_first & ~wrong).groupby(by, sort=False).cummax()  # from the first right turn after it
+    frame = turns.assign(
+        _wrong=wrong, _run=since_first & ~recovered, _first=turns["turn_index"].where(wrong).astype(float)
+    )
+    out = (
+        frame.groupby("dialogue_id", sort=False)
+        .agg(
+            n_turns=("turn_index", "size"),
+            error_turns=("_wrong", "sum"),
+            first_error_turn=("_first", "min"),
+            compounding_run=("_run", "sum"),
+        )
+        .reset_index()
+    )
+    order = pd.Index(pd.unique(scored.turns["dialogue_id"]))
+    out = out.set_index("dialogue_id").reindex(order).rename_axis("dialogue_id").reset_index()
+    out[["n_turns", "error_turns", "compounding_run"]] = out[["n_turns", "error_turns", "compounding_run"]].astype(
+        "int64"
+    )
+    return out[PICKER_COLUMNS]
+
+
+def first_error_dialogues(scored: Scored, *, label: str) -> pd.DataFrame:
+    """The dialogues behind one bin of `first_error_distribution`: those whose first error is at turn
+    `label` ("none": the dialogues never wrong), with their errors and compounding run (file order)."""
+    table = compounding_runs(scored)
+    first = table["first_error_turn"]
+    hit = first.isna() if str(label) == "none" else first == float(label)
+    return table[hit].reset_index(drop=True)
+
+
+def _turn_list(turns: pd.DataFrame) -> pd.DataFrame:
+    status = np.where(turns["joint_correct"].astype(bool), "correct", "wrong")
+    out = turns.assign(status=status)
+    return out[TURN_LIST_COLUMNS].reset_index(drop=True)
+
+
+def turns_at_depth(scored: Scored, *, turn_index: int) -> pd.DataFrame:
+    """The turns behind one point of `depth_jga`: every turn at depth `turn_index` (file order), with its
+    joint status and error counts."""
+    turns = scored.turns
+    return _turn_list(turns[turns["turn_index"] == int(turn_index)])
+
+
+def slot_error_turns(scored: Scored, *, domain: str, slot: str) -> pd.DataFrame:
+    """Every turn with an error on one slot (all confusions, no limit), with gold, predicted and outcome."""
+    return slot_examples(scored, domain=domain, slot=slot, limit=len(scored.slots))
+
+
+def _search_hits(scored: Scored, text: str) -> pd.Index:
+    """Dialogue ids whose utterances, gold or predicted values, or slot names hold `text` (a literal
+    substring, case-insensitive)."""
+    turns, slots = scored.turns, scored.slots
+
+    def holds(values: pd.Series) -> pd.Series:
+        return values.fillna("").astype(str).str.contains(text, case=False, regex=False)
+
+    said = holds(turns["user"]) | holds(turns["system"])
+    names = _slot_label(slots["domain"], slots["slot"])
+    in_slots = holds(slots["gold_display"]) | holds(slots["pred_display"]) | holds(names)
+    return pd.Index(pd.unique(pd.concat([turns.loc[said, "dialogue_id"], slots.loc[in_slots, "dialogue_id"]])))
+
+
+PICKER_SORTS = {
+    "file order": None,
+    "first error turn (earliest first)": ("first_error_turn", True),
+    "number of errors (most first)": ("error_turns", False),
+    "compounding run (longest first)": ("compounding_run", False),
+}
+
+
+def pick_dialogues(
+    scored: Scored,
+    *,
+    search: str = "",
+    sort: str = "file order",
+    first_error: tuple[int, int] | None = None,
+    min_errors: int = 0,
+    min_run: int = 0,
+) -> pd.DataFrame:
+    """The dialogue picker's list: `compounding_runs` filtered (first error turn within `first_error`,
+    inclusive, which leaves out dialogues never wrong; at least `min_errors` error turns; a compounding run
+    of at least `min_run`), narrowed to dialogues whose text, values or slot names hold `search` (literal,
+    case-insensitive), sorted by `sort` (one of `PICKER_SORTS`; ties in file order)."""
+    table = compounding_runs(scored)
+    keep = (table["error_turns"] >= int(min_errors)) & (table["compounding_run"] >= int(min_run))
+    if first_error is not None:
+        low, high = first_error
+        keep &= table["first_error_turn"].between(float(low), float(high))
+    if search.strip():
+        keep &= table["dialogue_id"].isin(_search_hits(scored, search.strip()))
+    table = table[keep]
+    if sort not in PICKER_SORTS:
+        raise ValueError(f"sort has to be one of {list(PICKER_SORTS)}, got {sort!r}")
+    order = PICKER_SORTS[sort]
+    if order is not None:
+        column, ascending = order
+        table = table.sort_values(column, ascending=ascending, kind="stable", na_position="last")
+    return table.reset_index(drop=True)

@@ -17,9 +17,65 @@ top = st.columns([2, 4, 2])
 run = ui.select("Run", runs, state="run", widget="w_run_page", container=top[0])
 index = ui.compute(views.dialogue_index, run)
 labels = dict(zip(index["dialogue_id"], index["label"], strict=True))
+with st.expander("Find a dialogue: sort, filter, search", icon=":material/search:"):
+    find = st.columns([3, 2])
+    search = find[0].text_input(
+        "Search utterances, values and slot names",
+        key="picker_search",
+        help="a literal piece of text, upper or lower case alike (no patterns)",
+    )
+    sort = ui.select("Sort by", list(views.PICKER_SORTS), state="picker_sort", container=find[1])
+    limits = st.columns([2, 1, 1])
+    max_turn = int(index["n_turns"].max()) - 1 if len(index) else 0
+    by_first = limits[0].toggle("Filter by first error turn", key="picker_by_first")
+    first_range = limits[0].slider(
+        "First error between turns",
+        0,
+        max(max_turn, 1),
+        (0, max(max_turn, 1)),
+        key="picker_first",
+        disabled=not by_first,
+    )
+    min_errors = limits[1].number_input("At least this many error turns", min_value=0, step=1, key="picker_min_errors")
+    min_run = limits[2].number_input("Compounding run at least", min_value=0, step=1, key="picker_min_run")
+    st.caption(
+        "compounding run: the number of consecutive wrong turns that start at the dialogue's first error, the first "
+        "error included (0: never wrong; 1: right again at the next turn). Filtering by first error turn leaves out "
+        "the dialogues never wrong. The Dialogue list above follows this order and these filters; in the table, click "
+        "a column header to sort it and pick a row to open that dialogue at its first error."
+    )
+    matches = ui.compute(
+        views.pick_dialogues,
+        run,
+        search=search,
+        sort=sort,
+        first_error=tuple(first_range) if by_first else None,
+        min_errors=int(min_errors),
+        min_run=int(min_run),
+    )
+    counted = st.columns([2, 3])
+    counted[0].text(f"{len(matches):,} of {len(index):,} dialogues match")
+    as_table = ui.toggle("Show them as a table", state="picker_show_table", container=counted[1])
+    picked_dialogue = None
+    if as_table:
+        picked_dialogue = ui.show_table(
+            matches,
+            key="picker_table",
+            name=f"dialogues of {run}",
+            select=True,
+            columns=views.PICKER_COLUMNS,
+            height=250,
+        )
+    if picked_dialogue is not None:
+        first = picked_dialogue["first_error_turn"]
+        ui.put(dialogue=str(picked_dialogue["dialogue_id"]), turn=0 if first != first else int(first))
+        st.rerun()
+options = [str(d) for d in matches["dialogue_id"]] or list(labels)
+if ui.get("dialogue") in labels and ui.get("dialogue") not in options:
+    options.insert(0, ui.get("dialogue"))  # the dialogue opened (a link, a chart's click) stays, filters or not
 dialogue = ui.select(
     "Dialogue",
-    list(labels),
+    options,
     state="dialogue",
     container=top[1],
     format_func=labels.get,

@@ -22,12 +22,20 @@ scores_tab, mix_tab, confusions_tab = ui.tabs(["Per-slot scores", "Outcomes per 
 
 if scores_tab.open:
     with scores_tab:
-        ui.show_figure(
+        clicked_bar = ui.show_figure(
             ui.figure(figures.slot_f1_bar, table, run_id=run, colour=ui.colours()[run]),
             key="slots_f1",
             name=f"per-slot F1 {run}",
+            select=True,
         )
-        st.caption("Worst F1 first. Pick a row to see that slot's value confusions.")
+        if clicked_bar and clicked_bar[0].get("y") in set(table["slot_name"]):
+            # a slot's bar: its value confusions and every turn with an error on it (all confusions)
+            ui.put(slot=clicked_bar[0]["y"], confusion=None)
+            ui.switch_tab("slots", CONFUSIONS)
+        st.caption(
+            "Worst F1 first. Click a bar or pick a row to see that slot's value confusions and the turns with its "
+            "errors."
+        )
         picked_slot = ui.show_table(
             table,
             key="slots_table",
@@ -61,12 +69,18 @@ if confusions_tab.open:
         slot = ui.select("Slot", slot_names, state="slot")
         domain, name = views.split_slot(table, slot)
         confusions = ui.compute(views.value_confusions, run, domain=domain, slot=name)
-        ui.show_figure(
+        clicked_cell = ui.show_figure(
             ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)"),
             key="slots_confusion",
             name=f"confusions {run} {slot}",
+            select=True,
         )
-        st.caption("Pick a row to list its turns; pick a turn to open it in the dialogue viewer.")
+        if clicked_cell and "x" in clicked_cell[0] and "y" in clicked_cell[0]:  # a cell: gold (row) → predicted
+            ui.put(confusion=(slot, str(clicked_cell[0]["y"]), str(clicked_cell[0]["x"])))
+        st.caption(
+            "Click a cell or pick a row to list its turns (the whole slot's error turns until then); pick a turn to "
+            "open it in the dialogue viewer."
+        )
         picked = ui.show_table(
             confusions,
             key="slots_confusion_table",
@@ -78,12 +92,22 @@ if confusions_tab.open:
             ui.put(confusion=(slot, picked["gold"], picked["predicted"]))
         chosen = ui.get("confusion")
         gold, predicted = (chosen[1], chosen[2]) if chosen and chosen[0] == slot else (None, None)
-        examples = ui.compute(views.slot_examples, run, domain=domain, slot=name, gold=gold, predicted=predicted)
+        if gold is None:
+            examples = ui.compute(views.slot_error_turns, run, domain=domain, slot=name)
+        else:
+            examples = ui.compute(views.slot_examples, run, domain=domain, slot=name, gold=gold, predicted=predicted)
         st.text(
             f"Turns with an error on {slot}"
             + (f": gold {gold!r} → predicted {predicted!r}" if gold is not None else " (all confusions)")
             + f" — {len(examples)} shown"
         )
+        if gold is not None:
+            st.button(
+                "Show all of the slot's error turns",
+                key="slots_all_confusions",
+                on_click=ui.put,
+                kwargs={"confusion": None},
+            )
         turn_pick = ui.show_table(examples, key="slots_examples", name=f"turns {run} {slot}", select=True, height=300)
         if turn_pick is not None:
             ui.open_dialogue(run, turn_pick["dialogue_id"], turn_pick["turn_index"], slot=slot)

@@ -187,7 +187,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     names = {key[0].rpartition(".")[2] for key in asked}
     expected = {
         "value_confusions",
-        "slot_examples",
+        "slot_error_turns",
         "jga_by_attribute",
         "history_pairs_of",
         "compounding_curve",

@@ -155,8 +155,7 @@ def slot_detail_job(focus: str, sources: dict[str, data.RunSource], slot: Any, c
     domain, name = views.split_slot(table, slot)
     confusions = data.compute(views.value_confusions, args, {"domain": domain, "slot": name}, choice)
     place.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)")
-    examples = {"domain": domain, "slot": name, "gold": None, "predicted": None}
-    data.compute(views.slot_examples, args, examples, choice)
+    data.compute(views.slot_error_turns, args, {"domain": domain, "slot": name}, choice)  # every error turn
 
 
 def compounding_job(
