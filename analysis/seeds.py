@@ -78,7 +78,7 @@ def seed_bar(
     if not len(table) or metric not in table.columns:
         return F.apply_style(fig, style)
     labels = list(table["label"])
-    palette = dict(colours or {}) or F.run_colours(labels)
+    palette = F.run_colours(labels) | dict(colours or {})  # a run alone keeps its colour of the other charts
     for row in table.itertuples(index=False):
         label = str(row.label)
         mean = getattr(row, metric)
@@ -128,5 +128,5 @@ def overview_bar(
     """The Overview's leaderboard chart: `seed_bar` over the seed groups when the leaderboard `board` has
     runs that differ only in their seed, else the per-run `figures.leaderboard_bar`."""
     if (seed_groups(board) != "").any():
-        return seed_bar(seed_table(board, [metric]), metric=metric, style=style)
+        return seed_bar(seed_table(board, [metric]), metric=metric, colours=colours, style=style)
     return F.leaderboard_bar(board, metric=metric, colours=colours, style=style)
