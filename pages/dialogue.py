@@ -54,7 +54,10 @@ with st.expander("Find a dialogue: sort, filter, search", icon=":material/search
         min_run=int(min_run),
     )
     counted = st.columns([2, 3])
-    counted[0].text(f"{len(matches):,} of {len(index):,} dialogues match")
+    counted[0].text(
+        f"{len(matches):,} of {len(index):,} dialogues match"
+        + ("" if len(matches) else ": the Dialogue list shows them all")
+    )
     as_table = ui.toggle("Show them as a table", state="picker_show_table", container=counted[1])
     picked_dialogue = None
     if as_table:

@@ -7,6 +7,7 @@ import streamlit as st
 import ui
 from analysis import figures, views
 from analysis.outcomes import OUTCOMES
+from ui.clicks import clickable_cells
 
 CONFUSIONS = "Value confusions"
 
@@ -70,7 +71,9 @@ if confusions_tab.open:
         domain, name = views.split_slot(table, slot)
         confusions = ui.compute(views.value_confusions, run, domain=domain, slot=name)
         clicked_cell = ui.show_figure(
-            ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)"),
+            clickable_cells(
+                ui.figure(figures.confusion_heatmap, confusions, title=f"{slot}: gold → predicted (top confusions)")
+            ),
             key="slots_confusion",
             name=f"confusions {run} {slot}",
             select=True,

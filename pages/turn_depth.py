@@ -9,6 +9,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from ui.clicks import clickable_cells
 
 COMPOUNDING_RUN = (
     "compounding run: the number of consecutive wrong turns that start at the dialogue's first error, the first "
@@ -88,7 +89,7 @@ if origins_tab.open:
         origin_runs = runs[: ui.ORIGIN_PANELS]
         first_errors = ui.compute(views.first_error_distribution, runs)
         origins = ui.compute(views.origins_by_depth, origin_runs)
-        first_figure = ui.figure(figures.first_error_bar, first_errors, colours=ui.colours())
+        first_figure = clickable_cells(ui.figure(figures.first_error_bar, first_errors, colours=ui.colours()))
         clicked = ui.show_figure(first_figure, key="depth_first", name="first error turn", select=True)
         if clicked:
             ui.put(first_error_pick=views.chart_pick(clicked[0], [t.name for t in first_figure.data]))

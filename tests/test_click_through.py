@@ -15,10 +15,11 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
-from analysis import views
+from analysis import figures, views
 from analysis.diagnostics import first_error_turns
 from analysis.scoring import score_run
 from analysis.workspace import load_entry, read_manifest
+from ui.clicks import clickable_cells
 
 ROOT = Path(__file__).resolve().parents[1]
 APP = ROOT / "app.py"
@@ -83,6 +84,35 @@ def test_a_point_of_the_sent_charts_names_its_run(scored) -> None:
     else:
         point = {"curve_number": names.index(RUN), "x": "2", "y": 0.1}
     assert views.chart_pick(point, names) == (RUN, "2")
+
+
+def test_every_filled_heatmap_cell_gets_a_clickable_point(scored) -> None:
+    """Streamlit returns no selection for a heatmap click: the invisible markers `clickable_cells` adds are what
+    a click selects, one per filled cell, at the cell's column (x) and row (y)."""
+    confusions = views.value_confusions(scored, domain="hotel", slot="area")
+    fig = clickable_cells(figures.confusion_heatmap(confusions))
+    overlay = fig.data[-1]
+    assert overlay.type == "scatter" and overlay.marker.opacity == 0 and len(fig.data) == 2
+    cells = {(str(p), str(g)) for p, g in zip(confusions["predicted"], confusions["gold"], strict=True)}
+    assert set(zip(overlay.x, overlay.y, strict=True)) == cells
+    counts = dict(zip(zip(confusions["predicted"], confusions["gold"], strict=True), confusions["n"], strict=True))
+    assert [counts[c] for c in zip(overlay.x, overlay.y, strict=True)] == [row[0] for row in overlay.customdata]
+    assert "%{customdata[0]:,}" in overlay.hovertemplate  # the cell's count, as the heatmap's hover says it
+    names = [t.name for t in fig.data]
+    point = {"curve_number": 1, "point_index": 0, "x": overlay.x[0], "y": overlay.y[0]}
+    assert views.chart_pick(point, names) == (overlay.y[0], overlay.x[0])  # (gold row, predicted column)
+    # beyond four runs the first-error chart is a run x turn heatmap: a cell's row is its run
+    frame = pd.concat(
+        [views.first_error_distribution([scored]).assign(run_id=f"run{i}") for i in range(5)], ignore_index=True
+    )
+    fig = clickable_cells(figures.first_error_bar(frame))
+    overlay = fig.data[-1]
+    assert len(overlay.x) == int((frame["n_dialogues"] > 0).sum())
+    i = list(overlay.y).index("run3")
+    assert views.chart_pick({"curve_number": 1, "x": overlay.x[i], "y": "run3"}, [t.name for t in fig.data]) == (
+        "run3",
+        overlay.x[i],
+    )
 
 
 # --- the lists a click opens equal the scored run ----------------------------------------------------
@@ -226,3 +256,8 @@ def test_picker_on_the_page_orders_the_dialogue_choices(scored) -> None:
     assert not at.exception
     searched = views.pick_dialogues(scored, search=word, sort="compounding run (longest first)", min_errors=2)
     assert table_with(at, "compounding run")["dialogue"].tolist() == searched["dialogue_id"].tolist()
+    # regex and markdown characters are text: nothing matches, the page says so and keeps every dialogue listed
+    at.text_input(key="picker_search").input("(*[").run()
+    assert not at.exception
+    assert any("0 of " in t.value and "shows them all" in t.value for t in at.text)
+    assert len(at.selectbox(key="w_dialogue").options) == len(views.dialogue_index(scored))
