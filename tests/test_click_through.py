@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 import pytest
 from streamlit.testing.v1 import AppTest
 
@@ -90,7 +91,8 @@ def test_every_filled_heatmap_cell_gets_a_clickable_point(scored) -> None:
     """Streamlit returns no selection for a heatmap click: the invisible markers `clickable_cells` adds are what
     a click selects, one per filled cell, at the cell's column (x) and row (y)."""
     confusions = views.value_confusions(scored, domain="hotel", slot="area")
-    fig = clickable_cells(figures.confusion_heatmap(confusions))
+    # as the page gets it: the figure's JSON from the cache (`ui.figure`), arrays as typed binary
+    fig = clickable_cells(go.Figure(figures.confusion_heatmap(confusions).to_dict(), _validate=False))
     overlay = fig.data[-1]
     assert overlay.type == "scatter" and overlay.marker.opacity == 0 and len(fig.data) == 2
     cells = {(str(p), str(g)) for p, g in zip(confusions["predicted"], confusions["gold"], strict=True)}
@@ -105,7 +107,7 @@ def test_every_filled_heatmap_cell_gets_a_clickable_point(scored) -> None:
     frame = pd.concat(
         [views.first_error_distribution([scored]).assign(run_id=f"run{i}") for i in range(5)], ignore_index=True
     )
-    fig = clickable_cells(figures.first_error_bar(frame))
+    fig = clickable_cells(go.Figure(figures.first_error_bar(frame).to_dict(), _validate=False))
     overlay = fig.data[-1]
     assert len(overlay.x) == int((frame["n_dialogues"] > 0).sum())
     i = list(overlay.y).index("run3")

@@ -15,7 +15,10 @@ def _array(values: Any) -> np.ndarray:
     """A Plotly array as numbers: plain lists, tuples, numpy arrays or typed binary (`bdata`)."""
     if isinstance(values, dict) and "bdata" in values:
         flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
-        return flat.reshape(values["shape"]) if "shape" in values else flat
+        shape = values.get("shape")
+        if isinstance(shape, str):  # "12, 14"
+            shape = [int(n) for n in shape.split(",")]
+        return (flat.reshape(shape) if shape else flat).astype(float)
     return np.array([[np.nan if v is None else v for v in row] for row in values], dtype=float)
 
 
