@@ -102,7 +102,7 @@ else:
         compare_metrics,
         state="compare_metric",
         container=choices[1],
-        index_hint="jga",
+        index_hint=compare_metrics[0],  # the registry's first headline metric (JGA)
         format_func=lambda k: LABELS.get(k, k),
     )
     matrix_tab, pair_tab = ui.tabs(["Significance matrix", "Deltas of a pair"], page="overview")
