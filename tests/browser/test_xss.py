@@ -123,7 +123,7 @@ def test_review_page_runs_nothing_and_shows_text(watched, xss_server: str, scree
     page.goto(f"{xss_server}/review?" + urlencode({"page": "review", "run": RUN}))
     settle(page)
     expect(page.get_by_role("heading", name="Review", exact=True)).to_be_visible(timeout=TIMEOUT)
-    expect(page.get_by_text("Agreement between two reviewers")).to_be_visible(timeout=TIMEOUT)
+    expect(page.get_by_text("Agreement per tag")).to_be_visible(timeout=TIMEOUT)
     assert_nothing_ran(page, dialogs)
     # the reviewer name with the payload is a choice of the agreement pickers, shown as text
     expect(page.get_by_text("onerror=", exact=False).first).to_be_attached(timeout=TIMEOUT)
