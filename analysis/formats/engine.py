@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
 from itertools import chain, compress, repeat
@@ -246,24 +246,8 @@ class Collector:
             return False
         if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
             return False
-        self.at(dialogue_id, turn_index)
-        self.sides_seen.add(side)
-        ids, turn_indices, domain_names, slot_names, relations, kept = self.state_columns[side]
-        gold = side == "gold"
-        before = len(kept)
-        kept.extend(values if not gold and self.keep_empty_pred else filter(None, values))
-        n = len(kept) - before
-        if n == len(values):
-            domain_names.extend(shape.domains)
-            slot_names.extend(shape.slots)
-        else:
-            domain_names.extend(compress(shape.domains, values))
-            slot_names.extend(compress(shape.slots, values))
-            self.saw_empty_gold |= gold
-        ids.extend(repeat(dialogue_id, n))
-        turn_indices.extend(repeat(turn_index, n))
-        relations.extend(repeat(EQ, n))
-        if gold:
+        self._append(side, dialogue_id, turn_index, shape.domains, shape.slots, values)
+        if side == "gold":
             where = (dialogue_id, turn_index)
             self.listed_per_turn[where] = len(values)
             self.listing_of[where] = shape.listing
@@ -296,6 +280,21 @@ class Collector:
         slots: tuple[str, ...],
         values: tuple[str, ...],
     ) -> None:
+        self._append(side, dialogue_id, turn_index, domains, slots, values)
+        if side == "gold":  # the listing matters only when some gold value was empty: grouped then, in `finish`
+            self._listed_names[(dialogue_id, turn_index)] = (domains, slots)
+
+    def _append(
+        self,
+        side: str,
+        dialogue_id: str,
+        turn_index: int,
+        domains: Sequence[str],
+        slots: Sequence[str],
+        values: Sequence[str],
+    ) -> None:
+        """Append one turn's checked (domain, slot, value) columns to a side's state columns by C-level
+        passes, dropping empty values (kept on the prediction side when the format keeps them)."""
         self.at(dialogue_id, turn_index)
         self.sides_seen.add(side)
         ids, turn_indices, domain_names, slot_names, relations, kept = self.state_columns[side]
@@ -313,8 +312,6 @@ class Collector:
         ids.extend(repeat(dialogue_id, n))
         turn_indices.extend(repeat(turn_index, n))
         relations.extend(repeat(EQ, n))
-        if gold:  # the listing matters only when some gold value was empty: grouped then, in `finish`
-            self._listed_names[(dialogue_id, turn_index)] = (domains, slots)
 
     def _list(
         self, dialogue_id: str, turn_index: int, listing: tuple[tuple[str, tuple[str, ...]], ...], n: int
