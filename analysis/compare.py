@@ -329,6 +329,8 @@ def compare(
     level: float = 0.95,
     seed: int = 0,
     alpha: float = ALPHA,
+    mcnemar: bool = True,
+    check_gold: bool = True,
 ) -> Comparison:
     """Compare every pair of `runs` (a mapping name -> scored run, or scored runs named by their run id).
 
@@ -360,7 +362,8 @@ def compare(
                 f"scored under convention {other.convention.name!r} but run {names[0]!r} under "
                 f"{first.convention.name!r}: compare runs under one convention (--convention)",
             )
-        check_same_gold(first, other)
+        if check_gold:  # False only where the runs were already grouped by gold (views.gold_groups)
+            check_same_gold(first, other)
     skipped: dict[str, str] = {}
     wanted = list(DEFAULT_METRICS if metrics is None else metrics)
     for metric in wanted:
@@ -392,7 +395,8 @@ def compare(
                     frames.append(rows.assign(a=a, b=b, metric=metric, scope=scope))
     deltas = _finish(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), n_resamples, alpha)
     deltas = deltas.assign(n_dialogues=len(shared))
-    mc = _mcnemar(named, names, alpha)
+    # McNemar pairs every two runs' turns (~35 ms a pair): a view that shows no McNemar skips it.
+    mc = _mcnemar(named, names, alpha) if mcnemar else pd.DataFrame(columns=MCNEMAR_COLUMNS)
     return Comparison(names, first.convention.name, deltas, mc, n_resamples, level, seed, alpha, skipped)
 
 
@@ -438,6 +442,22 @@ def _finish(frame: pd.DataFrame, n_resamples: int, alpha: float) -> pd.DataFrame
     return frame.reindex(columns=COLUMNS[:-1]).reset_index(drop=True)
 
 
+MCNEMAR_COLUMNS = [
+    "a",
+    "b",
+    "b01",
+    "b10",
+    "both_correct",
+    "both_wrong",
+    "n_paired_turns",
+    "p_value",
+    "p_text",
+    "p_holm",
+    "family_size",
+    "significant",
+]
+
+
 def _mcnemar(named: Mapping[str, Scored], names: list[str], alpha: float) -> pd.DataFrame:
     rows = []
     for a, b in itertools.combinations(names, 2):
@@ -451,7 +471,7 @@ def _mcnemar(named: Mapping[str, Scored], names: list[str], alpha: float) -> pd.
                 "p_text": result["p_text"],
             }
         )
-    frame = pd.DataFrame(rows)
+    frame = pd.DataFrame(rows, columns=MCNEMAR_COLUMNS[:9])
     frame["p_holm"] = holm(frame["p_value"].to_numpy())
     frame["family_size"] = len(frame)
     frame["significant"] = frame["p_holm"] <= alpha

@@ -852,7 +852,12 @@ def aligned_slot(a: Scored, b: Scored, *, slot: str, overrides: tuple[tuple[str,
 
 
 def _gold_fingerprint(scored: Scored) -> tuple[str, int, int]:
-    """(convention, turns, order-free hash of every turn and gold slot): equal for runs on the same gold."""
+    """(convention, turns, order-free hash of every turn and gold slot): equal for runs on the same gold.
+    Memoised on the run: the Overview's grouping and its comparison both ask."""
+    return scored.memoised(("gold_fingerprint",), lambda: _fingerprint(scored))
+
+
+def _fingerprint(scored: Scored) -> tuple[str, int, int]:
     from analysis.loading import dialogue_key
 
     turns = scored.turns[["dialogue_id", "turn_index"]]
@@ -883,10 +888,16 @@ def pairwise_comparison(
     scopes: tuple[str, ...] = ("overall",),
     resamples: int = INTERVAL_RESAMPLES,
 ) -> Any:
-    """`analysis.compare.compare` of the runs (every pair, b - a in the order given), for the pages."""
+    """`analysis.compare.compare` of the runs (every pair, b - a in the order given), for the pages: the
+    paired bootstrap only (their charts show no McNemar, which costs ~35 ms a pair: 7 s for 20 runs). The
+    runs are one of `gold_groups`, whose gold fingerprint already says they hold the same gold, so the
+    per-pair gold check (~0.1 s a run) is skipped."""
     from analysis.compare import compare
 
-    return compare({_meta(s).run_id: s for s in scoreds}, metrics=metrics, scopes=scopes, n_resamples=resamples)
+    named = {_meta(s).run_id: s for s in scoreds}
+    if len({_gold_fingerprint(s) for s in scoreds}) > 1:
+        raise ValueError("paired comparison needs runs on the same gold: pick them from gold_groups")
+    return compare(named, metrics=metrics, scopes=scopes, n_resamples=resamples, mcnemar=False, check_gold=False)
 
 
 def significance_table(

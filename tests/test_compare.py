@@ -276,3 +276,18 @@ def test_cli_convention_applies_to_every_run(tmp_path, capsys) -> None:
     assert out["convention"] == "trade"
     assert main(["compare", "--pred", str(a), "--pred", str(b), "--resamples", "0"]) == 2
     assert "--resamples" in capsys.readouterr().err
+
+
+def test_the_pages_comparison_skips_mcnemar_and_refuses_runs_on_different_gold(demo, hand) -> None:
+    """The Overview's matrix and delta charts (`views.pairwise_comparison`) show no McNemar, so they skip it
+    (~35 ms a pair), and trust `views.gold_groups` for the gold check, refusing runs it would not group."""
+    from analysis import views
+
+    runs = list(demo.values())[:2]
+    full = C.compare({s.metas[0].run_id: s for s in runs}, metrics=("jga",), scopes=("overall",), n_resamples=200)
+    page = views.pairwise_comparison(runs, resamples=200)
+    assert page.mcnemar.empty and list(page.mcnemar.columns) == C.MCNEMAR_COLUMNS
+    assert page.overall("jga")["delta"].tolist() == pytest.approx(full.overall("jga")["delta"].tolist())
+    assert page.overall("jga")["p_value"].tolist() == pytest.approx(full.overall("jga")["p_value"].tolist())
+    with pytest.raises(ValueError, match="same gold"):
+        views.pairwise_comparison([runs[0], hand["A"]], resamples=20)
