@@ -963,30 +963,17 @@ def chart_pick(point: dict[str, Any], trace_names: Sequence[Any]) -> tuple[str |
 def compounding_runs(scored: Scored) -> pd.DataFrame:
     """Per dialogue (file order): turns, turns with an error, the first error turn (NaN: never wrong) and
     the length of its compounding run: the number of consecutive jointly wrong turns that start at the first
-    error, the first error included (0 for a dialogue never wrong, 1 when the next turn is right again)."""
+    error, the first error included (0 for a dialogue never wrong, 1 when the next turn is right again).
+    The first three are `dialogue_index`'s."""
     turns = scored.turns[["dialogue_id", "turn_index", "joint_correct"]].sort_values("turn_index", kind="stable")
     wrong = ~turns["joint_correct"].astype(bool)
     by = turns["dialogue_id"]
     since_first = wrong.groupby(by, sort=False).cummax()  # the first error and every turn after it
     recovered = (since_first & ~wrong).groupby(by, sort=False).cummax()  # from the first right turn after it
-    frame = turns.assign(
-        _wrong=wrong, _run=since_first & ~recovered, _first=turns["turn_index"].where(wrong).astype(float)
-    )
-    out = (
-        frame.groupby("dialogue_id", sort=False)
-        .agg(
-            n_turns=("turn_index", "size"),
-            error_turns=("_wrong", "sum"),
-            first_error_turn=("_first", "min"),
-            compounding_run=("_run", "sum"),
-        )
-        .reset_index()
-    )
-    order = pd.Index(pd.unique(scored.turns["dialogue_id"]))
-    out = out.set_index("dialogue_id").reindex(order).rename_axis("dialogue_id").reset_index()
-    out[["n_turns", "error_turns", "compounding_run"]] = out[["n_turns", "error_turns", "compounding_run"]].astype(
-        "int64"
-    )
+    run = (since_first & ~recovered).groupby(by, sort=False).sum()
+    out = dialogue_index(scored)
+    out["compounding_run"] = out["dialogue_id"].map(run).fillna(0).astype("int64")
+    out[["n_turns", "error_turns"]] = out[["n_turns", "error_turns"]].astype("int64")
     return out[PICKER_COLUMNS]
 
 
