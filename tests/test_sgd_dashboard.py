@@ -195,3 +195,12 @@ def test_jga_by_depth_of_an_sgd_run_is_the_evaluators_frame_mean_per_depth(demo_
     assert ((depth["jga_low"] <= depth["jga"]) & (depth["jga"] <= depth["jga_high"])).all()
     table = views.depth_metrics([scored]).merge(depth, on=["run_id", "turn_index"], suffixes=("", "_depth"))
     assert np.allclose(table["jga"], table["jga_depth"])  # the depth table's JGA column agrees with the chart
+
+
+def test_a_schema_the_manifest_names_but_that_is_missing_is_a_reason_not_a_traceback(demo_sgd, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    _, scored = demo_sgd
+    meta = replace(scored.metas[0], schema=str(tmp_path / "schema.json"))
+    reason = sgd_views.result_of(meta)
+    assert isinstance(reason, str) and "schema.json" in reason and "cannot read" in reason
+    board = views.leaderboard([replace(scored, metas=[meta])])
+    assert math.isnan(board.iloc[0]["jga"]) and "cannot read" in board.iloc[0]["not_applicable"]

@@ -66,7 +66,10 @@ def result_of(meta: RunMeta) -> SgdResult | str:
             "unseen) on the run in the workspace manifest; no schema.json was found beside the gold files"
         )
     key = tuple(str(p) for p in (pred, gold, schema, train or ""))
-    stamp = tuple(str(p.stat().st_mtime_ns) for p in (pred, gold, schema, *([train] if train else [])))
+    try:
+        stamp = tuple(str(p.stat().st_mtime_ns) for p in (pred, gold, schema, *([train] if train else [])))
+    except OSError as exc:  # a schema named in the manifest that is not there (or not readable)
+        return f"the SGD evaluator cannot read {exc.filename}: {exc.strerror}"
     cached = _CACHE.get(key + stamp)
     if cached is None:
         try:
