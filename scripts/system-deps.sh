@@ -2,12 +2,15 @@
 # Debian packages the project needs, installed only when missing:
 #   chromium + fonts   real-browser tests and figure export (kaleido finds /usr/bin/chromium)
 #   postgresql         the annotation store's concurrency tests run against a real server
+#   latexmk, texlive   the report's main.tex and table snippets are compiled in the tests
 set -euo pipefail
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
 [ -d /usr/share/fonts/truetype/liberation ] || need+=(fonts-liberation)
 [ -d /usr/share/fonts/opentype/noto ] || need+=(fonts-noto-cjk)
 ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || need+=(postgresql)
+command -v latexmk >/dev/null 2>&1 || need+=(latexmk)
+command -v pdflatex >/dev/null 2>&1 || need+=(texlive-latex-base texlive-latex-recommended texlive-latex-extra)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo
