@@ -1,0 +1,400 @@
+"""Scored runs on disk: one entry per (prediction file, gold file, run options, convention, scorer version).
+
+An entry is a row in each of the store's Parquet datasets, Hive-partitioned by convention and run:
+`<root>/<table>/convention=<name>/run=<key>/part.parquet` for the tables in `TABLES`, and its header
+`<root>/entries/<key>.json` (written last: an entry without header does not exist) with the run's
+metadata, alignment report and ontology, and each file's row count, size and SHA-256. A read checks
+them all; a corrupt or truncated entry is removed with one warning line and scored again. A disk that
+cannot be written (read-only, full) only costs speed: one warning line, and the run stays in memory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import io
+import json
+import logging
+import os
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass, replace
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from analysis.conventions import get_convention, resolve_convention
+from analysis.model import RunInfo, RunMeta
+from analysis.scoring import Scored
+
+log = logging.getLogger("analysis.store")
+
+SCHEMA_VERSION = 1  # bumped when the layout or a table's columns change
+TABLES = ("turns", "slots", "runs", "dialogues", "domains", "domain_parts", "slot_table", "picker")
+# The scorer's version is a digest of the source of everything a stored number depends on: parsing and
+# alignment, conventions, scoring, the metrics, the bootstrap parts and the views whose rows are stored.
+_SCORER_SOURCES = (
+    "scoring.py",
+    "conventions.py",
+    "outcomes.py",
+    "metrics.py",
+    "registry.py",
+    "stats.py",
+    "suite.py",
+    "views.py",
+    "diagnostics.py",
+    "mwzeval_rules.py",
+    "model.py",
+    "loading.py",
+    "formats/*.py",
+    "sgd/*.py",
+    "store/parts.py",
+    "store/entries.py",
+)
+
+
+def store_root() -> Path | None:
+    """The store's folder: `scored` under `DST_CACHE_DIR` (the parse cache's folder), else under
+    `~/.cache/dst-analysis`; None (memory only) when `DST_CACHE_DIR` is set to an empty string."""
+    configured = os.environ.get("DST_CACHE_DIR")
+    if configured == "":
+        return None
+    if configured:
+        return Path(configured) / "scored"
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dst-analysis" / "scored"
+
+
+@cache
+def scorer_version() -> str:
+    """Digest of the scoring code's source (`_SCORER_SOURCES`) and `SCHEMA_VERSION`."""
+    package = Path(__file__).resolve().parents[1]
+    digest = hashlib.sha256(f"schema {SCHEMA_VERSION}".encode())
+    for pattern in _SCORER_SOURCES:
+        for source in sorted(package.glob(pattern)):
+            digest.update(source.name.encode())
+            digest.update(source.read_bytes())
+    return digest.hexdigest()[:16]
+
+
+def file_digest(path: str | Path, root: Path | None = None) -> str:
+    """SHA-256 of a file's content, remembered per (path, size, modification time) under `root`
+    so that a warm restart reads no prediction file. A missing file has the digest `missing`."""
+    path = Path(path)
+    try:
+        stat = path.stat()
+    except OSError:
+        return "missing"
+    memo = None
+    if root is not None:
+        stamp = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
+        memo = root / "digests" / hashlib.sha256(stamp.encode()).hexdigest()[:32]
+        with contextlib.suppress(OSError):
+            text = memo.read_text(encoding="ascii").strip()
+            if len(text) == 64:
+                return text
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    value = digest.hexdigest()
+    if memo is not None:
+        with contextlib.suppress(OSError):
+            _write_atomic(memo, value.encode())
+    return value
+
+
+def entry_key(
+    pred: str | Path | None,
+    gold: str | Path | None,
+    options: dict[str, Any],
+    convention: str | None,
+    *,
+    root: Path | None = None,
+    pred_digest: str | None = None,
+    gold_digest: str | None = None,
+) -> str:
+    """The store key: prediction and gold content digests, the run's options (its `RunInfo` and formats:
+    what it is named and how its files are read), the convention asked for and the scorer's version.
+    `*_digest` give the digest of uploaded bytes instead of a file's."""
+    described = dict(options)
+    for name in ("schema", "train_schema"):  # SGD schema files are inputs too: their content counts
+        if described.get(name):
+            described[f"{name}_digest"] = file_digest(described[name], root)
+    parts = {
+        "pred": pred_digest or (file_digest(pred, root) if pred is not None else "none"),
+        "gold": gold_digest or (file_digest(gold, root) if gold is not None else "none"),
+        "options": described,
+        "convention": convention,
+        "scorer": scorer_version(),
+    }
+    text = json.dumps(parts, sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
+
+
+def entry_options(info: RunInfo, fmt: str | None = None, gold_format: str | None = None) -> dict[str, Any]:
+    """A run's options as the key reads them."""
+    return {**asdict(info), "format": fmt, "gold_format": gold_format}
+
+
+def _partition(convention: str) -> str:
+    """A convention name safe as one path component (names are short identifiers already)."""
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in convention) or "_"
+
+
+def table_path(root: Path, table: str, convention: str, key: str) -> Path:
+    return root / table / f"convention={_partition(convention)}" / f"run={key}" / "part.parquet"
+
+
+def header_path(root: Path, key: str) -> Path:
+    return root / "entries" / f"{key}.json"
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    """Write to a temporary file beside `path`, then rename it into place: readers see all or nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+@contextlib.contextmanager
+def _locked(root: Path, key: str) -> Iterator[None]:
+    """An exclusive lock on one key's entry while it is written (two processes scoring one run write it
+    once; the second finds it whole). Where locks are not available, the atomic renames still hold."""
+    lock_dir = root / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    with open(lock_dir / f"{key}.lock", "a+b") as handle:
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX)
+        except (ImportError, OSError):
+            pass
+        yield
+
+
+def _parquet_bytes(frame: pd.DataFrame) -> tuple[bytes, int]:
+    table = pa.Table.from_pandas(frame, preserve_index=False)
+    sink = io.BytesIO()
+    pq.write_table(table, sink, compression="zstd")
+    return sink.getvalue(), table.num_rows
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A stored entry's header: where its tables are and what it scored."""
+
+    key: str
+    convention: str  # the convention's name, as partitioned
+    header: dict[str, Any]
+    root: Path
+
+    def path(self, table: str) -> Path:
+        return table_path(self.root, table, self.convention, self.key)
+
+    @property
+    def run_id(self) -> str:
+        return str(self.header["meta"]["run_id"])
+
+
+class StoreWarning(Exception):
+    """Why an entry could not be used or written (logged as one line, never raised to the pages)."""
+
+
+def _tables(scored: Scored, key: str) -> dict[str, pd.DataFrame]:
+    from analysis.store import parts
+
+    domains, domain_parts = parts.domain_tables(scored)
+    return {
+        "turns": scored.turns,
+        "slots": scored.slots,
+        "runs": parts.runs_row(scored, key, scorer_version()),
+        "dialogues": parts.dialogue_parts(scored),
+        "domains": domains,
+        "domain_parts": domain_parts,
+        "slot_table": parts.slot_table(scored),
+        "picker": parts.picker(scored),
+    }
+
+
+def save(root: Path, key: str, scored: Scored) -> Entry | None:
+    """Write one scored run (a single run) under `key`; None, with one warning line, when the disk
+    refuses (read-only, full, ...): the caller keeps the run in memory."""
+    if len(scored.metas) != 1:
+        raise ValueError(f"the store keeps one run per entry, got {len(scored.metas)} runs")
+    convention = scored.convention.name
+    try:
+        tables = _tables(scored, key)
+        with _locked(root, key):
+            existing = _header(root, key)
+            if existing is not None:
+                return existing  # another process wrote it meanwhile
+            files: dict[str, dict[str, Any]] = {}
+            for name, frame in tables.items():
+                data, rows = _parquet_bytes(frame)
+                _write_atomic(table_path(root, name, convention, key), data)
+                files[name] = {"rows": rows, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+            header = {
+                "schema_version": SCHEMA_VERSION,
+                "scorer_version": scorer_version(),
+                "key": key,
+                "convention": convention,
+                "subtask": scored.convention.subtask,
+                "meta": scored.metas[0].to_dict(),
+                "alignment": scored.alignment,
+                "ontology": scored.ontology[["domain", "slot"]].astype(str).values.tolist(),
+                "tables": files,
+            }
+            text = json.dumps(header, ensure_ascii=False, default=_json_default).encode()
+            _write_atomic(header_path(root, key), text)
+    except OSError as exc:
+        reason = "the disk is full" if exc.errno == errno.ENOSPC else f"{exc.strerror or exc}"
+        log.warning("score store: cannot write %s (%s); run %s stays in memory", root, reason, scored.run_ids[0])
+        return None
+    return Entry(key, convention, header, root)
+
+
+def _json_default(value: Any) -> Any:
+    if hasattr(value, "item"):
+        return value.item()
+    if isinstance(value, set | frozenset | tuple):
+        return list(value)
+    return str(value)
+
+
+def _header(root: Path, key: str) -> Entry | None:
+    path = header_path(root, key)
+    try:
+        header = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as exc:
+        _discard(root, key, None, f"its header {path} cannot be read ({exc})")
+        return None
+    if not isinstance(header, dict) or header.get("key") != key or "tables" not in header:
+        _discard(root, key, None, f"its header {path} is not a store header")
+        return None
+    return Entry(key, str(header["convention"]), header, root)
+
+
+def _discard(root: Path, key: str, convention: str | None, why: str) -> None:
+    """Remove a damaged entry (header first, so no reader takes it for whole) with one warning line."""
+    log.warning("score store: entry %s is damaged (%s); removed, the run is scored again", key, why)
+    with contextlib.suppress(OSError):
+        header_path(root, key).unlink()
+    conventions = (
+        [convention] if convention else [p.name.removeprefix("convention=") for p in root.glob("*/convention=*")]
+    )
+    for table in TABLES:
+        for conv in dict.fromkeys(conventions):
+            with contextlib.suppress(OSError):
+                shutil.rmtree(table_path(root, table, conv, key).parent)
+
+
+def lookup(root: Path, key: str, *, tables: tuple[str, ...] = TABLES, deep: bool = True) -> Entry | None:
+    """The entry of `key` if it is whole: its header reads and each of `tables` has the size, row count
+    (Parquet footer) and, when `deep`, the SHA-256 the header recorded. A damaged entry is removed (one
+    warning line) and None returned, so the caller scores the run again."""
+    entry = _header(root, key)
+    if entry is None:
+        return None
+    why = _check(entry, tables, deep=deep)
+    if why:
+        _discard(root, key, entry.convention, why)
+        return None
+    return entry
+
+
+def _check(entry: Entry, tables: tuple[str, ...], *, deep: bool) -> str | None:
+    recorded = entry.header["tables"]
+    for table in tables:
+        path = entry.path(table)
+        want = recorded.get(table)
+        if want is None:
+            return f"its header lists no {table} table"
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{path} is missing"
+        if size != want["bytes"]:
+            return f"{path} has {size:,} bytes, its header says {want['bytes']:,} (truncated?)"
+        try:
+            if deep:
+                data = path.read_bytes()
+                if hashlib.sha256(data).hexdigest() != want["sha256"]:
+                    return f"{path} does not match its digest"
+                rows = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+            else:
+                rows = pq.ParquetFile(path).metadata.num_rows
+        except (OSError, pa.ArrowException) as exc:
+            return f"{path} cannot be read as Parquet ({' '.join(str(exc).split())})"
+        if rows != want["rows"]:
+            return f"{path} holds {rows:,} rows, its header says {want['rows']:,}"
+    return None
+
+
+def load(root: Path, key: str) -> Scored | None:
+    """The stored scored run of `key`, equal to the in-memory scoring it was saved from; None when
+    absent or damaged (removed, one warning line)."""
+    entry = lookup(root, key, tables=("turns", "slots"))
+    if entry is None:
+        return None
+    try:
+        turns = pq.read_table(entry.path("turns")).to_pandas()
+        slots = pq.read_table(entry.path("slots")).to_pandas()
+    except (OSError, pa.ArrowException) as exc:
+        _discard(root, key, entry.convention, f"its tables cannot be read ({' '.join(str(exc).split())})")
+        return None
+    header = entry.header
+    conv = get_convention(header["convention"])
+    if header.get("subtask"):
+        conv = replace(conv, subtask=header["subtask"])
+    conv = resolve_convention(conv, [])
+    meta_fields = dict(header["meta"])
+    for name in ("sources", "formats"):
+        meta_fields[name] = tuple(meta_fields.get(name) or ())
+    meta = RunMeta(**meta_fields)
+    ontology = pd.DataFrame(header["ontology"], columns=["domain", "slot"], dtype="str")
+    ontology.insert(0, "run_id", pd.array([meta.run_id] * len(ontology), dtype="str"))
+    return Scored(conv, [meta], turns, slots, ontology, header["alignment"])
+
+
+def score(
+    key: str | None, compute: Callable[[], Scored], *, root: Path | None = None, save_result: bool = True
+) -> Scored:
+    """The stored scored run of `key`, else `compute()`, saved for next time. Without a store folder
+    (`DST_CACHE_DIR=""`) or a key, `compute()`."""
+    root = store_root() if root is None else root
+    if root is None or key is None:
+        return compute()
+    stored = load(root, key)
+    if stored is not None:
+        return stored
+    scored = compute()
+    if save_result:
+        save(root, key, scored)
+    return scored
+
+
+def ensure(key: str, compute: Callable[[], Scored], *, root: Path | None = None) -> Entry | None:
+    """Make sure `key` is stored (scoring it if not) without reading its tables back: what a batch
+    scorer needs. None when the store is off or cannot be written."""
+    root = store_root() if root is None else root
+    if root is None:
+        return None
+    entry = lookup(root, key, deep=False)
+    if entry is not None:
+        return entry
+    return save(root, key, compute())

@@ -1,0 +1,153 @@
+"""The small per-run tables the store keeps beside `turns` and `slots`, all computed by the in-memory code.
+
+Nothing here defines a metric: every number comes from `analysis.views`, `analysis.metrics` and
+`analysis.stats` (the registry's functions), so the DuckDB path reads the same numbers the in-memory
+path computes.
+
+* `runs`: one row, the Overview leaderboard's row of the run (`views.leaderboard` without interval).
+* `dialogues`: one row per dialogue of the run, in `stats` order (`d`), with each registry metric's
+  per-dialogue numerator and denominator (`<metric>__num`, `<metric>__den`) and counted turns
+  (`<metric>__rows`), and GCA's four label counts: what the dialogue bootstrap resamples
+  (`stats._stats`), so an interval needs these few numbers per dialogue, not the turns.
+* `domains`: per-domain JGA (`views.domain_jga` without interval) and `domain_parts`, its
+  per-(domain, dialogue) numerator and denominator for the interval.
+* `slot_table`: the Slots page's table (`views.slot_table`).
+* `picker`: the dialogue viewer's list before its filters (`views.compounding_runs`), one row per dialogue.
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+
+from analysis import metrics as M
+from analysis import registry as R
+from analysis import stats, views
+from analysis.loading import dialogue_key
+from analysis.scoring import Scored
+
+_SAFE = re.compile(r"[^0-9A-Za-z_]")
+
+
+def column(name: str) -> str:
+    """A metric name as a Parquet/SQL column: `fga_0.5` -> `fga_0_5` (no quoting needed anywhere).
+
+    >>> column("fga_0.25"), column("jga")
+    ('fga_0_25', 'jga')
+    """
+    return _SAFE.sub("_", name)
+
+
+METRIC_COLUMNS = {name: column(name) for name in R.NAMES}
+GCA_PARTS = tuple(f"gca__{c.removeprefix('gca_')}" for c in M.GCA_COUNTS)  # correct, wrong, overpred, missed
+
+
+def runs_row(scored: Scored, key: str, scorer: str) -> pd.DataFrame:
+    """The run's leaderboard row (no interval), metric columns renamed by `column`, plus the store key,
+    the scorer version and the convention's name (the `convention` column is its label)."""
+    board = views.leaderboard([scored], resamples=0)
+    board = board.rename(columns=METRIC_COLUMNS)
+    board.insert(0, "store_key", key)
+    board["scorer_version"] = scorer
+    board["convention_name"] = scored.convention.name
+    board["subtask"] = scored.convention.subtask or ""
+    for name in ("seed",):  # an int or None: nullable, so every run's file has one type
+        board[name] = pd.array(board[name], dtype="Int64")
+    return board
+
+
+def _per_dialogue(st: stats._Stats) -> dict[str, np.ndarray]:
+    return {"num": st.num[0], "den": st.den[0], "rows": st.rows[0]}
+
+
+def dialogue_parts(scored: Scored) -> pd.DataFrame:
+    """One row per dialogue (`d`: its position in `stats`' dialogue order) with every registry metric's
+    per-dialogue numerator, denominator and counted turns, as `stats._stats` computes them."""
+    dialogues = stats._dialogues(scored)
+    first = scored.turns.drop_duplicates("dialogue_id")
+    keys = dialogue_key(first["dialogue_id"])
+    shown = pd.Series(first["dialogue_id"].to_numpy(), index=keys.to_numpy())
+    shown = shown[~shown.index.duplicated()]
+    out: dict[str, object] = {
+        "run_id": pd.array([scored.metas[0].run_id] * len(dialogues), dtype="str"),
+        "d": np.arange(len(dialogues), dtype="int64"),
+        "dialogue_key": pd.array(dialogues.to_numpy(), dtype="str"),
+        "dialogue_id": pd.array(shown.reindex(dialogues).to_numpy(), dtype="str"),
+    }
+    micro = _micro_parts(scored, dialogues)
+    for name in R.NAMES:
+        metric = R.get(name)
+        col = METRIC_COLUMNS[name]
+        if metric.interval == "micro":
+            parts = micro[metric.column]
+        else:
+            st = stats._stats(scored, name, [], dialogues)
+            parts = _per_dialogue(st)
+            if st.counts is not None:
+                for part, counts in zip(GCA_PARTS, st.counts, strict=True):
+                    out[part] = counts[0]
+        for suffix, values in parts.items():
+            out[f"{col}__{suffix}"] = np.asarray(values, dtype="float64")
+    return pd.DataFrame(out)
+
+
+def _micro_parts(scored: Scored, dialogues: pd.Index) -> dict[str, dict[str, np.ndarray]]:
+    """Micro P/R/F1 parts: `stats._stats` of the three micro metrics from one `slot_prf_micro` call per
+    turn (the stats module calls it once per metric)."""
+    per = M.slot_prf_micro(scored, by=stats.TURN_KEY)
+    assert isinstance(per, pd.DataFrame)
+    tp, fp, fn = (per[c].to_numpy(dtype=float) for c in ("tp", "fp", "fn"))
+    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
+    keep = d >= 0
+    n = len(dialogues)
+
+    def total(weights: np.ndarray | None) -> np.ndarray:
+        w = None if weights is None else weights[keep]
+        return np.bincount(d[keep], weights=w, minlength=n).astype(float)
+
+    rows = total(None)
+    return {
+        "f1": {"num": total(2 * tp), "den": total(2 * tp + fp + fn), "rows": rows},
+        "precision": {"num": total(tp), "den": total(tp + fp), "rows": rows},
+        "recall": {"num": total(tp), "den": total(tp + fn), "rows": rows},
+    }
+
+
+def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-domain JGA (`views.domain_jga`, no interval) and its per-(domain, dialogue) parts."""
+    per_domain = views.domain_jga([scored], resamples=0)
+    if not len(per_domain.columns):
+        per_domain = pd.DataFrame({"run_id": pd.array([], dtype="str"), "domain": pd.array([], dtype="str")})
+    dialogues = stats._dialogues(scored)
+    st = stats._stats(scored, "jga", ["domain"], dialogues)
+    g, d = np.nonzero(st.rows)
+    labels = st.labels["domain"].to_numpy() if len(st.labels.columns) else np.array([], dtype=object)
+    parts = pd.DataFrame(
+        {
+            "run_id": pd.array([scored.metas[0].run_id] * len(g), dtype="str"),
+            "domain": pd.array(labels[g] if len(g) else [], dtype="str"),
+            "d": d.astype("int64"),
+            "num": st.num[g, d],
+            "den": st.den[g, d],
+            "rows": st.rows[g, d],
+        }
+    )
+    return per_domain.reset_index(drop=True), parts
+
+
+def slot_table(scored: Scored) -> pd.DataFrame:
+    """The Slots page's table of the run, with its `run_id`."""
+    table = views.slot_table(scored)
+    table.insert(0, "run_id", pd.array([scored.metas[0].run_id] * len(table), dtype="str"))
+    return table
+
+
+def picker(scored: Scored) -> pd.DataFrame:
+    """The dialogue picker's table of the run (`views.compounding_runs`: file order), with its `run_id`
+    and the dialogue's position `position` (file order, for sorting ties)."""
+    table = views.compounding_runs(scored)
+    table.insert(0, "run_id", pd.array([scored.metas[0].run_id] * len(table), dtype="str"))
+    table["position"] = np.arange(len(table), dtype="int64")
+    return table

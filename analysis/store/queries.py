@@ -1,0 +1,247 @@
+"""Cross-run tables as DuckDB queries over the stored Parquet files: only the runs and columns asked for.
+
+The numbers are the in-memory code's (stored per run by `analysis.store.parts`); DuckDB selects, filters,
+sorts and sums them. Intervals are the dialogue bootstrap of `analysis.stats` on the per-dialogue parts
+DuckDB pulls (`d`, numerator, denominator per dialogue): the same resample matrix for the same seed, so
+the same interval as `stats.bootstrap_ci` on the whole run, without loading its turns.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import duckdb
+import numpy as np
+import pandas as pd
+
+from analysis import metrics as M
+from analysis import registry as R
+from analysis import stats
+from analysis.errors import InputError
+from analysis.store.entries import Entry
+from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS
+from analysis.views import INTERVAL_RESAMPLES, META_COLUMNS, PICKER_COLUMNS, PICKER_SORTS
+
+_STORE_ONLY = ("store_key", "scorer_version", "convention_name", "subtask")
+
+
+def connect() -> duckdb.DuckDBPyConnection:
+    """An in-memory DuckDB connection (no database file; the Parquet files are the data)."""
+    return duckdb.connect(config={"threads": max(1, min(2, _cpus()))})
+
+
+def _cpus() -> int:
+    import os
+
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
+def _files(entries: Sequence[Entry], table: str) -> list[str]:
+    return [str(e.path(table)) for e in entries]
+
+
+def _read(
+    con: duckdb.DuckDBPyConnection, entries: Sequence[Entry], table: str, sql: str, params: Any = None
+) -> pd.DataFrame:
+    """`sql` with `t` the table's files of `entries`, plus `run`: the store key, read from the Hive path
+    (`.../run=<key>/part.parquet`; the files' own columns keep their names, `convention` included)."""
+    if not entries:
+        raise ValueError("no runs to query")
+    files = _files(entries, table)
+    source = "read_parquet($files, hive_partitioning = false, union_by_name = true, filename = true)"
+    run = r"regexp_extract(filename, 'run=([^/\\]+)', 1)"
+    query = f"WITH t AS (SELECT * EXCLUDE (filename), {run} AS run FROM {source}) {sql}"
+    try:
+        return con.execute(query, {"files": files, **(params or {})}).df()
+    except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
+        raise InputError(
+            files[0], "parquet", f"the score store cannot be queried: {' '.join(str(exc).split())}"
+        ) from exc
+
+
+def _order(entries: Sequence[Entry]) -> pd.DataFrame:
+    return pd.DataFrame({"store_key": [e.key for e in entries], "_order": np.arange(len(entries))})
+
+
+def leaderboard(
+    entries: Sequence[Entry],
+    *,
+    sort: str | None = None,
+    resamples: int = INTERVAL_RESAMPLES,
+    intervals: Sequence[str] | None = None,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """`views.leaderboard` of the stored runs: one row per run (in `entries` order, or sorted by `sort`,
+    best first), every headline metric, the 95% interval of `sort` (`<sort>_low`, `<sort>_high`), and of
+    each metric of `intervals` too (e.g. `registry.NAMES` for all). Runs under the SGD convention are
+    not computed here (their JGA/AGA are the SGD evaluator's)."""
+    con = con or connect()
+    names = list(dict.fromkeys([*([sort] if sort in stats.METRICS else []), *(intervals or [])]))
+    board = _read(con, entries, "runs", "SELECT * FROM t")
+    board = _order(entries).merge(board, on="store_key", how="left").sort_values("_order", kind="stable")
+    board = board.rename(columns={v: k for k, v in METRIC_COLUMNS.items()})
+    if "seed" in board:  # as a frame of Python ints and Nones holds it: int64, float64 with NaN, or all None
+        seed = board["seed"]
+        if seed.isna().all():
+            board["seed"] = pd.Series([None] * len(seed), index=seed.index, dtype=object)
+        else:
+            board["seed"] = seed.astype("int64") if not seed.isna().any() else seed.astype("float64")
+    if resamples > 0 and names:
+        bounds = intervals_of(entries, names, resamples=resamples, con=con)
+        for name in names:
+            low, high = bounds[name]
+            board[f"{name}_low"] = low
+            board[f"{name}_high"] = high
+    front = [*META_COLUMNS, "convention", "n_dialogues", "n_turns", *R.NAMES]
+    interval_columns = [f"{n}_{side}" for n in names for side in ("low", "high") if resamples > 0]
+    columns = [*front, *interval_columns, "not_applicable", "n_warnings", "warnings"]
+    board = board[[c for c in columns if c in board.columns]].reset_index(drop=True)
+    if sort is not None and len(board):
+        if sort not in board.columns:
+            raise ValueError(f"sort has to be a leaderboard column, got {sort!r}")
+        best_first = R.get(sort).higher_is_better if sort in R.LABELS else True
+        board = board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last")
+        board = board.reset_index(drop=True)
+    return board
+
+
+def intervals_of(
+    entries: Sequence[Entry],
+    metrics: Sequence[str],
+    *,
+    resamples: int = INTERVAL_RESAMPLES,
+    level: float = 0.95,
+    seed: int = 0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric: (low, high) arrays, one value per entry, of `stats.bootstrap_ci(run, metric)`; from the
+    per-dialogue parts only. Runs with the same number of dialogues share one resample matrix product."""
+    con = con or connect()
+    columns = ["run", "d"]
+    for name in metrics:
+        if name not in stats.METRICS:
+            raise ValueError(f"metric has to be one of {', '.join(stats.METRICS)}, got {name!r}")
+        col = METRIC_COLUMNS[name]
+        columns += list(GCA_PARTS) if R.get(name).interval == "gca" else [f"{col}__num", f"{col}__den"]
+    selected = ", ".join(dict.fromkeys(columns))
+    parts = _read(con, entries, "dialogues", f"SELECT {selected} FROM t ORDER BY run, d")
+    position = {e.key: i for i, e in enumerate(entries)}
+    run_of = parts["run"].map(position).to_numpy()
+    out = {name: (np.full(len(entries), np.nan), np.full(len(entries), np.nan)) for name in metrics}
+    sizes = np.bincount(run_of, minlength=len(entries))
+    for n_dialogues in np.unique(sizes):
+        runs = np.flatnonzero(sizes == n_dialogues)
+        if n_dialogues == 0:
+            continue
+        rows = np.isin(run_of, runs)
+        block = parts[rows]
+        # (dialogues, runs) per column: runs' rows are consecutive and ordered by d.
+        col_of_run = {r: i for i, r in enumerate(runs)}
+        which = np.array([col_of_run[r] for r in run_of[rows]])
+        d = block["d"].to_numpy()
+        weights = stats.resample_counts(int(n_dialogues), n_resamples=resamples, seed=seed)
+
+        def dense(name: str, block: pd.DataFrame = block, which: np.ndarray = which, d: np.ndarray = d) -> np.ndarray:
+            matrix = np.zeros((int(n_dialogues), len(runs)))  # noqa: B023 - used within this iteration only
+            matrix[d, which] = block[name].to_numpy(dtype=float)
+            return matrix
+
+        for name in metrics:
+            col = METRIC_COLUMNS[name]
+            if R.get(name).interval == "gca":
+                samples = np.asarray(M.gca_from_counts(*(weights @ dense(p) for p in GCA_PARTS)), dtype=float)
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    samples = (weights @ dense(f"{col}__num")) / (weights @ dense(f"{col}__den"))
+            low, high = stats._percentiles(samples, level)
+            out[name][0][runs] = low
+            out[name][1][runs] = high
+    return out
+
+
+def slot_tables(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """`views.slot_table` of each run, one frame (with `run_id`), runs in `entries` order."""
+    con = con or connect()
+    table = _read(con, entries, "slot_table", "SELECT * FROM t")
+    order = {e.key: i for i, e in enumerate(entries)}
+    table = table.assign(_order=table["run"].map(order)).sort_values("_order", kind="stable")
+    return table.drop(columns=["_order", "run"]).reset_index(drop=True)
+
+
+def domain_jga(
+    entries: Sequence[Entry], *, resamples: int = INTERVAL_RESAMPLES, con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """`views.domain_jga` of the runs: per run and domain, JGA, `n_turns` and its 95% interval
+    (`jga_low`, `jga_high`) from the per-(domain, dialogue) parts."""
+    con = con or connect()
+    table = _read(con, entries, "domains", "SELECT * FROM t")
+    order = {e.key: i for i, e in enumerate(entries)}
+    table = table.assign(_order=table["run"].map(order)).sort_values(["_order"], kind="stable")
+    if resamples > 0 and len(table):
+        parts = _read(con, entries, "domain_parts", "SELECT run, domain, d, num, den FROM t ORDER BY run, domain, d")
+        n_dialogues = dict(
+            zip(
+                *_read(con, entries, "runs", "SELECT run, n_dialogues FROM t").to_dict("list").values(),
+                strict=True,
+            )
+        )
+        bounds = []
+        for run, part in parts.groupby("run", sort=False):
+            labels, g = np.unique(part["domain"].to_numpy(dtype=object), return_inverse=True)
+            n = int(n_dialogues[run])
+            num, den = np.zeros((len(labels), n)), np.zeros((len(labels), n))
+            num[g, part["d"].to_numpy()] = part["num"].to_numpy()
+            den[g, part["d"].to_numpy()] = part["den"].to_numpy()
+            weights = stats.resample_counts(n, n_resamples=resamples, seed=0)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                samples = (weights @ num.T) / (weights @ den.T)
+            low, high = stats._percentiles(samples, 0.95)
+            bounds.append(pd.DataFrame({"run": run, "domain": labels, "jga_low": low, "jga_high": high}))
+        if bounds:
+            table = table.merge(pd.concat(bounds, ignore_index=True), on=["run", "domain"], how="left")
+    return table.drop(columns=["_order", "run"]).reset_index(drop=True)
+
+
+def pick_dialogues(
+    entry: Entry,
+    *,
+    search: str = "",
+    sort: str = "file order",
+    first_error: tuple[int, int] | None = None,
+    min_errors: int = 0,
+    min_run: int = 0,
+    con: duckdb.DuckDBPyConnection | None = None,
+) -> pd.DataFrame:
+    """`views.pick_dialogues` of one stored run as one DuckDB query: the stored picker table filtered,
+    narrowed by a literal, case-insensitive `search` over utterances, values and slot names, and sorted."""
+    if sort not in PICKER_SORTS:
+        raise ValueError(f"sort has to be one of {list(PICKER_SORTS)}, got {sort!r}")
+    con = con or connect()
+    where = ["error_turns >= $min_errors", "compounding_run >= $min_run"]
+    params: dict[str, Any] = {"min_errors": int(min_errors), "min_run": int(min_run)}
+    if first_error is not None:
+        where.append("first_error_turn BETWEEN $low AND $high")
+        params |= {"low": float(first_error[0]), "high": float(first_error[1])}
+    text = search.strip()
+    if text:
+        params |= {"text": text.lower(), "turns": str(entry.path("turns")), "slots": str(entry.path("slots"))}
+        where.append(
+            """dialogue_id IN (
+                SELECT dialogue_id FROM read_parquet($turns)
+                WHERE contains(lower(coalesce("user", '')), $text) OR contains(lower(coalesce("system", '')), $text)
+                UNION
+                SELECT dialogue_id FROM read_parquet($slots)
+                WHERE contains(lower(coalesce(gold_display, '')), $text)
+                   OR contains(lower(coalesce(pred_display, '')), $text)
+                   OR contains(lower(domain || '-' || slot), $text))"""
+        )
+    order = PICKER_SORTS[sort]
+    by = "position"
+    if order is not None:
+        column, ascending = order
+        by = f"{column} {'ASC' if ascending else 'DESC'} NULLS LAST, position"
+    columns = ", ".join(PICKER_COLUMNS)
+    sql = f"SELECT {columns} FROM t WHERE {' AND '.join(where)} ORDER BY {by}"
+    table = _read(con, [entry], "picker", sql, params)
+    return table.reset_index(drop=True)

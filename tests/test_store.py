@@ -1,0 +1,362 @@
+"""The scored Parquet store (issue 21): keys, round trip, concurrent writers, damaged entries, full or
+read-only disks, and the DuckDB queries against the in-memory views."""
+
+from __future__ import annotations
+
+import errno
+import logging
+import multiprocessing
+import os
+import shutil
+from pathlib import Path
+
+import duckdb
+import numpy as np
+import pandas as pd
+import pytest
+
+from analysis import registry as R
+from analysis import stats, views
+from analysis.loading import load_run
+from analysis.scoring import Scored, score_run
+from analysis.store import entries, queries
+from analysis.workspace import load_entry, read_manifest
+from tests.conftest import ROOT, realdata_path
+
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+TOL = 1e-12
+
+
+@pytest.fixture(scope="module")
+def demo_entries():
+    return {e.name: e for e in read_manifest(DEMO).entries}
+
+
+@pytest.fixture(scope="module")
+def demo_runs(demo_entries):
+    names = ["crosswoz-rule-dst", "simulated-A-mwz-en-predicted", "simulated-B-mwz-en-predicted-s1"]
+    return {name: load_entry(demo_entries[name]) for name in names}
+
+
+@pytest.fixture
+def root(tmp_path: Path) -> Path:
+    return tmp_path / "scored"
+
+
+def _same(a: Scored, b: Scored) -> None:
+    pd.testing.assert_frame_equal(a.turns, b.turns)
+    pd.testing.assert_frame_equal(a.slots, b.slots)
+    pd.testing.assert_frame_equal(a.ontology.reset_index(drop=True), b.ontology.reset_index(drop=True))
+    assert a.metas == b.metas
+    assert a.convention == b.convention
+
+
+def _counting(run, convention):
+    calls = []
+
+    def compute() -> Scored:
+        calls.append(1)
+        return score_run(run, convention)
+
+    return compute, calls
+
+
+@pytest.mark.parametrize("convention", ["exact", "trade", "mwzeval"])
+def test_round_trip_equals_in_memory_scoring(demo_runs, root, convention):
+    run = demo_runs["simulated-A-mwz-en-predicted"]
+    fresh = score_run(run, convention)
+    entries.save(root, "k", fresh)
+    back = entries.load(root, "k")
+    assert back is not None
+    _same(fresh, back)
+    assert R.values(back) == R.values(fresh)  # exactly: the same tables give the same numbers
+    # The layout: Hive partitions by convention and run, one file each.
+    assert (root / "turns" / f"convention={fresh.convention.name}" / "run=k" / "part.parquet").is_file()
+
+
+def test_dstc9_subtask_round_trip(demo_runs, root):
+    fresh = score_run(demo_runs["crosswoz-rule-dst"], "dstc9")
+    entries.save(root, "k", fresh)
+    back = entries.load(root, "k")
+    assert back is not None and back.convention.subtask == "crosswoz"
+    _same(fresh, back)
+
+
+def _key(entry, convention, root):
+    return entries.entry_key(
+        entry.pred,
+        entry.gold,
+        entries.entry_options(entry.meta, entry.format, entry.gold_format),
+        convention,
+        root=root,
+    )
+
+
+def test_changed_file_is_never_read_stale(demo_entries, root, tmp_path):
+    entry = demo_entries["simulated-A-mwz-en-predicted"]
+    pred = tmp_path / "pred.jsonl.gz"
+    shutil.copy(entry.pred, pred)
+    from dataclasses import replace
+
+    copy = replace(entry, pred=pred)
+    run = load_entry(copy)
+    compute, calls = _counting(run, "exact")
+    first = entries.score(_key(copy, "exact", root), compute, root=root)
+    entries.score(_key(copy, "exact", root), compute, root=root)
+    assert len(calls) == 1  # the second call read the store
+    # Another file's content under the same path: a new key, scored again, and its own numbers.
+    shutil.copy(demo_entries["simulated-B-mwz-en-predicted-s1"].pred, pred)
+    changed = load_entry(copy)
+    compute, calls = _counting(changed, "exact")
+    second = entries.score(_key(copy, "exact", root), compute, root=root)
+    assert len(calls) == 1
+    assert R.values(second)["jga"] == R.values(score_run(changed, "exact"))["jga"] != R.values(first)["jga"]
+
+
+def test_changed_convention_is_never_read_stale(demo_entries, demo_runs, root):
+    entry, run = demo_entries["simulated-A-mwz-en-predicted"], demo_runs["simulated-A-mwz-en-predicted"]
+    assert _key(entry, "exact", root) != _key(entry, "trade", root)
+    entries.score(_key(entry, "exact", root), lambda: score_run(run, "exact"), root=root)
+    compute, calls = _counting(run, "trade")
+    got = entries.score(_key(entry, "trade", root), compute, root=root)
+    assert calls == [1] and got.convention.name == "trade"
+
+
+def test_changed_scorer_version_is_never_read_stale(demo_entries, demo_runs, root, monkeypatch):
+    entry, run = demo_entries["simulated-A-mwz-en-predicted"], demo_runs["simulated-A-mwz-en-predicted"]
+    before = _key(entry, "exact", root)
+    entries.score(before, lambda: score_run(run, "exact"), root=root)
+    monkeypatch.setattr(entries, "scorer_version", lambda: "edited-scorer")
+    after = _key(entry, "exact", root)
+    assert after != before
+    compute, calls = _counting(run, "exact")
+    entries.score(after, compute, root=root)
+    assert calls == [1]
+
+
+def test_scorer_version_digests_the_scoring_source(monkeypatch, tmp_path):
+    package = tmp_path / "analysis"
+    (package / "store").mkdir(parents=True)
+    for name in ("scoring.py", "metrics.py"):
+        (package / name).write_text("x = 1\n")
+    (package / "store" / "entries.py").write_text("")
+    monkeypatch.setattr(entries, "__file__", str(package / "store" / "entries.py"))
+    entries.scorer_version.cache_clear()
+    try:
+        first = entries.scorer_version()
+        (package / "metrics.py").write_text("x = 2\n")
+        entries.scorer_version.cache_clear()
+        assert entries.scorer_version() != first
+    finally:
+        monkeypatch.undo()
+        entries.scorer_version.cache_clear()
+
+
+def test_store_moves_with_cache_dir(monkeypatch, tmp_path):
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "elsewhere"))
+    assert entries.store_root() == tmp_path / "elsewhere" / "scored"
+    monkeypatch.setenv("DST_CACHE_DIR", "")
+    assert entries.store_root() is None
+
+
+def _write_entry(root: str, key: str, entry, barrier) -> None:
+    scored = score_run(load_entry(entry), "exact")
+    barrier.wait()  # both processes write at the same moment
+    entries.save(Path(root), key, scored)
+
+
+def test_two_processes_writing_one_entry(demo_entries, root):
+    entry = demo_entries["simulated-A-mwz-en-predicted"]
+    ctx = multiprocessing.get_context("spawn")
+    barrier = ctx.Barrier(2)
+    procs = [ctx.Process(target=_write_entry, args=(str(root), "same", entry, barrier)) for _ in range(2)]
+    for p in procs:
+        p.start()
+    for p in procs:
+        p.join(120)
+    assert [p.exitcode for p in procs] == [0, 0]
+    stored = entries.lookup(root, "same")  # whole: sizes, rows and digests match its header
+    assert stored is not None
+    back = entries.load(root, "same")
+    assert back is not None
+    _same(back, score_run(load_entry(entry), "exact"))
+    leftovers = [p for p in root.rglob("*") if p.name.endswith(".tmp")]
+    assert leftovers == []
+    assert len(list((root / "turns").rglob("*.parquet"))) == 1
+
+
+@pytest.mark.parametrize("damage", ["truncate", "garbage", "header", "missing"])
+def test_damaged_entry_is_removed_and_rebuilt(demo_runs, root, caplog, damage):
+    run = demo_runs["simulated-A-mwz-en-predicted"]
+    fresh = score_run(run, "exact")
+    entry = entries.save(root, "k", fresh)
+    assert entry is not None
+    target = entry.path("slots")
+    if damage == "truncate":
+        target.write_bytes(target.read_bytes()[: target.stat().st_size // 2])
+    elif damage == "garbage":  # same size, other bytes: only the digest can tell
+        data = bytearray(target.read_bytes())
+        data[len(data) // 2 : len(data) // 2 + 64] = bytes(64)
+        target.write_bytes(bytes(data))
+    elif damage == "header":
+        entries.header_path(root, "k").write_text("{not json")
+    else:
+        target.unlink()
+    compute, calls = _counting(run, "exact")
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        got = entries.score("k", compute, root=root)
+    assert calls == [1]
+    warnings = [r for r in caplog.records if r.name == "analysis.store"]
+    assert len(warnings) == 1 and "damaged" in warnings[0].getMessage() and "k" in warnings[0].getMessage()
+    _same(got, fresh)
+    rebuilt = entries.load(root, "k")  # written again, whole
+    assert rebuilt is not None
+    _same(rebuilt, fresh)
+
+
+def test_full_disk_falls_back_to_memory(demo_runs, root, caplog, monkeypatch):
+    run = demo_runs["simulated-A-mwz-en-predicted"]
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(entries, "_write_atomic", full)
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        got = entries.score("k", lambda: score_run(run, "exact"), root=root)
+    assert R.values(got) == R.values(score_run(run, "exact"))
+    messages = [r.getMessage() for r in caplog.records if r.name == "analysis.store"]
+    assert len(messages) == 1 and "disk is full" in messages[0] and "stays in memory" in messages[0]
+    assert entries.lookup(root, "k") is None
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder; see the EROFS test below")
+def test_read_only_folder_falls_back_to_memory(demo_runs, tmp_path, caplog):
+    root = tmp_path / "ro"
+    root.mkdir()
+    root.chmod(0o555)
+    run = demo_runs["simulated-A-mwz-en-predicted"]
+    try:
+        with caplog.at_level(logging.WARNING, logger="analysis.store"):
+            got = entries.score("k", lambda: score_run(run, "exact"), root=root)
+    finally:
+        root.chmod(0o755)
+    assert R.values(got) == R.values(score_run(run, "exact"))
+    assert len([r for r in caplog.records if r.name == "analysis.store"]) == 1
+
+
+def test_read_only_file_system_falls_back_to_memory(demo_runs, root, caplog, monkeypatch):
+    run = demo_runs["simulated-A-mwz-en-predicted"]
+
+    def read_only(*args, **kwargs):
+        raise OSError(errno.EROFS, "Read-only file system")
+
+    monkeypatch.setattr(entries.Path, "mkdir", read_only)
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        got = entries.score("k", lambda: score_run(run, "exact"), root=root)
+    assert R.values(got) == R.values(score_run(run, "exact"))
+    messages = [r.getMessage() for r in caplog.records if r.name == "analysis.store"]
+    assert len(messages) == 1 and "Read-only" in messages[0]
+
+
+# --- DuckDB queries against the in-memory views ----------------------------------------------------
+
+
+def _stored(runs: dict, root: Path, convention: str | None) -> tuple[list[Scored], list[entries.Entry]]:
+    scoreds, stored = [], []
+    for i, run in enumerate(runs.values()):
+        scored = score_run(run, convention)
+        entry = entries.save(root, f"{convention}-{i}", scored)
+        assert entry is not None
+        scoreds.append(scored)
+        stored.append(entry)
+    return scoreds, stored
+
+
+def _equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=TOL, atol=TOL)
+
+
+@pytest.mark.parametrize("convention", ["exact", "trade", "mwzeval", "convlab3"])
+def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, convention):
+    scoreds, stored = _stored(demo_runs, root, convention)
+    for sort in (None, "jga", "gca", "slot_f1_micro"):
+        _equal(queries.leaderboard(stored, sort=sort), views.leaderboard(scoreds, sort=sort))
+    # Every metric's interval, against the stats module's bootstrap of each run.
+    bounds = queries.intervals_of(stored, R.NAMES)
+    for name in R.NAMES:
+        for i, scored in enumerate(scoreds):
+            ci = stats.bootstrap_ci(scored, name, n_resamples=1000)
+            assert isinstance(ci, dict)
+            for side, got in zip(("low", "high"), bounds[name], strict=True):
+                want = ci[side]
+                assert (np.isnan(want) and np.isnan(got[i])) or abs(got[i] - want) <= TOL, (name, side, i)
+
+
+def test_duckdb_leaderboard_on_real_files(root):
+    gold = realdata_path("multiwoz21", "test.json.zip")
+    runs = {name: load_run(realdata_path("mwzeval_outputs", f"{name}.json"), gold) for name in ("augpt", "pptod")}
+    for convention in ("mwzeval", "trade"):
+        scoreds, stored = _stored(runs, root / convention, convention)
+        _equal(queries.leaderboard(stored, sort="jga", intervals=R.NAMES), _board_all(scoreds, "jga"))
+        _equal(queries.domain_jga(stored), views.domain_jga(scoreds))
+
+
+def _board_all(scoreds: list[Scored], sort: str) -> pd.DataFrame:
+    """The in-memory leaderboard with every metric's interval (columns as the DuckDB path orders them)."""
+    board = views.leaderboard(scoreds)
+    for name in R.NAMES:
+        cis = [stats.bootstrap_ci(s, name, n_resamples=1000) for s in scoreds]
+        board[f"{name}_low"] = [c["low"] for c in cis]  # type: ignore[index]
+        board[f"{name}_high"] = [c["high"] for c in cis]  # type: ignore[index]
+    tail = ["not_applicable", "n_warnings", "warnings"]
+    board = board[[c for c in board.columns if c not in tail] + tail]
+    best_first = R.get(sort).higher_is_better
+    return board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last").reset_index(drop=True)
+
+
+def test_duckdb_slot_domain_and_picker_tables(demo_runs, root):
+    scoreds, stored = _stored(demo_runs, root, "exact")
+    _equal(queries.domain_jga(stored), views.domain_jga(scoreds))
+    want = pd.concat([views.slot_table(s).assign(run_id=s.run_ids[0]) for s in scoreds], ignore_index=True)
+    got = queries.slot_tables(stored)
+    _equal(got[want.columns.tolist()], want)
+    filters = [
+        {},
+        {"search": "hotel", "sort": "number of errors (most first)"},
+        {"search": "北京"},
+        {"first_error": (0, 2), "min_errors": 2, "sort": "first error turn (earliest first)"},
+        {"min_run": 3, "sort": "compounding run (longest first)"},
+        {"search": "no such text anywhere"},
+    ]
+    for scored, entry in zip(scoreds, stored, strict=True):
+        for f in filters:
+            want_p = views.pick_dialogues(scored, **f)
+            got_p = queries.pick_dialogues(entry, **f)
+            assert len(want_p) == len(got_p), f
+            _equal(got_p.astype(want_p.dtypes.to_dict()), want_p)
+
+
+def test_leaderboard_query_over_the_shared_folder(demo_runs, root):
+    """README's query, as written there: DuckDB over the whole folder, every run of one convention."""
+    scoreds, _ = _stored(demo_runs, root, "exact")
+    con = duckdb.connect()
+    board = con.execute(
+        """
+        SELECT run_id, n_turns, jga, slot_f1_micro, fga_0_5
+        FROM read_parquet($glob, hive_partitioning = true)
+        WHERE convention_name = 'exact'
+        ORDER BY jga DESC
+        """,
+        {"glob": str(root / "runs" / "*" / "*" / "*.parquet")},
+    ).df()
+    want = views.leaderboard(scoreds, sort="jga", resamples=0)
+    assert board["run_id"].tolist() == want["run_id"].tolist()
+    assert np.allclose(board["jga"], want["jga"], rtol=0, atol=TOL)
+    assert np.allclose(board["fga_0_5"], want["fga_0.5"], rtol=0, atol=TOL)
+    per_dialogue = con.execute(
+        "SELECT run_id, sum(jga__num) / sum(jga__den) AS jga FROM read_parquet($glob) GROUP BY run_id",
+        {"glob": str(root / "dialogues" / "*" / "*" / "*.parquet")},
+    ).df()
+    pooled = dict(zip(per_dialogue["run_id"], per_dialogue["jga"], strict=True))
+    for scored in scoreds:
+        assert abs(pooled[scored.run_ids[0]] - R.values(scored)["jga"]) <= TOL
