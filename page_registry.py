@@ -185,6 +185,7 @@ PAGES: list[Page] = [
     Page("pages/turn_depth.py", "Turn depth", "turn_depth", ":material/stacked_line_chart:", turn_depth),
     Page("pages/crosslingual.py", "Cross-lingual", "crosslingual", ":material/translate:", crosslingual),
     Page("pages/dialogue.py", "Dialogue viewer", "dialogue", ":material/forum:", dialogue),
+    Page("pages/slices.py", "Slices", "slices", ":material/filter_alt:"),
     Page("pages/fewjoint.py", "FewJoint", "fewjoint", ":material/join_inner:"),
     Page("pages/review.py", "Review", "review", ":material/rate_review:"),
     Page("pages/reconcile.py", "Reconcile", "reconcile", ":material/compare_arrows:"),

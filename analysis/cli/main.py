@@ -123,6 +123,7 @@ COMMAND_MODULES = {
     "fewjoint": "analysis.cli.fewjoint",
     "reconcile": "analysis.cli.reconcile",
     "report": "analysis.cli.report",
+    "slices": "analysis.cli.slices",
 }
 
 

@@ -490,6 +490,10 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 )
             )
 
+    from analysis.slices import report_tables  # each run's worst slices (issue 17 req 5)
+
+    plan.tables += report_tables(scoreds, n_resamples=n_resamples)
+
     if workspace.fewjoint:
         from analysis.fewjoint import figures as FF
         from analysis.fewjoint.scoring import score_fewjoint

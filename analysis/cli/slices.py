@@ -1,0 +1,124 @@
+"""The ``slices`` sub-command: the worst slices of one run over turn features (`analysis.slices`).
+
+``python -m analysis slices --pred P [--gold G] [--train T] [--convention X] [--top 10] [--max-predicates 3]
+[--min-support 0.01] [--alpha 0.95] [--resamples 1000] [--seed 0] [--json]``
+
+sliceline searches the turn features (domain set, turn depth, gold slots, dontcare, new values said in the
+user turn, previous turn correct, dialogue attributes, and with ``--train`` values unseen in training) with
+the error 1 - turn JGA; its slices are ranked by JGA gap with their support and a dialogue-bootstrap interval.
+``--train`` is a file with gold states (e.g. the training split), read as gold and scored under the run's
+convention. A run without errors, or with no feature of two levels, prints why and finds no slice (exit 0);
+bad input (a file that does not parse, a run without turns, bad settings) is one line on stderr, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from analysis.conventions import CONVENTIONS
+from analysis.errors import InputError
+from analysis.formats import format_names
+
+__all__ = ["register", "run"]
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``slices`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    from analysis import slices as S
+
+    parser = subparsers.add_parser(
+        "slices",
+        help="the worst slices of a run over turn features (sliceline), ranked by JGA gap with intervals",
+        description=(
+            "Find the slices of turns where a run does worst (sliceline over turn features, error = 1 - turn JGA), "
+            "ranked by the gap between the run's JGA and the slice's, with support and a 95% dialogue-bootstrap "
+            "interval of the slice's JGA."
+        ),
+    )
+    parser.add_argument("--pred", required=True, help="prediction file (or a file holding gold and prediction)")
+    parser.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
+    parser.add_argument("--train", help="a file with gold states of the training data: adds the 'unseen value' feature")
+    parser.add_argument("--format", choices=format_names(), help="force the prediction file's format")
+    parser.add_argument("--gold-format", choices=format_names(), help="force the gold (and training) file's format")
+    parser.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
+    parser.add_argument("--top", type=int, default=S.TOP, help=f"slices kept (default {S.TOP})")
+    parser.add_argument(
+        "--max-predicates",
+        type=int,
+        default=S.MAX_PREDICATES,
+        help=f"feature levels per slice (default {S.MAX_PREDICATES})",
+    )
+    parser.add_argument(
+        "--min-support",
+        type=float,
+        default=S.MIN_SUPPORT,
+        help=f"a slice's least share of the turns, or number of turns when >= 1 (default {S.MIN_SUPPORT}, "
+        f"never below {S.MIN_TURNS} turns)",
+    )
+    parser.add_argument("--alpha", type=float, default=S.ALPHA, help=f"sliceline's weight of error vs size ({S.ALPHA})")
+    parser.add_argument("--resamples", type=int, default=S.RESAMPLES, help=f"bootstrap resamples ({S.RESAMPLES})")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampled dialogues (default 0)")
+    parser.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
+    parser.set_defaults(func=run)
+
+
+def _text(report: Any) -> str:
+    lines = [
+        f"run {report.run_id}: JGA {report.jga:.4f} over {report.n_turns:,} turns, {report.n_dialogues:,} dialogues",
+        f"features searched: {', '.join(report.features) or 'none'}",
+    ]
+    if report.constant:
+        lines.append(f"left out (one level in this run): {', '.join(report.constant)}")
+    if report.grouped:
+        lines.append(f"rare levels grouped as '(other levels)': {', '.join(report.grouped)}")
+    settings = report.settings
+    lines.append(
+        f"search: {settings['method']}; top {settings['top']}, at most {settings['max_predicates']} feature levels, "
+        f"at least {settings['min_support_turns']} turns, alpha {settings['alpha']}; interval: {settings['interval']}"
+    )
+    lines.append("")
+    if report.note:
+        return "\n".join([*lines, report.note])
+    for row in report.slices.to_dict("records"):
+        lines.append(
+            f"{row['rank']:>3}. JGA {row['jga']:.4f} [{row['jga_low']:.4f}, {row['jga_high']:.4f}]  gap {row['gap']:+.4f}"
+            f"  {row['turns']:,} turns, {row['dialogues']:,} dialogues  {row['slice']}"
+        )
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.loading import load_run
+    from analysis.scoring import score_run
+    from analysis.slices import find_slices
+
+    loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
+    fmt = loaded.meta.formats[0]
+    try:
+        scored = score_run(loaded, args.convention)
+    except ValueError as exc:
+        raise InputError(args.pred, fmt, str(exc)) from None
+    train = None
+    if args.train:
+        train_run = load_run(args.train, args.train, pred_format=args.gold_format, gold_format=args.gold_format)
+        try:
+            train = score_run(train_run, scored.convention.name)
+        except ValueError as exc:
+            raise InputError(args.train, train_run.meta.formats[0], str(exc)) from None
+    report = find_slices(
+        scored,
+        train,
+        top=args.top,
+        max_predicates=args.max_predicates,
+        min_support=args.min_support,
+        alpha=args.alpha,
+        resamples=args.resamples,
+        seed=args.seed,
+    )
+    if args.json:
+        print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
+        return 0
+    print(_text(report))
+    return 0

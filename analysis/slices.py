@@ -1,0 +1,488 @@
+"""Scored run -> per-turn features -> the worst slices (issue 17 requirement 5), found by `sliceline`.
+
+A slice is a conjunction of feature levels ("domains = hotel AND previous turn = wrong"). The per-turn
+features (`turn_features`) are categorical; `sliceline.Slicefinder` (Sagadeeva and Boehm, SIGMOD 2021: a
+pruned lattice search in sparse linear algebra) searches them with the error per turn = 1 - turn JGA. Its
+top slices are then ranked by their JGA gap (the run's JGA minus the slice's), each with its support (turns,
+dialogues) and a 95% interval of its JGA from the dialogue-clustered bootstrap of `analysis.stats` (the
+same resampled dialogues for every slice, deterministic given the seed).
+
+Features, one categorical column per turn:
+
+* `domains`: the gold state's domains at the turn, sorted and joined with "+" ("none": empty state);
+* `turn depth`: the turn index (0 = first user turn) in bins 0, 1-2, 3-5, 6-9, 10+;
+* `gold slots`: the number of slots in the gold state, in bins 0, 1-2, 3-5, 6-9, 10+;
+* `dontcare in gold`: yes / no (a convention that drops gold dontcare, e.g. mwzeval, leaves only "no");
+* `new value in user turn`: of the gold values new at this turn (not in the previous turn's gold state,
+  dontcare left out), are all / some / none found in the user utterance (literal, case-insensitive); "no new
+  value" when none is new, "no utterance" when the turn has no user text. A cumulative state's older values
+  were said in earlier turns, so only the turn's new ones are looked for;
+* `previous turn`: the previous turn of the dialogue jointly correct or wrong; "first" for its first turn;
+* the dialogue attributes the turns carry (e.g. MultiWOZ/CrossWOZ `type`) and the run's manifest attributes
+  (`RunInfo`: system, dataset, language, split, history, seed); constant within one run, these are listed
+  as constant and left out of the search, and vary when runs are searched together (`combine`);
+* `unseen value` (with a training run): does the gold state hold a (domain, slot, value) that no gold state
+  of the training run holds (yes / no / "no gold value").
+
+A feature with a single level cannot split the run and is left out (named in `SliceReport.constant`); one
+with more than `MAX_LEVELS` levels keeps its most frequent ones and groups the rest as "(other levels)"
+(named in `SliceReport.grouped`). Nothing is dropped silently.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from analysis import stats, views
+from analysis.errors import InputError
+from analysis.loading import dialogue_key
+from analysis.model import RunInfo
+from analysis.scoring import Scored
+
+__all__ = [
+    "FEATURES",
+    "SliceReport",
+    "describe",
+    "find_slices",
+    "report_tables",
+    "slice_turns",
+    "training_values",
+    "turn_features",
+]
+
+DEPTH_BINS = ((0, 0), (1, 2), (3, 5), (6, 9), (10, None))
+SLOT_BINS = ((0, 0), (1, 2), (3, 5), (6, 9), (10, None))
+MAX_LEVELS = 25  # levels kept per feature; the rarer ones are grouped into OTHER
+OTHER = "(other levels)"
+MISSING = "(missing)"
+# Built-in features, in the order a description lists them; attributes and `unseen value` follow.
+FEATURES = ("domains", "turn depth", "gold slots", "dontcare in gold", "new value in user turn", "previous turn")
+UNSEEN = "unseen value"
+# RunInfo fields that say what a run is (not how it was read or scored).
+RUN_FIELDS = tuple(
+    f for f in ("system", "dataset", "language", "split", "history", "seed") if f in RunInfo.__dataclass_fields__
+)
+NOT_ATTRIBUTES = frozenset({"listing"})  # an index into the gold file's slot listings, not a dialogue attribute
+
+TOP = 10  # slices kept from the search
+MAX_PREDICATES = 3  # feature levels per slice at most (sliceline's lattice level)
+ALPHA = 0.95  # sliceline's weight of the slice's error rate against its size (0 < alpha <= 1)
+MIN_SUPPORT = 0.01  # share of the run's turns a slice needs at least ...
+MIN_TURNS = 20  # ... and at least this many turns
+RESAMPLES = 1000
+LEVEL = 0.95
+COLUMNS = ["rank", "slice", "jga", "gap", "jga_low", "jga_high", "turns", "dialogues", "wrong_turns", "score"]
+
+
+@dataclass(frozen=True)
+class SliceReport:
+    """The worst slices of a run: `slices` (one row per slice, `COLUMNS` and `predicates`, worst gap first),
+    the run's own JGA and size, the features searched, the ones left out as constant or with grouped levels,
+    the search settings, and `note` when no slice could be searched for (why, in one sentence)."""
+
+    run_id: str
+    jga: float
+    n_turns: int
+    n_dialogues: int
+    slices: pd.DataFrame
+    features: tuple[str, ...]
+    constant: tuple[str, ...] = ()
+    grouped: tuple[str, ...] = ()
+    settings: dict[str, Any] = field(default_factory=dict)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        rows = []
+        for row in self.slices.to_dict("records"):
+            row["predicates"] = [{"feature": f, "level": v} for f, v in row["predicates"]]
+            rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()})
+        return {
+            "run_id": self.run_id,
+            "jga": self.jga,
+            "n_turns": self.n_turns,
+            "n_dialogues": self.n_dialogues,
+            "features": list(self.features),
+            "constant_features": list(self.constant),
+            "grouped_features": list(self.grouped),
+            "settings": self.settings,
+            "note": self.note,
+            "slices": rows,
+        }
+
+
+# --- features --------------------------------------------------------------------------------------
+
+
+def _bins(values: pd.Series, bins: Sequence[tuple[int, int | None]]) -> pd.Series:
+    """Integer `values` as bin labels ("0", "1-2", "10+").
+
+    >>> _bins(pd.Series([0, 2, 4, 12]), DEPTH_BINS).tolist()
+    ['0', '1-2', '3-5', '10+']
+    """
+    labels = [str(lo) if lo == hi else (f"{lo}+" if hi is None else f"{lo}-{hi}") for lo, hi in bins]
+    edges = [bins[0][0] - 0.5, *[(hi if hi is not None else np.inf) + 0.5 for _, hi in bins]]
+    return pd.cut(values.astype(float), edges, labels=labels).astype(str)
+
+
+def _previous_tid(turns: pd.DataFrame) -> pd.Series:
+    """Per turn (index of `turns`): the `tid` of the previous turn of its dialogue (by turn index), or -1."""
+    order = turns.sort_values(["run_id", "dialogue_id", "turn_index"], kind="stable")
+    previous = order.groupby(["run_id", "dialogue_id"], sort=False)["tid"].shift(1)
+    return previous.reindex(turns.index).fillna(-1).astype("int64")
+
+
+def _gold_rows(scored: Scored) -> pd.DataFrame:
+    slots = scored.slots
+    return slots.loc[slots["gold_value"].notna(), ["tid", "domain", "slot", "gold_value", "gold_display"]]
+
+
+def training_values(train: Scored) -> pd.DataFrame:
+    """The distinct (domain, slot, value) of a training run's gold states (normalised under its convention)."""
+    gold = _gold_rows(train)
+    return gold[["domain", "slot", "gold_value"]].drop_duplicates().reset_index(drop=True)
+
+
+def turn_features(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
+    """One row per turn of `scored.turns` (same order): `tid`, `dialogue_id`, `turn_index`, `joint_correct`
+    and one text column per feature (see the module's docstring), with every level as text.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> s = scored_from_states([{}, {"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}], [{}, {}, {"hotel": {"area": "east"}}])
+    >>> turn_features(s)[["domains", "previous turn", "gold slots"]].values.tolist()
+    [['none', 'first', '0'], ['hotel', 'correct', '1-2'], ['hotel', 'wrong', '1-2']]
+    """
+    turns = scored.turns
+    tid = turns["tid"]
+    gold = _gold_rows(scored)
+    out = pd.DataFrame(
+        {
+            "tid": tid.to_numpy(),
+            "dialogue_id": turns["dialogue_id"].to_numpy(),
+            "turn_index": turns["turn_index"].to_numpy(),
+            "joint_correct": turns["joint_correct"].to_numpy(dtype=bool),
+        }
+    )
+    out["domains"] = tid.map(_domain_sets(gold)).astype("str").fillna("none").to_numpy()
+    out["turn depth"] = _bins(turns["turn_index"], DEPTH_BINS).to_numpy()
+    n_gold = tid.map(gold.groupby("tid").size()).fillna(0)
+    out["gold slots"] = _bins(n_gold, SLOT_BINS).to_numpy()
+
+    dontcare_values = list(scored.convention.dontcare_values)
+    shown = gold["gold_display"].fillna(gold["gold_value"]).astype(str).str.strip().str.lower()
+    is_dontcare = shown.isin(dontcare_values) | gold["gold_value"].astype(str).isin(dontcare_values)
+    out["dontcare in gold"] = np.where(tid.isin(gold.loc[is_dontcare, "tid"]).to_numpy(), "yes", "no")
+
+    previous = _previous_tid(turns)
+    out["new value in user turn"] = _new_value_said(turns, gold[~is_dontcare], previous).to_numpy()
+
+    correct = pd.Series(turns["joint_correct"].to_numpy(dtype=bool), index=tid.to_numpy())
+    before = previous.map(correct)
+    out["previous turn"] = np.where(previous.to_numpy() < 0, "first", np.where(before.eq(True), "correct", "wrong"))
+
+    for column in views.attribute_columns(scored):
+        if column not in NOT_ATTRIBUTES and column not in out:
+            out[column] = turns[column].astype(str).where(turns[column].notna(), MISSING).to_numpy()
+    metas = {m.run_id: m for m in scored.metas}
+    for name in RUN_FIELDS:
+        if name not in out:
+            value = {r: ("" if getattr(m, name) is None else str(getattr(m, name))) for r, m in metas.items()}
+            out[name] = turns["run_id"].map(value).fillna(MISSING).replace("", MISSING).to_numpy()
+
+    if train is not None:
+        known = training_values(train).assign(_seen=True)
+        seen = gold.merge(known, on=["domain", "slot", "gold_value"], how="left")["_seen"].eq(True).to_numpy()
+        unseen_tids = gold["tid"].to_numpy()[~seen]
+        out[UNSEEN] = np.where(tid.isin(unseen_tids), "yes", np.where(n_gold.to_numpy() > 0, "no", "no gold value"))
+    return out
+
+
+def _domain_sets(gold: pd.DataFrame) -> pd.Series:
+    """Per turn (`tid`) with gold slots: its gold domains, sorted and joined with "+". Each distinct set is
+    a bit mask of the domains, summed per turn, so only the distinct sets are joined as text."""
+    pairs = gold[["tid", "domain"]].drop_duplicates()
+    codes, names = pd.factorize(pairs["domain"].astype(str), sort=True)
+    if len(names) > 62:  # more domains than bits: join per turn
+        ordered = pairs.sort_values(["tid", "domain"], kind="stable")
+        return ordered.groupby("tid", sort=False)["domain"].agg("+".join)
+    masks = pd.Series(np.left_shift(np.int64(1), codes.astype(np.int64)), index=pairs["tid"].to_numpy())
+    per_turn = masks.groupby(level=0).sum()
+    labels = {int(m): "+".join(n for i, n in enumerate(names) if m >> i & 1) for m in per_turn.unique()}
+    return per_turn.map(labels)
+
+
+def _new_value_said(turns: pd.DataFrame, gold: pd.DataFrame, previous: pd.Series) -> pd.Series:
+    """Per turn: "all" / "some" / "none" of its new gold values found in the user text, "no new value",
+    "no utterance" (see the module's docstring)."""
+    prev, tids = previous.to_numpy(), turns["tid"].to_numpy()
+    next_of = pd.Series(tids[prev >= 0], index=prev[prev >= 0])  # a turn's tid, keyed by its previous turn's
+    before = gold.assign(tid=gold["tid"].map(next_of))
+    # `before`: each gold row moved onto the turn after it; a row found there was already in the state
+    before = before.dropna(subset=["tid"]).astype({"tid": "int64"})[["tid", "domain", "slot", "gold_value"]]
+    marked = gold.merge(before.assign(_old=True), on=["tid", "domain", "slot", "gold_value"], how="left")
+    new = marked[~marked["_old"].eq(True)]
+    user = turns["user"].fillna("").astype(str).str.lower()
+    user_by_tid = pd.Series(user.to_numpy(), index=turns["tid"].to_numpy())
+    said_text = new["tid"].map(user_by_tid).fillna("").to_numpy(dtype=str)
+    value_text = new["gold_display"].fillna(new["gold_value"]).astype(str).str.lower().str.strip().to_numpy(dtype=str)
+    found = np.char.find(said_text, value_text) >= 0
+    per_turn = pd.DataFrame({"tid": new["tid"].to_numpy(), "found": found}).groupby("tid")["found"].agg(["all", "any"])
+    tid = turns["tid"]
+    level = np.where(
+        tid.map(per_turn["all"]).eq(True),
+        "all",
+        np.where(tid.map(per_turn["any"]).eq(True), "some", np.where(tid.isin(per_turn.index), "none", "no new value")),
+    )
+    level = np.where(user.str.strip().eq("").to_numpy(), "no utterance", level)
+    return pd.Series(level, index=turns.index)
+
+
+def _prepared(features: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The feature columns to search (levels beyond `MAX_LEVELS` grouped), the constant and grouped ones."""
+    names = [c for c in features.columns if c not in ("tid", "dialogue_id", "turn_index", "joint_correct")]
+    kept, constant, grouped = {}, [], []
+    for name in names:
+        column = features[name].astype(str)
+        counts = column.value_counts(sort=True)
+        if len(counts) < 2:
+            constant.append(name)
+            continue
+        if len(counts) > MAX_LEVELS:
+            top = pd.Index(counts.index[: MAX_LEVELS - 1])
+            column = column.where(column.isin(top), OTHER)
+            grouped.append(name)
+        kept[name] = column.to_numpy(dtype=object)
+    return pd.DataFrame(kept), tuple(kept), tuple(constant), tuple(grouped)
+
+
+# --- search ---------------------------------------------------------------------------------------
+
+
+def describe(predicates: Sequence[tuple[str, str]]) -> str:
+    """A slice as text, in the order of its predicates.
+
+    >>> describe([("domains", "hotel"), ("previous turn", "wrong")])
+    'domains = hotel AND previous turn = wrong'
+    """
+    return " AND ".join(f"{feature} = {level}" for feature, level in predicates) or "(all turns)"
+
+
+def _memo_features(scored: Scored, train: Scored | None) -> pd.DataFrame:
+    key = ("slice_features", None if train is None else (tuple(train.run_ids), id(train.turns), len(train.slots)))
+    return scored.memoised(key, lambda: turn_features(scored, train))
+
+
+def _where(scored: Scored) -> tuple[str, str | None]:
+    meta = scored.metas[0] if scored.metas else None
+    if meta is None:
+        return "run", None
+    return (", ".join(meta.sources) or meta.run_id), ("+".join(meta.formats) or None)
+
+
+def find_slices(
+    scored: Scored,
+    train: Scored | None = None,
+    *,
+    top: int = TOP,
+    max_predicates: int = MAX_PREDICATES,
+    min_support: float = MIN_SUPPORT,
+    alpha: float = ALPHA,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> SliceReport:
+    """The worst slices of a run (see the module's docstring): sliceline's `top` slices of at most
+    `max_predicates` feature levels and at least `min_support` of the turns (a share, or a number of turns
+    when >= 1; never fewer than `MIN_TURNS`), ranked by JGA gap, each with its dialogue-bootstrap interval.
+
+    An empty run is an `InputError`; a run without an error, or whose features all have one level, gives
+    no slice and says why in `note`.
+    """
+    where, fmt = _where(scored)
+    n_turns = len(scored.turns)
+    if n_turns == 0:
+        raise InputError(where, fmt, "the run has no turns: there is nothing to find slices in")
+    if top < 1 or max_predicates < 1 or not 0 < alpha <= 1 or min_support <= 0 or resamples < 1:
+        raise InputError(
+            where,
+            fmt,
+            "slice search settings: top, max_predicates and resamples must be positive, 0 < alpha <= 1 and "
+            f"min_support > 0 (got top={top}, max_predicates={max_predicates}, alpha={alpha}, "
+            f"min_support={min_support}, resamples={resamples})",
+        )
+    features = _memo_features(scored, train)
+    search, names, constant, grouped = _prepared(features)
+    correct = features["joint_correct"].to_numpy(dtype=bool)
+    n_dialogues = int(features["dialogue_id"].nunique())
+    jga = float(correct.mean())
+    support = int(max(MIN_TURNS, min_support if min_support >= 1 else np.ceil(min_support * n_turns)))
+    settings = {
+        "method": "sliceline (Slicefinder), error = 1 - turn JGA",
+        "top": top,
+        "max_predicates": max_predicates,
+        "min_support_turns": support,
+        "alpha": alpha,
+        "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
+    }
+    empty = pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).assign(predicates=pd.Series(dtype=object))
+    report = SliceReport(
+        run_id=", ".join(scored.run_ids),
+        jga=jga,
+        n_turns=n_turns,
+        n_dialogues=n_dialogues,
+        slices=empty,
+        features=names,
+        constant=constant,
+        grouped=grouped,
+        settings=settings,
+    )
+    if correct.all():
+        return replace(
+            report, note=f"Every one of the {n_turns:,} turns is jointly correct: no slice is worse than the run."
+        )
+    if not names:
+        return replace(
+            report, note="No feature has two levels in this run (every turn looks alike): there is nothing to split on."
+        )
+    if support > n_turns:
+        return replace(
+            report, note=f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
+        )
+    found = _sliceline(search, 1.0 - correct, top=top, max_predicates=max_predicates, support=support, alpha=alpha)
+    if not found:
+        note = (
+            f"sliceline found no slice of at least {support} turns whose error rate outweighs its size "
+            f"(alpha {alpha}): no group of turns stands out."
+        )
+        return replace(report, note=note)
+    return replace(report, slices=_measure(features, found, jga=jga, resamples=resamples, seed=seed))
+
+
+def _sliceline(
+    search: pd.DataFrame, errors: np.ndarray, *, top: int, max_predicates: int, support: int, alpha: float
+) -> list[tuple[tuple[tuple[str, str], ...], float]]:
+    """sliceline's top slices as (predicates in feature order, score)."""
+    from sliceline import Slicefinder
+
+    finder = Slicefinder(alpha=alpha, k=top, max_l=min(max_predicates, search.shape[1]), min_sup=support, verbose=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # numba absent (the NumPy path is used) and 0/0 of empty candidates
+        finder.fit(search.to_numpy(dtype=object), errors)
+    names = list(search.columns)
+    out = []
+    for levels, statistics in zip(finder.top_slices_, finder.top_slices_statistics_, strict=True):
+        predicates = tuple((names[i], str(v)) for i, v in enumerate(levels) if v is not None)
+        out.append((predicates, float(statistics["slice_score"])))
+    return out
+
+
+def _mask(features: pd.DataFrame, predicates: Sequence[tuple[str, str]]) -> np.ndarray:
+    mask = np.ones(len(features), dtype=bool)
+    for feature, level in predicates:
+        if feature not in features:
+            raise ValueError(f"feature has to be one of {', '.join(map(str, features.columns[4:]))}, got {feature!r}")
+        column = features[feature].astype(str)
+        if level == OTHER and not column.eq(OTHER).any():  # a grouped level: every level outside the top ones
+            top = pd.Index(column.value_counts(sort=True).index[: MAX_LEVELS - 1])
+            mask &= ~column.isin(top).to_numpy()
+        else:
+            mask &= column.eq(level).to_numpy()
+    return mask
+
+
+def _measure(
+    features: pd.DataFrame,
+    found: Sequence[tuple[tuple[tuple[str, str], ...], float]],
+    *,
+    jga: float,
+    resamples: int,
+    seed: int,
+) -> pd.DataFrame:
+    """JGA, gap, support and the dialogue-bootstrap interval of each slice; worst gap first."""
+    correct = features["joint_correct"].to_numpy(dtype=float)
+    dialogues = pd.Index(dialogue_key(features["dialogue_id"]).unique())
+    d = dialogues.get_indexer(dialogue_key(features["dialogue_id"]))
+    masks = np.stack([_mask(features, predicates) for predicates, _ in found])
+    n_dialogues = len(dialogues)
+    # per slice and dialogue: correct turns and turns in the slice; every slice resampled with the same dialogues
+    num = np.stack([np.bincount(d[m], weights=correct[m], minlength=n_dialogues) for m in masks])
+    den = np.stack([np.bincount(d[m], minlength=n_dialogues).astype(float) for m in masks])
+    weights = stats.resample_counts(n_dialogues, n_resamples=resamples, seed=seed)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        samples = (weights @ num.T) / (weights @ den.T)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        low, high = np.nanquantile(samples, [(1 - LEVEL) / 2, 1 - (1 - LEVEL) / 2], axis=0)
+    turns = masks.sum(axis=1)
+    slice_jga = num.sum(axis=1) / turns
+    table = pd.DataFrame(
+        {
+            "slice": [describe(p) for p, _ in found],
+            "jga": slice_jga,
+            "gap": jga - slice_jga,
+            "jga_low": low,
+            "jga_high": high,
+            "turns": turns.astype("int64"),
+            "dialogues": (den > 0).sum(axis=1).astype("int64"),
+            "wrong_turns": (turns - num.sum(axis=1)).round().astype("int64"),
+            "score": [score for _, score in found],
+            "predicates": [p for p, _ in found],
+        }
+    )
+    table = table.sort_values(["gap", "turns", "slice"], ascending=[False, False, True], kind="stable")
+    table.insert(0, "rank", np.arange(1, len(table) + 1))
+    return table.reset_index(drop=True)
+
+
+# --- click-through and export ---------------------------------------------------------------------
+
+
+def slice_turns(scored: Scored, train: Scored | None = None, *, predicates: Sequence[Sequence[str]]) -> pd.DataFrame:
+    """The turns of one slice (file order) as a click-through list (`views.TURN_LIST_COLUMNS`: a row opens
+    the dialogue viewer at that turn)."""
+    features = _memo_features(scored, train)
+    mask = _mask(features, [(str(f), str(v)) for f, v in predicates])
+    turns = scored.turns[mask]
+    listed = turns.assign(status=np.where(turns["joint_correct"].to_numpy(dtype=bool), "correct", "wrong"))
+    return listed[views.TURN_LIST_COLUMNS].reset_index(drop=True)
+
+
+def table_frame(report: SliceReport) -> pd.DataFrame:
+    """The slices as an exported table: readable columns, the interval as JGA low / JGA high."""
+    frame = report.slices[["rank", "slice", "jga", "jga_low", "jga_high", "gap", "turns", "dialogues"]]
+    return frame.rename(columns={"jga": "JGA", "jga_low": "JGA low", "jga_high": "JGA high"}).assign(run=report.run_id)[
+        ["run", "rank", "slice", "JGA", "JGA low", "JGA high", "gap", "turns", "dialogues"]
+    ]
+
+
+def report_tables(scoreds: dict[str, Scored], *, n_resamples: int = RESAMPLES) -> list[Any]:
+    """The report's slice tables (`analysis.export.report.TableItem`): one per run with slices, plus one
+    note-only caption per run without; called by `plan_report`."""
+    from analysis.export.report import TableItem
+
+    items = []
+    for run_id, scored in scoreds.items():
+        if not len(scored.turns):
+            continue
+        report = find_slices(scored, resamples=n_resamples)
+        slug = "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()).strip("-") or "run"
+        if not len(report.slices):
+            continue
+        caption = (
+            f"Worst slices of run {run_id} (sliceline over turn features, at most {report.settings['max_predicates']} "
+            f"feature levels, at least {report.settings['min_support_turns']} turns), ranked by JGA gap to the run's "
+            f"JGA {report.jga:.4f}; {report.settings['interval']}."
+        )
+        items.append(
+            TableItem(
+                f"slices-{slug}",
+                caption,
+                table_frame(report),
+                {"intervals": {"JGA": ("JGA low", "JGA high")}, "best": (), "label": f"tab:slices-{slug}"},
+            )
+        )
+    return items
