@@ -139,7 +139,8 @@ def _previous_tid(turns: pd.DataFrame) -> pd.Series:
 
 def _gold_rows(scored: Scored) -> pd.DataFrame:
     slots = scored.slots
-    return slots.loc[slots["gold_value"].notna(), ["tid", "domain", "slot", "gold_value", "gold_display"]]
+    keep = ["tid", "domain", "slot", "gold_value", "gold_display", "pair_code", "gold_code"]
+    return slots.loc[slots["gold_value"].notna(), [c for c in keep if c in slots.columns]]
 
 
 def training_values(train: Scored) -> pd.DataFrame:
@@ -148,58 +149,64 @@ def training_values(train: Scored) -> pd.DataFrame:
     return gold[["domain", "slot", "gold_value"]].drop_duplicates().reset_index(drop=True)
 
 
+def _levels(values: np.ndarray | pd.Series) -> pd.Categorical:
+    return pd.Categorical(np.asarray(values, dtype=object))
+
+
 def turn_features(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
     """One row per turn of `scored.turns` (same order): `tid`, `dialogue_id`, `turn_index`, `joint_correct`
-    and one text column per feature (see the module's docstring), with every level as text.
+    and one categorical column per feature (see the module's docstring), every level a string.
 
     >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{}, {"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}], [{}, {}, {"hotel": {"area": "east"}}])
-    >>> turn_features(s)[["domains", "previous turn", "gold slots"]].values.tolist()
+    >>> turn_features(s)[["domains", "previous turn", "gold slots"]].astype(str).values.tolist()
     [['none', 'first', '0'], ['hotel', 'correct', '1-2'], ['hotel', 'wrong', '1-2']]
     """
     turns = scored.turns
     tid = turns["tid"]
     gold = _gold_rows(scored)
-    out = pd.DataFrame(
-        {
-            "tid": tid.to_numpy(),
-            "dialogue_id": turns["dialogue_id"].to_numpy(),
-            "turn_index": turns["turn_index"].to_numpy(),
-            "joint_correct": turns["joint_correct"].to_numpy(dtype=bool),
-        }
-    )
-    out["domains"] = tid.map(_domain_sets(gold)).astype("str").fillna("none").to_numpy()
-    out["turn depth"] = _bins(turns["turn_index"], DEPTH_BINS).to_numpy()
-    n_gold = tid.map(gold.groupby("tid").size()).fillna(0)
-    out["gold slots"] = _bins(n_gold, SLOT_BINS).to_numpy()
+    columns: dict[str, Any] = {
+        "tid": tid.to_numpy(),
+        "dialogue_id": turns["dialogue_id"].to_numpy(),
+        "turn_index": turns["turn_index"].to_numpy(),
+        "joint_correct": turns["joint_correct"].to_numpy(dtype=bool),
+    }
+    columns["domains"] = _levels(tid.map(_domain_sets(gold)).astype(object).fillna("none"))
+    columns["turn depth"] = _levels(_bins(turns["turn_index"], DEPTH_BINS))
+    n_gold = tid.map(gold.groupby("tid").size()).fillna(0).to_numpy()
+    columns["gold slots"] = _levels(_bins(pd.Series(n_gold), SLOT_BINS))
 
     dontcare_values = list(scored.convention.dontcare_values)
-    shown = gold["gold_display"].fillna(gold["gold_value"]).astype(str).str.strip().str.lower()
-    is_dontcare = shown.isin(dontcare_values) | gold["gold_value"].astype(str).isin(dontcare_values)
-    out["dontcare in gold"] = np.where(tid.isin(gold.loc[is_dontcare, "tid"]).to_numpy(), "yes", "no")
+    shown = gold["gold_display"].fillna(gold["gold_value"]).str.strip().str.lower()
+    is_dontcare = (shown.isin(dontcare_values) | gold["gold_value"].isin(dontcare_values)).to_numpy(dtype=bool)
+    columns["dontcare in gold"] = _levels(np.where(tid.isin(gold["tid"].to_numpy()[is_dontcare]), "yes", "no"))
 
     previous = _previous_tid(turns)
-    out["new value in user turn"] = _new_value_said(turns, gold[~is_dontcare], previous).to_numpy()
+    columns["new value in user turn"] = _levels(_new_value_said(turns, gold[~is_dontcare], previous))
 
     correct = pd.Series(turns["joint_correct"].to_numpy(dtype=bool), index=tid.to_numpy())
     before = previous.map(correct)
-    out["previous turn"] = np.where(previous.to_numpy() < 0, "first", np.where(before.eq(True), "correct", "wrong"))
+    first = previous.to_numpy() < 0
+    columns["previous turn"] = _levels(np.where(first, "first", np.where(before.eq(True), "correct", "wrong")))
 
     for column in views.attribute_columns(scored):
-        if column not in NOT_ATTRIBUTES and column not in out:
-            out[column] = turns[column].astype(str).where(turns[column].notna(), MISSING).to_numpy()
+        if column not in NOT_ATTRIBUTES and column not in columns:
+            values = turns[column]
+            columns[column] = _levels(values.astype(str).where(values.notna(), MISSING))
     metas = {m.run_id: m for m in scored.metas}
     for name in RUN_FIELDS:
-        if name not in out:
-            value = {r: ("" if getattr(m, name) is None else str(getattr(m, name))) for r, m in metas.items()}
-            out[name] = turns["run_id"].map(value).fillna(MISSING).replace("", MISSING).to_numpy()
+        if name not in columns:
+            value = {
+                r: ("" if getattr(m, name) is None else str(getattr(m, name))) or MISSING for r, m in metas.items()
+            }
+            columns[name] = _levels(turns["run_id"].map(value).astype(object).fillna(MISSING))
 
     if train is not None:
         known = training_values(train).assign(_seen=True)
         seen = gold.merge(known, on=["domain", "slot", "gold_value"], how="left")["_seen"].eq(True).to_numpy()
-        unseen_tids = gold["tid"].to_numpy()[~seen]
-        out[UNSEEN] = np.where(tid.isin(unseen_tids), "yes", np.where(n_gold.to_numpy() > 0, "no", "no gold value"))
-    return out
+        unseen = tid.isin(gold["tid"].to_numpy()[~seen]).to_numpy()
+        columns[UNSEEN] = _levels(np.where(unseen, "yes", np.where(n_gold > 0, "no", "no gold value")))
+    return pd.DataFrame(columns)
 
 
 def _domain_sets(gold: pd.DataFrame) -> pd.Series:
@@ -216,20 +223,28 @@ def _domain_sets(gold: pd.DataFrame) -> pd.Series:
     return per_turn.map(labels)
 
 
-def _new_value_said(turns: pd.DataFrame, gold: pd.DataFrame, previous: pd.Series) -> pd.Series:
+def _new_value_said(turns: pd.DataFrame, gold: pd.DataFrame, previous: pd.Series) -> np.ndarray:
     """Per turn: "all" / "some" / "none" of its new gold values found in the user text, "no new value",
     "no utterance" (see the module's docstring)."""
     prev, tids = previous.to_numpy(), turns["tid"].to_numpy()
-    next_of = pd.Series(tids[prev >= 0], index=prev[prev >= 0])  # a turn's tid, keyed by its previous turn's
-    before = gold.assign(tid=gold["tid"].map(next_of))
-    # `before`: each gold row moved onto the turn after it; a row found there was already in the state
-    before = before.dropna(subset=["tid"]).astype({"tid": "int64"})[["tid", "domain", "slot", "gold_value"]]
-    marked = gold.merge(before.assign(_old=True), on=["tid", "domain", "slot", "gold_value"], how="left")
-    new = marked[~marked["_old"].eq(True)]
+    # A gold row is new unless the previous turn's gold holds the same slot with the same value. Keyed on the
+    # scored tables' integer codes of the slot pair and the value (valid within a run, and a turn's previous
+    # turn is of its run): the previous turn's rows, moved onto the turn after them, are the old ones.
+    next_tid = np.full(int(tids.max()) + 1 if len(tids) else 0, -1, dtype="int64")
+    next_tid[prev[prev >= 0]] = tids[prev >= 0]
+    row_tid = gold["tid"].to_numpy(dtype="int64")
+    pair = gold["pair_code"].to_numpy(dtype="int64")
+    value = gold["gold_code"].to_numpy(dtype="int64")
+    width = int(value.max()) + 2 if len(value) else 1
+    span = (int(pair.max()) + 1) * width if len(pair) else 1
+    here = row_tid * span + pair * width + value
+    moved = next_tid[row_tid] if len(row_tid) else row_tid
+    old = np.isin(here, (moved * span + pair * width + value)[moved >= 0])
+    new = gold[~old]
     user = turns["user"].fillna("").astype(str).str.lower()
-    user_by_tid = pd.Series(user.to_numpy(), index=turns["tid"].to_numpy())
+    user_by_tid = pd.Series(user.to_numpy(), index=tids)
     said_text = new["tid"].map(user_by_tid).fillna("").to_numpy(dtype=str)
-    value_text = new["gold_display"].fillna(new["gold_value"]).astype(str).str.lower().str.strip().to_numpy(dtype=str)
+    value_text = new["gold_display"].fillna(new["gold_value"]).str.lower().str.strip().fillna("").to_numpy(dtype=str)
     found = np.char.find(said_text, value_text) >= 0
     per_turn = pd.DataFrame({"tid": new["tid"].to_numpy(), "found": found}).groupby("tid")["found"].agg(["all", "any"])
     tid = turns["tid"]
@@ -238,8 +253,14 @@ def _new_value_said(turns: pd.DataFrame, gold: pd.DataFrame, previous: pd.Series
         "all",
         np.where(tid.map(per_turn["any"]).eq(True), "some", np.where(tid.isin(per_turn.index), "none", "no new value")),
     )
-    level = np.where(user.str.strip().eq("").to_numpy(), "no utterance", level)
-    return pd.Series(level, index=turns.index)
+    return np.where(user.str.strip().eq("").to_numpy(), "no utterance", level)
+
+
+def _top_levels(column: pd.Series) -> list[str]:
+    """A feature's `MAX_LEVELS - 1` most frequent levels (ties by name): the ones kept when it has more."""
+    counts = column.astype(object).value_counts()
+    order = sorted(counts.items(), key=lambda item: (-item[1], str(item[0])))
+    return [str(level) for level, _ in order[: MAX_LEVELS - 1]]
 
 
 def _prepared(features: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
@@ -247,17 +268,16 @@ def _prepared(features: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...], tu
     names = [c for c in features.columns if c not in ("tid", "dialogue_id", "turn_index", "joint_correct")]
     kept, constant, grouped = {}, [], []
     for name in names:
-        column = features[name].astype(str)
-        counts = column.value_counts(sort=True)
-        if len(counts) < 2:
+        column = features[name].astype(object)
+        n_levels = column.nunique()
+        if n_levels < 2:
             constant.append(name)
             continue
-        if len(counts) > MAX_LEVELS:
-            top = pd.Index(counts.index[: MAX_LEVELS - 1])
-            column = column.where(column.isin(top), OTHER)
+        if n_levels > MAX_LEVELS:
+            column = column.where(column.isin(_top_levels(column)), OTHER)
             grouped.append(name)
         kept[name] = column.to_numpy(dtype=object)
-    return pd.DataFrame(kept), tuple(kept), tuple(constant), tuple(grouped)
+    return pd.DataFrame(kept, dtype=object), tuple(kept), tuple(constant), tuple(grouped)
 
 
 # --- search ---------------------------------------------------------------------------------------
@@ -385,12 +405,11 @@ def _mask(features: pd.DataFrame, predicates: Sequence[tuple[str, str]]) -> np.n
     for feature, level in predicates:
         if feature not in features:
             raise ValueError(f"feature has to be one of {', '.join(map(str, features.columns[4:]))}, got {feature!r}")
-        column = features[feature].astype(str)
+        column = features[feature]
         if level == OTHER and not column.eq(OTHER).any():  # a grouped level: every level outside the top ones
-            top = pd.Index(column.value_counts(sort=True).index[: MAX_LEVELS - 1])
-            mask &= ~column.isin(top).to_numpy()
+            mask &= ~column.isin(_top_levels(column)).to_numpy(dtype=bool)
         else:
-            mask &= column.eq(level).to_numpy()
+            mask &= column.eq(level).to_numpy(dtype=bool)
     return mask
 
 

@@ -187,6 +187,45 @@ def test_slices_of_a_real_multiwoz_run_recompute_from_its_turns(dots: Scored) ->
         assert len(S.slice_turns(dots, predicates=row["predicates"])) == row["turns"]
 
 
+def test_turn_features_equal_a_plain_per_turn_reading_of_a_real_run(dots: Scored) -> None:
+    """The vectorised features against the definitions read turn by turn (sets of gold values, strings)."""
+    features = S.turn_features(dots).set_index("tid")
+    gold = dots.slots[dots.slots["gold_value"].notna()]
+    state: dict[int, dict[tuple[str, str, str], str]] = {}
+    for row in gold[["tid", "domain", "slot", "gold_value", "gold_display"]].itertuples(index=False):
+        state.setdefault(row.tid, {})[(row.domain, row.slot, row.gold_value)] = (
+            row.gold_display if isinstance(row.gold_display, str) else row.gold_value
+        )
+    dontcare = dots.convention.dontcare_values
+    correct_of = dict(zip(dots.turns["tid"], dots.turns["joint_correct"], strict=True))
+    turns = dots.turns.sort_values(["dialogue_id", "turn_index"])
+    previous: dict[str, int] = {}
+    for turn in turns.itertuples(index=False):
+        before = previous.get(turn.dialogue_id)
+        here = state.get(turn.tid, {})
+        expected_previous = "first" if before is None else ("correct" if bool(correct_of[before]) else "wrong")
+        new = {
+            k: v
+            for k, v in here.items()
+            if k not in state.get(before, {}) and k[2] not in dontcare and v.strip().lower() not in dontcare
+        }
+        user = turn.user.lower() if isinstance(turn.user, str) else ""
+        found = [v.strip().lower() in user for v in new.values()]
+        said = (
+            "no utterance"
+            if not user.strip()
+            else ("no new value" if not found else "all" if all(found) else "some" if any(found) else "none")
+        )
+        domains = "+".join(sorted({d for d, _, _ in here})) or "none"
+        got = features.loc[turn.tid]
+        assert (got["previous turn"], got["new value in user turn"], got["domains"]) == (
+            expected_previous,
+            said,
+            domains,
+        )
+        previous[turn.dialogue_id] = turn.tid
+
+
 def test_a_training_file_adds_unseen_values_on_real_data(dots: Scored) -> None:
     # MultiWOZ 2.1's validation split stands in for a training file here
     val = realdata_path("multiwoz21", "val.json.zip")
