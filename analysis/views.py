@@ -70,13 +70,21 @@ def scope(scoreds: Scored | Sequence[Scored]) -> dict[str, Any]:
 def scope_caption(scoreds: Scored | Sequence[Scored]) -> str:
     """One line for a page caption: convention(s), runs, turns and dialogues."""
     info = scope(scoreds)
-    n_runs = len(info["runs"])
-    conv = ", ".join(info["conventions"]) or "none"
-    label = "Convention" if len(info["conventions"]) <= 1 else "Conventions"
-    return (
-        f"{label}: {conv} · {n_runs} run{'s' if n_runs != 1 else ''} · "
-        f"{info['n_turns']:,} turns · {info['n_dialogues']:,} dialogues"
+    return _caption(info["conventions"], len(info["runs"]), info["n_turns"], info["n_dialogues"])
+
+
+def board_caption(board: pd.DataFrame, conventions: Sequence[str]) -> str:
+    """`scope_caption` from a leaderboard (one row per run, `n_turns`, `n_dialogues`) and the runs'
+    convention names: the caption of the stored runs, without their turns."""
+    return _caption(
+        list(dict.fromkeys(conventions)), len(board), int(board["n_turns"].sum()), int(board["n_dialogues"].sum())
     )
+
+
+def _caption(conventions: list[str], n_runs: int, n_turns: int, n_dialogues: int) -> str:
+    conv = ", ".join(conventions) or "none"
+    label = "Convention" if len(conventions) <= 1 else "Conventions"
+    return f"{label}: {conv} · {n_runs} run{'s' if n_runs != 1 else ''} · {n_turns:,} turns · {n_dialogues:,} dialogues"
 
 
 # --- overview ------------------------------------------------------------------------------------

@@ -13,10 +13,15 @@ runs = ui.need_runs()
 metric_keys = list(views.LEADERBOARD_METRICS)
 sort_by = ui.select("Sort by", metric_keys, state="sort_metric", format_func=lambda k: LABELS.get(k, k))
 
-board = ui.compute(views.leaderboard, runs, sort=sort_by)
+# From the score store when it holds every run (DuckDB over its Parquet: no run's turns read), else computed.
+stored = ui.data.stored_leaderboard(ui.resolve([runs])[0][0], sort_by)
+board, caption = stored if stored is not None else (None, None)
+if board is None:
+    board = ui.compute(views.leaderboard, runs, sort=sort_by)
+    caption = ui.compute(views.scope_caption, runs)
 warnings = views.comparability_warnings(board)
 
-st.caption(ui.md(ui.compute(views.scope_caption, runs)))
+st.caption(ui.md(caption))
 for line in warnings:
     st.warning(ui.md(line), icon=":material/warning:")
 # Runs that differ only in their seed: mean ± sample std with each seed's point, or the seeds separately.

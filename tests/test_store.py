@@ -344,7 +344,7 @@ def test_leaderboard_query_over_the_shared_folder(demo_runs, root):
         """
         SELECT run_id, n_turns, jga, slot_f1_micro, fga_0_5
         FROM read_parquet($glob, hive_partitioning = true)
-        WHERE convention_name = 'exact'
+        WHERE convention = 'exact'
         ORDER BY jga DESC
         """,
         {"glob": str(root / "runs" / "*" / "*" / "*.parquet")},

@@ -30,6 +30,7 @@ from analysis.isolated import load_entry_isolated
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
+from analysis.store import runs as store_runs
 from analysis.workspace import RunEntry, Workspace, load_entry, read_manifest
 from ui import errors
 
@@ -170,6 +171,9 @@ def load_workspace(
         source = source_from_entry(entry)
         if before is not None:
             before(i, source)
+        if _stored(entry):  # scored before from these very files: it loads; parsed only when a page needs it
+            sources[entry.name] = source
+            continue
         result = load(source)
         if isinstance(result, str):
             failed[entry.name] = result
@@ -178,15 +182,30 @@ def load_workspace(
     return sources, failed
 
 
+def _stored(entry: RunEntry) -> bool:
+    """Whether the score store holds the entry under its declared convention (so its files loaded once)."""
+    try:
+        return store_runs.stored(entry, entry.meta.convention) is not None
+    except OSError:  # an unreadable file or store: load it the usual way, which says what is wrong
+        return False
+
+
 def effective_convention(source: RunSource, choice: str) -> str | None:
     return source.meta.convention if choice == DECLARED else choice
 
 
 def _score_now(source: RunSource, convention: str | None) -> Scored:
-    run = load(source)
-    if isinstance(run, str):
-        raise InputError(source.pred, None, run)
-    return score_run(run, convention)
+    def run() -> Run:
+        loaded = load(source)
+        if isinstance(loaded, str):
+            raise InputError(source.pred, None, loaded)
+        return loaded
+
+    if source.uploaded:
+        return score_run(run(), convention)
+    # A manifest run is read from the score store when it holds it (no parsing, no scoring), else scored
+    # and stored, in the background, for the next start (`analysis.store`).
+    return store_runs.scored(source.entry, convention, run, background=True)
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)
@@ -417,3 +436,33 @@ def upload_limit_mb(workspace: Workspace | None) -> float:
 
 def with_convention(source: RunSource, convention: str | None) -> RunSource:
     return replace(source, entry=replace(source.entry, meta=replace(source.meta, convention=convention)))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_board(keys: tuple[str, ...], sort: str | None, _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.leaderboard(list(_entries), sort=sort)
+
+
+def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None) -> tuple[Any, str] | None:
+    """`views.leaderboard` of the runs and its scope caption as DuckDB queries over the score store, when
+    it holds every run (no upload, no SGD evaluator run): no run's turns are read. None otherwise: the
+    caller computes them from the scored runs."""
+    from analysis.views import board_caption
+
+    found = []
+    for source, choice in pairs:
+        if source.uploaded:
+            return None
+        try:
+            entry = store_runs.stored(source.entry, effective_convention(source, choice), tables=("runs", "dialogues"))
+        except OSError:
+            return None
+        if entry is None or entry.convention == "sgd":
+            return None
+        found.append(entry)
+    if not found:
+        return None
+    board = _stored_board(tuple(e.key for e in found), sort, tuple(found))
+    return board, board_caption(board, [e.convention for e in found])

@@ -19,6 +19,7 @@ import logging
 import os
 import shutil
 import tempfile
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, replace
 from functools import cache
@@ -372,9 +373,10 @@ def load(root: Path, key: str) -> Scored | None:
 
 
 def score(
-    key: str | None, compute: Callable[[], Scored], *, root: Path | None = None, save_result: bool = True
+    key: str | None, compute: Callable[[], Scored], *, root: Path | None = None, background: bool = False
 ) -> Scored:
-    """The stored scored run of `key`, else `compute()`, saved for next time. Without a store folder
+    """The stored scored run of `key`, else `compute()`, saved for next time (`background`: by a thread,
+    so the caller does not wait for the writing; the dashboard). Without a store folder
     (`DST_CACHE_DIR=""`) or a key, `compute()`."""
     root = store_root() if root is None else root
     if root is None or key is None:
@@ -383,9 +385,18 @@ def score(
     if stored is not None:
         return stored
     scored = compute()
-    if save_result:
+    if background:
+        threading.Thread(target=_save_quietly, args=(root, key, scored), daemon=True, name="store-save").start()
+    else:
         save(root, key, scored)
     return scored
+
+
+def _save_quietly(root: Path, key: str, scored: Scored) -> None:
+    try:
+        save(root, key, scored)
+    except Exception as exc:  # a background save only costs the next start its speed
+        log.warning("score store: run %s not stored (%s)", scored.run_ids[0], " ".join(str(exc).split()))
 
 
 def ensure(key: str, compute: Callable[[], Scored], *, root: Path | None = None) -> Entry | None:

@@ -46,9 +46,10 @@ GCA_PARTS = tuple(f"gca__{c.removeprefix('gca_')}" for c in M.GCA_COUNTS)  # cor
 
 def runs_row(scored: Scored, key: str, scorer: str) -> pd.DataFrame:
     """The run's leaderboard row (no interval), metric columns renamed by `column`, plus the store key,
-    the scorer version and the convention's name (the `convention` column is its label)."""
+    the scorer version and the convention's name and label (`convention_name`, `convention_label`)."""
     board = views.leaderboard([scored], resamples=0)
-    board = board.rename(columns=METRIC_COLUMNS)
+    # `convention` is the Hive partition's name (the convention's name); the label shown is its own column.
+    board = board.rename(columns={**METRIC_COLUMNS, "convention": "convention_label"})
     board.insert(0, "store_key", key)
     board["scorer_version"] = scorer
     board["convention_name"] = scored.convention.name

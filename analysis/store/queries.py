@@ -23,8 +23,6 @@ from analysis.store.entries import Entry
 from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS
 from analysis.views import INTERVAL_RESAMPLES, META_COLUMNS, PICKER_COLUMNS, PICKER_SORTS
 
-_STORE_ONLY = ("store_key", "scorer_version", "convention_name", "subtask")
-
 
 def connect() -> duckdb.DuckDBPyConnection:
     """An in-memory DuckDB connection (no database file; the Parquet files are the data)."""
@@ -80,7 +78,7 @@ def leaderboard(
     names = list(dict.fromkeys([*([sort] if sort in stats.METRICS else []), *(intervals or [])]))
     board = _read(con, entries, "runs", "SELECT * FROM t")
     board = _order(entries).merge(board, on="store_key", how="left").sort_values("_order", kind="stable")
-    board = board.rename(columns={v: k for k, v in METRIC_COLUMNS.items()})
+    board = board.rename(columns={**{v: k for k, v in METRIC_COLUMNS.items()}, "convention_label": "convention"})
     if "seed" in board:  # as a frame of Python ints and Nones holds it: int64, float64 with NaN, or all None
         seed = board["seed"]
         if seed.isna().all():

@@ -1,0 +1,74 @@
+"""Manifest runs through the store: the key of a `[[runs]]` entry (no file parsed), its scored tables
+(stored, or scored and stored), and many runs scored into the store a few at a time."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+from analysis.model import Run
+from analysis.scoring import Scored, score_run
+from analysis.store import entries
+from analysis.workspace import RunEntry, load_entry
+
+
+def key(entry: RunEntry, convention: str | None, root: Path | None = None) -> str:
+    """The store key of a manifest entry under `convention` (None: the files' own), from the files'
+    content digests (remembered per path, size and modification time, so a warm restart reads no file)."""
+    return entries.entry_key(
+        entry.pred,
+        entry.gold,
+        entries.entry_options(entry.meta, entry.format, entry.gold_format),
+        convention,
+        root=root if root is not None else entries.store_root(),
+    )
+
+
+def scored(
+    entry: RunEntry, convention: str | None, run: Callable[[], Run] | None = None, *, background: bool = False
+) -> Scored:
+    """The entry's scored tables: read from the store when it holds them, else scored (from `run()`, or
+    the entry's files) and stored for the next start (`background`: by a thread). Without a store
+    (`DST_CACHE_DIR=""`), scored."""
+    root = entries.store_root()
+
+    def compute() -> Scored:
+        return score_run(run() if run is not None else load_entry(entry), convention)
+
+    if root is None:
+        return compute()
+    return entries.score(key(entry, convention, root), compute, root=root, background=background)
+
+
+def stored(entry: RunEntry, convention: str | None, *, tables: tuple[str, ...] = ("runs",)) -> entries.Entry | None:
+    """The entry's stored tables if present and whole (checked: sizes and row counts), else None."""
+    root = entries.store_root()
+    if root is None:
+        return None
+    return entries.lookup(root, key(entry, convention, root), tables=tables, deep=False)
+
+
+def _ensure(entry: RunEntry, convention: str | None, root: str) -> entries.Entry | None:
+    path = Path(root)
+    return entries.ensure(key(entry, convention, path), lambda: score_run(load_entry(entry), convention), root=path)
+
+
+def ensure_all(
+    items: Sequence[RunEntry], convention: str | None, *, workers: int | None = None, root: Path | None = None
+) -> list[entries.Entry | None]:
+    """Every entry scored into the store (those already stored are only checked), `workers` processes at
+    a time (default: the cores, at most 2), each scoring one run at a time: memory is bounded by a few
+    runs, not by how many there are. None for an entry that could not be written."""
+    root = root if root is not None else entries.store_root()
+    if root is None:
+        return [None] * len(items)
+    workers = workers or max(1, min(2, len(os.sched_getaffinity(0))))
+    if workers == 1 or len(items) <= 1:
+        return [_ensure(item, convention, str(root)) for item in items]
+    context = multiprocessing.get_context("forkserver")  # fresh workers, recycled to bound their memory
+    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=100) as pool:
+        futures = [pool.submit(_ensure, item, convention, str(root)) for item in items]
+        return [f.result() for f in futures]

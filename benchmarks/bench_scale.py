@@ -1,0 +1,236 @@
+"""A thousand runs (issue 21, requirements 3 and 4). Run by hand:
+
+    .venv/bin/python benchmarks/bench_scale.py [--sizes 100 300 1000] [--workers 2] [--runs-dir DIR]
+
+1. Writes perturbed MultiWOZ 2.1 test runs (7,372 turns each, perturbed as `bench_core.py` does:
+   `analysis.demo.simulate`, seeds [7, i]) to disk as JSONL, once, in `--runs-dir` (default
+   /work/tmp/scale_runs, outside the repository), and reuses them.
+2. For each size: scores that many runs into an EMPTY store (a fresh `DST_CACHE_DIR`; the parse cache
+   too, so every prediction file is parsed), `--workers` processes each scoring one run at a time.
+   Reports the time and the peak memory of the whole process tree: the largest sum of the RSS of this
+   process and its children, sampled from /proc every 0.1 s, and `getrusage` (self + largest child).
+   Targets at 1,000 runs (7.4M turns): <= 3 min on 2 cores, peak RSS <= 3 GB.
+3. With the store warm: the leaderboard of all runs (every headline metric, the JGA interval; and every
+   metric's interval), from the store keys to the sorted table. Target at 1,000 runs: <= 3 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from analysis import registry as R  # noqa: E402
+from analysis.model import RunInfo  # noqa: E402
+from analysis.workspace import RunEntry  # noqa: E402
+
+REALDATA = ROOT.parent / "shared" / "realdata"
+GOLD = REALDATA / "multiwoz21" / "test.json.zip"
+
+
+def write_runs(folder: Path, n: int) -> list[Path]:
+    """`n` perturbed runs as JSONL files (made once; existing files are reused)."""
+    import gzip
+
+    from analysis.demo.build import _jsonl
+    from analysis.demo.simulate import ErrorProfile, draw_predictions, prepare_gold
+    from analysis.loading import load_run
+
+    folder.mkdir(parents=True, exist_ok=True)
+    paths = [folder / f"simulated-{i:04d}.jsonl.gz" for i in range(n)]
+    missing = [i for i, p in enumerate(paths) if not p.exists()]
+    if missing:
+        start = time.perf_counter()
+        gold = load_run(GOLD, GOLD)
+        prepared = prepare_gold(gold.gold, gold.turns)
+        for i in missing:
+            pred = draw_predictions(prepared, profile=ErrorProfile(), history="predicted", seed=[7, i])
+            tmp = paths[i].with_suffix(".tmp")
+            with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1) as handle:
+                handle.write(_jsonl(gold.turns, pred))
+            os.replace(tmp, paths[i])
+        print(f"   wrote {len(missing)} run files in {time.perf_counter() - start:.0f} s (not counted)")
+    return paths
+
+
+def entries_for(paths: list[Path]) -> list[RunEntry]:
+    return [
+        RunEntry(RunInfo(run_id=p.name.split(".")[0], system="simulated", dataset="MultiWOZ 2.1"), p, GOLD, "jsonl")
+        for p in paths
+    ]
+
+
+class TreeRss:
+    """Peak of the summed RSS of this process and all its descendants, sampled from /proc."""
+
+    def __init__(self, interval: float = 0.1) -> None:
+        self.interval, self.peak, self._stop = interval, 0, threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> TreeRss:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            self._stop.wait(self.interval)
+
+
+def _children() -> dict[int, list[int]]:
+    tree: dict[int, list[int]] = {}
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry.name}/stat") as handle:
+                ppid = int(handle.read().rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        tree.setdefault(ppid, []).append(int(entry.name))
+    return tree
+
+
+def _rss(pid: int) -> int:
+    try:
+        with open(f"/proc/{pid}/statm") as handle:
+            return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _tree_rss(pid: int) -> int:
+    tree, total, todo = _children(), 0, [pid]
+    while todo:
+        p = todo.pop()
+        total += _rss(p)
+        todo.extend(tree.get(p, []))
+    return total
+
+
+def rusage_gb() -> float:
+    self_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    child_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return (self_kb + child_kb) / 1024**2
+
+
+def one_size(size: int, workers: int, runs_dir: Path) -> int:
+    """Score `size` runs into the empty store of this process's `DST_CACHE_DIR`, then the warm
+    leaderboard; prints one JSON line."""
+    from analysis.store import entries as E
+    from analysis.store import queries
+    from analysis.store import runs as S
+
+    items = entries_for(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:size])
+    start = time.perf_counter()
+    with TreeRss() as tree:
+        stored = S.ensure_all(items, None, workers=workers)
+    t_score = time.perf_counter() - start
+    assert all(e is not None for e in stored), "a run could not be stored"
+    n_turns = sum(int(e.header["tables"]["turns"]["rows"]) for e in stored if e is not None)
+
+    def warm(intervals: tuple[str, ...] = ()) -> tuple[float, float, object]:
+        begin = time.perf_counter()
+        found = [S.stored(item, None, tables=("runs", "dialogues")) for item in items]
+        t_keys = time.perf_counter() - begin
+        assert all(f is not None for f in found)
+        board = queries.leaderboard([f for f in found if f is not None], sort="jga", intervals=intervals)
+        assert len(board) == size and board["jga_low"].notna().all()
+        return time.perf_counter() - begin, t_keys, board
+
+    with TreeRss() as warm_tree:
+        t_board, t_keys, _ = warm()
+        t_all, _, _ = warm(R.NAMES)
+    root = E.store_root()
+    assert root is not None
+    size_mb = sum(f.stat().st_size for f in root.rglob("*.parquet")) / 1024**2
+    result = {
+        "runs": size,
+        "turns": n_turns,
+        "score_s": t_score,
+        "peak_gb": tree.peak / 1024**3,
+        "rusage_gb": rusage_gb(),
+        "store_mb": size_mb,
+        "board_s": t_board,
+        "keys_s": t_keys,
+        "all_s": t_all,
+        "warm_peak_gb": warm_tree.peak / 1024**3,
+    }
+    print(json.dumps(result))
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
+    parser.add_argument("--keep", action="store_true", help="keep the last store (printed) for a later warm run")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process (internal)
+    args = parser.parse_args()
+    if args.one:
+        return one_size(args.one, args.workers, args.runs_dir)
+    if not GOLD.exists():
+        print(f"skipped: {GOLD} is absent", file=sys.stderr)
+        return 0
+    print(f"1. perturbed MultiWOZ 2.1 test runs in {args.runs_dir}")
+    write_runs(args.runs_dir, max(args.sizes))
+    gc.collect()
+
+    rows = []
+    for size in args.sizes:  # each size in a fresh process: an empty store and parse cache, its own memory
+        cache = Path(tempfile.mkdtemp(prefix=f"dst-scale-{size}-"))
+        env = {**os.environ, "DST_CACHE_DIR": str(cache)}
+        command = [sys.executable, __file__, "--one", str(size), "--workers", str(args.workers)]
+        done = subprocess.run([*command, "--runs-dir", str(args.runs_dir)], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout, done.stderr, file=sys.stderr)
+            return 1
+        result = json.loads(done.stdout.strip().splitlines()[-1])
+        rows.append(result)
+        print(
+            f"2. {size} runs, {result['turns']:,} turns: scored into an empty store in {result['score_s']:6.1f} s "
+            f"({size / result['score_s']:.1f} runs/s, {args.workers} workers), peak RSS of the process tree "
+            f"{result['peak_gb']:.2f} GB (getrusage self + largest child {result['rusage_gb']:.2f} GB); "
+            f"store {result['store_mb']:,.0f} MB"
+        )
+        print(
+            f"3. warm leaderboard of {size} runs: {result['board_s']:5.2f} s with the JGA interval "
+            f"(of which {result['keys_s']:.2f} s keys and checks), {result['all_s']:5.2f} s with all "
+            f"{len(R.NAMES)} intervals; peak RSS {result['warm_peak_gb']:.2f} GB"
+        )
+        if args.keep and size == args.sizes[-1]:
+            print(f"   store kept in {cache}")
+        else:
+            shutil.rmtree(cache, ignore_errors=True)
+
+    print()
+    print("| runs | turns | score from empty (s) | peak RSS tree (GB) | warm leaderboard, JGA CI (s) | all CIs (s) |")
+    print("|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['runs']:,} | {r['turns']:,} | {r['score_s']:.1f} | {r['peak_gb']:.2f} | {r['board_s']:.2f} "
+            f"| {r['all_s']:.2f} |"
+        )
+    print("targets at 1,000 runs: score <= 180 s, peak RSS <= 3 GB, warm leaderboard <= 3 s")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
