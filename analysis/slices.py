@@ -51,6 +51,7 @@ __all__ = [
     "describe",
     "find_slices",
     "report_tables",
+    "searchable",
     "slice_turns",
     "training_values",
     "turn_features",
@@ -209,6 +210,18 @@ def turn_features(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
+def searchable(scored: Scored, train: Scored | None = None) -> list[str]:
+    """The names of the features `turn_features` gives this run (without computing them).
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> searchable(scored_from_states([{}], [{}]))[:3]
+    ['domains', 'turn depth', 'gold slots']
+    """
+    attributes = [c for c in views.attribute_columns(scored) if c not in NOT_ATTRIBUTES and c not in FEATURES]
+    names = [*FEATURES, *attributes, *[f for f in RUN_FIELDS if f not in attributes]]
+    return [*names, UNSEEN] if train is not None else names
+
+
 def _domain_sets(gold: pd.DataFrame) -> pd.Series:
     """Per turn (`tid`) with gold slots: its gold domains, sorted and joined with "+". Each distinct set is
     a bit mask of the domains, summed per turn, so only the distinct sets are joined as text."""
@@ -314,10 +327,13 @@ def find_slices(
     alpha: float = ALPHA,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    exclude: Sequence[str] = (),
 ) -> SliceReport:
     """The worst slices of a run (see the module's docstring): sliceline's `top` slices of at most
     `max_predicates` feature levels and at least `min_support` of the turns (a share, or a number of turns
     when >= 1; never fewer than `MIN_TURNS`), ranked by JGA gap, each with its dialogue-bootstrap interval.
+    `exclude` names features to leave out of the search (e.g. "previous turn", whose compounding errors
+    dominate most runs' worst slices).
 
     An empty run is an `InputError`; a run without an error, or whose features all have one level, gives
     no slice and says why in `note`.
@@ -335,7 +351,11 @@ def find_slices(
             f"min_support={min_support}, resamples={resamples})",
         )
     features = _memo_features(scored, train)
-    search, names, constant, grouped = _prepared(features)
+    known = list(features.columns[4:])
+    unknown = [name for name in exclude if name not in known]
+    if unknown:
+        raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
+    search, names, constant, grouped = _prepared(features.drop(columns=list(exclude)))
     correct = features["joint_correct"].to_numpy(dtype=bool)
     n_dialogues = int(features["dialogue_id"].nunique())
     jga = float(correct.mean())
@@ -346,6 +366,7 @@ def find_slices(
         "max_predicates": max_predicates,
         "min_support_turns": support,
         "alpha": alpha,
+        "excluded": list(exclude),
         "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
     }
     empty = pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).assign(predicates=pd.Series(dtype=object))

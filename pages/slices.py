@@ -19,8 +19,13 @@ training = ui.select(
     state="slices_train",
 )
 train = None if training == NO_TRAINING else training
+excluded = ui.multiselect(
+    "Leave out features (e.g. 'previous turn', whose compounding errors lead most runs' worst slices)",
+    ui.compute(slices.searchable, run, train),
+    state="slices_exclude",
+)
 try:
-    report = ui.compute(slices.find_slices, run, train)
+    report = ui.compute(slices.find_slices, run, train, exclude=tuple(excluded))
 except InputError as exc:
     st.error(ui.md(str(exc)))
     st.stop()
@@ -37,6 +42,8 @@ st.caption(
 st.caption(ui.md(f"Features searched: {', '.join(report.features) or 'none'}."))
 if report.constant:
     st.caption(ui.md(f"Left out, one level in this run: {', '.join(report.constant)}."))
+if excluded:
+    st.caption(ui.md(f"Left out as chosen: {', '.join(excluded)}."))
 if report.grouped:
     st.caption(ui.md(f"Rare levels grouped as '{slices.OTHER}': {', '.join(report.grouped)}."))
 

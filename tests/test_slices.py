@@ -248,6 +248,17 @@ def test_an_empty_run_is_bad_input_with_one_clear_message() -> None:
 def test_bad_settings_are_bad_input() -> None:
     with pytest.raises(InputError, match="slice search settings"):
         S.find_slices(planted(), alpha=0)
+    with pytest.raises(InputError, match=r"cannot leave out features \['colour'\]: the features are domains, "):
+        S.find_slices(planted(), exclude=["colour"])
+
+
+def test_a_left_out_feature_is_not_searched_and_the_next_slices_come_up() -> None:
+    scored = planted()
+    assert S.searchable(scored) == [*S.FEATURES, *S.RUN_FIELDS]
+    report = S.find_slices(scored, min_support=20, resamples=50, exclude=("domains",))
+    assert "domains" not in report.features and report.settings["excluded"] == ["domains"]
+    assert all("domains" not in p for row in report.slices["predicates"] for p, _ in row)
+    assert len(report.slices) > 0
 
 
 def test_a_run_without_errors_finds_no_slice_and_says_why() -> None:
@@ -290,6 +301,9 @@ def test_cli_prints_slices_as_text_and_json(tmp_path: Path, capsys) -> None:
     top = result["slices"][0]
     assert top["slice"] == "domains = taxi" and top["turns"] == 40 and top["dialogues"] == 10 and top["jga"] == 0
     assert top["predicates"] == [{"feature": "domains", "level": "taxi"}]
+    assert main(["slices", "--pred", str(pred), "--min-support", "20", "--exclude", "domains"]) == 0
+    out = capsys.readouterr().out
+    assert "left out as asked (--exclude): domains" in out and "domains =" not in out
 
 
 def test_cli_exit_codes(tmp_path: Path, capsys) -> None:

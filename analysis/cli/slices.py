@@ -1,7 +1,7 @@
 """The ``slices`` sub-command: the worst slices of one run over turn features (`analysis.slices`).
 
 ``python -m analysis slices --pred P [--gold G] [--train T] [--convention X] [--top 10] [--max-predicates 3]
-[--min-support 0.01] [--alpha 0.95] [--resamples 1000] [--seed 0] [--json]``
+[--min-support 0.01] [--alpha 0.95] [--resamples 1000] [--seed 0] [--exclude FEATURE ...] [--json]``
 
 sliceline searches the turn features (domain set, turn depth, gold slots, dontcare, new values said in the
 user turn, previous turn correct, dialogue attributes, and with ``--train`` values unseen in training) with
@@ -60,6 +60,13 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--alpha", type=float, default=S.ALPHA, help=f"sliceline's weight of error vs size ({S.ALPHA})")
     parser.add_argument("--resamples", type=int, default=S.RESAMPLES, help=f"bootstrap resamples ({S.RESAMPLES})")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampled dialogues (default 0)")
+    parser.add_argument(
+        "--exclude",
+        action="append",
+        default=[],
+        metavar="FEATURE",
+        help="leave a feature out of the search, e.g. --exclude 'previous turn' (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     parser.set_defaults(func=run)
 
@@ -73,6 +80,8 @@ def _text(report: Any) -> str:
         lines.append(f"left out (one level in this run): {', '.join(report.constant)}")
     if report.grouped:
         lines.append(f"rare levels grouped as '(other levels)': {', '.join(report.grouped)}")
+    if report.settings.get("excluded"):
+        lines.append(f"left out as asked (--exclude): {', '.join(report.settings['excluded'])}")
     settings = report.settings
     lines.append(
         f"search: {settings['method']}; top {settings['top']}, at most {settings['max_predicates']} feature levels, "
@@ -116,6 +125,7 @@ def run(args: argparse.Namespace) -> int:
         alpha=args.alpha,
         resamples=args.resamples,
         seed=args.seed,
+        exclude=tuple(args.exclude),
     )
     if args.json:
         print(json.dumps(report.to_dict(), ensure_ascii=False, indent=2))
