@@ -1,6 +1,14 @@
-"""Review: the queue of error turns not yet reviewed (or reviewed by others, not by me), progress, tag
-counts, agreement per tag between reviewers (Cohen's kappa for two, Krippendorff's alpha for more), and
-export/import of the annotations (each exported row with its gold, predicted value and outcome)."""
+"""Review: the queue of error episodes (an error carried over consecutive turns is one item, tagged as a
+whole: `analysis.review.analysis.error_episodes`) not yet reviewed (or reviewed by others, not by me), the
+gold -> predicted heatmap of the queue counted in episodes or turns (a cell lists its items), progress,
+tag counts, agreement per tag between reviewers (Cohen's kappa for two, Krippendorff's alpha for more),
+and export/import of the annotations (each exported row with its span, gold, predicted value and outcome).
+
+Live and fast: the queue (filters, heatmap, list, tag form) and the summaries below it are two fragments
+that rerun every `review.LIVE_S` seconds, reading only the store's change marker until it moves, so a
+colleague's tags appear without a click; a click in the queue (pick, tag, save, filter, cell) reruns only
+the queue's fragment, and what it computes from the annotations is reused while the marker and the
+filters stay the same (`review.memo`)."""
 
 # The agreement's packages, imported here only so that `ui.prefetch` (which imports what the pages import)
 # warms them in the background at server start: sklearn.metrics takes 1-3 s to import cold, which would
@@ -11,10 +19,20 @@ import streamlit as st
 
 import ui
 from analysis.review import figures as figures_review
-from analysis.review.analysis import RATING_DEFINITION, review_progress, review_queue, tag_agreement, tag_counts
+from analysis.review.analysis import (
+    RATING_DEFINITION,
+    UNITS,
+    confusion_counts,
+    review_progress,
+    review_queue,
+    tag_agreement,
+    tag_counts,
+)
 from analysis.review.store import StoreError
 from analysis.scoring import OUTCOMES
+from ui import errors as ui_errors
 from ui import review
+from ui.clicks import clickable_cells
 from ui.place import COLUMN_LABELS
 
 QUEUE_ROWS = 500
@@ -29,7 +47,7 @@ st.title("Review")
 runs = ui.need_runs()
 try:  # the database down or locked: one short message in place, and the page reloads when it is back
     store = review.store()
-    annotations = store.annotations() if store is not None else None
+    annotations = review.current_annotations(store)[0] if store is not None else None
 except StoreError as exc:
     review.unavailable(exc)
     st.stop()
@@ -45,118 +63,245 @@ head = st.columns([2, 3])
 who = review.reviewer_box(container=head[0])
 head[1].caption(f"Annotations: {ui.md(store.backend)} store · every value and comment below is shown as plain text")
 
-errors = ui.compute(review.review_errors, runs)
-choices = review.options(errors)
-filters = st.columns([2, 2, 2, 2, 2, 2])
-run_filter = ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)")
-domain = ui.select(
-    "Domain", ["", *choices["domain"]], state="review_domain", container=filters[1], format_func=lambda d: d or "(all)"
-)
-slot_names = review.options(errors, domain=domain or None)["slot"]
-slot = ui.select(
-    "Slot", ["", *slot_names], state="review_slot", container=filters[2], format_func=lambda s: s or "(all)"
-)
-outcome = ui.select(
-    "Outcome",
-    ["", *[o for o in OUTCOMES if o in choices["outcome"]]],
-    state="review_outcome",
-    container=filters[3],
-    format_func=lambda o: COLUMN_LABELS.get(o, o.replace("_", " ")) if o else "(all errors)",
-)
-tag = ui.select("Tag", ["", *store.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)")
-status = ui.select(
-    "Status",
-    list(STATUS_LABELS),
-    state="review_status",
-    container=filters[5],
-    format_func=lambda s: STATUS_LABELS.get(s, s),
-    help="'reviewed by others, not by me' is the queue of a second opinion (your name above is 'me'); "
-    "a tag filter shows reviewed items only",
-)
-if tag and status not in ("reviewed", "by-others"):
-    status = "reviewed"
+error_turns = ui.compute(review.review_errors, runs)  # one row per error turn (slot row)
+episodes = ui.compute(review.review_episodes, runs)  # one row per error episode: the review items
+choices = review.options(error_turns)
+convention = ui.get("convention", "declared")
 
-queue = review_queue(
-    errors,
-    annotations,
-    run_id=run_filter or None,
-    domain=domain or None,
-    slot=slot or None,
-    outcome=outcome or None,
-    tag=tag or None,
-    status=status,
-    me=who,
-)
-progress = review_progress(errors, annotations)
-by_run = review_progress(errors, annotations, by="run_id")
 
-# --- show -----------------------------------------------------------------------------------------
-counts = st.columns(4)
-counts[0].metric("Reviewed errors", f"{int(progress['n_reviewed'].iloc[0]):,} / {int(progress['n_errors'].iloc[0]):,}")
-share = float(progress["share_reviewed"].iloc[0])
-counts[1].metric("Share reviewed", "n/a" if share != share else f"{share:.1%}")
-counts[2].metric("Tagged gold annotation error", f"{int(progress['n_gold_errors'].iloc[0]):,}")
-counts[3].metric("Annotations in the store", f"{len(annotations):,}")
-st.caption(
-    f"Errors are the wrong, missed and spurious slots of the {len(runs)} selected run(s), each under "
-    f"{'its declared convention' if ui.get('convention', 'declared') == 'declared' else ui.md(ui.get('convention'))}. "
-    "An error counts as reviewed when any reviewer tagged its slot or its whole turn."
-)
+def _unavailable(exc: StoreError) -> None:
+    st.warning(
+        f"{exc}; showing nothing until it answers (checked every {review.LIVE_S} s).", icon=":material/cloud_off:"
+    )
 
-st.subheader("Queue")
-shown = figures_review.queue_table(queue, limit=QUEUE_ROWS)
-st.caption(
-    f"{len(queue):,} error item(s) match ({STATUS_LABELS[status]}{', tagged ' + ui.md(tag) if tag else ''})"
-    + (f"; the first {QUEUE_ROWS} are listed" if len(queue) > QUEUE_ROWS else "")
-    + " · pick a row to tag it or open it in the dialogue viewer"
-)
-if status == "by-others" and not who:
-    st.info("Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:")
-picked = ui.show_table(
-    shown,
-    key="review_queue",
-    name="review queue",
-    select=True,
-    height=320,
-    columns=["run_id", "dialogue_id", "turn_index", "slot_name", "outcome", "gold", "predicted", "tags", "reviewers"],
-)
-if picked is not None:
-    ui.put(review_item=picked)
-current = ui.get("review_item")
-if current is None and len(shown):
-    current = {str(k): v for k, v in shown.iloc[0].to_dict().items()}
-if current is not None:
-    item = review.item_of(current)
-    left, right = st.columns([3, 1])
-    with left:
-        review.tag_form(item, key="review_tag_form", ask_reviewer=False)
-    with right:
-        st.text(f"gold: {current['gold']}\npredicted: {current['predicted']}\noutcome: {current['outcome']}")
-        if st.button("Open in dialogue viewer", key="review_open", icon=":material/forum:"):
-            ui.open_dialogue(
-                str(current["run_id"]), str(current["dialogue_id"]), int(current["turn_index"]), current["slot_name"]
+
+@st.fragment(run_every=review.LIVE_S)
+@ui_errors.in_place("the review queue")
+def queue_panel() -> None:
+    """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, and every
+    LIVE_S seconds (cheap while the store's change marker has not moved)."""
+    try:
+        annotations, marker = review.current_annotations(store)
+    except StoreError as exc:
+        _unavailable(exc)
+        return
+    filters = st.columns([2, 2, 2, 2, 2, 2])
+    run_filter = ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)")
+    domain = ui.select(
+        "Domain",
+        ["", *choices["domain"]],
+        state="review_domain",
+        container=filters[1],
+        format_func=lambda d: d or "(all)",
+    )
+    slot_names = review.options(error_turns, domain=domain or None)["slot"]
+    slot = ui.select(
+        "Slot", ["", *slot_names], state="review_slot", container=filters[2], format_func=lambda s: s or "(all)"
+    )
+    outcome = ui.select(
+        "Outcome",
+        ["", *[o for o in OUTCOMES if o in choices["outcome"]]],
+        state="review_outcome",
+        container=filters[3],
+        format_func=lambda o: COLUMN_LABELS.get(o, o.replace("_", " ")) if o else "(all errors)",
+    )
+    tag = ui.select(
+        "Tag", ["", *store.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)"
+    )
+    status = ui.select(
+        "Status",
+        list(STATUS_LABELS),
+        state="review_status",
+        container=filters[5],
+        format_func=lambda s: STATUS_LABELS.get(s, s),
+        help="'reviewed by others, not by me' is the queue of a second opinion (your name above is 'me'); "
+        "a tag filter shows reviewed items only",
+    )
+    if tag and status not in ("reviewed", "by-others"):
+        status = "reviewed"
+    me = review.reviewer()
+    wanted = {
+        "run_id": run_filter or None,
+        "domain": domain or None,
+        "slot": slot or None,
+        "outcome": outcome or None,
+        "tag": tag or None,
+        "status": status,
+        "me": me,
+    }
+    # Computed once per (runs, convention, annotations, filters): a tick with nothing new only redraws.
+    base = (tuple(runs), convention, marker, tuple(wanted.items()))
+    queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
+    progress = review.memo(
+        "progress",
+        (tuple(runs), convention, marker),
+        lambda: (review_progress(error_turns, annotations), review_progress(episodes, annotations)),
+    )
+
+    turns_done, episodes_done = progress
+    counts = st.columns(5)
+    counts[0].metric(
+        "Reviewed episodes",
+        f"{int(episodes_done['n_reviewed'].iloc[0]):,} / {int(episodes_done['n_errors'].iloc[0]):,}",
+        help="an error carried over consecutive turns (same slot, gold and predicted value) is one episode",
+    )
+    counts[1].metric(
+        "Reviewed errors",
+        f"{int(turns_done['n_reviewed'].iloc[0]):,} / {int(turns_done['n_errors'].iloc[0]):,}",
+        help="error turns (slot rows); tagging an episode reviews all of its turns",
+    )
+    share = float(turns_done["share_reviewed"].iloc[0])
+    counts[2].metric("Share reviewed", "n/a" if share != share else f"{share:.1%}")
+    counts[3].metric("Tagged gold annotation error", f"{int(episodes_done['n_gold_errors'].iloc[0]):,}")
+    counts[4].metric("Annotations in the store", f"{len(annotations):,}")
+    st.caption(
+        f"Errors are the wrong, missed and spurious slots of the {len(runs)} selected run(s), each under "
+        f"{'its declared convention' if convention == 'declared' else ui.md(convention)}. "
+        "An episode is one error carried over consecutive turns of a dialogue (same run and slot, same gold "
+        "value, predicted value and outcome); a correct turn or a change of either value ends it. An error "
+        "counts as reviewed when a reviewer tagged a turn of it: its slot or its whole turn."
+    )
+
+    st.subheader("Queue")
+    unit = ui.select(
+        "Count the heatmap in",
+        list(UNITS),
+        state="review_unit",
+        format_func=lambda u: "episodes" if u == "episodes" else "turns (every turn of an episode)",
+        help="a cell lists the same items either way: its episodes, whose turn counts add up to the cell in turns",
+    )
+    cells = review.memo("cells", (base, unit), lambda: confusion_counts(queue, unit=unit))
+    clicked = ui.show_figure(
+        clickable_cells(ui.figure(figures_review.confusion_heatmap, cells, unit=unit)),
+        key="review_confusion",
+        name="review confusions",
+        select=True,
+    )
+    if clicked and "x" in clicked[0] and "y" in clicked[0]:
+        cell = cells[(cells["row"] == str(clicked[0]["y"])) & (cells["predicted"] == str(clicked[0]["x"]))]
+        if len(cell):
+            ui.put(review_cell=tuple(str(cell.iloc[0][c]) for c in ("domain", "slot", "gold", "predicted")))
+    confusion = ui.get("review_cell")
+    listed = queue
+    if confusion is not None:
+        listed = review.memo(
+            "cell", (base, confusion), lambda: review_queue(queue, annotations, status="all", confusion=confusion)
+        )
+        domain_, slot_, gold_, predicted_ = confusion
+        st.text(
+            f"The cell {domain_}-{slot_}: gold {gold_} → predicted {predicted_}: {len(listed):,} episode(s), "
+            f"{int(listed['n_turns'].sum()) if len(listed) else 0:,} turn(s)"
+        )
+        st.button("Show the whole queue", key="review_all_cells", on_click=ui.put, kwargs={"review_cell": None})
+    shown = figures_review.queue_table(listed, limit=QUEUE_ROWS)
+    n_turns = int(listed["n_turns"].sum()) if len(listed) else 0
+    st.caption(
+        f"{len(listed):,} error episode(s) match, {n_turns:,} turn(s) "
+        f"({STATUS_LABELS[status]}{', tagged ' + ui.md(tag) if tag else ''})"
+        + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
+        + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
+    )
+    if status == "by-others" and not me:
+        st.info(
+            "Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:"
+        )
+    picked = ui.show_table(
+        shown,
+        key=f"review_queue_{marker[0]}",  # a new list when the store changed: no stale row selection
+        name="review queue",
+        select=True,
+        height=320,
+        columns=[
+            "run_id",
+            "dialogue_id",
+            "turn_index",
+            "n_turns",
+            "last_turn",
+            "slot_name",
+            "outcome",
+            "gold",
+            "predicted",
+            "tags",
+            "reviewers",
+        ],
+    )
+    if picked is not None:
+        ui.put(review_item=picked)
+    current = ui.get("review_item")
+    if current is None and len(shown):
+        current = {str(k): v for k, v in shown.iloc[0].to_dict().items()}
+    if current is not None:
+        item = review.item_of(current)
+        left, right = st.columns([3, 1])
+        with left:
+            review.tag_form(item, key="review_tag_form", ask_reviewer=False, frame=annotations, scope="fragment")
+        with right:
+            span = item.span()
+            turns = (
+                f"turn {item.turn_index}"
+                if span["n_turns"] == 1
+                else f"turns {item.turn_index}–{span['last_turn']} ({span['n_turns']} turns)"
             )
+            st.text(
+                f"{turns}\ngold: {current['gold']}\npredicted: {current['predicted']}\noutcome: {current['outcome']}"
+            )
+            if st.button("Open in dialogue viewer", key="review_open", icon=":material/forum:"):
+                ui.open_dialogue(
+                    str(current["run_id"]),
+                    str(current["dialogue_id"]),
+                    int(current["turn_index"]),
+                    current["slot_name"],
+                )
+    st.caption(f"Live: checks the annotation store every {review.LIVE_S} s; a colleague's tags appear by themselves.")
+    ui.update_link("review")
 
-st.subheader("Tags by domain and slot")
-group_by = ui.select("Count per", ["domain", "slot"], state="review_group_by", format_func=str)
-ui.show_figure(
-    figures_review.tag_counts_bar(tag_counts(annotations, by=("domain", "slot")), by=group_by),
-    key="review_tag_counts",
-    name="tag counts",
-)
-st.caption("Progress per run")
-ui.show_table(by_run, key="review_progress", name="review progress per run")
 
-st.subheader("Agreement per tag")
-reviewers = sorted(set(annotations["reviewer"]))
-if len(reviewers) < 2:
-    st.info("Agreement needs annotations from two reviewers on the same items.")
-else:
+queue_panel()
+
+
+@st.fragment(run_every=review.LIVE_S)
+@ui_errors.in_place("the review summaries")
+def summary_panel() -> None:
+    """Tag counts, progress per run and agreement: live like the queue, recomputed only on a change."""
+    try:
+        annotations, marker = review.current_annotations(store)
+    except StoreError as exc:
+        _unavailable(exc)
+        return
+    st.subheader("Tags by domain and slot")
+    group_by = ui.select("Count per", ["domain", "slot"], state="review_group_by", format_func=str)
+    counted = review.memo("tag_counts", marker, lambda: tag_counts(annotations, by=("domain", "slot")))
+    ui.show_figure(
+        ui.figure(figures_review.tag_counts_bar, counted, by=group_by),
+        key="review_tag_counts",
+        name="tag counts",
+    )
+    st.caption("Progress per run (errors: error turns; episodes: review items)")
+
+    def per_run():
+        turns = review_progress(error_turns, annotations, by="run_id")
+        spans = review_progress(episodes, annotations, by="run_id")
+        return turns.merge(
+            spans[["run_id", "n_errors", "n_reviewed"]].rename(
+                columns={"n_errors": "episodes", "n_reviewed": "episodes reviewed"}
+            ),
+            on="run_id",
+            how="left",
+        )
+
+    by_run = review.memo("by_run", (tuple(runs), convention, marker), per_run)
+    ui.show_table(by_run, key="review_progress", name="review progress per run")
+
+    st.subheader("Agreement per tag")
+    reviewers = sorted(set(annotations["reviewer"]))
+    if len(reviewers) < 2:
+        st.info("Agreement needs annotations from two reviewers on the same items.")
+        return
     chosen = ui.multiselect("Reviewers", reviewers, state="review_reviewers", placeholder="(all reviewers)")
     if len(chosen) == 1:
         st.info("Agreement needs two reviewers or more: all reviewers are compared.")
     names = chosen if len(chosen) >= 2 else reviewers
-    agreement = tag_agreement(annotations, names)
+    agreement = review.memo("agreement", (marker, tuple(names)), lambda: tag_agreement(annotations, names))
     overall = agreement.per_tag.iloc[-1]
     stats = st.columns(4)
     stats[0].metric(agreement.statistic, "n/a" if overall["value"] != overall["value"] else f"{overall['value']:.3f}")
@@ -173,6 +318,9 @@ else:
     disagreements = figures_review.reviewer_disagreement_table(agreement)
     st.caption(f"{len(disagreements):,} item(s) tagged differently: who annotated each and the tags each gave")
     ui.show_table(disagreements, key="review_disagreements", name="disagreements between reviewers")
+
+
+summary_panel()
 
 st.subheader("Export and import")
 scoreds = review.scored_runs(runs)
@@ -208,7 +356,8 @@ result = st.session_state.pop("review_import_result", None)
 if result:
     (st.success if result[0] == "ok" else st.error)(result[1])
 st.caption(
-    "Each exported row carries the item (run, dialogue, turn, domain, slot), its convention, outcome, gold "
+    "Each exported row carries the item (run, dialogue, turn, domain, slot), its span (an episode's last turn "
+    "and number of turns; a turn item: its own turn, 1), its convention, outcome, gold "
     "and predicted value from the selected runs under the convention in force (empty for an item of no run "
     "or of a run not selected; a whole-turn item: the turn's joint outcome and states), and the reviewer, "
     "tags, comment, times and version. Import reads the stored columns back (the context is recomputed, not "

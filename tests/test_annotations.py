@@ -294,7 +294,9 @@ def test_import_rejects_bad_rows_naming_file_and_row(store: AnnotationStore, tmp
 
 
 def test_fresh_database_is_at_the_latest_schema(store: AnnotationStore) -> None:
-    assert store.schema_version() == SCHEMA_VERSION == 2
+    assert store.schema_version() == SCHEMA_VERSION == 3
+    columns = {c["name"] for c in inspect(store.engine).get_columns("annotations")}
+    assert {"last_turn", "n_turns"} <= columns
     tables = set(inspect(store.engine).get_table_names())
     assert {"annotations", "annotation_events", "annotation_schema_migrations"} <= tables
 
@@ -318,13 +320,17 @@ def test_version_1_database_is_upgraded(tmp_path: Path) -> None:
     assert "version" not in columns
     engine.dispose()
     with AnnotationStore(url) as upgraded:
-        assert upgraded.schema_version() == 2
+        assert upgraded.schema_version() == 3
         rows = upgraded.annotations()
         assert rows[["comment", "version"]].to_dict("records") == [{"comment": "old", "version": 1}]
+        # an old row has no span: it reads as a one-turn episode (migration 3 fills it)
+        assert rows[["turn_index", "last_turn", "n_turns"]].to_dict("records") == [
+            {"turn_index": 0, "last_turn": 0, "n_turns": 1}
+        ]
         assert upgraded.events()["action"].tolist() == ["migrated"]
         assert upgraded.annotate(_item(0), ["wrong value"], "new", reviewer="ana") == 2
     with AnnotationStore(url) as reopened:  # opening again applies nothing twice
-        assert reopened.schema_version() == 2
+        assert reopened.schema_version() == 3
         assert len(reopened.events()) == 2
 
 

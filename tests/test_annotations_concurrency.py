@@ -201,7 +201,7 @@ def pg_url(postgres_server: str) -> str:
 
 def test_postgres_store_round_trip(pg_url: str, tmp_path: Path) -> None:
     with AnnotationStore(pg_url) as store:
-        assert store.backend == "postgresql" and store.schema_version() == 2
+        assert store.backend == "postgresql" and store.schema_version() == 3
         assert store.annotate(SHARED_ITEM, ["wrong value"], "中文 <b>", reviewer="ana") == 1
         assert store.annotate(SHARED_ITEM, ["other", "coreference"], "again", reviewer="ana") == 2
         rows = store.annotations()

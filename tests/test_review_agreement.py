@@ -15,6 +15,7 @@ from analysis.review import (
     AnnotationStore,
     Item,
     cohens_kappa,
+    error_episodes,
     error_items,
     review_queue,
     tag_agreement,
@@ -212,10 +213,11 @@ def _table(at, column: str) -> pd.DataFrame:
 
 @demo
 def test_review_page_shows_agreement_per_tag_and_the_second_opinion_queue(annotations_url: str) -> None:
-    errors = _demo_errors().head(6)
+    errors = error_episodes(_demo_errors()).head(6)  # the page's items: episodes, tagged with their span
     store = AnnotationStore(annotations_url)
     for n, row in enumerate(errors.itertuples()):
-        item = Item(row.dataset, row.dialogue_id, row.turn_index, domain=row.domain, slot=row.slot, run_id=row.run_id)
+        item = Item(row.dataset, row.dialogue_id, row.turn_index, domain=row.domain, slot=row.slot, run_id=row.run_id,
+                    last_turn=row.last_turn, n_turns=row.n_turns)  # fmt: skip
         store.annotate(item, [WV], reviewer="ana")
         store.annotate(item, [WV if n % 3 else OTHER], reviewer="bo")
         if n < 4:
@@ -237,12 +239,12 @@ def test_review_page_shows_agreement_per_tag_and_the_second_opinion_queue(annota
     assert any(text.startswith("ana: wrong value | bo: other") for text in listed["their tags"])
     assert any("A rating is one reviewer's yes/no on one tag of one item" in c.value for c in at.caption)
     # The queue: every item is ana's, so "reviewed by others, not by me" is empty for her ...
-    assert any("0 error item(s) match (reviewed by others, not by me)" in c.value for c in at.caption)
+    assert any("0 error episode(s) match, 0 turn(s) (reviewed by others, not by me)" in c.value for c in at.caption)
 
     # ... and holds the six items for dee, who has reviewed nothing; two reviewers: Cohen's kappa.
     at = _opened(reviewer="dee", review_status="by-others", review_reviewers=["ana", "bo"])
     queue = review_queue(errors, annotations, status="by-others", me="dee")
-    assert any(f"{len(queue)} error item(s) match (reviewed by others" in c.value for c in at.caption)
+    assert any(f"{len(queue)} error episode(s) match" in c.value for c in at.caption)
     assert len(queue) == 6
     pair = tag_agreement(annotations, ["ana", "bo"])
     kappa = next(m for m in at.metric if m.label == "Cohen's kappa")

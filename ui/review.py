@@ -6,6 +6,12 @@ A page tags an item with three lines::
     from analysis.review.items import Item
     from ui import review
     review.tag_form(Item(dataset, dialogue_id, turn, domain=d, slot=s, run_id=run), key="dialogue_tag")
+
+Live review: `current_annotations` reads the store's change marker (`AnnotationStore.change_marker`, one
+aggregate query) and reads the annotations again only when it moved, keeping the frame per session; the
+Review page calls it from fragments that rerun every `LIVE_S` seconds, so a colleague's tags show within
+`LIVE_S` plus one rerun without a click, and everything computed from the annotations is reused (keyed by
+the marker) while nothing changed.
 """
 
 from __future__ import annotations
@@ -20,14 +26,16 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.outcomes import ERROR_OUTCOMES
-from analysis.review.analysis import annotation_context, error_items
-from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, taxonomy
+from analysis.review.analysis import annotation_context, error_episodes, error_items
+from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, _check_reviewer, taxonomy
 from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
 from analysis.scoring import Scored
 from ui.text import md
 
 REVIEWER = "reviewer"
 POLL_S = 5  # while the database is unreachable, the Review page checks it this often and reloads when back
+LIVE_S = 2  # the Review page's queue and summaries check the store's change marker this often
+_SEEN = "_review_annotations"  # session state: {store url: (marker, annotations frame)}
 
 
 # --- the store ------------------------------------------------------------------------------------
@@ -77,6 +85,30 @@ def _wait_for_store() -> None:
     st.rerun(scope="app")
 
 
+def current_annotations(annotations: AnnotationStore) -> tuple[pd.DataFrame, tuple[int, int]]:
+    """The store's annotations and its change marker: the frame this session read last while the marker
+    has not moved (one aggregate query), else read again. Raises `StoreError` when the database fails."""
+    marker = annotations.change_marker()
+    seen = st.session_state.setdefault(_SEEN, {})
+    known = seen.get(annotations.url)
+    if known is not None and known[0] == marker:
+        return known[1], marker
+    frame = annotations.annotations()
+    seen[annotations.url] = (marker, frame)
+    return frame, marker
+
+
+def memo(name: str, key: Any, make: Any) -> Any:
+    """`make()` once per `key` in this session (the last key per `name` only): what the Review page
+    computes from the annotations, reused while the change marker and the filters stay the same."""
+    slot = st.session_state.setdefault("_review_memo", {})
+    if name in slot and slot[name][0] == key:
+        return slot[name][1]
+    value = make()
+    slot[name] = (key, value)
+    return value
+
+
 # --- the reviewer ---------------------------------------------------------------------------------
 
 
@@ -108,9 +140,11 @@ def reviewer_box(*, key: str = "w_reviewer", container: Any = None) -> str:
 # --- tagging --------------------------------------------------------------------------------------
 
 
-def _current(annotations: AnnotationStore, item: Item, who: str) -> tuple[list[str], str]:
-    """This reviewer's tags and comment on the item, if any."""
-    mine = annotations.annotations(reviewer=who)
+def _current(annotations: AnnotationStore, item: Item, who: str, frame: pd.DataFrame | None) -> tuple[list[str], str]:
+    """This reviewer's tags and comment on the item, if any (from `frame`, the store's annotations as the
+    page read them, else from the store)."""
+    # From the frame, the name is checked as the store checks it (a refused name: the form says so).
+    mine = annotations.annotations(reviewer=who) if frame is None else frame[frame["reviewer"] == _check_reviewer(who)]
     row = mine[mine["item_key"] == item.key]
     if row.empty:
         return [], ""
@@ -120,20 +154,30 @@ def _current(annotations: AnnotationStore, item: Item, who: str) -> tuple[list[s
 def _describe(item: Item) -> str:
     slot = f" · slot {item.domain}-{item.slot}" if item.slot else " · whole turn"
     run = f" · run {item.run_id}" if item.run_id else ""
-    return f"{item.dataset or 'dataset ?'} · dialogue {item.dialogue_id} · turn {item.turn_index}{slot}{run}"
+    span = item.span()
+    turns = (
+        f"turn {item.turn_index}"
+        if span["n_turns"] == 1
+        else f"turns {item.turn_index}–{span['last_turn']} ({span['n_turns']} turns)"
+    )
+    return f"{item.dataset or 'dataset ?'} · dialogue {item.dialogue_id} · {turns}{slot}{run}"
 
 
-def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
-    """A compact form to tag one item: taxonomy tags, a comment, save. Disabled (with a message) until
-    a reviewer name is set; `ask_reviewer` shows the name box here when none is set yet. Saving no
-    tags removes this reviewer's annotation of the item. Text is shown as text, never as HTML."""
+def tag_form(
+    item: Item, *, key: str, ask_reviewer: bool = True, frame: pd.DataFrame | None = None, scope: str = "app"
+) -> None:
+    """A compact form to tag one item (an episode's tags go to its whole span): taxonomy tags, a comment,
+    save. Disabled (with a message) until a reviewer name is set; `ask_reviewer` shows the name box here
+    when none is set yet. Saving no tags removes this reviewer's annotation of the item. Text is shown as
+    text, never as HTML. `frame`: the annotations the page read already (no second query); `scope`: what a
+    save reruns (`fragment` inside an `st.fragment`: only that part of the page)."""
     try:
         annotations = store()
         if annotations is None:
             st.info("Open a workspace to tag items.")
             return
         who = reviewer()
-        tags, comment = _current(annotations, item, who) if who else ([], "")
+        tags, comment = _current(annotations, item, who, frame) if who else ([], "")
     except (StoreError, ValueError) as exc:  # the database down, or a reviewer name it refuses
         st.warning(f"Tagging is unavailable: {exc}.", icon=":material/cloud_off:")
         return
@@ -157,7 +201,16 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True) -> None:
         (st.success if kind == "ok" else st.error)(md(text))
     if submitted and who:
         st.session_state[f"{key}_message"] = save(annotations, item, chosen, note, who)
-        st.rerun()
+        _rerun(scope)
+
+
+def _rerun(scope: str) -> None:
+    """Rerun the fragment (during a fragment's own rerun, e.g. after a click in it) or else the app."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    ctx = get_script_run_ctx()
+    in_fragment = scope == "fragment" and ctx is not None and bool(getattr(ctx, "fragment_ids_this_run", None))
+    st.rerun(scope="fragment" if in_fragment else "app")
 
 
 def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str, who: str) -> tuple[str, str]:
@@ -177,7 +230,8 @@ def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str
 
 
 def item_of(row: dict[str, Any]) -> Item:
-    """The `Item` of a queue row (`analysis.review.figures.queue_table`)."""
+    """The `Item` of a queue row (`analysis.review.figures.queue_table`): an episode with its span."""
+    span = {c: int(row[c]) for c in ("last_turn", "n_turns") if row.get(c) is not None}
     return Item(
         str(row["dataset"]),
         str(row["dialogue_id"]),
@@ -185,6 +239,7 @@ def item_of(row: dict[str, Any]) -> Item:
         domain=str(row["domain"]),
         slot=str(row["slot"]),
         run_id=str(row["run_id"]),
+        **span,
     )
 
 
@@ -198,9 +253,16 @@ def review_errors(scoreds: list[Scored]) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True) if frames else error_items_empty()
 
 
+def review_episodes(scoreds: list[Scored]) -> pd.DataFrame:
+    """The error episodes of several scored runs (`analysis.review.analysis.error_episodes`), one frame;
+    through `ui.compute(review_episodes, runs)`, cached like `review_errors`."""
+    return error_episodes(review_errors(scoreds))
+
+
 def error_items_empty() -> pd.DataFrame:
-    columns = ["run_id", "dataset", "dialogue_id", "turn_index", "domain", "slot", "outcome"]
-    return pd.DataFrame({c: pd.Series([], dtype="int64" if c == "turn_index" else "str") for c in columns})
+    columns = ["run_id", "dataset", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display",
+               "pred_display", "item_key", "tid"]  # fmt: skip
+    return pd.DataFrame({c: pd.Series([], dtype="int64" if c in ("turn_index", "tid") else "str") for c in columns})
 
 
 def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, list[str]]:

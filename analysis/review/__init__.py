@@ -6,7 +6,8 @@ By stage:
   taxonomy, and the checks every value passes before it is written (`InvalidAnnotation`);
 * `analysis.review.store`: `AnnotationStore` in any SQLAlchemy database, its errors (`StoreError`,
   `StoreUnavailable`, `StoreLocked`), migrations, retries, and CSV/JSON export and import;
-* `analysis.review.analysis`: `error_items`, `review_queue`, `review_progress`, `tag_counts`,
+* `analysis.review.analysis`: `error_items`, `error_episodes` (an error carried over consecutive turns as
+  one item), `episode_turns`, `confusion_counts`, `review_queue`, `review_progress`, `tag_counts`,
   `cohens_kappa`, `tag_agreement` (per tag: Cohen's kappa or Krippendorff's alpha), `annotation_context`
   (gold, predicted and outcome of annotated items, for the export);
 * `analysis.review.figures`: their figures and display tables.
@@ -33,6 +34,9 @@ if TYPE_CHECKING:
         TagAgreement,
         annotation_context,
         cohens_kappa,
+        confusion_counts,
+        episode_turns,
+        error_episodes,
         error_items,
         review_progress,
         review_queue,
@@ -49,6 +53,7 @@ if TYPE_CHECKING:
         MAX_REVIEWER,
         MAX_TAG,
         MAX_TURN_INDEX,
+        SPAN_COLUMNS,
         InvalidAnnotation,
         Item,
         item_key,
@@ -95,6 +100,7 @@ __all__ = [
     "MIGRATIONS",
     "RATING_DEFINITION",
     "SCHEMA_VERSION",
+    "SPAN_COLUMNS",
     "TAG_SEPARATOR",
     "Agreement",
     "AnnotationStore",
@@ -108,7 +114,10 @@ __all__ = [
     "annotations_csv",
     "annotations_json",
     "cohens_kappa",
+    "confusion_counts",
     "default_url",
+    "episode_turns",
+    "error_episodes",
     "error_items",
     "item_key",
     "item_keys",
@@ -130,6 +139,7 @@ _ITEMS = (
     "MAX_REVIEWER",
     "MAX_TAG",
     "MAX_TURN_INDEX",
+    "SPAN_COLUMNS",
     "InvalidAnnotation",
     "Item",
     "item_key",
@@ -144,6 +154,9 @@ _ANALYSIS = (
     "TagAgreement",
     "annotation_context",
     "cohens_kappa",
+    "confusion_counts",
+    "episode_turns",
+    "error_episodes",
     "error_items",
     "review_progress",
     "review_queue",

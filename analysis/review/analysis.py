@@ -5,8 +5,21 @@ scikit-learn and krippendorff, `tag_agreement`), and the run context of annotati
 
 Every function takes the annotations as an `AnnotationStore` (`analysis.review.store`) or as the frame
 its `annotations()` returns, so a page that has read the store once passes the frame on. An item counts
-as reviewed when an annotation covers it: same dataset, dialogue and turn; same slot or a turn-level
-annotation; same run or a run-independent annotation (keys: `analysis.review.items.item_keys`).
+as reviewed when an annotation covers it: same dataset and dialogue; same slot or a turn-level
+annotation; same run or a run-independent annotation; and turns that overlap (an annotation covers the
+turns of its span, from `turn_index` to `last_turn`; an item, a turn or an episode, covers its own).
+
+Error episodes (`error_episodes`): an error carried over several turns is one review item. Definition:
+the error rows (`error_items`) of one run, dialogue and slot (domain + slot) on *consecutive* turns (the
+run's scored turns of the dialogue in order: `tid` differs by one, so a turn the run did not score does
+not break an episode) with the *same error*: the same gold value, the same predicted value (as the files
+write them; absent is a value of its own) and the same outcome. Any change ends the episode and starts a
+new one: a correct turn (or a turn where the slot is absent on both sides) in between, a new predicted
+value, or a new gold value. So a wrong value the tracker carries over while the gold changes (the user
+asked for something else and the tracker kept the old value) is a new episode: it is another confusion
+(another cell of the gold -> predicted heatmap), and reviewers tag it differently (a missed update, not
+the first wrong value). An episode is keyed by its first turn (`item_key` of that turn, so a one-turn
+episode is the old turn item) and carries its span: `last_turn` (turn index) and `n_turns`.
 """
 
 from __future__ import annotations
@@ -33,28 +46,114 @@ def _as_frame(annotations: AnnotationStore | pd.DataFrame) -> pd.DataFrame:
 
 
 def error_items(scored: Scored, *, outcomes: Sequence[str] = ERROR_OUTCOMES) -> pd.DataFrame:
-    """The slot errors of a `Scored` as review items: run_id, dataset (from the run's meta), dialogue_id,
-    turn_index, domain, slot, outcome, gold/pred display values and `item_key` (slot + run grain)."""
+    """The slot errors of a `Scored` as review items, one per error turn: run_id, dataset (from the run's
+    meta), dialogue_id, turn_index, domain, slot, outcome, gold/pred display values, `item_key` (slot +
+    run grain) and `tid` (the turn's row in the run: consecutive turns of a dialogue differ by one)."""
     slots = scored.slots
     datasets = {m.run_id: m.dataset for m in scored.metas}
     errors = slots[slots["outcome"].isin(list(outcomes))]
     keep = ["run_id", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display", "pred_display"]
-    errors = errors[keep].reset_index(drop=True)
+    errors = errors[[*keep, "tid"]].reset_index(drop=True)
     errors.insert(1, "dataset", errors["run_id"].map(datasets).astype("str"))
     errors["item_key"] = item_keys(errors)
-    return errors
+    return errors[[*keep[:1], "dataset", *keep[1:], "item_key", "tid"]]
+
+
+_ABSENT = "\x00absent"  # a missing gold or predicted value, as compared between turns (never a real value)
+
+
+def _episodes_sorted(errors: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """The error rows in (run, dialogue, slot, turn) order and, in that order, whether each row starts an
+    episode (module docstring): one stable sort and shifted comparisons, no loop over turns. Consecutive
+    turns are told by `tid` (`turn_index` when absent)."""
+    step = "tid" if "tid" in errors.columns else "turn_index"
+    group = ["run_id", "dialogue_id", "domain", "slot"]
+    columns = [*group, "gold_display", "pred_display", "outcome"]
+    frame = pd.DataFrame({c: errors[c].astype("str").fillna(_ABSENT).to_numpy() for c in columns})
+    frame["_step"] = errors[step].to_numpy(dtype="int64")
+    order = frame.sort_values([*group, "_step"], kind="stable").index.to_numpy()
+    same = np.ones(len(order), dtype=bool)
+    for column in columns:
+        array = frame[column].to_numpy()[order]
+        same[1:] &= array[1:] == array[:-1]
+    steps = frame["_step"].to_numpy()[order]
+    same[1:] &= steps[1:] == steps[:-1] + 1
+    same[:1] = False
+    return order, ~same
+
+
+def error_episodes(errors: pd.DataFrame) -> pd.DataFrame:
+    """The error turns of `error_items` (one or several runs) grouped into episodes (module docstring):
+    one row per episode, in the order of its first turn in `errors`, with the first turn's columns (its
+    `item_key` is the episode's key), `last_turn` (turn index of its last turn), `n_turns` and `episode`
+    (its number, as `episode_turns` gives it to each turn).
+
+    >>> errors = pd.DataFrame({"run_id": "r", "dataset": "d", "dialogue_id": "x", "turn_index": [1, 2, 3, 5],
+    ...     "domain": "hotel", "slot": "area", "outcome": "wrong_value", "gold_display": ["n", "n", "s", "s"],
+    ...     "pred_display": "e"})
+    >>> error_episodes(errors)[["turn_index", "last_turn", "n_turns"]].values.tolist()
+    [[1, 2, 2], [3, 3, 1], [5, 5, 1]]
+    """
+    order, starts = _episodes_sorted(errors)
+    begin = np.flatnonzero(starts)
+    end = np.append(begin[1:], len(order))[: len(begin)] - 1
+    first, last = order[begin], order[end]
+    number = np.arange(1, len(begin) + 1, dtype="int64")  # as `episode_turns` numbers them
+    by_row = np.argsort(first, kind="stable")
+    out = errors.iloc[first[by_row]].reset_index(drop=True)
+    out["last_turn"] = errors["turn_index"].to_numpy(dtype="int64")[last[by_row]]
+    out["n_turns"] = (end - begin + 1)[by_row].astype("int64")
+    out["episode"] = number[by_row]
+    return out
+
+
+def episode_turns(errors: pd.DataFrame) -> pd.DataFrame:
+    """The error turns of `errors`, each with `episode` (its episode's number, as in `error_episodes`)
+    and `episode_key` (its episode's `item_key`, the first turn's): what an episode stands for."""
+    order, starts = _episodes_sorted(errors)
+    episode = np.empty(len(order), dtype="int64")
+    episode[order] = np.cumsum(starts)
+    first_sorted = order[np.flatnonzero(starts)]  # the first turn's row of episode 1, 2, ...
+    keys = errors["item_key"].to_numpy()[first_sorted[episode - 1]] if len(errors) else np.array([], dtype=object)
+    return errors.assign(episode=episode, episode_key=keys).reset_index(drop=True)
+
+
+def _span_of(frame: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(first, last) turn index of each row: an annotation's or an episode's span, a turn's own turn."""
+    first = frame["turn_index"].to_numpy(dtype="int64")
+    if "last_turn" not in frame.columns:
+        return first, first
+    last = pd.to_numeric(frame["last_turn"], errors="coerce").to_numpy(dtype="float64")
+    return first, np.where(np.isnan(last), first, last).astype("int64")
 
 
 def _coverage(errors: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
-    """Pairs (error row position, annotation row) where the annotation covers the error item: same
-    turn, slot equal or a turn-level annotation, run equal or a run-independent annotation."""
+    """(error row, annotation row) pairs where the annotation covers the item (module docstring): same
+    dataset and dialogue, slot equal or a turn-level annotation, run equal or a run-independent one, and
+    overlapping turns (the annotation's span `turn_index`..`last_turn` against the item's, an episode's
+    `turn_index`..`last_turn` or a turn's own)."""
     if not len(errors) or not len(annotations):
         return pd.DataFrame({"row": pd.Series([], dtype="int64"), "ann": pd.Series([], dtype="int64")})
-    variants = [item_keys(errors, with_slot=s, with_run=r).to_numpy() for s in (True, False) for r in (True, False)]
+    # Keys without the turn (turn 0 in every key), matched first, then the spans compared.
+    base = errors.assign(turn_index=0)
+    variants = [item_keys(base, with_slot=s, with_run=r).to_numpy() for s in (True, False) for r in (True, False)]
+    first, last = _span_of(errors)
     rows = np.tile(np.arange(len(errors)), len(variants))
-    wanted = pd.DataFrame({"row": rows, "item_key": np.concatenate(variants)})
-    ann = pd.DataFrame({"ann": np.arange(len(annotations)), "item_key": annotations["item_key"].to_numpy()})
-    return wanted.merge(ann, on="item_key")[["row", "ann"]].drop_duplicates()
+    wanted = pd.DataFrame(
+        {"row": rows, "base": np.concatenate(variants), "first": np.tile(first, 4), "last": np.tile(last, 4)}
+    ).drop_duplicates(["row", "base"])
+    ann_first, ann_last = _span_of(annotations)
+    ann = pd.DataFrame(
+        {
+            "ann": np.arange(len(annotations)),
+            "base": item_keys(annotations.assign(turn_index=0)).to_numpy(),
+            "ann_first": ann_first,
+            "ann_last": ann_last,
+        }
+    )
+    pairs = wanted.merge(ann, on="base")
+    overlap = (pairs["ann_first"] <= pairs["last"]) & (pairs["ann_last"] >= pairs["first"])
+    return pairs.loc[overlap, ["row", "ann"]].drop_duplicates()
 
 
 def _with_review(errors: pd.DataFrame, annotations: pd.DataFrame, reviewer: str | None) -> pd.DataFrame:
@@ -96,8 +195,13 @@ def review_queue(
     reviewer: str | None = None,
     status: str = "unreviewed",
     me: str | None = None,
+    confusion: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Error items to review, in the order given, with their review state.
+
+    The items are error turns (`error_items`) or error episodes (`error_episodes`); an annotation covers
+    an item when their turns overlap (module docstring). `confusion`: (domain, slot, gold, predicted), the
+    values as `confusion_counts` shows them, keeps the items of one heatmap cell.
 
     `scored_slots_errors`: `error_items(scored)` (or any frame with ITEM_COLUMNS; `dataset`, `run_id`
     optional). An item counts as reviewed when an annotation covers it: same dataset, dialogue and turn;
@@ -119,6 +223,11 @@ def review_queue(
             raise ValueError(f"cannot filter by {column}: the error items have no {column!r} column")
         values = [wanted] if isinstance(wanted, str) else list(wanted)
         errors = errors[errors[column].astype("str").isin(values)]
+    if confusion is not None:
+        domain_, slot_, gold, predicted = (str(v) for v in confusion)
+        keep = (errors["domain"].astype("str") == domain_) & (errors["slot"].astype("str") == slot_)
+        keep &= _shown(errors["gold_display"]) == gold
+        errors = errors[keep.to_numpy(dtype=bool) & (_shown(errors["pred_display"]) == predicted).to_numpy(dtype=bool)]
     annotations = _as_frame(store)
     queue = _with_review(errors, annotations, reviewer)
     if tag is not None:
@@ -132,6 +241,52 @@ def review_queue(
         mine = _norm(me)
         queue = queue[queue["reviewed"] & queue["reviewers"].map(lambda names: mine not in names).astype(bool)]
     return queue.reset_index(drop=True)
+
+
+ABSENT = "—"  # a missing gold or predicted value as the heatmap and the queue show it (as `analysis.views`)
+UNITS = ("episodes", "turns")
+
+
+def _shown(values: pd.Series) -> pd.Series:
+    return values.astype("str").fillna(ABSENT)
+
+
+def confusion_counts(items: pd.DataFrame, *, unit: str = "episodes", top: int = 15) -> pd.DataFrame:
+    """The gold -> predicted pairs of review items (`error_episodes` rows, or `error_items` turns), counted
+    in `unit`: `episodes` (one per item) or `turns` (an episode's `n_turns`; a turn item counts 1), the
+    `top` pairs, most first. Columns: domain, slot, gold, predicted (values as written, `—` when absent),
+    n, and `row` (the heatmap's row label: the gold value, prefixed `domain-slot: ` when the items span
+    more than one slot). The cell's items are `review_queue(..., confusion=(domain, slot, gold, predicted))`,
+    so `n` is their number (episodes) or the sum of their `n_turns` (turns).
+
+    >>> items = pd.DataFrame({"domain": "hotel", "slot": "area", "gold_display": ["n", "n", None],
+    ...     "pred_display": "s", "n_turns": [3, 1, 2]})
+    >>> confusion_counts(items, unit="turns")[["row", "predicted", "n"]].values.tolist()
+    [['n', 's', 4], ['—', 's', 2]]
+    """
+    if unit not in UNITS:
+        raise ValueError(f"unit has to be one of {', '.join(UNITS)}, got {unit!r}")
+    columns = ["domain", "slot", "gold", "predicted", "n", "row"]
+    if not len(items):
+        return pd.DataFrame({c: pd.Series([], dtype="int64" if c == "n" else "str") for c in columns})
+    weight = items["n_turns"] if unit == "turns" and "n_turns" in items.columns else pd.Series(1, index=items.index)
+    frame = pd.DataFrame(
+        {
+            "domain": items["domain"].astype("str").fillna(""),
+            "slot": items["slot"].astype("str").fillna(""),
+            "gold": _shown(items["gold_display"]),
+            "predicted": _shown(items["pred_display"]),
+            "n": weight.to_numpy(dtype="int64"),
+        }
+    )
+    counts = frame.groupby(["domain", "slot", "gold", "predicted"], sort=True).agg(n=("n", "sum")).reset_index()
+    counts = counts.sort_values(["n", "domain", "slot", "gold", "predicted"], ascending=[False, True, True, True, True])
+    counts = counts.head(top).reset_index(drop=True)
+    counts["n"] = counts["n"].astype("int64")
+    several = counts[["domain", "slot"]].drop_duplicates().shape[0] > 1
+    prefix = counts["domain"] + "-" + counts["slot"] + ": "
+    counts["row"] = (prefix + counts["gold"]) if several else counts["gold"]
+    return counts[columns]
 
 
 def review_progress(

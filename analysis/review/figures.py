@@ -21,6 +21,7 @@ from analysis.review.analysis import Agreement, TagAgreement
 __all__ = [
     "TURN_LEVEL",
     "cause_bar",
+    "confusion_heatmap",
     "convention_bar",
     "disagreement_table",
     "queue_table",
@@ -100,15 +101,19 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
 
 def queue_table(queue: pd.DataFrame, *, limit: int | None = None) -> pd.DataFrame:
     """The review queue (`analysis.review.analysis.review_queue`) for display: `slot_name` (`domain-slot`),
-    `gold` / `predicted` as written, tags and reviewers joined by `; `; the item columns kept so a row
-    can be turned back into an `Item`. `limit` keeps the first rows."""
+    `gold` / `predicted` as written, tags and reviewers joined by `; `; an episode's span (`last_turn`,
+    `n_turns`; a turn item: its own turn, 1); the item columns kept so a row can be turned back into an
+    `Item`. `limit` keeps the first rows."""
     rows = queue if limit is None else queue.head(limit)
+    turn = rows["turn_index"].astype("int64")
     return pd.DataFrame(
         {
             "run_id": rows["run_id"].astype("str"),
             "dataset": rows["dataset"].astype("str"),
             "dialogue_id": rows["dialogue_id"].astype("str"),
-            "turn_index": rows["turn_index"].astype("int64"),
+            "turn_index": turn,
+            "last_turn": rows["last_turn"].astype("int64") if "last_turn" in rows.columns else turn,
+            "n_turns": rows["n_turns"].astype("int64") if "n_turns" in rows.columns else turn * 0 + 1,
             "slot_name": rows["domain"].astype("str") + "-" + rows["slot"].astype("str"),
             "outcome": rows["outcome"].astype("str"),
             "gold": rows["gold_display"].astype("str").fillna("—"),
@@ -120,6 +125,32 @@ def queue_table(queue: pd.DataFrame, *, limit: int | None = None) -> pd.DataFram
             "item_key": rows["item_key"].astype("str"),
         }
     ).reset_index(drop=True)
+
+
+def confusion_heatmap(counts: pd.DataFrame, *, unit: str = "episodes", style: str = "screen") -> go.Figure:
+    """Gold (rows) against predicted (columns) values of review items, counted in `unit` (`episodes` or
+    `turns`): `counts` is `analysis.review.analysis.confusion_counts`. The dashboard's count heatmap
+    (`analysis.figures.confusion_heatmap`: scale from 0, an empty cell blank) with the unit in its colour
+    bar and hover. A cell is (`row`, `predicted`) of one row of `counts`: the click-through looks it up there.
+
+    >>> counts = pd.DataFrame({"domain": "hotel", "slot": "area", "gold": ["n", "s"], "predicted": "e",
+    ...                        "n": [3, 1], "row": ["n", "s"]})
+    >>> fig = confusion_heatmap(counts)
+    >>> fig.data[0].colorbar.title.text, list(fig.data[0].y)
+    ('episodes', ['n', 's'])
+    """
+    from analysis.figures import confusion_heatmap as count_heatmap
+
+    if not len(counts):
+        return _message("No error in the queue: nothing to count.", style)
+    frame = counts.rename(columns={"gold": "gold_value", "row": "gold"})
+    what = "episodes" if unit == "episodes" else "error turns"
+    fig = count_heatmap(frame, title=f"Gold → predicted in the queue ({what}, top {len(counts)} pairs)", style=style)
+    fig.update_traces(
+        colorbar={"title": {"text": what}},
+        hovertemplate="gold: <b>%{y}</b><br>predicted: <b>%{x}</b><br>%{z:,} " + what + "<extra></extra>",
+    )
+    return fig
 
 
 def disagreement_table(agreement: Agreement) -> pd.DataFrame:

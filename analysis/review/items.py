@@ -5,6 +5,12 @@ An *item* is a turn (optionally one slot of it, optionally in one run) of a data
 readable string of its normalised components (`item_key`), so it is the same across reloads and
 re-runs of the same data: it never depends on `tid` or on row order.
 
+An item may stand for an *error episode* (`analysis.review.analysis.error_episodes`): one error carried
+over several consecutive turns. It is keyed by its first turn (the key above, so a one-turn episode and a
+turn item are the same item) and carries its span: `last_turn` (the turn index of its last turn) and
+`n_turns` (how many turns it covers); both default to a one-turn span. The span is stored with the
+annotation (`SPAN_COLUMNS`), never part of the key: tagging the item tags the span.
+
 Values are checked before they are written (`InvalidAnnotation`, a ValueError): reviewer name at most
 `MAX_REVIEWER` (100) characters, a tag `MAX_TAG` (64), a comment `MAX_COMMENT` (4,000), dataset,
 dialogue id, domain, slot and run id `MAX_COMPONENT` (200) each and the item key 1,024, turn index
@@ -38,6 +44,9 @@ DEFAULT_TAGS = (
     "other",
 )
 ITEM_COLUMNS = ["dataset", "dialogue_id", "turn_index", "domain", "slot", "run_id"]
+# The span of an item that is an error episode: its last turn's index and its number of turns (one-turn
+# item: last_turn = turn_index, n_turns = 1). Stored with each annotation, not part of the key.
+SPAN_COLUMNS = ["last_turn", "n_turns"]
 # What the annotation export adds to each row from the runs loaded when it is written, under the
 # convention in force (`analysis.review.analysis.annotation_context`); derived, never stored.
 CONTEXT_COLUMNS = ["convention", "outcome", "gold", "predicted"]
@@ -103,8 +112,13 @@ def _shown(value: object, limit: int = 60) -> str:
 class Item:
     """What a reviewer annotates: a turn, optionally one slot (domain + slot) and one run.
 
+    An error episode is the item of its first turn with its span (`last_turn`, `n_turns`; default: the
+    one turn); the span is not part of the key.
+
     >>> Item("MultiWOZ 2.1", "MUL0001.json", 3, domain="hotel", slot="area").key
     'v1|MultiWOZ 2.1|MUL0001.json|3|hotel|area|'
+    >>> Item("MultiWOZ 2.1", "MUL0001.json", 3, domain="hotel", slot="area", last_turn=6, n_turns=4).span()
+    {'last_turn': 6, 'n_turns': 4}
     """
 
     dataset: str
@@ -113,6 +127,8 @@ class Item:
     domain: str | None = None
     slot: str | None = None
     run_id: str | None = None
+    last_turn: int | None = None
+    n_turns: int | None = None
 
     def __post_init__(self) -> None:
         if isinstance(self.turn_index, bool) or not isinstance(self.turn_index, int | np.integer):
@@ -129,6 +145,31 @@ class Item:
             raise ValueError("an item with a domain needs a slot")
         if len(self.key) > MAX_KEY:
             raise InvalidAnnotation(f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}")
+        for name in SPAN_COLUMNS:
+            value = getattr(self, name)
+            if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer)):
+                raise ValueError(f"{name} must be an integer, got {value!r}")
+        span = self.span()
+        first = int(self.turn_index)
+        if not first <= span["last_turn"] <= MAX_TURN_INDEX:
+            raise ValueError(
+                f"last_turn {span['last_turn']} must lie from the first turn ({first}) to {MAX_TURN_INDEX:,}"
+            )
+        if not 1 <= span["n_turns"] <= span["last_turn"] - first + 1:
+            raise ValueError(
+                f"n_turns {span['n_turns']} must lie from 1 to the turns from {first} to {span['last_turn']}"
+                f" ({span['last_turn'] - first + 1})"
+            )
+
+    def span(self) -> dict[str, int]:
+        """`last_turn` and `n_turns` as stored: the episode's span, or the one turn of a plain item."""
+        last = int(self.turn_index) if self.last_turn is None else int(self.last_turn)
+        count = (
+            (1 if last == int(self.turn_index) else last - int(self.turn_index) + 1)
+            if self.n_turns is None
+            else int(self.n_turns)
+        )
+        return {"last_turn": last, "n_turns": count}
 
     @property
     def key(self) -> str:

@@ -2,7 +2,22 @@
 any SQLAlchemy database, with its schema migrations, retries, and CSV/JSON export and import.
 
 Storage (`AnnotationStore`): one row per (item, reviewer) holding the reviewer's current tag set and
-comment, plus an append-only `annotation_events` log of every write. Any SQLAlchemy URL works; the
+comment, plus an append-only `annotation_events` log of every write.
+
+Error episodes (`analysis.review.analysis.error_episodes`): an episode is ONE annotation, keyed by its
+first turn (`item_key` of that turn), with its span stored in two columns, `last_turn` (turn index of its
+last turn) and `n_turns`: tagging the item tags the span, and the queue counts every turn of the span as
+reviewed. One row rather than one per turn: a re-tag, a removal or an import touches one row, agreement
+compares one rating per episode, and the export has one line per decision. A write stores the span the
+reviewer saw (a later re-tag of the same key replaces it, like the tags). Rows written before spans
+existed (schema version 2; migration 3 adds the columns) or by a client that writes no span read as a
+one-turn episode: `last_turn = turn_index`, `n_turns = 1`. The export carries both columns; an import
+of a file without them (an older export) reads one-turn episodes.
+
+Change marker (`change_marker`): every write (edit, import, delete) appends to `annotation_events` in
+its own transaction, so the pair (number of events, largest event id) changes with every committed
+change, on every backend and whichever process wrote it. One aggregate query over the log: what the
+Review page polls every few seconds to show a colleague's tags without a click. Any SQLAlchemy URL works; the
 default is a SQLite file beside the workspace manifest (`default_url`), opened in WAL mode (readers never
 block; `synchronous=NORMAL`, so a power cut may undo the last commits but never corrupts the file) with
 a busy timeout (5 s), and writers queue on an OS lock file beside it (`<db>-writer.lock`), so several writer
@@ -47,8 +62,9 @@ Schema migrations are a numbered list of functions (`MIGRATIONS`; version n is t
 small versioned table of our own, `annotation_schema_migrations` (one row per applied version). Opening a
 store applies the missing ones in one transaction, under a lock (SQLite ``BEGIN IMMEDIATE``, PostgreSQL an
 advisory transaction lock), so processes opening a fresh database at once do not race. Version 1 created
-`annotations`; version 2 added `version` and the `annotation_events` log. That is enough here: two
-migrations so far, one table pair, forward only, each a few lines of SQLAlchemy Core run in the opening
+`annotations`; version 2 added `version` and the `annotation_events` log; version 3 the span of an error
+episode (`last_turn`, `n_turns`, filled as one-turn spans for the rows already there). That is enough
+here: three migrations so far, one table pair, forward only, each a few lines of SQLAlchemy Core run in the opening
 transaction. Alembic (revision files, a `script_location`, its own version table and command line) would
 add a tool and a dependency for that; it is worth taking up only if the schema starts changing often or
 needs downgrades.
@@ -108,6 +124,7 @@ from analysis.review.items import (
     MAX_COMPONENT,
     MAX_REVIEWER,
     MAX_TURN_INDEX,
+    SPAN_COLUMNS,
     Item,
     _check_comment,
     _check_key,
@@ -126,10 +143,13 @@ except ImportError:  # pragma: no cover - Windows: SQLite's busy timeout alone q
 ENV_URL = "DST_ANNOTATIONS_URL"
 DEFAULT_FILENAME = "annotations.sqlite"
 TAG_SEPARATOR = "; "  # tags in CSV cells, so a spreadsheet shows them readably
-EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, "reviewer", "tags", "comment", "created_at", "updated_at", "version"]
+_REVIEW_COLUMNS = ["reviewer", "tags", "comment", "created_at", "updated_at", "version"]
+EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, *SPAN_COLUMNS, *_REVIEW_COLUMNS]
 # The export's columns: the stored ones with the run context (convention, outcome, gold, predicted) after
-# the item's; the context is read back by nobody (derived from the runs), so an import ignores it.
-FILE_COLUMNS = [*EXPORT_COLUMNS[: len(ITEM_COLUMNS) + 1], *CONTEXT_COLUMNS, *EXPORT_COLUMNS[len(ITEM_COLUMNS) + 1 :]]
+# the item's and its span; the context is read back by nobody (derived from the runs), so an import ignores
+# it. An episode's context is its first turn's: every turn of an episode has the same gold, predicted value
+# and outcome (that is what makes it one episode).
+FILE_COLUMNS = ["item_key", *ITEM_COLUMNS, *SPAN_COLUMNS, *CONTEXT_COLUMNS, *_REVIEW_COLUMNS]
 LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLocked
 LOCKED_MESSAGE = "the annotation database is locked by another writer; try again"
 _TRIES = 3  # transient failures (a dropped connection, a server restarting): 3 tries over about 1.5 s
@@ -217,6 +237,8 @@ annotations_table = Table(
     Column("created_at", String(32), nullable=False),
     Column("updated_at", String(32), nullable=False),
     Column("version", Integer, nullable=False, server_default="1"),
+    Column("last_turn", Integer),  # NULL (a row of an older client): the one turn, `turn_index`
+    Column("n_turns", Integer),  # NULL: 1
     UniqueConstraint("item_key", "reviewer", name="uq_annotations_item_reviewer"),
 )
 events_table = Table(
@@ -284,7 +306,14 @@ def _migration_2(conn: Connection) -> None:
     )
 
 
-MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migration_1, _migration_2)
+def _migration_3(conn: Connection) -> None:
+    """The span of an error episode: its last turn and number of turns; rows already there are one turn."""
+    conn.execute(text("ALTER TABLE annotations ADD COLUMN last_turn INTEGER"))
+    conn.execute(text("ALTER TABLE annotations ADD COLUMN n_turns INTEGER"))
+    conn.execute(text("UPDATE annotations SET last_turn = turn_index, n_turns = 1"))
+
+
+MIGRATIONS: tuple[Callable[[Connection], None], ...] = (_migration_1, _migration_2, _migration_3)
 SCHEMA_VERSION = len(MIGRATIONS)
 
 
@@ -545,6 +574,8 @@ class AnnotationStore:
             "comment": incoming.comment,
             "updated_at": newest(stored.updated_at, incoming.updated_at),
             "version": stored.version + 1,
+            "last_turn": incoming.last_turn,
+            "n_turns": incoming.n_turns,
         }
         where = stored.updated_at < incoming.updated_at if newer_only else None
         stmt = stmt.on_conflict_do_update(index_elements=["item_key", "reviewer"], set_=changes, where=where)
@@ -562,7 +593,8 @@ class AnnotationStore:
     ) -> int:
         """Set `reviewer`'s tag set and comment on `item` (replacing their previous ones); the new version.
 
-        `item` is an `Item` (or the key of an item already in the store). Tags must be in the store's
+        `item` is an `Item` (or the key of an item already in the store, whose stored span is kept). An
+        episode's `Item` carries its span (`last_turn`, `n_turns`), stored with the annotation. Tags must be in the store's
         taxonomy (ValueError naming the allowed values); the reviewer name is required.
         """
         who = _check_reviewer(reviewer)
@@ -601,18 +633,21 @@ class AnnotationStore:
 
     def _components(self, item: Item | str) -> dict[str, Any]:
         if isinstance(item, Item):
-            return {"item_key": item.key, **item.components()}
+            return {"item_key": item.key, **item.components(), **item.span()}
         key = _check_key(item)
         found = self._reading(
             lambda conn: conn.execute(
-                select(*(annotations_table.c[c] for c in ITEM_COLUMNS))
+                select(*(annotations_table.c[c] for c in [*ITEM_COLUMNS, *SPAN_COLUMNS]))
                 .where(annotations_table.c.item_key == key)
                 .limit(1)
             ).first()
         )
         if found is None:
             raise ValueError(f"no item with key {item!r} in the store: pass an Item to annotate a new one")
-        return {"item_key": item, **found._asdict()}
+        row = found._asdict()
+        row["last_turn"] = row["turn_index"] if row["last_turn"] is None else row["last_turn"]
+        row["n_turns"] = 1 if row["n_turns"] is None else row["n_turns"]
+        return {"item_key": item, **row}
 
     def remove(self, item: Item | str, *, reviewer: str) -> bool:
         """Delete `reviewer`'s annotation of `item` (logged as a `delete` event); whether one existed."""
@@ -638,6 +673,13 @@ class AnnotationStore:
 
     # -- reads
 
+    def change_marker(self) -> tuple[int, int]:
+        """(number of events, largest event id) of the append-only write log: changes with every committed
+        write of any process (module docstring); one aggregate query, no retry (a poll tries again soon)."""
+        query = select(func.count(), func.coalesce(func.max(events_table.c.id), 0)).select_from(events_table)
+        count, last = _retrying(lambda: self._read(lambda conn: conn.execute(query).one()), self.where, tries=1)
+        return int(count), int(last)
+
     def annotations(
         self,
         *,
@@ -646,7 +688,8 @@ class AnnotationStore:
         run_id: str | None = None,
         tag: str | None = None,
     ) -> pd.DataFrame:
-        """Current annotations, one row per (item, reviewer): EXPORT_COLUMNS with `tags` as a tuple.
+        """Current annotations, one row per (item, reviewer): EXPORT_COLUMNS with `tags` as a tuple and
+        the span filled (a row without one: `last_turn = turn_index`, `n_turns = 1`).
 
         Filters: `reviewer` (one or several), `dataset`, `run_id` (exact; run-independent items have
         None), `tag` (rows whose tag set holds it).
@@ -779,6 +822,11 @@ class AnnotationStore:
             raise fail(
                 f"item_key {record['item_key']!r} does not match its components (expected {item.key!r})", "item_key"
             )
+        try:  # the span: absent (an export from before episodes) or empty, a one-turn episode
+            span = {c: None if _norm(record.get(c)) == "" else int(_norm(record.get(c))) for c in SPAN_COLUMNS}
+            item = Item(**{**item.components(), **span})
+        except ValueError as exc:
+            raise fail(f"span: {exc}", "last_turn") from None
         try:
             reviewer = _check_reviewer(record.get("reviewer"))
             comment = _check_comment(record.get("comment"))
@@ -804,6 +852,7 @@ class AnnotationStore:
         return {
             "item_key": item.key,
             **item.components(),
+            **item.span(),
             "reviewer": reviewer,
             "tags": json.dumps(tags, ensure_ascii=False),
             "comment": comment,
@@ -872,6 +921,9 @@ def _annotation_frame(rows: Sequence[Any]) -> pd.DataFrame:
     frame["tags"] = pd.Series([tuple(json.loads(t)) for t in frame["tags"]], index=frame.index, dtype=object)
     frame["turn_index"] = frame["turn_index"].astype("int64")
     frame["version"] = frame["version"].astype("int64")
+    # A row without a span (written before migration 3 by an older client) is a one-turn episode.
+    frame["last_turn"] = frame["last_turn"].astype("Int64").fillna(frame["turn_index"]).astype("int64")
+    frame["n_turns"] = frame["n_turns"].astype("Int64").fillna(1).astype("int64")
     for column in ("item_key", "dataset", "dialogue_id", "domain", "slot", "run_id", "reviewer", "comment"):
         frame[column] = frame[column].astype("str")
     return frame
