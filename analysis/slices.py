@@ -53,6 +53,7 @@ __all__ = [
     "report_tables",
     "searchable",
     "slice_turns",
+    "slices_bar",
     "training_values",
     "turn_features",
 ]
@@ -489,6 +490,57 @@ def slice_turns(scored: Scored, train: Scored | None = None, *, predicates: Sequ
     turns = scored.turns[mask]
     listed = turns.assign(status=np.where(turns["joint_correct"].to_numpy(dtype=bool), "correct", "wrong"))
     return listed[views.TURN_LIST_COLUMNS].reset_index(drop=True)
+
+
+def slices_bar(
+    slices: pd.DataFrame, *, jga: float, run_id: str = "", colour: str | None = None, style: str = "screen"
+) -> Any:
+    """The slices' JGA as horizontal bars (rank 1 on top) with their 95% intervals, and the run's JGA as a
+    line; hover: the slice, gap, turns and dialogues. A bar's `point_index` is its row in `slices`."""
+    import plotly.graph_objects as go
+
+    from analysis import figures as F
+
+    if not len(slices):
+        fig = go.Figure()
+        fig.add_annotation(text="no slice", showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
+        return F.apply_style(fig, style, height=200)
+    labels = [f"{rank}. {text}" for rank, text in zip(slices["rank"], slices["slice"], strict=True)]
+    jgas = slices["jga"].to_numpy(dtype=float)
+    fig = go.Figure(
+        go.Bar(
+            x=jgas,
+            y=labels,
+            orientation="h",
+            marker_color=colour or F.OKABE_ITO[0],
+            name=run_id or "JGA",
+            error_x={
+                "type": "data",
+                "symmetric": False,
+                "array": slices["jga_high"].to_numpy(dtype=float) - jgas,
+                "arrayminus": jgas - slices["jga_low"].to_numpy(dtype=float),
+            },
+            customdata=np.stack(
+                [
+                    slices["gap"].to_numpy(dtype=float),
+                    slices["turns"].to_numpy(float),
+                    slices["dialogues"].to_numpy(float),
+                ],
+                axis=-1,
+            ),
+            hovertemplate=(
+                "<b>%{y}</b><br>JGA: %{x:.4f}<br>gap to the run: %{customdata[0]:.4f}<br>%{customdata[1]:,.0f} turns, "
+                "%{customdata[2]:,.0f} dialogues<extra></extra>"
+            ),
+        )
+    )
+    fig.add_vline(x=jga, line_dash="dash", line_color="#555555", annotation_text=f"run JGA {jga:.3f}")
+    fig.update_layout(
+        title=f"Worst slices{' — ' + run_id if run_id else ''}: JGA with 95% intervals", xaxis_title="JGA"
+    )
+    fig.update_xaxes(range=[0, 1])
+    fig.update_yaxes(autorange="reversed", automargin=True)
+    return F.apply_style(fig, style, height=max(320, 28 * len(slices) + 140))
 
 
 def table_frame(report: SliceReport) -> pd.DataFrame:

@@ -51,10 +51,23 @@ if report.note:
     st.info(ui.md(report.note))
     st.stop()
 
-st.caption("Worst gap first (the run's JGA minus the slice's). Pick a row to list the slice's turns.")
+rows = report.slices.to_dict("records")
+
+
+def pick(row: dict) -> None:
+    ui.put(slice_pick=(run, train, tuple(tuple(p) for p in row["predicates"]), str(row["slice"])))
+
+
+bars = ui.figure(slices.slices_bar, report.slices[COLUMNS], jga=report.jga, run_id=run, colour=ui.colours().get(run))
+clicked = ui.show_figure(bars, key="slices_bar", name=f"worst slices {run}", select=True)
+if clicked:
+    index = clicked[0].get("point_index", clicked[0].get("point_number"))
+    if isinstance(index, int) and 0 <= index < len(rows):
+        pick(rows[index])
+st.caption("Worst gap first (the run's JGA minus the slice's). Click a bar or pick a row to list the slice's turns.")
 picked = ui.show_table(report.slices, key="slices_table", name=f"slices {run}", select=True, columns=COLUMNS)
 if picked is not None:
-    ui.put(slice_pick=(run, train, tuple(tuple(p) for p in picked["predicates"]), str(picked["slice"])))
+    pick(picked)
 
 pick_run, pick_train, predicates, described = ui.get("slice_pick") or (None, None, None, None)
 if pick_run == run and pick_train == train and predicates is not None:

@@ -339,6 +339,19 @@ def test_report_tables_export_the_ranked_slices_with_intervals() -> None:
     assert "domains = taxi" in latex and "0.000 {\\footnotesize[0.000, 0.000]}" in latex
 
 
+def test_the_slices_chart_draws_each_slice_with_its_interval_and_the_run_line() -> None:
+    report = S.find_slices(planted(), min_support=20, resamples=100)
+    fig = S.slices_bar(report.slices, jga=report.jga, run_id="run")
+    bar = fig.data[0]
+    assert list(bar.x) == pytest.approx(report.slices["jga"].tolist())
+    low = (report.slices["jga"] - report.slices["jga_low"]).tolist()
+    high = (report.slices["jga_high"] - report.slices["jga"]).tolist()
+    assert list(bar.error_x.arrayminus) == pytest.approx(low) and list(bar.error_x.array) == pytest.approx(high)
+    assert bar.y[0] == "1. domains = taxi"
+    assert fig.layout.shapes[0].x0 == pytest.approx(report.jga)  # the run's JGA
+    assert S.slices_bar(report.slices.iloc[:0], jga=0.5).layout.annotations[0].text == "no slice"
+
+
 # --- the page ------------------------------------------------------------------------------------------
 
 
@@ -361,6 +374,10 @@ def test_slices_page_shows_the_table_and_a_slice_opens_its_turns() -> None:
     assert table["slice"].tolist() == expected.slices["slice"].tolist()
     assert table["JGA"].tolist() == pytest.approx(expected.slices["jga"].tolist())
     assert any("Convention" in c.value for c in at.caption)
+    bars = json.loads(at.get("plotly_chart")[0].proto.spec)["data"][0]
+    assert list(bars["y"]) == [
+        f"{r}. {t}" for r, t in zip(expected.slices["rank"], expected.slices["slice"], strict=True)
+    ]
 
     # a picked row writes `slice_pick` (AppTest cannot click a dataframe row): the slice's turns are listed
     top = expected.slices.iloc[0]
