@@ -12,6 +12,10 @@
    Targets at 1,000 runs (7.4M turns): <= 3 min on 2 cores, peak RSS <= 3 GB.
 3. With the store warm: the leaderboard of all runs (every headline metric, the JGA interval; and every
    metric's interval), from the store keys to the sorted table. Target at 1,000 runs: <= 3 s.
+
+`--restart 100` instead: fills the store (`DST_CACHE_DIR`, as the dashboard finds it) for a workspace of
+100 of these runs, then starts the server (`scripts/serve.py`, as `make run`) twice and reports when it
+answers and its RSS. Targets: <= 5 s, <= 1 GB.
 """
 
 from __future__ import annotations
@@ -176,6 +180,48 @@ def one_size(size: int, workers: int, runs_dir: Path) -> int:
     return 0
 
 
+def restart(size: int, workers: int, runs_dir: Path) -> int:
+    """The dashboard server on a workspace of `size` runs (these files, the same keys as above) whose
+    store is warm: seconds until it answers (`scripts/serve.py`: manifest read, first page computed,
+    then the other pages' first views for its warm-up budget) and the server's RSS then."""
+    sys.path.insert(0, str(ROOT / "tests" / "browser"))
+    from conftest import start_server, stop_server  # the browser tests' launcher: `make run`'s command
+
+    from analysis.store import runs as S
+
+    files = sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:size]
+    folder = Path(tempfile.mkdtemp(prefix="dst-restart-"))
+    lines = [f'[workspace]\nname = "{size} MultiWOZ-size runs"\nallow_outside_root = true\n']
+    for p in files:
+        lines.append(
+            f'[[runs]]\nname = "{p.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
+            f'format = "jsonl"\npred = "{p}"\ngold = "{GOLD}"\n'
+        )
+    manifest = folder / "workspace.toml"
+    manifest.write_text("\n".join(lines), encoding="utf-8")
+    from analysis.workspace import read_manifest
+
+    items = read_manifest(manifest).entries
+    start = time.perf_counter()
+    S.ensure_all(items, None, workers=workers)
+    t_fill = time.perf_counter() - start
+    results = {"runs": size, "fill_s": t_fill}
+    for attempt in ("warm restart 1", "warm restart 2"):
+        begin = time.perf_counter()
+        process, _ = start_server(manifest, timeout=900)
+        answered = time.perf_counter() - begin
+        rss = _rss(process.pid)
+        tree = _tree_rss(process.pid)
+        stop_server(process)
+        results[attempt] = {"answers_s": answered, "server_rss_gb": rss / 1024**3, "tree_rss_gb": tree / 1024**3}
+        print(
+            f"   {attempt}: answers after {answered:.1f} s; server RSS {rss / 1024**3:.2f} GB (tree {tree / 1024**3:.2f})"
+        )
+    print(json.dumps(results))
+    shutil.rmtree(folder, ignore_errors=True)
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
@@ -183,9 +229,14 @@ def main() -> int:
     parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
     parser.add_argument("--keep", action="store_true", help="keep the last store (printed) for a later warm run")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process (internal)
+    parser.add_argument(
+        "--restart", type=int, help="instead: the server's warm restart on a workspace of this many runs"
+    )
     args = parser.parse_args()
     if args.one:
         return one_size(args.one, args.workers, args.runs_dir)
+    if args.restart:
+        return restart(args.restart, args.workers, args.runs_dir)
     if not GOLD.exists():
         print(f"skipped: {GOLD} is absent", file=sys.stderr)
         return 0

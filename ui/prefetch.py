@@ -278,9 +278,28 @@ def _to_jobs(
 
 
 def first_page_jobs(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> list[Job]:
-    """`first_page` as jobs: what the server warms before any session (`scripts/serve.py`)."""
-    view_jobs, figure_jobs = _to_jobs(sources, choice, *first_page(runs, ui.colours(sources)))
+    """`first_page` as jobs: what the server warms before any session (`scripts/serve.py`). When the score
+    store holds every run, the Overview reads its leaderboard from there (`data.stored_leaderboard`): the
+    jobs are that query and the chart built from its board, and no run is loaded."""
+    calls, figure_calls = first_page(runs, ui.colours(sources))
+    board_call = next((c for c in calls if c[0] is views.leaderboard), None)
+    if board_call is not None:
+        sort = board_call[2].get("sort")
+        stored = data.stored_leaderboard(ui.resolve([runs], sources, choice)[0][0], sort)
+        if stored is not None:
+            board = stored[0]
+            return [
+                (_figure_of_board, (builder, board, figure_params))
+                for builder, (fn, _, _), _, figure_params in figure_calls
+                if fn is views.leaderboard
+            ]
+    view_jobs, figure_jobs = _to_jobs(sources, choice, calls, figure_calls)
     return [*view_jobs, *figure_jobs]
+
+
+def _figure_of_board(builder: Callable[..., go.Figure], board: Any, params: dict[str, Any]) -> go.Figure:
+    """A first-page chart built from the stored leaderboard, into the cache `ui.figure` reads."""
+    return place.figure(builder, board, **params)
 
 
 def jobs(

@@ -17,6 +17,7 @@ import io
 import json
 import logging
 import os
+import queue
 import shutil
 import tempfile
 import threading
@@ -386,17 +387,41 @@ def score(
         return stored
     scored = compute()
     if background:
-        threading.Thread(target=_save_quietly, args=(root, key, scored), daemon=True, name="store-save").start()
+        _writer().put((root, key, scored))
     else:
         save(root, key, scored)
     return scored
 
 
-def _save_quietly(root: Path, key: str, scored: Scored) -> None:
-    try:
-        save(root, key, scored)
-    except Exception as exc:  # a background save only costs the next start its speed
-        log.warning("score store: run %s not stored (%s)", scored.run_ids[0], " ".join(str(exc).split()))
+_queue: queue.Queue[tuple[Path, str, Scored]] | None = None
+_queue_lock = threading.Lock()
+
+
+def _writer() -> queue.Queue[tuple[Path, str, Scored]]:
+    """The queue of one background writer thread: runs scored by the dashboard are stored one at a time."""
+    global _queue
+    with _queue_lock:
+        if _queue is None:
+            _queue = queue.Queue()
+            threading.Thread(target=_write_queued, args=(_queue,), daemon=True, name="store-writer").start()
+        return _queue
+
+
+def _write_queued(pending: queue.Queue[tuple[Path, str, Scored]]) -> None:
+    while True:
+        root, key, scored = pending.get()
+        try:
+            save(root, key, scored)
+        except Exception as exc:  # a background save only costs the next start its speed
+            log.warning("score store: run %s not stored (%s)", scored.run_ids[0], " ".join(str(exc).split()))
+        finally:
+            pending.task_done()
+
+
+def flush() -> None:
+    """Wait until the background writer has stored every run queued so far (tests, benchmarks)."""
+    if _queue is not None:
+        _queue.join()
 
 
 def ensure(key: str, compute: Callable[[], Scored], *, root: Path | None = None) -> Entry | None:
