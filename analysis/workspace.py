@@ -42,6 +42,9 @@ Manifest shape (all paths relative to the manifest)::
 
     [dashboard]
     max_upload_mb = 200             # optional: the upload cap (DST_MAX_UPLOAD_MB overrides it)
+    edit_manifest = true            # optional: false keeps uploads in their session and turns the Edit run
+                                    # form off (the dashboard then never writes this file; see
+                                    # analysis.manifest_write for how it writes it otherwise)
 
 Every key and value type is checked when the manifest is read: an unknown key, a value of the wrong type,
 or a run/FewJoint path that leads outside the manifest's folder (`..`, an absolute path elsewhere, a
@@ -66,6 +69,7 @@ by side says so (`analysis.views.comparability_warnings`), and the sidebar can s
 from __future__ import annotations
 
 import functools
+import hashlib
 import tomllib
 import types
 from dataclasses import dataclass, field, replace
@@ -85,7 +89,7 @@ WORKSPACE_KEYS = {"name", "convention", "allow_outside_root"}
 FEWJOINT_KEYS = {"name", "gold", "pred", "shots", "description"}
 MAPPING_KEYS = {"a", "b", "slots"}
 # Sections besides [workspace], [[runs]], [[mappings]] and [[fewjoint]], with their keys.
-SETTINGS_KEYS = {"review": {"extra_tags", "database_url"}, "dashboard": {"max_upload_mb"}}
+SETTINGS_KEYS = {"review": {"extra_tags", "database_url"}, "dashboard": {"max_upload_mb", "edit_manifest"}}
 SECTIONS = ("workspace", "runs", "mappings", "fewjoint", *SETTINGS_KEYS)
 
 
@@ -132,6 +136,7 @@ class Workspace:
     settings: dict[str, Any] = field(default_factory=dict)
     fewjoint_entries: list[FewJointEntry] = field(default_factory=list)
     fewjoint: dict[str, Any] = field(default_factory=dict)  # name -> FewJointSystem
+    digest: str = ""  # SHA-256 of the manifest's text as read: a writer checks the file did not change since
 
     @property
     def root(self) -> Path:
@@ -141,6 +146,12 @@ class Workspace:
     def allow_outside_root(self) -> bool:
         """The manifest's `[workspace] allow_outside_root`: its paths may lead outside its folder."""
         return bool(self.settings.get("workspace", {}).get("allow_outside_root", False))
+
+    @property
+    def edit_manifest(self) -> bool:
+        """The manifest's `[dashboard] edit_manifest` (default true): the dashboard may save uploads into it
+        and edit its runs' metadata."""
+        return bool(self.settings.get("dashboard", {}).get("edit_manifest", True))
 
 
 def read_manifest(path: str | Path) -> Workspace:
@@ -198,6 +209,7 @@ def read_manifest(path: str | Path) -> Workspace:
         mappings=mappings,
         settings=settings | {"workspace": head},
         fewjoint_entries=[_fewjoint_entry(path, i, raw, root) for i, raw in enumerate(raw_fewjoint)],
+        digest=hashlib.sha256(text.encode("utf-8")).hexdigest(),
     )
 
 
@@ -262,6 +274,8 @@ def _check_settings(manifest: str, settings: dict[str, dict[str, Any]]) -> None:
     limit = settings.get("dashboard", {}).get("max_upload_mb")
     if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int | float) or limit <= 0):
         raise InputError(manifest, "workspace", f"[dashboard] max_upload_mb must be a positive number, got {limit!r}")
+    if "edit_manifest" in settings.get("dashboard", {}):
+        _typed(manifest, "[dashboard] edit_manifest", settings["dashboard"]["edit_manifest"], bool)
 
 
 def _fewjoint_entry(path: Path, index: int, raw: Any, root: Path | None = None) -> FewJointEntry:

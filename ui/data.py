@@ -135,6 +135,13 @@ def open_manifest(path: str) -> Workspace | str:
     return _manifest(path, file_stamp(path))
 
 
+def forget_manifest() -> None:
+    """Drop the cached manifests after the dashboard wrote one (`analysis.manifest_write`): its new
+    modification time would miss the cache anyway, unless the write fell within the file system's
+    timestamp granularity with the same size; the next `open_manifest` reads the file again."""
+    _manifest.clear()
+
+
 def _load_entry(source: RunSource, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run | str:
     try:
         return load_entry(source.entry, pred_data=pred_data, gold_data=gold_data)
@@ -273,12 +280,22 @@ def _uploads_in(args: Sequence[Any]) -> list[Upload]:
 
 
 def upload_source(
-    name: str, pred_name: str, pred_data: bytes, gold_name: str | None, gold_data: bytes | None, fmt: str | None
+    name: str,
+    pred_name: str,
+    pred_data: bytes,
+    gold_name: str | None,
+    gold_data: bytes | None,
+    fmt: str | None,
+    info: dict[str, Any] | None = None,
 ) -> RunSource | str:
     """The uploaded run, parsed now and held by the calling session only (`Upload`), or its one-line
-    error. The bytes are not kept: a rejected upload leaves nothing behind."""
+    error. The bytes are not kept: a rejected upload leaves nothing behind. `info`: `RunInfo` fields the
+    upload form set (system, dataset, language, history, seed, convention)."""
     entry = RunEntry(
-        RunInfo(run_id=name, system=name), Path(pred_name), Path(gold_name) if gold_name else None, format=fmt
+        RunInfo(**{"run_id": name, "system": name, **(info or {})}),
+        Path(pred_name),
+        Path(gold_name) if gold_name else None,
+        format=fmt,
     )
     source = RunSource(
         entry,

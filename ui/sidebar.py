@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
+from analysis import manifest_write
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import format_names
+from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
 from ui import data, errors, state
 from ui.data import DECLARED
@@ -84,6 +87,63 @@ def _add_upload() -> None:
         st.session_state["upload_round"] = st.session_state.get("upload_round", 0) + 1
 
 
+# The upload form's metadata fields: (manifest key, label, kind); the Edit run form shows the same ones.
+METADATA_FIELDS = (
+    ("system", "System", "text"),
+    ("dataset", "Dataset", "text"),
+    ("language", "Language", "text"),
+    ("history", "History", "history"),
+    ("seed", "Seed", "text"),
+    ("convention", "Convention", "convention"),
+)
+HISTORY_LABELS = {"predicted": "predicted (JGA)", "gold": "gold (GJGA)"}
+
+
+def _metadata_widgets(prefix: str, values: dict[str, Any] | None = None) -> None:
+    """The metadata fields, keyed `{prefix}_{key}`; `values` (Edit run): the run's current ones."""
+    values = values or {}
+    for key, label, kind in METADATA_FIELDS:
+        current = values.get(key)
+        if kind == "history":
+            options: list[str] = list(HISTORY_MODES)
+            st.selectbox(
+                label,
+                options,
+                index=options.index(current) if current in options else 0,
+                key=f"{prefix}_{key}",
+                format_func=lambda mode: HISTORY_LABELS.get(mode, mode),
+                help="predicted: the model saw its own previous state (JGA); gold: the gold one (GJGA)",
+            )
+        elif kind == "convention":
+            options = ["", *CONVENTIONS]
+            st.selectbox(
+                label,
+                options,
+                index=options.index(current) if current in options else 0,
+                key=f"{prefix}_{key}",
+                format_func=lambda c: c or "(default)",
+                help="default: the workspace's convention, else the file format's own",
+            )
+        else:
+            st.text_input(
+                label,
+                value="" if current is None else str(current),
+                key=f"{prefix}_{key}",
+                placeholder="the run name" if key == "system" else "an integer" if key == "seed" else "",
+            )
+
+
+def _form_metadata(prefix: str) -> dict[str, Any]:
+    """The metadata fields' values as typed (checked by `manifest_write.check_metadata`)."""
+    return {key: st.session_state.get(f"{prefix}_{key}") for key, _, _ in METADATA_FIELDS}
+
+
+def _saving_workspace() -> Any:
+    """The open workspace when the dashboard may write its manifest (`[dashboard] edit_manifest`), else None."""
+    workspace = st.session_state.get("workspace")
+    return workspace if workspace is not None and workspace.edit_manifest else None
+
+
 def _try_upload() -> None:
     pred = st.session_state.get(_upload_key("w_upload_pred"))
     gold = st.session_state.get(_upload_key("w_upload_gold"))
@@ -100,7 +160,20 @@ def _try_upload() -> None:
         except InputError as exc:
             st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
             return
-    name = _unique_name((st.session_state.get("w_upload_name") or "").strip() or Path(pred.name).name.split(".")[0])
+    workspace = _saving_workspace()
+    typed_name = (st.session_state.get("w_upload_name") or "").strip() or Path(pred.name).name.split(".")[0]
+    try:  # the manifest reader's rules, before anything is parsed or written
+        metadata = manifest_write.check_metadata(
+            workspace.path if workspace is not None else "upload form",
+            {"name": typed_name, **_form_metadata("w_upload")},
+        )
+    except InputError as exc:
+        st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
+        return
+    name = _unique_name(typed_name)
+    if fmt not in (None, "detect"):
+        metadata["format"] = fmt
+    info = {k: v for k, v in metadata.items() if k not in ("name", "format")}
     source = data.upload_source(
         name,
         pred.name,
@@ -108,6 +181,7 @@ def _try_upload() -> None:
         gold.name if gold is not None else None,
         gold.getvalue() if gold is not None else None,
         None if fmt in (None, "detect") else fmt,
+        info,
     )
     if isinstance(source, str):
         st.session_state["upload_result"] = ("error", source, [])
@@ -117,11 +191,43 @@ def _try_upload() -> None:
         st.session_state["upload_result"] = ("error", result, [])
         return
     formats = " + ".join(result.meta.formats)
-    message = (
-        f"added run {name!r}: format {formats}, {len(result.turns):,} turns, "
-        f"{result.turns['dialogue_id'].nunique():,} dialogues"
-    )
-    st.session_state["upload_result"] = ("success", message, result.alignment.warnings())
+    counts = f"format {formats}, {len(result.turns):,} turns, {result.turns['dialogue_id'].nunique():,} dialogues"
+    warnings = result.alignment.warnings()
+    if workspace is not None:
+        try:
+            saved = manifest_write.save_upload(
+                workspace.path,
+                {**metadata, "name": name},
+                pred.name,
+                pred.getvalue(),
+                gold.name if gold is not None else None,
+                gold.getvalue() if gold is not None else None,
+                expected_digest=workspace.digest,
+            )
+        except manifest_write.NotSaved as exc:  # a read-only root: today's session upload, with a warning
+            warnings = [f"{exc.problem}: run {name!r} is kept for this session only", *warnings]
+        except InputError as exc:
+            if source.upload is not None:
+                source.upload.release()
+            st.session_state["upload_result"] = ("error", str(exc), [])
+            return
+        else:
+            if source.upload is not None:  # the workspace loads it from its saved file from now on
+                source.upload.release()
+            data.forget_manifest()
+            message = (
+                f"saved run {name!r} into the workspace ({', '.join(saved.files)}; {workspace.path.name}): {counts}"
+            )
+            notes = [saved.merged] if saved.merged else []
+            st.session_state["upload_result"] = ("success", message, [*notes, *warnings])
+            st.session_state["runs"] = [*state.selected_runs(), name]
+            return
+    elif st.session_state.get("workspace") is not None:
+        warnings = [
+            f"this workspace keeps uploads in their session ([dashboard] edit_manifest = false): run {name!r} is not saved",
+            *warnings,
+        ]
+    st.session_state["upload_result"] = ("success", f"added run {name!r}: {counts}", warnings)
     sources = dict(st.session_state.get("sources", {}))
     sources[name] = source
     st.session_state["sources"] = sources
@@ -143,12 +249,84 @@ def _upload_box() -> None:
         st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"))
         st.selectbox("Format", ["detect", *format_names()], key="w_upload_format")
         st.text_input("Run name", key="w_upload_name", placeholder="from the file name")
+        _metadata_widgets("w_upload")
+        if _saving_workspace() is not None:
+            st.caption(
+                f"Saved into the workspace: the files under `{manifest_write.UPLOADS}/`, the run in its manifest"
+            )
+        elif st.session_state.get("workspace") is not None:
+            st.caption("This workspace keeps uploads in their session (`[dashboard] edit_manifest = false`)")
         st.button("Add run", key="w_upload_add", on_click=_add_upload)
         result: Any = st.session_state.get("upload_result")
         if result:
             kind, message, warnings = result
             (st.error if kind == "error" else st.success)(md(message))
             for line in warnings:
+                st.warning(md(line))
+
+
+def _save_edit(name: str, seen: dict[str, Any], digest: str, prefix: str) -> None:
+    """The Edit run form's Save: the changed fields written into the manifest (`manifest_write.edit_run`)."""
+    workspace = _saving_workspace()
+    try:
+        if workspace is None:
+            raise InputError("workspace", "workspace", "no workspace open that the dashboard may edit")
+        typed = _form_metadata(prefix)
+        typed["description"] = st.session_state.get(f"{prefix}_description")
+        fmt = st.session_state.get(f"{prefix}_format")
+        typed["format"] = None if fmt in (None, "detect") else fmt
+        shown = {k: "" if seen.get(k) is None else seen.get(k) for k in typed}
+        changed = {k: v for k, v in typed.items() if ("" if v is None else v) != shown[k] and str(v) != str(shown[k])}
+        if not changed:
+            st.session_state["edit_result"] = ("success", f"run {name!r}: nothing changed", [])
+            return
+        saved = manifest_write.edit_run(workspace.path, name, changed, seen=seen, expected_digest=digest)
+    except Exception as exc:  # a callback's exception would replace the page with a traceback
+        st.session_state["edit_result"] = ("error", errors.message(exc, "saving the run's metadata"), [])
+        return
+    data.forget_manifest()
+    keys = ", ".join(sorted(changed))
+    message = f"saved run {name!r}'s {keys} into {workspace.path.name}"
+    st.session_state["edit_result"] = ("success", message, [saved.merged] if saved.merged else [])
+
+
+def _edit_box() -> None:
+    """The Edit run form: any run of the manifest, its metadata shown and saved in place; shown only while
+    the dashboard may write the manifest, and put on the page only while its expander is open."""
+    workspace = _saving_workspace()
+    if workspace is None or not workspace.entries:
+        return
+    box = st.sidebar.expander(
+        "Edit run", expanded=bool(st.session_state.get("edit_result")), key="w_edit_box", on_change="rerun"
+    )
+    if not box.open:
+        return
+    with box:
+        names = [entry.name for entry in workspace.entries]
+        focus = state.focus_run()
+        chosen = st.selectbox("Run to edit", names, index=names.index(focus) if focus in names else 0, key="w_edit_run")
+        entry = next(e for e in workspace.entries if e.name == chosen)
+        seen = manifest_write.editable_values(entry)
+        # Keys renewed with the run and the manifest's digest: after a save the fields show the file's values.
+        prefix = "w_edit_" + hashlib.sha256(f"{chosen}\0{workspace.digest}".encode()).hexdigest()[:10]
+        with st.form(key=f"{prefix}_form", border=False):
+            _metadata_widgets(prefix, seen)
+            formats = ["detect", *format_names()]
+            st.selectbox(
+                "Format",
+                formats,
+                index=formats.index(seen["format"]) if seen["format"] in formats else 0,
+                key=f"{prefix}_format",
+            )
+            st.text_area("Description", value=seen["description"], key=f"{prefix}_description")
+            st.form_submit_button(
+                "Save", on_click=_save_edit, args=(chosen, seen, workspace.digest, prefix), key="w_edit_save"
+            )
+        result: Any = st.session_state.get("edit_result")
+        if result:
+            kind, message, notes = result
+            (st.error if kind == "error" else st.success)(md(message))
+            for line in notes:
                 st.warning(md(line))
 
 
@@ -184,6 +362,7 @@ def render() -> None:
     for name, error in st.session_state.get("failed", {}).items():
         sidebar.error(md(f"run {name} failed: {error}"))
     _upload_box()
+    _edit_box()
 
     known = list(state.sources())
     if st.session_state.get("runs") is None:

@@ -262,6 +262,8 @@ def _manifest(mappings: list[dict[str, Any]]) -> str:
         "# The demo workspace, written by `python -m analysis.demo.build ../shared/realdata data/demo` (do not edit).\n"
         '# Runs whose system contains "simulated" are made by analysis.demo.simulate, not by a real tracker.\n',
         _table("[workspace]", {"name": "Demo", "convention": WORKSPACE_CONVENTION}),
+        # Generated and kept in git: the dashboard keeps uploads in their session and edits no run here.
+        _table("[dashboard]", {"edit_manifest": False}),
         _table(
             "[[runs]]",
             {
