@@ -67,7 +67,7 @@ def report(workspace_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     if not HAVE_CHROMIUM:
         pytest.skip("no Chromium (make test installs it)")
     out = tmp_path_factory.mktemp("report")
-    written = R.build_report(workspace_path, out, n_resamples=200, progress=False)
+    written = R.build_report(workspace_path, out, n_resamples=200, progress=False, pdf=False)  # PDF: test_report_latex
     return out, written
 
 
@@ -199,21 +199,35 @@ def test_index_lists_every_file(report: tuple[Path, list[R.Written]]) -> None:
     assert "index.html" in files
     assert all(w.caption for w in written)
     figures = [w for w in written if w.kind == "figure"]
-    assert all(len(w.files) == 3 for w in figures)
+    # PDF, SVG, PNG and the LaTeX snippet that includes the PDF with its caption
+    assert all(
+        [p.name for p in w.files] == [f"{w.name}.{x}" for x in ("pdf", "svg", "png")] + [f"fig-{w.name}.tex"]
+        for w in figures
+    )
+    assert [[p.name for p in w.files] for w in written if w.kind == "document"] == [["main.tex"]]  # pdf=False
+    main_tex = (out / "main.tex").read_text(encoding="utf-8")
+    tables = [w.name for w in written if w.kind == "table"]
+    assert re.findall(r"^\\input\{([^}]+)\}$", main_tex, flags=re.M) == [
+        *(f"fig-{w.name}.tex" for w in figures),
+        *(f"{t}.tex" for t in tables),
+    ]
     assert len(files) >= 40
 
 
 @needs_chromium
 def test_every_figure_file_is_well_formed(report: tuple[Path, list[R.Written]]) -> None:
+    from analysis.export.style import preset
+
     out, written = report
+    spec = preset("paper", "single")
     for item in (w for w in written if w.kind == "figure"):
         pdf = pdf_info((out / f"{item.name}.pdf").read_bytes())
         assert pdf["pages"] == 1 and pdf["images"] == 0 and pdf["fonts_embedded"], item.name
         assert pdf["text"], item.name
         svg = svg_info((out / f"{item.name}.svg").read_bytes())
-        assert svg["width"] == "3.3in" and svg["fonts"], item.name
+        assert svg["width"] == f"{spec.width_in:g}in" and svg["fonts"], item.name
         png = png_info((out / f"{item.name}.png").read_bytes())
-        assert (png["width"], png["dpi"]) == (990, 300), item.name
+        assert (png["width"], png["dpi"]) == (spec.png_width(), 300), item.name
 
 
 @needs_chromium

@@ -1,12 +1,16 @@
 """The ``report`` sub-command: every dashboard figure and table of a workspace as paper-ready files.
 
 ``python -m analysis report WORKSPACE --out DIR [--formats pdf,svg,png] [--style paper|slides]
-[--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--no-progress]``
+[--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--pdf|--no-pdf]
+[--no-progress]``
 
 Writes the figures (one browser for the batch, a progress bar on stderr), the tables (LaTeX,
-Markdown, CSV) and ``index.md`` / ``index.html`` listing every file with a caption; prints the index
+Markdown, CSV), a LaTeX snippet per figure (``fig-<name>.tex``), ``main.tex`` (the whole report) and
+``index.md`` / ``index.html`` listing every file with a caption and the comparability notes; with
+``--pdf`` (the default when xelatex or pdflatex is installed) compiles ``main.tex`` into ``main.pdf``. Prints the index
 path and the file count. A bad workspace or an unwritable folder is an ``InputError`` (exit 2); a
-machine without Chromium stops with exit 3 and the install hint.
+machine without Chromium stops with exit 3 and the install hint; a ``main.tex`` that does not compile
+(or ``--pdf`` without LaTeX) is exit 4 with the log's first error line, every other file written.
 """
 
 from __future__ import annotations
@@ -23,9 +27,10 @@ from analysis.export.figures import ExportUnavailable
 from analysis.export.files import FIGURE_FORMATS
 from analysis.export.style import STYLES, WIDTHS
 
-__all__ = ["EXIT_NO_BROWSER", "register", "run"]
+__all__ = ["EXIT_NO_BROWSER", "EXIT_NO_PDF", "register", "run"]
 
 EXIT_NO_BROWSER = 3
+EXIT_NO_PDF = 4
 
 
 def _formats(text: str) -> list[str]:
@@ -63,6 +68,12 @@ def register(subparsers: Any) -> None:
         default="brackets",
         help="intervals in tables: brackets `0.519 [0.507, 0.531]` (default) or pm `0.519 ±0.012` (half-width)",
     )
+    parser.add_argument(
+        "--pdf",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="compile main.tex into main.pdf with xelatex (or pdflatex) (default: when one is installed)",
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -83,7 +94,7 @@ def _manifest_is_a_file(workspace: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.export.report import build_report
+    from analysis.export.report import MAIN_PDF, CompileError, build_report
 
     _manifest_is_a_file(args.workspace)
     started = time.perf_counter()
@@ -98,10 +109,19 @@ def run(args: argparse.Namespace) -> int:
             n_resamples=args.resamples,
             progress=not args.no_progress,
             intervals=args.intervals,
+            pdf=args.pdf,
         )
     except ExportUnavailable as exc:
         print(f"report: {exc}", file=sys.stderr)
         return EXIT_NO_BROWSER
+    except CompileError as exc:
+        print(f"report: every file but main.pdf written to {args.out}; {exc}", file=sys.stderr)
+        return EXIT_NO_PDF
     n_files = sum(len(w.files) for w in written) + 2
-    print(f"wrote {n_files} files to {args.out} in {time.perf_counter() - started:.1f} s; index: {args.out}/index.md")
+    compiled = any(p.name == MAIN_PDF for w in written for p in w.files)
+    whole = f"{args.out}/{MAIN_PDF}" if compiled else f"{args.out}/main.tex (not compiled)"
+    print(
+        f"wrote {n_files} files to {args.out} in {time.perf_counter() - started:.1f} s; "
+        f"index: {args.out}/index.md; whole report: {whole}"
+    )
     return 0

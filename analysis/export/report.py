@@ -3,8 +3,12 @@
 `plan_report(workspace)` computes what to write (figures as Plotly figures built by the dashboard's
 own builders in `analysis.figures` / `analysis.fewjoint.figures`, with interval variants added here;
 tables as frames) without touching the disk; `write_report(plan, out_dir)` writes them through
-`analysis.export.figures` with one browser for the batch, and `index.md` / `index.html` listing every file
-with a one-line caption. `build_report(path, out_dir)` does both (the `report` sub-command).
+`analysis.export.figures` with one browser for the batch, a LaTeX snippet per figure (`fig-<name>.tex`:
+`\\includegraphics` of its PDF with its escaped caption and `\\label{fig:<name>}`), `main.tex` (`main_tex`: the
+title, the comparability notes and an `\\input` of every figure and table snippet), `main.pdf` when asked
+(`compile_main`: XeLaTeX, else pdflatex) and `index.md` / `index.html` listing every file with a one-line
+caption and the comparability notes (`comparability_notes`). `build_report(path, out_dir)` does both (the
+`report` sub-command).
 
 What a report holds:
 * leaderboard: table (JGA, final-turn JGA, slot F1, slot accuracy with 95% cluster-bootstrap
@@ -19,9 +23,11 @@ What a report holds:
 * per `[[fewjoint]]` system: the seeds figure and table (mean, sample std and every seed) and the
   per-domain breakdown.
 
-The index opens with the comparability warnings the Overview page shows (`views.comparability_warnings`),
-tables bold the best value among comparable runs only, and a metric whose definition does not apply to a
-run (slot accuracy over an ontology its slots lie outside) is "n/a" with the reason in the caption.
+The index and main.tex open with the comparability notes: the Overview page's warnings
+(`views.comparability_warnings`), runs of one dataset not on the same gold, metrics that do not apply, and
+alignment warnings. Tables bold the best value among comparable runs only, and a metric whose definition
+does not apply to a run (slot accuracy over an ontology its slots lie outside) is "n/a" with the reason in
+the caption.
 
 Every run keeps one colour in every file: `figures.run_colours` over the workspace's run order.
 """
@@ -376,6 +382,35 @@ def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list
     return pairs
 
 
+def comparability_notes(board: pd.DataFrame, scoreds: Sequence[Scored]) -> list[str]:
+    """Every note on what keeps the runs' numbers from being compared, for the index and main.tex: the
+    Overview's warnings (dataset or version, split, convention, history mode: `views.comparability_warnings`),
+    runs comparable by those but not on the same gold (`views.gold_groups`: other dialogues, turns or gold
+    states), metrics that do not apply to a run (`views.not_applicable_notes`), and how a run's predictions
+    paired with its gold (alignment warnings, which the tables leave out)."""
+    notes = list(views.comparability_warnings(board))
+    on_gold = {run: i for i, group in enumerate(views.gold_groups(scoreds)) for run in group}
+    groups = views.comparable_groups(board)
+    for label, runs in board.groupby(groups.to_numpy(), sort=False)["run_id"]:
+        runs = [str(r) for r in runs]
+        golds: dict[object, list[str]] = {}
+        for run in runs:
+            golds.setdefault(on_gold.get(run, run), []).append(run)
+        if len(runs) > 1 and len(golds) > 1:
+            parts = " vs ".join(", ".join(members) for members in golds.values())
+            notes.append(
+                f"Not on the same gold although of one dataset, split, convention and history mode ({label}): "
+                f"{parts}. Other dialogues, turns or gold states: their differences are not the systems' alone, "
+                "and the pairwise tables compare only runs on the same gold."
+            )
+    notes += [f"Not applicable: {note}." for note in views.not_applicable_notes(board)]
+    if "warnings" in board.columns:
+        for run, text in zip(board["run_id"], board["warnings"], strict=True):
+            if isinstance(text, str) and text:
+                notes.append(f"Alignment of {run}: {text.replace(' | ', '; ')}.")
+    return notes
+
+
 def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamples: int = 1000) -> ReportPlan:
     """Everything the report writes for a loaded workspace (no file is written)."""
     scoreds = _score_all(workspace, convention)
@@ -388,7 +423,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     items = list(scoreds.values())
 
     board = views.leaderboard(items)
-    plan.warnings = views.comparability_warnings(board)
+    plan.warnings = comparability_notes(board, items)
     cis = _cis_by_run(scoreds, n_resamples=n_resamples)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
     plan.tables.append(_leaderboard_item(board, cis, n_resamples=n_resamples))
@@ -538,6 +573,258 @@ def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.Da
     return pd.concat(frames, ignore_index=True)
 
 
+# --- LaTeX: one snippet per figure, main.tex, the compiled PDF -------------------------------------
+
+MAIN_TEX = "main.tex"
+MAIN_PDF = "main.pdf"
+MAIN_LOG = "main.log"  # kept beside main.tex only when the compile fails
+NO_ERROR_LINE = "no error line in the log"
+COMPILE_SECONDS = 300.0  # a compile that takes longer is stopped and reported
+# Characters pdflatex (T1 fonts) cannot print as they are: typed as commands in main.tex. Any other
+# character beyond Latin Extended-A (Chinese, for one) prints as [U+XXXX]: never silently dropped. XeLaTeX
+# (texlive-xetex, preferred when installed) prints them all: Liberation Serif, Chinese in Noto Serif CJK SC.
+_PDFLATEX_CHARS = {
+    "\u2212": r"\ensuremath{-}",
+    "\u00b1": r"\ensuremath{\pm}",
+    "\u0394": r"\ensuremath{\Delta}",
+    "\u03b1": r"\ensuremath{\alpha}",
+    "\u03ba": r"\ensuremath{\kappa}",
+    "\u00d7": r"\ensuremath{\times}",
+    "\u2264": r"\ensuremath{\leq}",
+    "\u2265": r"\ensuremath{\geq}",
+    "\u2192": r"\ensuremath{\rightarrow}",
+    "\u2248": r"\ensuremath{\approx}",
+    "\u00b7": r"\ensuremath{\cdot}",
+    "\u2026": r"\ldots{}",
+    "\u2022": r"\textbullet{}",
+}
+# Chinese, Japanese and Korean characters (XeLaTeX sets them in Noto CJK).
+_CJK_RANGES = (
+    (0x2E80, 0x9FFF),
+    (0xAC00, 0xD7AF),
+    (0xF900, 0xFAFF),
+    (0xFE30, 0xFE4F),
+    (0xFF00, 0xFFEF),
+    (0x20000, 0x2FA1F),
+)
+
+
+class CompileError(Exception):
+    """main.tex did not compile (or no LaTeX is installed where a PDF was asked for): every other file
+    of the report is written; the message names the engine and the log's first error line."""
+
+
+def figure_snippet(name: str, caption: str, graphic: str, *, wide: bool = False) -> str:
+    r"""A figure's LaTeX: `\includegraphics` of its PDF at the column (`wide`: text) width, its caption
+    (LaTeX-escaped: run names may hold `_ & % # $ { } ~ ^ \`) and the label `fig:<name>`.
+
+    >>> print(figure_snippet("slot-f1-a_b", "Per-slot F1 of run a_b & 100%.", "slot-f1-a_b.pdf"))
+    % Figure of `python -m analysis report`: \input{fig-slot-f1-a_b.tex}; needs \usepackage{graphicx}.
+    \begin{figure}[t]
+    \centering
+    \includegraphics[width=\columnwidth]{{slot-f1-a_b}.pdf}
+    \caption{Per-slot F1 of run a\_b \& 100\%.}
+    \label{fig:slot-f1-a_b}
+    \end{figure}
+    <BLANKLINE>
+    """
+    env, size = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
+    stem, dot, extension = graphic.rpartition(".")
+    return "\n".join(
+        [
+            f"% Figure of `python -m analysis report`: \\input{{fig-{name}.tex}}; needs \\usepackage{{graphicx}}.",
+            f"\\begin{{{env}}}[t]",
+            "\\centering",
+            # braces around the stem: a name with dots (multiwoz-2.1) is not read as an extension
+            f"\\includegraphics[width={size}]{{{{{stem}}}{dot}{extension}}}",
+            f"\\caption{{{E.tables.latex_escape(caption)}}}",
+            f"\\label{{{E.tables.latex_label('fig:' + name)}}}",
+            f"\\end{{{env}}}",
+            "",
+        ]
+    )
+
+
+def _pdflatex_chars(text: str) -> str:
+    r"""`\DeclareUnicodeCharacter` lines for pdflatex: the characters of `text` its fonts lack.
+
+    >>> print(_pdflatex_chars("b − a, 餐厅, é"))
+    \DeclareUnicodeCharacter{2212}{\ensuremath{-}}
+    \DeclareUnicodeCharacter{5385}{\missingchar{5385}}
+    \DeclareUnicodeCharacter{9910}{\missingchar{9910}}
+    """
+    lines = []
+    for char in sorted({c for c in text if ord(c) > 0x17F}):
+        code = f"{ord(char):04X}"
+        shown = _PDFLATEX_CHARS.get(char, "\\missingchar{" + code + "}")
+        lines.append(f"\\DeclareUnicodeCharacter{{{code}}}{{{shown}}}")
+    return "\n".join(lines)
+
+
+def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
+    r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
+    table snippet (`\input`), in ACL's two-column geometry (7.7 cm columns: a single-column figure prints
+    at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese, Japanese and
+    Korean (a font switch by XeTeX's inter-character tokens: xeCJK would need ctex, texlive-lang-chinese);
+    pdflatex in Latin Modern, printing characters its fonts lack as [U+XXXX] (`body`: every snippet's text,
+    for the characters to declare). A character no font has stops XeLaTeX with an error
+    (\tracinglostchars=3) rather than vanish. Tables span both columns and shrink to fit the page."""
+    esc = E.tables.latex_escape
+    items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
+    notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
+    lines = [
+        "% The report as one document, written by `python -m analysis report`.",
+        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese as [U+XXXX]).",
+        "\\documentclass[10pt,twocolumn]{article}",
+        "\\usepackage[a4paper,textwidth=16cm,textheight=24.7cm,columnsep=0.6cm]{geometry}",
+        "\\usepackage{iftex}",
+        "\\ifXeTeX",
+        "  \\usepackage{fontspec}",
+        "  \\IfFontExistsTF{Liberation Serif}{\\setmainfont{Liberation Serif}}{}",
+        "  \\IfFontExistsTF{Liberation Sans}{\\setsansfont{Liberation Sans}}{}",
+        "  \\IfFontExistsTF{Liberation Mono}{\\setmonofont{Liberation Mono}}{}",
+        "  % Chinese, Japanese, Korean in Noto CJK: a font switch around every run of such characters",
+        "  % (XeTeX's inter-character tokens; xeCJK would need ctex's texlive-lang-chinese).",
+        "  \\newXeTeXintercharclass\\ReportCJKClass",
+        "  \\newcount\\ReportChar",
+        "  \\def\\ReportCJKRange#1#2{\\ReportChar=#1\\relax\\loop\\XeTeXcharclass\\ReportChar=\\ReportCJKClass"
+        "\\ifnum\\ReportChar<#2\\advance\\ReportChar by 1\\repeat}",
+        *[f'  \\ReportCJKRange{{"{low:04X}}}{{"{high:04X}}}' for low, high in _CJK_RANGES],
+        "  \\IfFontExistsTF{Noto Serif CJK SC}{\\newfontfamily\\ReportCJKFont{Noto Serif CJK SC}}"
+        "{\\IfFontExistsTF{Noto Sans CJK SC}{\\newfontfamily\\ReportCJKFont{Noto Sans CJK SC}}{\\let\\ReportCJKFont\\relax}}",
+        "  \\XeTeXinterchartoks 0 \\ReportCJKClass = {\\begingroup\\ReportCJKFont}",
+        "  \\XeTeXinterchartoks 4095 \\ReportCJKClass = {\\begingroup\\ReportCJKFont}",
+        "  \\XeTeXinterchartoks \\ReportCJKClass 0 = {\\endgroup}",
+        "  \\XeTeXinterchartoks \\ReportCJKClass 4095 = {\\endgroup}",
+        "  \\XeTeXinterchartokenstate=1",
+        "  \\tracinglostchars=3 % a character without a glyph is an error, not a gap",
+        "\\else",
+        "  \\usepackage[T1]{fontenc}",
+        "  \\usepackage[utf8]{inputenc}",
+        "  \\usepackage{lmodern}",
+        "  \\newcommand{\\missingchar}[1]{\\texttt{[U+#1]}}",
+        _pdflatex_chars(body + items + notes + plan.title),
+        "\\fi",
+        "\\usepackage{graphicx}",
+        "\\usepackage{booktabs}",
+        "\\usepackage{adjustbox}",
+        "% Tables span both columns and shrink to fit the page when wider or taller (a float cannot break).",
+        "\\makeatletter",
+        "\\renewenvironment{table}[1][tbp]{\\@dblfloat{table}[#1]}{\\end@dblfloat}",
+        "\\makeatother",
+        "\\let\\ReportTabular\\tabular",
+        "\\let\\endReportTabular\\endtabular",
+        "\\renewenvironment{tabular}{\\begin{adjustbox}{max totalsize={\\textwidth}{0.8\\textheight}}\\ReportTabular}"
+        "{\\endReportTabular\\end{adjustbox}}",
+        "\\setcounter{topnumber}{4}\\setcounter{dbltopnumber}{4}\\setcounter{totalnumber}{6}",
+        "\\renewcommand{\\topfraction}{0.95}\\renewcommand{\\dbltopfraction}{0.95}",
+        "\\renewcommand{\\textfraction}{0.05}\\renewcommand{\\floatpagefraction}{0.7}",
+        "\\renewcommand{\\dblfloatpagefraction}{0.7}",
+        "\\ifdefined\\extrafloats\\extrafloats{500}\\fi",
+        f"\\title{{Report: {esc(plan.title)}}}",
+        "\\author{}",
+        "\\date{}",
+        "\\begin{document}",
+        "\\maketitle",
+        f"\\noindent {esc(settings)}",
+    ]
+    lines.append("\\raggedright")  # long run names: ragged lines rather than stretched spaces
+    if plan.warnings:
+        lines += ["\\section*{Comparability}", "\\begin{itemize}", items.rstrip("\n"), "\\end{itemize}"]
+    if plan.notes:
+        lines += ["\\section*{Notes}", "\\begin{itemize}", notes.rstrip("\n"), "\\end{itemize}"]
+    lines.append("\\clearpage")
+    lines += [f"\\input{{{name}}}" for name in figures]
+    lines.append("\\clearpage")
+    lines += [f"\\input{{{name}}}" for name in tables]
+    lines += ["\\end{document}", ""]
+    return "\n".join(lines)
+
+
+def latex_engine(engine: str | None = None) -> tuple[str, list[str]] | None:
+    """The engine and command that compile main.tex here: XeLaTeX when installed (every character in
+    Liberation or Noto CJK), else pdflatex (or the `engine` named, when installed); None without LaTeX.
+    One run is enough (main.tex refers to no label), half of what latexmk's two runs take."""
+    import shutil
+
+    choices = [engine] if engine else ["xelatex", "pdflatex"]
+    found = next((e for e in choices if shutil.which(e)), None)
+    if found is None:
+        return None
+    return found, [found, "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "-no-shell-escape"]
+
+
+def first_error(log: str) -> str:
+    """The first error of a LaTeX log (`file:line: message` or `! message`), with its `l.N` context.
+
+    >>> first_error("x\\n./fig-a.tex:4: Undefined control sequence.\\nl.4 \\\\oops\\n! Later.")
+    './fig-a.tex:4: Undefined control sequence. (l.4 \\\\oops)'
+    >>> first_error("nothing")
+    'no error line in the log'
+    """
+    lines = log.splitlines()
+    for at, line in enumerate(lines):
+        if re.match(r"^(\S+:\d+: |! )", line):
+            context = next((c.strip() for c in lines[at + 1 : at + 12] if re.match(r"^l\.\d+ ", c)), "")
+            return f"{line.strip()} ({context})" if context else line.strip()
+    return NO_ERROR_LINE
+
+
+@dataclass
+class Compiled:
+    engine: str
+    pdf: Path
+    seconds: float
+
+
+def compile_main(out: Path, *, timeout: float = COMPILE_SECONDS) -> Compiled:
+    """Compile `out/main.tex` into `out/main.pdf` (auxiliary files in a temporary folder); a failure is a
+    `CompileError` with the engine and the log's first error line (the log is kept as `out/main.log`)."""
+    import subprocess
+    import tempfile
+
+    found = latex_engine()
+    if found is None:
+        raise CompileError(
+            "no LaTeX to compile main.tex: install xelatex or pdflatex (texlive-xetex, texlive-latex-base; "
+            "scripts/system-deps.sh)"
+        )
+    engine, command = found
+    started = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="report-latex-") as build:
+        try:
+            done = subprocess.run(
+                [*command, f"-output-directory={build}", MAIN_TEX],
+                cwd=out,
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                timeout=timeout,
+                check=False,
+            )
+            failed = done.returncode != 0
+            output = (done.stdout + done.stderr).decode("utf-8", errors="replace")
+            why = ""
+        except subprocess.TimeoutExpired:
+            failed, why, output = True, f"stopped after {timeout:g} s", ""
+        log_path = Path(build) / MAIN_LOG
+        log = log_path.read_text(encoding="utf-8", errors="replace") if log_path.exists() else ""
+        built = Path(build) / MAIN_PDF
+        if failed or not built.exists():
+            _write(out / MAIN_LOG, log.encode("utf-8"))
+            (out / MAIN_PDF).unlink(missing_ok=True)  # never an earlier report's PDF beside this one
+            reason = why or first_error(log)
+            if reason == NO_ERROR_LINE:  # TeX went through; its PDF driver (xdvipdfmx) failed
+                lines = [line.strip() for line in output.splitlines()]
+                said = [line for line in lines if "fatal" in line.lower()] or [
+                    line for line in lines if "error" in line.lower() and "error summary" not in line.lower()
+                ]
+                reason = said[0] if said else f"{NO_ERROR_LINE} or the output ({command[0]} failed)"
+            raise CompileError(f"{out / MAIN_TEX} did not compile with {engine}: {reason} (log: {out / MAIN_LOG})")
+        (out / MAIN_LOG).unlink(missing_ok=True)  # a failed earlier compile's log
+        _write(out / MAIN_PDF, built.read_bytes())
+    return Compiled(engine, out / MAIN_PDF, time.perf_counter() - started)
+
+
 # --- writing -------------------------------------------------------------------------------------
 
 
@@ -546,7 +833,7 @@ def _index_md(plan: ReportPlan, written: Sequence[Written], settings: str) -> st
     lines = [f"# Report: {esc(plan.title)}", "", esc(settings), ""]
     if plan.warnings:
         lines += ["## Comparability", "", *[f"- {esc(w)}" for w in plan.warnings], ""]
-    for kind, heading in (("figure", "Figures"), ("table", "Tables")):
+    for kind, heading in (("document", "Whole report"), ("figure", "Figures"), ("table", "Tables")):
         lines += [f"## {heading}", ""]
         for item in (w for w in written if w.kind == kind):
             links = ", ".join(f"[{p.suffix[1:]}]({p.name})" for p in item.files)
@@ -581,6 +868,24 @@ def _index_html(plan: ReportPlan, written: Sequence[Written], settings: str) -> 
     return "\n".join(parts)
 
 
+def _unique(names: Sequence[str]) -> list[str]:
+    """Names made unique by `-2`, `-3`, ...: two runs whose names slug alike must not overwrite each other's files.
+
+    >>> _unique(["a", "b", "a", "a-2"])
+    ['a', 'b', 'a-2', 'a-2-2']
+    """
+    seen: set[str] = set()
+    unique = []
+    for name in names:
+        candidate, n = name, 1
+        while candidate in seen:
+            n += 1
+            candidate = f"{name}-{n}"
+        seen.add(candidate)
+        unique.append(candidate)
+    return unique
+
+
 def write_report(
     plan: ReportPlan,
     out_dir: str | Path,
@@ -591,9 +896,13 @@ def write_report(
     progress: bool = True,
     on_file: Callable[[Path], None] | None = None,
     intervals: str = "brackets",
+    pdf: bool = False,
 ) -> list[Written]:
-    """Write the plan's figures (one browser for the batch), tables and the index; returns what was written.
-    `intervals`: how tables show an interval, `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`)."""
+    """Write the plan's figures (one browser for the batch), tables, a LaTeX snippet per figure
+    (`fig-<name>.tex`), `main.tex` and the index; returns what was written (`main.tex`, and `main.pdf` when
+    compiled, as the item of kind "document"). `pdf`: compile main.tex (`compile_main`; a failure is a
+    `CompileError` raised once every other file is written). `intervals`: how tables show an interval,
+    `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`)."""
     if intervals not in E.tables.INTERVAL_FORMS:
         raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
     for fmt in formats:
@@ -605,37 +914,89 @@ def write_report(
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(str(out), "report", f"cannot create the output folder: {exc}") from None
-    total = len(plan.figures) * len(formats) + len(plan.tables) * len(E.TABLE_FORMATS) + 2
+    figures = [
+        FigureItem(n, f.caption, f.figure)
+        for n, f in zip(_unique([f.name for f in plan.figures]), plan.figures, strict=True)
+    ]
+    tables = [
+        TableItem(n, t.caption, t.frame, t.options)
+        for n, t in zip(_unique([t.name for t in plan.tables]), plan.tables, strict=True)
+    ]
+    # main.tex includes each figure's PDF (PNG when no PDF is written; none with SVG alone)
+    graphic = next((fmt for fmt in ("pdf", "png") if fmt in formats), None)
+    n_snippets = len(figures) if graphic else 0
+    total = len(figures) * len(formats) + len(tables) * len(E.TABLE_FORMATS) + n_snippets + 3 + int(pdf)
     bar = _progress(total, enabled=progress)
     written: list[Written] = []
+    notes = list(plan.notes)
 
     def done(path: Path) -> None:
         bar.update(1)
         if on_file is not None:
             on_file(path)
 
+    failure: CompileError | None = None
     try:
-        stems = [(item.figure, out / item.name) for item in plan.figures]
+        stems = [(item.figure, out / item.name) for item in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
-        for item in plan.figures:
+        snippets = []
+        for item in figures:
             files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
+            if graphic:
+                snippet = figure_snippet(item.name, item.caption, f"{item.name}.{graphic}", wide=width == "double")
+                _write(out / f"fig-{item.name}.tex", snippet.encode("utf-8"))
+                files.append(out / f"fig-{item.name}.tex")
+                snippets.append(snippet)
+                done(files[-1])
             written.append(Written(item.name, "figure", item.caption, files))
-        for table in plan.tables:
+        if not graphic and figures:
+            notes.append("main.tex holds no figure: it includes PDF or PNG files and only SVG was written.")
+        table_text = []
+        for table in tables:
             files = []
             for fmt in E.TABLE_FORMATS:
                 path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
                 options = {"interval_form": intervals, **table.options}
-                _write(path, E.table_bytes(table.frame, fmt, caption=table.caption, **options))
+                data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
+                _write(path, data)
+                if fmt == "latex":
+                    table_text.append(data.decode("utf-8"))
                 files.append(path)
                 done(path)
             written.append(Written(table.name, "table", table.caption, files))
         settings = f"Style {style}, {width}-column width ({E.preset(style, width).width_in} in), PNG at {E.DPI} dpi."
-        for name, text in (("index.md", _index_md(plan, written, settings)), ("index.html", None)):
-            body = text if text is not None else _index_html(plan, written, settings)
+        shown = ReportPlan(plan.title, notes=notes, warnings=plan.warnings)
+        main = main_tex(
+            shown,
+            settings,
+            [f"fig-{item.name}.tex" for item in figures] if graphic else [],
+            [f"{table.name}.tex" for table in tables],
+            body="".join(snippets + table_text),
+        )
+        _write(out / MAIN_TEX, main.encode("utf-8"))
+        done(out / MAIN_TEX)
+        document = Written("main", "document", "The whole report as one LaTeX document.", [out / MAIN_TEX])
+        if pdf:
+            try:
+                compiled = compile_main(out)
+                document.files.append(compiled.pdf)
+                document.caption = f"The whole report as one LaTeX document and its PDF ({compiled.engine})."
+            except CompileError as exc:
+                failure = exc
+                notes.append(f"main.pdf not written: {exc}")
+                if (out / MAIN_LOG).exists():
+                    document.files.append(out / MAIN_LOG)
+            done(out / MAIN_PDF)
+        written.append(document)
+        shown.notes = notes
+        for name, text in (("index.md", _index_md(shown, written, settings)), ("index.html", None)):
+            body = text if text is not None else _index_html(shown, written, settings)
             _write(out / name, body.encode("utf-8"))
             done(out / name)
     finally:
         bar.close()
+    if failure is not None:
+        raise failure
     return written
 
 
@@ -663,17 +1024,22 @@ def build_report(
     n_resamples: int = 1000,
     progress: bool = True,
     intervals: str = "brackets",
+    pdf: bool | None = None,
 ) -> list[Written]:
     """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
 
-    The browser for the figures is started first: one that cannot start is an `ExportUnavailable` within
-    `BROWSER_START_SECONDS`, before the runs are loaded (the CLI's exit 3), not a hang."""
+    `pdf`: compile main.tex into main.pdf (None: when LaTeX is installed, `latex_engine`); a failed
+    compile is a `CompileError` once every other file is written. The browser for the figures is started
+    first: one that cannot start is an `ExportUnavailable` within `BROWSER_START_SECONDS`, before the runs
+    are loaded (the CLI's exit 3), not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
+    if pdf is None:
+        pdf = latex_engine() is not None
     with browser_started():
         loaded = load_workspace(workspace)
         plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
         return write_report(
-            plan, out_dir, formats=formats, style=style, width=width, progress=progress, intervals=intervals
+            plan, out_dir, formats=formats, style=style, width=width, progress=progress, intervals=intervals, pdf=pdf
         )
 
 
