@@ -210,6 +210,26 @@ def test_an_edit_changes_only_its_lines_and_keeps_comments(tmp_path: Path) -> No
     assert read_manifest(manifest).entries[1].name == "b"
 
 
+def test_a_crlf_manifest_keeps_its_line_endings_and_its_digest_matches(tmp_path: Path) -> None:
+    manifest = tmp_path / "workspace.toml"
+    manifest.write_bytes(b'# crlf\r\n[[runs]]\r\nname = "a"\r\npred = "a.jsonl"\r\nseed = 1\r\n')
+    digest = read_manifest(manifest).digest
+    saved = mw.add_run(manifest, {"name": "b", "pred": "a.jsonl"}, expected_digest=digest)
+    assert saved.merged == ""  # the digest read by the manifest reader is the writer's: no false "changed"
+    mw.edit_run(manifest, "a", {"seed": 2}, expected_digest=read_manifest(manifest).digest)
+    raw = manifest.read_bytes()
+    assert raw.count(b"\r\n") == raw.count(b"\n")  # every line still ends in CRLF
+    assert [e.meta.seed for e in read_manifest(manifest).entries] == [2, None]
+
+
+@pytest.mark.parametrize("value", ['"no"', "0"])
+def test_edit_manifest_must_be_true_or_false(tmp_path: Path, value: str) -> None:
+    manifest = tmp_path / "workspace.toml"
+    manifest.write_text(f'[dashboard]\nedit_manifest = {value}\n[[runs]]\nname = "a"\npred = "a.jsonl"\n')
+    with pytest.raises(InputError, match=r"\[dashboard\] edit_manifest must be true or false"):
+        read_manifest(manifest)
+
+
 WRITER = """
 import sys
 from pathlib import Path
