@@ -43,13 +43,14 @@ from analysis import stats, views
 from analysis.errors import InputError
 from analysis.loading import dialogue_key
 from analysis.model import RunInfo
-from analysis.scoring import Scored
+from analysis.scoring import Scored, combine
 
 __all__ = [
     "FEATURES",
     "SliceReport",
     "describe",
     "find_slices",
+    "pooled",
     "report_tables",
     "searchable",
     "slice_turns",
@@ -66,6 +67,7 @@ MISSING = "(missing)"
 # Built-in features, in the order a description lists them; attributes and `unseen value` follow.
 FEATURES = ("domains", "turn depth", "gold slots", "dontcare in gold", "new value in user turn", "previous turn")
 UNSEEN = "unseen value"
+RUN = "run"  # a feature when several runs are searched together
 # RunInfo fields that say what a run is (not how it was read or scored).
 RUN_FIELDS = tuple(
     f for f in ("system", "dataset", "language", "split", "history", "seed") if f in RunInfo.__dataclass_fields__
@@ -80,6 +82,7 @@ MIN_TURNS = 20  # ... and at least this many turns
 RESAMPLES = 1000
 LEVEL = 0.95
 COLUMNS = ["rank", "slice", "jga", "gap", "jga_low", "jga_high", "turns", "dialogues", "wrong_turns", "score"]
+COLUMNS += ["same_turns"]  # other slices of the very same turns
 
 
 @dataclass(frozen=True)
@@ -196,6 +199,8 @@ def turn_features(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
             values = turns[column]
             columns[column] = _levels(values.astype(str).where(values.notna(), MISSING))
     metas = {m.run_id: m for m in scored.metas}
+    if len(metas) > 1:  # runs searched together: the run itself is a feature
+        columns[RUN] = _levels(turns["run_id"].astype(object))
     for name in RUN_FIELDS:
         if name not in columns:
             value = {
@@ -211,15 +216,17 @@ def turn_features(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
     return pd.DataFrame(columns)
 
 
-def searchable(scored: Scored, train: Scored | None = None) -> list[str]:
-    """The names of the features `turn_features` gives this run (without computing them).
+def searchable(runs: Scored | Sequence[Scored], train: Scored | None = None) -> list[str]:
+    """The names of the features `turn_features` gives this run, or these runs together (without computing them).
 
     >>> from analysis.demo.testing import scored_from_states
     >>> searchable(scored_from_states([{}], [{}]))[:3]
     ['domains', 'turn depth', 'gold slots']
     """
+    scored = pooled(runs)
     attributes = [c for c in views.attribute_columns(scored) if c not in NOT_ATTRIBUTES and c not in FEATURES]
-    names = [*FEATURES, *attributes, *[f for f in RUN_FIELDS if f not in attributes]]
+    run_feature = [RUN] if len(scored.metas) > 1 else []
+    names = [*FEATURES, *attributes, *run_feature, *[f for f in RUN_FIELDS if f not in attributes]]
     return [*names, UNSEEN] if train is not None else names
 
 
@@ -311,6 +318,21 @@ def _memo_features(scored: Scored, train: Scored | None) -> pd.DataFrame:
     return scored.memoised(key, lambda: turn_features(scored, train))
 
 
+def pooled(scoreds: Scored | Sequence[Scored]) -> Scored:
+    """One run, or several combined (`scoring.combine`: same convention) so that their manifest attributes
+    (system, language, seed, ...) and the run itself become features of one search."""
+    if isinstance(scoreds, Scored):
+        return scoreds
+    items = list(scoreds)
+    if len(items) == 1:
+        return items[0]
+    try:
+        return combine(items)
+    except ValueError as exc:
+        where = ", ".join(r for s in items for r in s.run_ids) or "runs"
+        raise InputError(where, None, f"these runs cannot be searched together: {exc}") from None
+
+
 def _where(scored: Scored) -> tuple[str, str | None]:
     meta = scored.metas[0] if scored.metas else None
     if meta is None:
@@ -319,7 +341,7 @@ def _where(scored: Scored) -> tuple[str, str | None]:
 
 
 def find_slices(
-    scored: Scored,
+    runs: Scored | Sequence[Scored],
     train: Scored | None = None,
     *,
     top: int = TOP,
@@ -336,9 +358,10 @@ def find_slices(
     `exclude` names features to leave out of the search (e.g. "previous turn", whose compounding errors
     dominate most runs' worst slices).
 
-    An empty run is an `InputError`; a run without an error, or whose features all have one level, gives
+    `runs`: one scored run, or several searched together (`pooled`). An empty run is an `InputError`; a run without an error, or whose features all have one level, gives
     no slice and says why in `note`.
     """
+    scored = pooled(runs)
     where, fmt = _where(scored)
     n_turns = len(scored.turns)
     if n_turns == 0:
@@ -370,7 +393,8 @@ def find_slices(
         "excluded": list(exclude),
         "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
     }
-    empty = pd.DataFrame({c: pd.Series(dtype=float) for c in COLUMNS}).assign(predicates=pd.Series(dtype=object))
+    empty = pd.DataFrame({c: pd.Series(dtype=object if c in ("slice", "same_turns") else float) for c in COLUMNS})
+    empty = empty.assign(predicates=pd.Series(dtype=object))
     report = SliceReport(
         run_id=", ".join(scored.run_ids),
         jga=jga,
@@ -394,14 +418,16 @@ def find_slices(
         return replace(
             report, note=f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
         )
-    found = _sliceline(search, 1.0 - correct, top=top, max_predicates=max_predicates, support=support, alpha=alpha)
+    # twice the slices asked for: slices of the very same turns become one row (`_measure`)
+    found = _sliceline(search, 1.0 - correct, top=2 * top, max_predicates=max_predicates, support=support, alpha=alpha)
     if not found:
         note = (
             f"sliceline found no slice of at least {support} turns whose error rate outweighs its size "
             f"(alpha {alpha}): no group of turns stands out."
         )
         return replace(report, note=note)
-    return replace(report, slices=_measure(features, found, jga=jga, resamples=resamples, seed=seed))
+    measured = _measure(features, found, jga=jga, resamples=resamples, seed=seed)
+    return replace(report, slices=measured[measured["rank"] <= top].reset_index(drop=True))
 
 
 def _sliceline(
@@ -443,11 +469,26 @@ def _measure(
     resamples: int,
     seed: int,
 ) -> pd.DataFrame:
-    """JGA, gap, support and the dialogue-bootstrap interval of each slice; worst gap first."""
+    """JGA, gap, support and the dialogue-bootstrap interval of each slice; worst gap first. Slices of the very
+    same turns (e.g. `run = B` and `system = B` when searched together) are one row: the one with the fewest
+    feature levels, the others named in `same_turns`."""
     correct = features["joint_correct"].to_numpy(dtype=float)
     dialogues = pd.Index(dialogue_key(features["dialogue_id"]).unique())
     d = dialogues.get_indexer(dialogue_key(features["dialogue_id"]))
     masks = np.stack([_mask(features, predicates) for predicates, _ in found])
+    groups: dict[bytes, list[int]] = {}
+    order = {name: k for k, name in enumerate(features.columns)}  # equal length: the earlier features
+
+    def simplest(i: int) -> tuple[int, list[int], int]:
+        return len(found[i][0]), sorted(order[f] for f, _ in found[i][0]), i
+
+    for i in sorted(range(len(found)), key=simplest):
+        groups.setdefault(np.packbits(masks[i]).tobytes(), []).append(i)
+    kept = sorted(members[0] for members in groups.values())
+    same = {members[0]: " | ".join(describe(found[j][0]) for j in members[1:]) for members in groups.values()}
+    masks = masks[kept]
+    same_turns = [same[i] for i in kept]
+    found = [found[i] for i in kept]
     n_dialogues = len(dialogues)
     # per slice and dialogue: correct turns and turns in the slice; every slice resampled with the same dialogues
     num = np.stack([np.bincount(d[m], weights=correct[m], minlength=n_dialogues) for m in masks])
@@ -471,6 +512,7 @@ def _measure(
             "dialogues": (den > 0).sum(axis=1).astype("int64"),
             "wrong_turns": (turns - num.sum(axis=1)).round().astype("int64"),
             "score": [score for _, score in found],
+            "same_turns": same_turns,
             "predicates": [p for p, _ in found],
         }
     )
@@ -482,14 +524,18 @@ def _measure(
 # --- click-through and export ---------------------------------------------------------------------
 
 
-def slice_turns(scored: Scored, train: Scored | None = None, *, predicates: Sequence[Sequence[str]]) -> pd.DataFrame:
-    """The turns of one slice (file order) as a click-through list (`views.TURN_LIST_COLUMNS`: a row opens
-    the dialogue viewer at that turn)."""
+def slice_turns(
+    runs: Scored | Sequence[Scored], train: Scored | None = None, *, predicates: Sequence[Sequence[str]]
+) -> pd.DataFrame:
+    """The turns of one slice (file order) as a click-through list (`views.TURN_LIST_COLUMNS`, and `run_id`
+    first when several runs are searched together: a row opens the dialogue viewer at that turn)."""
+    scored = pooled(runs)
     features = _memo_features(scored, train)
     mask = _mask(features, [(str(f), str(v)) for f, v in predicates])
     turns = scored.turns[mask]
     listed = turns.assign(status=np.where(turns["joint_correct"].to_numpy(dtype=bool), "correct", "wrong"))
-    return listed[views.TURN_LIST_COLUMNS].reset_index(drop=True)
+    columns = views.TURN_LIST_COLUMNS if len(scored.metas) < 2 else ["run_id", *views.TURN_LIST_COLUMNS]
+    return listed[columns].reset_index(drop=True)
 
 
 def slices_bar(
@@ -545,15 +591,17 @@ def slices_bar(
 
 def table_frame(report: SliceReport) -> pd.DataFrame:
     """The slices as an exported table: readable columns, the interval as JGA low / JGA high."""
-    frame = report.slices[["rank", "slice", "jga", "jga_low", "jga_high", "gap", "turns", "dialogues"]]
-    return frame.rename(columns={"jga": "JGA", "jga_low": "JGA low", "jga_high": "JGA high"}).assign(run=report.run_id)[
-        ["run", "rank", "slice", "JGA", "JGA low", "JGA high", "gap", "turns", "dialogues"]
-    ]
+    columns = ["rank", "slice", "jga", "jga_low", "jga_high", "gap", "turns", "dialogues"]
+    same = ["same_turns"] if report.slices["same_turns"].ne("").any() else []  # only when a slice has another name
+    frame = report.slices[[*columns, *same]].rename(
+        columns={"jga": "JGA", "jga_low": "JGA low", "jga_high": "JGA high", "same_turns": "same turns as"}
+    )
+    return frame.assign(run=report.run_id)[["run", *frame.columns]]
 
 
 def report_tables(scoreds: dict[str, Scored], *, n_resamples: int = RESAMPLES) -> list[Any]:
-    """The report's slice tables (`analysis.export.report.TableItem`): one per run with slices, plus one
-    note-only caption per run without; called by `plan_report`."""
+    """The report's slice tables (`analysis.export.report.TableItem`): one per run with slices (a run without
+    any, e.g. never wrong, gets none); called by `plan_report`."""
     from analysis.export.report import TableItem
 
     items = []

@@ -41,9 +41,10 @@ def features_of(scored: Scored, train: Scored | None = None) -> pd.DataFrame:
 # --- a planted slice -------------------------------------------------------------------------------
 
 
-def planted() -> Scored:
+def planted(*, perfect: bool = False, run_id: str = "run") -> Scored:
     """60 dialogues of 6 turns: the 12 taxi dialogues are wrong at every turn; of the 48 hotel dialogues every
-    fourth is wrong at turn 2 only (noise that makes 'previous turn = wrong' a mixed slice)."""
+    fourth is wrong at turn 2 only (noise that makes 'previous turn = wrong' a mixed slice). `perfect`: the
+    same gold, predicted right."""
     gold, pred = {}, {}
     for i in range(60):
         taxi = i % 5 == 0
@@ -52,7 +53,7 @@ def planted() -> Scored:
         gold[f"d{i:02d}"] = states
         wrong = {domain: {slot: "zzz", "n": "0"}}
         pred[f"d{i:02d}"] = [wrong if taxi or (i % 4 == 1 and t == 2) else state for t, state in enumerate(states)]
-    return scored_from_states(gold, pred)
+    return scored_from_states(gold, gold if perfect else pred, run_id=run_id)
 
 
 def test_sliceline_finds_the_planted_slice_first_with_its_support_and_jga() -> None:
@@ -79,6 +80,27 @@ def test_the_slice_turns_are_the_turns_the_slice_describes() -> None:
     assert len(turns) == 60 and set(turns["turn_index"]) == {1, 2, 3, 4, 5} and (turns["status"] == "wrong").all()
     with pytest.raises(ValueError, match="feature has to be one of"):
         S.slice_turns(scored, predicates=[("colour", "red")])
+
+
+def test_runs_searched_together_make_the_run_a_feature() -> None:
+    bad, good = planted(), planted(perfect=True, run_id="good")
+    report = S.find_slices([bad, good], min_support=20, resamples=50)
+    assert S.RUN in report.features and report.n_turns == 720
+    top = report.slices.iloc[0]
+    assert set(top["predicates"]) == {("domains", "taxi"), (S.RUN, "run")} and top["turns"] == 72
+    assert top["jga"] == 0.0
+    # `system` names the same runs: the same turns, one row, the other description kept
+    assert top["same_turns"].split(" | ") == [
+        "domains = taxi AND system = run",
+        "domains = taxi AND run = run AND system = run",
+    ]
+    assert not report.slices["slice"].str.contains("system = ").any()
+    turns = S.slice_turns([bad, good], predicates=top["predicates"])
+    assert list(turns.columns) == ["run_id", *views.TURN_LIST_COLUMNS] and set(turns["run_id"]) == {"run"}
+    assert S.searchable([bad, good])[: len(S.FEATURES) + 1] == [*S.FEATURES, S.RUN]
+    other = scored_from_states([{}], [{}], run_id="other", convention="trade")
+    with pytest.raises(InputError, match="these runs cannot be searched together: runs scored under different"):
+        S.find_slices([bad, other])
 
 
 # --- features on hand examples -----------------------------------------------------------------------
@@ -333,7 +355,8 @@ def test_report_tables_export_the_ranked_slices_with_intervals() -> None:
     items = S.report_tables({"run": scored, "perfect": scored_from_states([{}] * 30, [{}] * 30)})
     assert [item.name for item in items] == ["slices-run"]  # a run without a slice gets no table
     frame = items[0].frame
-    assert list(frame.columns) == ["run", "rank", "slice", "JGA", "JGA low", "JGA high", "gap", "turns", "dialogues"]
+    columns = ["run", "rank", "slice", "JGA", "JGA low", "JGA high", "gap", "turns", "dialogues"]
+    assert list(frame.columns) in (columns, [*columns, "same turns as"])
     assert frame.iloc[0]["slice"] == "domains = taxi"
     latex = table_bytes(frame, "latex", caption=items[0].caption, **items[0].options).decode()
     assert "domains = taxi" in latex and "0.000 {\\footnotesize[0.000, 0.000]}" in latex
