@@ -17,12 +17,20 @@ from plotly.subplots import make_subplots
 
 from analysis.escaping import plain_figure_text, plotly_text
 from analysis.outcomes import Outcome
+from analysis.palette import (
+    CATEGORICAL,
+    COUNT_SCALE,
+    DIVERGING_SCALE,
+    MUTED_OPACITY,
+    OKABE_ITO,
+    SCORE_SCALE,
+    TINTS,
+    rgba,
+)
 from analysis.suite import LABELS
 
-# Okabe & Ito (2008): distinguishable under the common colour-vision deficiencies.
-OKABE_ITO = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#000000")
-# Beyond eight runs, the Okabe-Ito hues repeat in a lighter tint (and traces differ by dash/marker).
-EXTRA = ("#7FB8D8", "#F2CF7F", "#7FCEB9", "#E5BCD3", "#AAD9F4", "#EAAF7F", "#F7F1A0", "#7F7F7F")
+# The palette lives in analysis.palette (Okabe-Ito, its tints, greys and three continuous scales).
+EXTRA = TINTS
 OUTCOME_COLOURS = {o.key: o.colour for o in Outcome}
 AGREEMENT_NAMES = {
     "both_correct": "both correct",
@@ -54,8 +62,7 @@ def run_colours(run_ids: Sequence[str]) -> dict[str, str]:
     >>> run_colours(["a", "b"])
     {'a': '#0072B2', 'b': '#E69F00'}
     """
-    palette = OKABE_ITO + EXTRA
-    return {run: palette[i % len(palette)] for i, run in enumerate(dict.fromkeys(run_ids))}
+    return {run: CATEGORICAL[i % len(CATEGORICAL)] for i, run in enumerate(dict.fromkeys(run_ids))}
 
 
 def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = None) -> go.Figure:
@@ -77,6 +84,7 @@ def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = N
         margin["t"] = margin["t"] + (24 if entries else 0)
     fig.update_layout(
         template=spec["template"],
+        colorway=list(OKABE_ITO),  # a trace without a colour of its own takes the palette's, never Plotly's
         font=spec["font"],
         height=height or spec["height"],
         margin=margin,
@@ -228,8 +236,7 @@ def outcome_mix_bar(
 
 
 # Counts and shares in a heatmap: the scale starts at 0, an empty cell (0) is left blank with no text, and
-# the first count already has a visible colour (the scale's low end is a mid-light blue, not white).
-COUNT_SCALE = [[0.0, "#b3d1ea"], [0.5, "#4292c6"], [1.0, "#08306b"]]
+# the first count already has a visible colour (palette.COUNT_SCALE's low end is a mid-light blue, not white).
 
 
 def _blank_zeros(values: Any) -> np.ndarray:
@@ -275,15 +282,18 @@ def grouped_jga_bar(
     by: str,
     colours: Mapping[str, str] | None = None,
     title: str | None = None,
+    highlight: str | None = None,
     style: str = "screen",
 ) -> go.Figure:
     """JGA per value of `by` (domain, dialogue type, ...), one bar colour per run; turns on hover.
-    Beyond four runs the bars get too thin to read, so the same numbers become a run x value heatmap."""
+    Beyond four runs the bars get too thin to read, so the same numbers become a run x value heatmap,
+    where the row of `highlight` (the run being looked at) is outlined; up to four runs every bar keeps
+    its full colour (a comparison of a few runs mutes none)."""
     if not len(frame):
         return _empty(f"no {by} to show", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     if len(runs) > 4:
-        return jga_heatmap(frame, by=by, title=title, style=style)
+        return jga_heatmap(frame, by=by, title=title, highlight=highlight, style=style)
     palette = _colours(runs, colours)
     fig = go.Figure()
     has_ci = "jga_low" in frame.columns and "jga_high" in frame.columns
@@ -316,8 +326,11 @@ def grouped_jga_bar(
     return apply_style(fig, style)
 
 
-def jga_heatmap(frame: pd.DataFrame, *, by: str, title: str | None = None, style: str = "screen") -> go.Figure:
-    """JGA per run (rows) and value of `by` (columns); blank where a run has no such value."""
+def jga_heatmap(
+    frame: pd.DataFrame, *, by: str, title: str | None = None, highlight: str | None = None, style: str = "screen"
+) -> go.Figure:
+    """JGA per run (rows) and value of `by` (columns); blank where a run has no such value; the row of
+    `highlight` (the run being looked at) outlined."""
     if not len(frame):
         return _empty(f"no {by} to show", style)
     runs = list(dict.fromkeys(frame["run_id"]))
@@ -333,7 +346,7 @@ def jga_heatmap(frame: pd.DataFrame, *, by: str, title: str | None = None, style
             y=runs,
             zmin=0,
             zmax=1,
-            colorscale="Viridis",
+            colorscale=SCORE_SCALE,
             colorbar={"title": "JGA"},
             customdata=turns.to_numpy(dtype=float),
             text=np.vectorize(lambda v: "" if np.isnan(v) else f"{v:.2f}")(jga.to_numpy(dtype=float)),
@@ -343,36 +356,56 @@ def jga_heatmap(frame: pd.DataFrame, *, by: str, title: str | None = None, style
     )
     fig.update_layout(title=title or f"JGA by {by}", xaxis_title=by)
     fig.update_yaxes(autorange="reversed")
+    if highlight in runs:
+        row = runs.index(str(highlight))
+        fig.add_shape(
+            type="rect",
+            xref="paper",
+            yref="y",
+            x0=0,
+            x1=1,
+            y0=row - 0.5,
+            y1=row + 0.5,
+            line={"color": "#000000", "width": 2},
+            fillcolor="rgba(0,0,0,0)",
+        )
     return apply_style(fig, style, height=max(320, 28 * len(runs) + 160))
 
 
 # Beyond this many runs, JGA-by-depth lines carry no markers: a dozen overlapping marker sets hide the lines
 # they sit on (and each marker is one more SVG node for the browser to draw).
 MARKED_RUNS = 8
+# From this many runs, the run being looked at is highlighted and the others muted (issue 18: 8 or more
+# lines merge into one mass; from 5 the per-domain bars already become a heatmap).
+HIGHLIGHT_RUNS = 5
 
 
 def depth_lines(
     frame: pd.DataFrame,
     *,
     colours: Mapping[str, str] | None = None,
+    highlight: str | None = None,
     style: str = "screen",
 ) -> go.Figure:
     """JGA by turn depth, one line per run (markers up to `MARKED_RUNS` runs); the number of turns at each
-    depth on hover; the 95% interval as a band behind each line when the frame has one."""
+    depth on hover; the 95% interval as a band behind each line when the frame has one (a filled area with
+    no edge line). From `HIGHLIGHT_RUNS` runs on, `highlight` (the run being looked at) is drawn thicker
+    at full opacity and on top, the others muted and their bands paler, so one run stands out among many;
+    fewer runs are all drawn alike."""
     if not len(frame):
         return _empty("no turns", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     palette = _colours(runs, colours)
     dashes = ("solid", "dash", "dot", "dashdot")
     bands = "jga_low" in frame.columns and "jga_high" in frame.columns
+    focus = highlight if highlight in runs and len(runs) >= HIGHLIGHT_RUNS else None
     fig = go.Figure()
     for i, run in enumerate(runs):
         part = frame[frame["run_id"] == run]
+        muted = focus is not None and run != focus
         if bands:  # the 95% dialogue-bootstrap interval as a translucent band behind the line
-            colour = palette[run].lstrip("#")
-            fill = f"rgba({int(colour[0:2], 16)},{int(colour[2:4], 16)},{int(colour[4:6], 16)},0.15)"
             # One closed shape per run (upper bounds left to right, lower bounds back): a third fewer traces
-            # for the browser to draw than two bound lines filled between.
+            # for the browser to draw than two bound lines filled between. No edge line: only the fill.
             known = part[part["jga_low"].notna() & part["jga_high"].notna()]
             depths = known["turn_index"].to_numpy()
             fig.add_scatter(
@@ -382,23 +415,31 @@ def depth_lines(
                 customdata=["upper"] * len(known) + ["lower"] * len(known),
                 mode="lines",
                 fill="toself",
-                fillcolor=fill,
+                fillcolor=rgba(palette[run], 0.06 if muted else 0.15),
                 hoveron="points",
                 line={"width": 0, "color": palette[run]},
                 showlegend=False,
                 legendgroup=run,
                 hovertemplate=f"<b>{plotly_text(run)}</b><br>turn %{{x}}<br>95% interval, %{{customdata}} bound: %{{y:.4f}}<extra></extra>",
             )
+        line: dict[str, Any] = {"color": palette[run], "dash": dashes[(i // 8) % len(dashes)]}
+        if focus is not None:
+            line["width"] = 3.0 if run == focus else 1.25
         fig.add_scatter(
             legendgroup=run,
             name=run,
             x=part["turn_index"],
             y=part["jga"],
             mode="lines+markers" if len(runs) <= MARKED_RUNS else "lines",
-            line={"color": palette[run], "dash": dashes[(i // 8) % len(dashes)]},
+            line=line,
+            opacity=MUTED_OPACITY if muted else 1.0,
+            legendrank=i + 1,  # the legend keeps the run order when the highlighted run is drawn last
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
             hovertemplate=f"<b>{plotly_text(run)}</b><br>turn %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
         )
+    if focus is not None:  # the highlighted run drawn last, on top of the others
+        order = [t for t in fig.data if t.legendgroup != focus] + [t for t in fig.data if t.legendgroup == focus]
+        fig = go.Figure(data=order, layout=fig.layout)
     title = "JGA by turn depth" + (" (bands: 95% dialogue bootstrap interval)" if bands else "")
     fig.update_layout(title=title, xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
     fig.update_yaxes(range=[0, 1.02])
@@ -676,7 +717,7 @@ def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Fi
             texttemplate="%{text}",
             customdata=hover,
             hovertemplate="%{customdata}<extra></extra>",
-            colorscale="RdBu",
+            colorscale=DIVERGING_SCALE,
             zmid=0,
             zmin=-limit,
             zmax=limit,
@@ -820,7 +861,7 @@ def language_heatmap(
             texttemplate="%{text}" if len(keys) * len(runs) <= 600 else None,
             customdata=hover,
             hovertemplate="<b>%{y}</b> · %{x}<br>%{customdata}<extra></extra>",
-            colorscale="RdBu",
+            colorscale=DIVERGING_SCALE,
             zmid=0,
             zmin=-limit,
             zmax=limit,

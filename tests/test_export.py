@@ -52,10 +52,10 @@ def _figures() -> dict[str, go.Figure]:
 
 
 def test_presets_widths_and_png_pixels() -> None:
-    assert E.preset("paper", "single").width_in == 3.3
-    assert E.preset("paper", "double").width_in == 7.0
-    assert E.preset("paper", "single").png_width() == 990
-    assert E.preset("slides", "double").png_width() == 2100
+    assert E.preset("paper", "single").width_in == 3.03  # ACL/EMNLP \columnwidth
+    assert E.preset("paper", "double").width_in == 6.3  # ACL/EMNLP \textwidth
+    assert E.preset("paper", "single").png_width() == 909
+    assert E.preset("slides", "double").png_width() == 1890
     with pytest.raises(ValueError, match="style has to be one of paper, slides"):
         E.preset("poster", "single")
     with pytest.raises(ValueError, match="width has to be one of single, double"):
@@ -79,8 +79,8 @@ def test_style_figure_paper_drops_title_slides_keeps_it() -> None:
     assert paper.layout.title.text is None
     assert slides.layout.title.text == fig.layout.title.text
     assert fig.layout.title.text and fig.layout.width is None  # the input is untouched
-    assert paper.layout.width == pytest.approx(3.3 * 96)
-    assert slides.layout.width == pytest.approx(7.0 * 96)
+    assert paper.layout.width == pytest.approx(3.03 * 96)
+    assert slides.layout.width == pytest.approx(6.3 * 96)
     assert "Liberation Sans" in paper.layout.font.family
     assert paper.layout.font.size == pytest.approx(8 * 96 / 72, abs=0.01)  # 8 pt at print size
     # run colours are the dashboard's, untouched by styling
@@ -235,12 +235,12 @@ def test_font_subset_keeps_used_glyphs_only() -> None:
 
 def test_finish_svg_sets_inches_and_embeds_font() -> None:
     raw = (
-        b'<svg xmlns="http://www.w3.org/2000/svg" width="316.8" height="230.4" viewBox="0 0 316.8 230.4">'
+        b'<svg xmlns="http://www.w3.org/2000/svg" width="290.88" height="230.4" viewBox="0 0 290.88 230.4">'
         b"<text style=\"font-family: 'Liberation Sans'; font-size: 10px\">JGA run</text></svg>"
     )
     done = E.finish_svg(raw, E.preset("paper", "single"))
     root = ET.fromstring(done)
-    assert root.get("width") == "3.3in" and root.get("height") == "2.4in"
+    assert root.get("width") == "3.03in" and root.get("height") == "2.4in"
     if fonts.font_data("regular") is not None:
         assert re.search(rb"@font-face\{font-family:'Liberation Sans';.*base64,", done)
 

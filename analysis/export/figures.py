@@ -61,6 +61,38 @@ def check_export() -> str:
     return found
 
 
+async def _print_pdf_edge_to_edge(tab: Any) -> str:
+    """Chromium's Page.printToPDF of the rendered figure with no page margin.
+
+    kaleido 1.x prints with a 0.1 in margin on every side while the page has the figure's exact size
+    (CSS @page), so every PDF was shifted 0.1 in right and down and lost its bottom and right 0.1 in:
+    the x-axis title and the descenders of tick labels (issue 18). With no margin the PDF page is the
+    figure, as the SVG and PNG are (tests/test_paper_figures.py measures all three).
+    """
+    from kaleido._kaleido_tab._errors import _raise_error
+
+    params = {
+        "printBackground": True,
+        "marginTop": 0,
+        "marginBottom": 0,
+        "marginLeft": 0,
+        "marginRight": 0,
+        "preferCSSPageSize": True,
+        "pageRanges": "1",
+    }
+    response = await tab.send_command("Page.printToPDF", params=params)
+    _raise_error(response)
+    return str(response.get("result", {}).get("data"))
+
+
+def _edge_to_edge_pdf() -> None:
+    """Make kaleido's tabs print PDFs without margins (its tab module looks the function up per call)."""
+    from kaleido._kaleido_tab import _devtools_utils
+
+    if _devtools_utils.print_pdf is not _print_pdf_edge_to_edge:
+        _devtools_utils.print_pdf = _print_pdf_edge_to_edge
+
+
 def _server_running() -> bool:
     import kaleido
 
@@ -77,6 +109,7 @@ def export_session() -> Iterator[None]:
     check_export()
     import kaleido
 
+    _edge_to_edge_pdf()
     with _LOCK:
         started = False
         if _SESSION["depth"] == 0 and not _server_running():
@@ -95,6 +128,7 @@ def export_session() -> Iterator[None]:
 def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
     import kaleido
 
+    _edge_to_edge_pdf()
     opts = {
         "format": fmt,
         "width": fig.layout.width,
@@ -126,7 +160,7 @@ def figure_bytes(fig: go.Figure, fmt: str, *, style: str = "paper", width: str =
         return finish_svg(data, spec)
     if fmt == "png":
         return _png_with_dpi(data, DPI)
-    return data
+    return finish_pdf(data, spec, float(styled.layout.height))
 
 
 BATCH_TABS = 2  # browser tabs rendering at once in a batch (the machine has 2 cores)
@@ -142,11 +176,13 @@ def _opts(layout: Mapping[str, Any], fmt: str, spec: Preset) -> dict[str, Any]:
     }
 
 
-def _finish_file(path: Path, fmt: str, spec: Preset) -> None:
+def _finish_file(path: Path, fmt: str, spec: Preset, height_px: float) -> None:
     if fmt == "svg":
         path.write_bytes(finish_svg(path.read_bytes(), spec))
     elif fmt == "png":
         path.write_bytes(_png_with_dpi(path.read_bytes(), DPI))
+    elif fmt == "pdf":
+        path.write_bytes(finish_pdf(path.read_bytes(), spec, height_px))
 
 
 def write_figures(
@@ -167,6 +203,7 @@ def write_figures(
             raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
     spec = preset(style, width)
     check_export()
+    _edge_to_edge_pdf()
     jobs = []
     for fig, stem in figures:
         styled = style_figure(fig, style=style, width=width).to_dict()
@@ -186,8 +223,8 @@ def write_figures(
                     raise errors
                 if errors:
                     raise RuntimeError(f"rendering failed: {errors[0]}")
-                for _, fmt, path in chunk:
-                    _finish_file(path, fmt, spec)
+                for styled_dict, fmt, path in chunk:
+                    _finish_file(path, fmt, spec, float(styled_dict["layout"]["height"]))
                     written.append(path)
                     if progress is not None:
                         progress(path)
@@ -195,6 +232,46 @@ def write_figures(
             if started:
                 kaleido.stop_sync_server(silence_warnings=True)
     return written
+
+
+# --- PDF: the exact page size -------------------------------------------------------------------
+
+
+def finish_pdf(data: bytes, spec: Preset, height_px: float) -> bytes:
+    """The page box set to exactly the preset's width and the figure's height in points.
+
+    Chromium rounds a printed page to 1/150 in, so a 3.03 in figure came out 3.0267 in wide. The page
+    boxes are rewritten in place, padded with spaces to their old length so the cross-reference offsets
+    stay valid (a box that would not fit is left as Chromium wrote it).
+    """
+    width_pt = round(spec.width_in * 72, 3)
+    height_pt = round(height_px / PX_PER_IN * 72, 3)
+
+    def exact(match: re.Match[bytes]) -> bytes:
+        return f"{match.group(1).decode()} [0 0 {width_pt:g} {height_pt:g}]".encode()
+
+    boxed = re.sub(rb"(/MediaBox|/CropBox|/TrimBox|/BleedBox|/ArtBox)\s*\[[^\]]*\]", exact, data)
+    return _rebuild_xref(boxed) if boxed != data else data
+
+
+def _rebuild_xref(data: bytes) -> bytes:
+    """The classic cross-reference table and startxref recomputed from where each object now starts
+    (after an edit changed lengths); a PDF without a classic table is returned unchanged."""
+    table = re.search(rb"\nxref\r?\n0 (\d+)\r?\n", data)
+    if table is None:
+        return data
+    count = int(table.group(1))
+    offsets = {int(m.group(1)): m.start(1) for m in re.finditer(rb"(?:^|[\r\n])(\d+) 0 obj\b", data)}
+    if any(n not in offsets for n in range(1, count)):
+        return data
+    rows = [b"0000000000 65535 f \n"] + [b"%010d 00000 n \n" % offsets[n] for n in range(1, count)]
+    start = table.start() + 1
+    end = data.find(b"trailer", start)
+    if end < 0:
+        return data
+    head = data[:start] + b"xref\n0 %d\n" % count + b"".join(rows)
+    tail = re.sub(rb"startxref\s+\d+", b"startxref\n%d" % start, data[end:], count=1)
+    return head + tail
 
 
 # --- PNG: declared resolution --------------------------------------------------------------------

@@ -1,11 +1,14 @@
 """Paper styling of dashboard figures: presets of physical size and font sizes, and `style_figure`.
 
 `style_figure(fig, style=, width=)` restyles a copy of a dashboard figure for print: the preset's
-physical width (single column 3.3 in, double column 7.0 in; 96 layout px per inch), font sizes in
-points readable at that width, Liberation Sans (fonts-liberation) with Noto Sans CJK SC
-(fonts-noto-cjk) for Chinese, the colour-blind-safe Okabe-Ito colourway for traces without a
-colour of their own (run colours come from `figures.run_colours`), and, in paper style, no title
-inside the figure (captions belong to LaTeX). `analysis.export.figures` renders the result.
+physical width (ACL/EMNLP single column 3.03 in, double column 6.3 in; 96 layout px per inch),
+every font at least 8 pt at that size (axis titles, tick labels, legend, annotations, colour bars,
+text in cells and on bars), Liberation Sans (fonts-liberation) with Noto Sans CJK SC
+(fonts-noto-cjk) for Chinese, the colour-blind-safe palette of `analysis.palette` as the colourway
+for traces without a colour of their own (run colours come from `figures.run_colours`), interval
+bands kept as fills without edge lines, the legend above the plot in as many rows as it needs (the
+canvas grows; it never scrolls), and, in paper style, no title inside the figure (captions belong
+to LaTeX). `analysis.export.figures` renders the result.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from typing import Any
 
 import plotly.graph_objects as go
 
-from analysis.figures import OKABE_ITO
+from analysis.palette import OKABE_ITO
 
 STYLES = ("paper", "slides")
 WIDTHS = ("single", "double")
@@ -49,22 +52,25 @@ class Preset:
 
     @property
     def png_scale(self) -> float:
-        return DPI / PX_PER_IN
+        """Device pixels per layout pixel of the PNG: 300/96, nudged a quarter pixel up so Chromium's
+        truncation of width x scale (604.8 x 3.125 = 1889.99...) still gives the 1890 pixels of 6.3 in."""
+        return (self.png_width() + 0.25) / self.width_px
 
     def png_width(self) -> int:
         """Width of the PNG in pixels: inches x 300.
 
         >>> PRESETS["paper", "single"].png_width(), PRESETS["paper", "double"].png_width()
-        (990, 2100)
+        (909, 1890)
         """
         return round(self.width_in * DPI)
 
 
 PRESETS: dict[tuple[str, str], Preset] = {
-    ("paper", "single"): Preset("paper", "single", 3.3, 2.4, 8, 7, 7, 9.5, (4, 6, 4, 4), False, 1.5),
-    ("paper", "double"): Preset("paper", "double", 7.0, 2.9, 9, 8, 8, 10.5, (4, 8, 4, 4), False, 1.75),
-    ("slides", "single"): Preset("slides", "single", 3.3, 2.8, 10, 9, 9, 12.5, (4, 6, 30, 4), True, 2.0),
-    ("slides", "double"): Preset("slides", "double", 7.0, 4.2, 14, 12, 12, 17, (6, 10, 50, 6), True, 2.5),
+    # ACL/EMNLP: \columnwidth 3.03 in (7.7 cm), \textwidth 6.3 in (16 cm). Fonts: nothing below 8 pt.
+    ("paper", "single"): Preset("paper", "single", 3.03, 2.3, 8, 8, 8, 11, (6, 6, 6, 6), False, 1.5),
+    ("paper", "double"): Preset("paper", "double", 6.3, 2.6, 9, 8, 8, 11, (6, 8, 6, 6), False, 1.75),
+    ("slides", "single"): Preset("slides", "single", 3.03, 2.8, 10, 9, 9, 12.5, (6, 6, 30, 6), True, 2.0),
+    ("slides", "double"): Preset("slides", "double", 6.3, 4.0, 14, 12, 12, 17, (8, 10, 50, 8), True, 2.5),
 }
 
 
@@ -81,19 +87,98 @@ def preset(style: str = "paper", width: str = "single") -> Preset:
 
 
 def _category_rows(fig: go.Figure) -> int:
-    """Rows a figure needs vertically: categories of horizontal bars (per subplot row), else 0."""
+    """Rows a figure needs vertically: categories of horizontal bars or heatmap rows, else 0."""
     rows = 0
     for trace in fig.data:
-        if getattr(trace, "type", "") == "bar" and getattr(trace, "orientation", None) == "h" and trace.y is not None:
+        kind = getattr(trace, "type", "")
+        if (
+            (kind == "bar" and getattr(trace, "orientation", None) == "h") or kind == "heatmap"
+        ) and trace.y is not None:
             rows = max(rows, len({str(v) for v in trace.y}))
     return rows
 
 
+_BREAK = re.compile(r"(?<=[-_ /·.])")
+
+
+def wrap_label(label: str, limit: int) -> str:
+    """A long category label in lines of at most `limit` characters, broken after - _ space / · or .
+    (a piece longer than the limit is cut), joined by <br> for Plotly.
+
+    >>> wrap_label("simulated-B-mwz-en-predicted-s1", 15)
+    'simulated-B-<br>mwz-en-<br>predicted-s1'
+    >>> wrap_label("hotel", 15)
+    'hotel'
+    """
+    if len(label) <= limit:
+        return label
+    pieces: list[str] = []
+    for piece in _BREAK.split(label):
+        while len(piece) > limit:
+            pieces.append(piece[:limit])
+            piece = piece[limit:]
+        if piece:
+            pieces.append(piece)
+    lines = [""]
+    for piece in pieces:
+        if lines[-1] and len(lines[-1]) + len(piece) > limit:
+            lines.append("")
+        lines[-1] += piece
+    return "<br>".join(line.strip() for line in lines)
+
+
+def _axis_categories(fig: go.Figure, axis: str) -> dict[str, list[str]]:
+    """Category labels on each x (or y) axis of a figure: axis layout name -> labels in order."""
+    out: dict[str, dict[str, None]] = {}
+    for trace in fig.data:
+        kind = getattr(trace, "type", "")
+        if kind not in ("bar", "heatmap", "box", "scatter"):
+            continue
+        values = getattr(trace, axis)
+        if values is None:
+            continue
+        values = list(values)
+        if not values or not all(isinstance(v, str) for v in values):
+            continue
+        ref = getattr(trace, f"{axis}axis") or axis
+        name = f"{axis}axis{ref[1:]}"
+        out.setdefault(name, {}).update(dict.fromkeys(values))
+    return {name: list(labels) for name, labels in out.items()}
+
+
+def _label_limit(spec: Preset, tick_px: float, axis: str = "x") -> int:
+    """Characters of a category label per line: upright x labels about 30% of the figure's width, row
+    labels beside the plot about 40%."""
+    share = 0.3 if axis == "x" else 0.4
+    return max(10, int(spec.width_px * share / (0.55 * tick_px)))
+
+
+def _wrap_categories(out: go.Figure, fig: go.Figure, spec: Preset, tick_px: float) -> int:
+    """Wrap long category labels (run names, domain-slot names) on every axis; returns the most lines a
+    y label got (each category row then needs that many lines of height)."""
+    most = 1
+    for axis in ("x", "y"):
+        limit = _label_limit(spec, tick_px, axis)
+        for name, labels in _axis_categories(fig, axis).items():
+            layout_axis = out.layout[name]
+            if layout_axis is None or layout_axis.type not in (None, "-", "category"):
+                continue
+            if layout_axis.tickmode == "array":
+                continue
+            # every category labelled (Plotly skips some when they crowd), long ones on several lines
+            wrapped = [wrap_label(v, limit) for v in labels]
+            layout_axis.update(tickmode="array", tickvals=labels, ticktext=wrapped)
+            if axis == "y":
+                most = max(most, *(w.count("<br>") + 1 for w in wrapped))
+    return most
+
+
 def _x_categories(fig: go.Figure) -> list[str]:
-    """Category labels along x of vertical bar charts (empty for numeric axes)."""
+    """Category labels along x of vertical bar charts and heatmaps (empty for numeric axes)."""
     labels: dict[str, None] = {}
     for trace in fig.data:
-        if getattr(trace, "type", "") != "bar" or getattr(trace, "orientation", None) == "h" or trace.x is None:
+        kind = getattr(trace, "type", "")
+        if kind not in ("bar", "heatmap") or getattr(trace, "orientation", None) == "h" or trace.x is None:
             continue
         values = list(trace.x)
         if values and all(isinstance(v, str) for v in values):
@@ -137,6 +222,7 @@ def _legend(fig: go.Figure, spec: Preset) -> tuple[dict[str, Any], float]:
         "title": {"font": {"size": round(legend_px, 2)}},
         "itemwidth": 30,
         "tracegroupgap": 0,
+        "maxheight": 9.0 * PX_PER_IN,  # never a scrolling legend: every entry shows, the canvas grows
     }
     if not entries:
         return layout, 0.0
@@ -148,11 +234,15 @@ def _legend(fig: go.Figure, spec: Preset) -> tuple[dict[str, Any], float]:
     return layout, rows * (legend_px * 1.3 + 6) + 4
 
 
-def _height_px(fig: go.Figure, spec: Preset, legend_height: float) -> float:
+def _height_px(fig: go.Figure, spec: Preset, legend_height: float, below: float = 0.0, lines: int = 1) -> float:
+    """The canvas height: the preset's, or what the category rows need; plus the legend above and upright
+    x labels below (`below`), so margins never squeeze the plot away."""
     base = spec.height_in * PX_PER_IN
     rows = _category_rows(fig)
     if rows:
-        base = max(base * 0.6, rows * spec.row_pt * PX_PER_PT + 3 * spec.font_pt * PX_PER_PT)
+        row_px = max(spec.row_pt * PX_PER_PT, lines * spec.tick_pt * PX_PER_PT * 1.25)
+        base = max(base * 0.6, rows * row_px + 3 * spec.font_pt * PX_PER_PT)
+    base += below
     panels = _subplot_rows(fig)
     if panels > 1:
         base = max(base, panels * 1.2 * PX_PER_IN)
@@ -164,7 +254,7 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
 
     >>> f = style_figure(go.Figure(go.Bar(x=[1], y=[2]), layout={"title": {"text": "T"}}))
     >>> f.layout.width, f.layout.title.text, f.layout.font.size
-    (316.8, None, 10.67)
+    (290.88, None, 10.67)
     """
     spec = preset(style, width)
     out = go.Figure(fig)
@@ -204,19 +294,69 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
     }
     out.update_xaxes(**axis)
     out.update_yaxes(**axis)
-    labels = _x_categories(fig)
-    if labels and len(labels) * max(len(v) for v in labels) * 0.55 * tick_px > spec.width_px * 0.9:
+    lines = _wrap_categories(out, fig, spec, tick_px)
+    out.update_layout(height=_height_px(fig, spec, legend_height, lines=lines))
+    limit = _label_limit(spec, tick_px)
+    labels = [line for v in _x_categories(fig) for line in wrap_label(v, limit).split("<br>")]
+    if labels and len(_x_categories(fig)) * max(len(v) for v in labels) * 0.55 * tick_px > spec.width_px * 0.5:
         out.update_xaxes(tickangle=-90)  # long category labels read better upright than overlapping
+        below = max(len(v) for v in labels) * 0.6 * tick_px
+        out.update_layout(height=_height_px(fig, spec, legend_height, below, lines))
     for annotation in out.layout.annotations:
-        annotation.font.size = font_px
+        annotation.font.size = max(font_px, annotation.font.size or 0) if style == "slides" else font_px
     for trace in out.data:
-        kind = getattr(trace, "type", "")
-        if kind == "scatter" and trace.mode and "lines" in trace.mode:
-            trace.line.width = spec.line_width
-            trace.marker.size = 2.5 * spec.line_width
-        if kind == "bar":
-            trace.marker.line = {"width": 0}
-            if trace.error_y is not None and trace.error_y.visible:
-                trace.error_y.thickness = 0.75
-                trace.error_y.width = 2
+        _style_trace(trace, spec, font_px=font_px, tick_px=tick_px)
+    out.update_layout(uniformtext={"minsize": tick_px, "mode": "show"})  # bar texts never shrink below 8 pt
     return out
+
+
+def is_band(trace: Any) -> bool:
+    """An interval band or shaded area: a filled scatter trace whose line is not drawn."""
+    if getattr(trace, "type", "") != "scatter" or trace.fill in (None, "none"):
+        return False
+    return trace.mode == "none" or (trace.line is not None and trace.line.width == 0)
+
+
+def _style_trace(trace: Any, spec: Preset, *, font_px: float, tick_px: float) -> None:
+    """Line widths, bar outlines, error bars, colour bars and text sizes of one trace for print."""
+    kind = getattr(trace, "type", "")
+    if kind == "scatter" and is_band(trace):
+        trace.line.width = 0  # a band is its fill: an edge line would read as two more series
+    elif kind == "scatter" and trace.mode and "lines" in trace.mode:
+        width = trace.line.width
+        # a highlighted run (figures.depth_lines(highlight=)) keeps its relative weight
+        trace.line.width = spec.line_width if width is None else spec.line_width * width / 2.0
+        trace.marker.size = 2.5 * spec.line_width
+    if kind == "bar":
+        trace.marker.line = {"width": 0}
+        if trace.error_y is not None and trace.error_y.visible is not False and trace.error_y.array is not None:
+            trace.error_y.thickness = 0.75
+            trace.error_y.width = 2
+    if kind in ("heatmap", "contour", "histogram2d") or (kind in ("scatter", "bar") and trace.marker.showscale):
+        bar = trace.colorbar if kind != "scatter" and kind != "bar" else trace.marker.colorbar
+        bar.tickfont = {"size": tick_px}
+        bar.title.font = {"size": tick_px}
+        bar.title.side = "right"
+        bar.thickness = 8
+        bar.outlinewidth = 0
+    if hasattr(trace, "textfont") and (trace.text is not None or trace.texttemplate):
+        trace.textfont.size = tick_px
+        if kind == "heatmap":
+            _fit_cell_text(trace, spec, tick_px)
+
+
+def _fit_cell_text(trace: Any, spec: Preset, tick_px: float) -> None:
+    """Drop a heatmap's cell text when 8 pt numbers cannot fit the cells at this width (the colour and the
+    colour bar still carry the values; the dashboard and the tables show the numbers)."""
+    if trace.x is None or trace.text is None:
+        return
+    columns = len(trace.x)  # the cell values may be typed binary arrays; the labels are a plain list
+    if not columns:
+        return
+    texts = [str(v) for row in trace.text for v in (row if isinstance(row, (list, tuple)) else [row])]
+    lines = [part for text in texts for part in re.split(r"<br\s*/?>", text)]
+    longest = max((len(t) for t in lines), default=4)
+    plot_px = spec.width_px * 0.55  # the plot area beside the row labels and the colour bar
+    if longest * 0.55 * tick_px > plot_px / columns:
+        trace.texttemplate = None
+        trace.text = None

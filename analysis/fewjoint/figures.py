@@ -15,7 +15,9 @@ import plotly.graph_objects as go
 
 from analysis.fewjoint.chunks import conlleval_chunks
 from analysis.fewjoint.scoring import METRICS, FewJointResult
-from analysis.figures import COUNT_SCALE
+from analysis.palette import CATEGORICAL, COUNT_SCALE, OKABE_ITO
+
+ERROR_BAR = {"type": "data", "visible": True, "color": "#444444", "thickness": 1.2, "width": 3}
 
 __all__ = [
     "breakdown_bar",
@@ -51,18 +53,20 @@ def leaderboard_bar(leaderboard: pd.DataFrame, *, metric: str = "sentence_accura
     order = rows.assign(k=rows["shots"].astype("Float64").fillna(np.inf)).sort_values("k")["shots_label"].unique()
     fig = go.Figure()
     mixed = rows["averaging"].nunique() > 1
-    for (system, averaging), part in rows.groupby(["system", "averaging"], sort=True):
+    for i, ((system, averaging), part) in enumerate(rows.groupby(["system", "averaging"], sort=True)):
         fig.add_bar(
             name=f"{system} ({averaging})" if mixed else str(system),
             x=part["shots_label"],
             y=part["mean"],
-            error_y={"type": "data", "array": part["std"].fillna(0).to_numpy(), "visible": True},
+            marker_color=CATEGORICAL[i % len(CATEGORICAL)],
+            error_y=ERROR_BAR | {"array": part["std"].fillna(0).to_numpy()},
             customdata=np.stack([part["std"].to_numpy(dtype=float), part["n_seeds"].to_numpy()], axis=-1),
             hovertemplate="%{x}: %{y:.4f} ± %{customdata[0]:.4f} (sample std over %{customdata[1]} seeds)"
             "<extra>%{fullData.name}</extra>",
         )
     averagings = ", ".join(sorted(rows["averaging"].astype(str).unique()))
     fig.update_layout(
+        colorway=list(OKABE_ITO),  # the one palette (analysis.palette), not Plotly's default colours
         barmode="group",
         title=f"FewJoint leaderboard: {_LABELS[metric]} (mean ± std over seeds; averaging: {averagings})",
         xaxis={"title": "shot setting", "categoryorder": "array", "categoryarray": list(order)},
@@ -101,12 +105,14 @@ def breakdown_bar(
         go.Bar(
             x=labels,
             y=stats["mean"],
-            error_y={"type": "data", "array": stats["std"].fillna(0).to_numpy(), "visible": True},
+            marker_color=OKABE_ITO[0],
+            error_y=ERROR_BAR | {"array": stats["std"].fillna(0).to_numpy()},
             customdata=np.stack([stats["std"].to_numpy(dtype=float), stats["n_queries"].to_numpy()], axis=-1),
             hovertemplate="%{x}: %{y:.4f} ± %{customdata[0]:.4f}, %{customdata[1]} queries<extra></extra>",
         )
     )
     fig.update_layout(
+        colorway=list(OKABE_ITO),  # the one palette (analysis.palette), not Plotly's default colours
         title=f"{result.system}: {_LABELS[metric]} per {by} (mean ± std over {len(result.seeds)} seeds, "
         f"averaging: {result.averaging})",
         xaxis_title=by,
@@ -154,6 +160,7 @@ def intent_confusion_heatmap(
     scope = f"domain {domain}" if domain else "all domains"
     seeds = f"seed {seed}" if seed is not None else f"{len(result.seeds)} seeds summed"
     fig.update_layout(
+        colorway=list(OKABE_ITO),  # the one palette (analysis.palette), not Plotly's default colours
         title=f"{result.system}: intent confusion ({scope}, {seeds}" + (", row-normalised)" if normalize else ")"),
         xaxis_title="predicted intent",
         yaxis={"title": "gold intent", "autorange": "reversed"},
@@ -177,15 +184,17 @@ def slot_type_prf_bar(result: FewJointResult, *, top: int | None = None) -> go.F
     if top is not None:
         stats = stats.head(top)
     fig = go.Figure()
-    for metric in ("precision", "recall", "f1"):
+    for i, metric in enumerate(("precision", "recall", "f1")):
         fig.add_bar(
             name=_LABELS[metric],
+            marker_color=OKABE_ITO[i],
             x=stats["slot_type"],
             y=stats[metric],
             customdata=stats["support"],
             hovertemplate="%{x}: %{y:.4f} (%{customdata} gold chunks)<extra>" + _LABELS[metric] + "</extra>",
         )
     fig.update_layout(
+        colorway=list(OKABE_ITO),  # the one palette (analysis.palette), not Plotly's default colours
         barmode="group",
         title=f"{result.system}: slot P/R/F1 per type (conlleval chunks, mean over {len(result.seeds)} seeds)",
         xaxis_title="slot type (by gold support)",
