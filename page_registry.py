@@ -116,7 +116,7 @@ def domains(d: Defaults) -> FirstViews:
                 figures.grouped_jga_bar,
                 per_domain,
                 (),
-                {"by": "domain", "colours": d.colours, "title": "JGA per domain"},
+                {"by": "domain", "colours": d.colours, "title": "JGA per domain", "highlight": d.focus},
             ),
             (figures.outcome_mix_bar, mix, (), {"title": f"Error outcomes per domain — {d.focus} (focus run)"}),
         ],
@@ -136,7 +136,7 @@ def turn_depth(d: Defaults) -> FirstViews:
     return FirstViews(
         [depth, origins, first_errors, (views.history_pairs_of, (d.runs,), {})],
         [
-            (figures.depth_lines, depth, (), {"colours": d.colours}),
+            (figures.depth_lines, depth, (), {"colours": d.colours, "highlight": d.focus}),
             (figures.first_error_bar, first_errors, (), {"colours": d.colours}),
             (figures.origins_bar, origins, (), {}),
         ],

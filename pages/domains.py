@@ -23,7 +23,14 @@ if per_domain_tab.open:
     with per_domain_tab:
         per_domain = ui.compute(views.domain_jga, runs)
         ui.show_figure(
-            ui.figure(figures.grouped_jga_bar, per_domain, by="domain", colours=ui.colours(), title="JGA per domain"),
+            ui.figure(
+                figures.grouped_jga_bar,
+                per_domain,
+                by="domain",
+                colours=ui.colours(),
+                title="JGA per domain",
+                highlight=focus,  # the focus run stands out among many
+            ),
             key="domains_jga",
             name="per-domain JGA",
         )

@@ -35,7 +35,7 @@ by_depth, compounding, origins_tab = ui.tabs(
 if by_depth.open:
     with by_depth:
         depth = ui.compute(views.depth_jga, runs)
-        depth_figure = ui.figure(figures.depth_lines, depth, colours=ui.colours())
+        depth_figure = ui.figure(figures.depth_lines, depth, colours=ui.colours(), highlight=ui.focus())
         clicked = ui.show_figure(depth_figure, key="depth_lines", name="JGA by turn depth", select=True)
         if clicked:
             ui.put(depth_pick=views.chart_pick(clicked[0], [t.name for t in depth_figure.data]))

@@ -14,7 +14,6 @@ All figures are rendered in one kaleido batch per width (one browser), then meas
 from __future__ import annotations
 
 import inspect
-import io
 import json
 import re
 import shutil
@@ -519,4 +518,3 @@ def test_save_png_renderings_of_pdfs(rendered: dict[str, Any]) -> None:
             timeout=60,
         )
         assert png_info(stem.with_suffix(".png").read_bytes())["width"] > 300
-    assert io  # keep the import for readers of PNG bytes
