@@ -134,9 +134,10 @@ def intervals_of(
             continue
         rows = np.isin(run_of, runs)
         block = parts[rows]
-        # (dialogues, runs) per column: runs' rows are consecutive and ordered by d.
-        col_of_run = {r: i for i, r in enumerate(runs)}
-        which = np.array([col_of_run[r] for r in run_of[rows]])
+        # (dialogues, runs): each run one column.
+        col_of_run = np.full(len(entries), -1, dtype="int64")
+        col_of_run[runs] = np.arange(len(runs))
+        which = col_of_run[run_of[rows]]
         d = block["d"].to_numpy()
         weights = stats.resample_counts(int(n_dialogues), n_resamples=resamples, seed=seed)
 

@@ -44,16 +44,30 @@ def scored(
 
 
 def stored(entry: RunEntry, convention: str | None, *, tables: tuple[str, ...] = ("runs",)) -> entries.Entry | None:
-    """The entry's stored tables if present and whole (checked: sizes and row counts), else None."""
+    """The entry's stored tables if present and whole, else None. Checked: its header, and each of `tables`
+    has the size its header recorded (a file of another size gets the full check, which removes it with
+    a warning line); a same-size file that is damaged fails the query that reads it, with its name."""
     root = entries.store_root()
     if root is None:
         return None
-    return entries.lookup(root, key(entry, convention, root), tables=tables, deep=False)
+    found = entries._header(root, key(entry, convention, root))
+    if found is None:
+        return None
+    for table in tables:
+        want = found.header["tables"].get(table)
+        try:
+            size = found.path(table).stat().st_size
+        except OSError:
+            size = -1
+        if want is None or size != want["bytes"]:
+            return entries.lookup(root, found.key, tables=tables, deep=False)
+    return found
 
 
-def _ensure(entry: RunEntry, convention: str | None, root: str) -> entries.Entry | None:
+def _ensure(entry: RunEntry, convention: str | None, root: str, known: str | None = None) -> entries.Entry | None:
     path = Path(root)
-    return entries.ensure(key(entry, convention, path), lambda: score_run(load_entry(entry), convention), root=path)
+    store_key = known or key(entry, convention, path)
+    return entries.ensure(store_key, lambda: score_run(load_entry(entry), convention), root=path)
 
 
 def ensure_all(
@@ -66,9 +80,11 @@ def ensure_all(
     if root is None:
         return [None] * len(items)
     workers = workers or max(1, min(2, len(os.sched_getaffinity(0))))
+    # Keys are computed here, once: every worker stores under the key this process will look up.
+    keys = [key(item, convention, root) for item in items]
     if workers == 1 or len(items) <= 1:
-        return [_ensure(item, convention, str(root)) for item in items]
+        return [_ensure(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
     context = multiprocessing.get_context("forkserver")  # fresh workers, recycled to bound their memory
     with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=100) as pool:
-        futures = [pool.submit(_ensure, item, convention, str(root)) for item in items]
+        futures = [pool.submit(_ensure, item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
         return [f.result() for f in futures]
