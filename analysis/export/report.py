@@ -1029,15 +1029,17 @@ def build_report(
     """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
 
     `pdf`: compile main.tex into main.pdf (None: when LaTeX is installed, `latex_engine`); a failed
-    compile is a `CompileError` once every other file is written. The browser for the figures is started
-    first: one that cannot start is an `ExportUnavailable` within `BROWSER_START_SECONDS`, before the runs
-    are loaded (the CLI's exit 3), not a hang."""
+    compile is a `CompileError` once every other file is written. The browser for the figures starts first
+    and comes up while the runs load and are planned: without Chromium the report stops at once, and a
+    browser that fails or does not start within `BROWSER_START_SECONDS` is an `ExportUnavailable` (the
+    CLI's exit 3) before any figure is written, not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
     if pdf is None:
         pdf = latex_engine() is not None
-    with browser_started():
+    with browser_starting() as browser_ready:  # the browser starts while the runs load and are planned
         loaded = load_workspace(workspace)
         plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
+        browser_ready()
         return write_report(
             plan, out_dir, formats=formats, style=style, width=width, progress=progress, intervals=intervals, pdf=pdf
         )
@@ -1052,13 +1054,24 @@ BROWSER_START_SECONDS = 20.0
 def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
     """Keep kaleido's browser open for the block (the figures' batch then uses it), once it has rendered
     an empty figure; raise `ExportUnavailable` within `timeout` s when it fails to start or hangs."""
+    with browser_starting(timeout) as ready:
+        ready()
+        yield
+
+
+@contextlib.contextmanager
+def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callable[[], None]]:
+    """Start kaleido's browser for the block and yield `ready` at once: `ready()` returns when the browser
+    has rendered an empty figure and raises `ExportUnavailable` when it failed to start or has not within
+    `timeout` s of its start. What the block does before calling it (loading, planning) overlaps the
+    browser's start (1-3 s; 6-11 s on a busy machine). A browser without Chromium is refused at once."""
     import kaleido
     from kaleido._sync_server import GlobalKaleidoServer
 
     path = E.check_export()
     server = GlobalKaleidoServer()
     if server.is_running():
-        yield
+        yield lambda: None
         return
     _quiet_browser_thread(server)
     kaleido.start_sync_server(n=E.BATCH_TABS, mathjax=False, silence_warnings=True)
@@ -1073,20 +1086,29 @@ def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
     asking = threading.Thread(target=probe, name="browser start probe", daemon=True)
     asking.start()
     deadline = time.monotonic() + timeout
-    while asking.is_alive() and server._thread.is_alive() and time.monotonic() < deadline:
-        asking.join(0.05)
-    if not answer or isinstance(answer[0], BaseException):
-        why = (
-            f"did not start within {timeout:g} s"
-            if server._thread.is_alive() and not answer
-            else f"failed to start ({type(answer[0]).__name__ if answer else 'it exited'})"
-        )
-        _abandon(server)
-        raise E.ExportUnavailable(f"the browser for figure export ({path}) {why}; {E.INSTALL_HINT}")
+    failure: list[str] = []  # why it did not start, once waited for
+
+    def wait() -> bool:
+        while asking.is_alive() and server._thread.is_alive() and time.monotonic() < deadline:
+            asking.join(0.05)
+        if not failure and (not answer or isinstance(answer[0], BaseException)):
+            failure.append(
+                f"did not start within {timeout:g} s"
+                if server._thread.is_alive() and not answer
+                else f"failed to start ({type(answer[0]).__name__ if answer else 'it exited'})"
+            )
+            _abandon(server)
+        return not failure
+
+    def ready() -> None:
+        if not wait():
+            raise E.ExportUnavailable(f"the browser for figure export ({path}) {failure[0]}; {E.INSTALL_HINT}")
+
     try:
-        yield
+        yield ready
     finally:
-        kaleido.stop_sync_server(silence_warnings=True)
+        if wait():  # a browser that never started is abandoned, not stopped (stopping it would wait forever)
+            kaleido.stop_sync_server(silence_warnings=True)
 
 
 def _quiet_browser_thread(server: Any) -> None:
