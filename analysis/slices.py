@@ -81,6 +81,9 @@ MIN_SUPPORT = 0.01  # share of the run's turns a slice needs at least ...
 MIN_TURNS = 20  # ... and at least this many turns
 RESAMPLES = 1000
 LEVEL = 0.95
+# Runs searched together: sliceline's cost grows faster than the turns (4 MultiWOZ-size runs, 29,488 turns: 14 s
+# on two cores at load 10, against 0.6 s a run alone), so a search together stops at about 2.7 such runs.
+POOLED_MAX_TURNS = 20_000
 COLUMNS = ["rank", "slice", "jga", "gap", "jga_low", "jga_high", "turns", "dialogues", "wrong_turns", "score"]
 COLUMNS += ["same_turns"]  # other slices of the very same turns
 
@@ -99,6 +102,7 @@ class SliceReport:
     features: tuple[str, ...]
     constant: tuple[str, ...] = ()
     grouped: tuple[str, ...] = ()
+    same: tuple[str, ...] = ()  # "seed = run": a feature splitting the turns as an earlier one, not searched
     settings: dict[str, Any] = field(default_factory=dict)
     note: str = ""
 
@@ -115,6 +119,7 @@ class SliceReport:
             "features": list(self.features),
             "constant_features": list(self.constant),
             "grouped_features": list(self.grouped),
+            "same_split_features": list(self.same),
             "settings": self.settings,
             "note": self.note,
             "slices": rows,
@@ -284,21 +289,36 @@ def _top_levels(column: pd.Series) -> list[str]:
     return [str(level) for level, _ in order[: MAX_LEVELS - 1]]
 
 
-def _prepared(features: pd.DataFrame) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
-    """The feature columns to search (levels beyond `MAX_LEVELS` grouped), the constant and grouped ones."""
+def _prepared(
+    features: pd.DataFrame,
+) -> tuple[pd.DataFrame, tuple[str, ...], tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """The feature columns to search (levels beyond `MAX_LEVELS` grouped), the constant ones, the grouped ones,
+    and those splitting the turns exactly as an earlier one does ("seed = run": searched as the earlier one)."""
     names = [c for c in features.columns if c not in ("tid", "dialogue_id", "turn_index", "joint_correct")]
-    kept, constant, grouped = {}, [], []
+    kept: dict[str, np.ndarray] = {}
+    codes: dict[str, tuple[np.ndarray, int]] = {}
+    constant, grouped, same = [], [], []
     for name in names:
         column = features[name].astype(object)
-        n_levels = column.nunique()
-        if n_levels < 2:
+        code, levels = pd.factorize(column)
+        if len(levels) < 2:
             constant.append(name)
             continue
-        if n_levels > MAX_LEVELS:
+        twin = next((k for k, (c, n) in codes.items() if n == len(levels) and _same_split(c, n, code)), None)
+        if twin is not None:
+            same.append(f"{name} = {twin}")
+            continue
+        codes[name] = (code, len(levels))
+        if len(levels) > MAX_LEVELS:
             column = column.where(column.isin(_top_levels(column)), OTHER)
             grouped.append(name)
         kept[name] = column.to_numpy(dtype=object)
-    return pd.DataFrame(kept, dtype=object), tuple(kept), tuple(constant), tuple(grouped)
+    return pd.DataFrame(kept, dtype=object), tuple(kept), tuple(constant), tuple(grouped), tuple(same)
+
+
+def _same_split(a: np.ndarray, n: int, b: np.ndarray) -> bool:
+    """Whether two factorized columns of `n` levels each pair their levels one to one (the same split)."""
+    return len(np.unique(a.astype(np.int64) * n + b)) == n
 
 
 # --- search ---------------------------------------------------------------------------------------
@@ -358,14 +378,22 @@ def find_slices(
     `exclude` names features to leave out of the search (e.g. "previous turn", whose compounding errors
     dominate most runs' worst slices).
 
-    `runs`: one scored run, or several searched together (`pooled`). An empty run is an `InputError`; a run without an error, or whose features all have one level, gives
-    no slice and says why in `note`.
+    `runs`: one scored run, or several searched together (`pooled`, at most `POOLED_MAX_TURNS` turns). An
+    empty run is an `InputError`; a run without an error, or whose features all have one level, gives no slice
+    and says why in `note`.
     """
     scored = pooled(runs)
     where, fmt = _where(scored)
     n_turns = len(scored.turns)
     if n_turns == 0:
         raise InputError(where, fmt, "the run has no turns: there is nothing to find slices in")
+    if len(scored.metas) > 1 and n_turns > POOLED_MAX_TURNS:
+        raise InputError(
+            ", ".join(scored.run_ids),
+            None,
+            f"{len(scored.metas)} runs together hold {n_turns:,} turns, more than the {POOLED_MAX_TURNS:,} a search "
+            "of runs together takes within seconds: select fewer runs, or search each run alone",
+        )
     if top < 1 or max_predicates < 1 or not 0 < alpha <= 1 or min_support <= 0 or resamples < 1:
         raise InputError(
             where,
@@ -379,7 +407,7 @@ def find_slices(
     unknown = [name for name in exclude if name not in known]
     if unknown:
         raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
-    search, names, constant, grouped = _prepared(features.drop(columns=list(exclude)))
+    search, names, constant, grouped, same = _prepared(features.drop(columns=list(exclude)))
     correct = features["joint_correct"].to_numpy(dtype=bool)
     n_dialogues = int(features["dialogue_id"].nunique())
     jga = float(correct.mean())
@@ -404,6 +432,7 @@ def find_slices(
         features=names,
         constant=constant,
         grouped=grouped,
+        same=same,
         settings=settings,
     )
     if correct.all():

@@ -55,6 +55,8 @@ st.caption(
 st.caption(ui.md(f"Features searched: {', '.join(report.features) or 'none'}."))
 if report.constant:
     st.caption(ui.md(f"Left out, one level here: {', '.join(report.constant)}."))
+if report.same:
+    st.caption(ui.md(f"Left out, the same split of the turns as another feature: {', '.join(report.same)}."))
 if excluded:
     st.caption(ui.md(f"Left out as chosen: {', '.join(excluded)}."))
 if report.grouped:

@@ -89,15 +89,19 @@ def test_runs_searched_together_make_the_run_a_feature() -> None:
     top = report.slices.iloc[0]
     assert set(top["predicates"]) == {("domains", "taxi"), (S.RUN, "run")} and top["turns"] == 72
     assert top["jga"] == 0.0
-    # `system` names the same runs: the same turns, one row, the other description kept
-    assert top["same_turns"].split(" | ") == [
-        "domains = taxi AND system = run",
-        "domains = taxi AND run = run AND system = run",
-    ]
+    # `system` splits the turns exactly as `run` does: not searched again, and said so
+    assert report.same == ("system = run",) and "system" not in report.features
     assert not report.slices["slice"].str.contains("system = ").any()
     turns = S.slice_turns([bad, good], predicates=top["predicates"])
     assert list(turns.columns) == ["run_id", *views.TURN_LIST_COLUMNS] and set(turns["run_id"]) == {"run"}
     assert S.searchable([bad, good])[: len(S.FEATURES) + 1] == [*S.FEATURES, S.RUN]
+    third = planted(run_id="third")
+    with (
+        pytest.raises(InputError, match=r"3 runs together hold 1,080 turns, more than the 1,000 a search"),
+        pytest.MonkeyPatch.context() as patch,
+    ):
+        patch.setattr(S, "POOLED_MAX_TURNS", 1000)
+        S.find_slices([bad, good, third])
     other = scored_from_states([{}], [{}], run_id="other", convention="trade")
     with pytest.raises(InputError, match="these runs cannot be searched together: runs scored under different"):
         S.find_slices([bad, other])

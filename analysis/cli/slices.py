@@ -78,6 +78,8 @@ def _text(report: Any) -> str:
     ]
     if report.constant:
         lines.append(f"left out (one level in this run): {', '.join(report.constant)}")
+    if report.same:
+        lines.append(f"left out (the same split of the turns as another feature): {', '.join(report.same)}")
     if report.grouped:
         lines.append(f"rare levels grouped as '(other levels)': {', '.join(report.grouped)}")
     if report.settings.get("excluded"):
