@@ -416,3 +416,20 @@ def test_slices_page_shows_the_table_and_a_slice_opens_its_turns() -> None:
     assert len(listed) == top["turns"] == len(turns)
     assert listed["dialogue"].tolist() == turns["dialogue_id"].tolist()
     assert any(f"where {top['slice']}: {top['turns']:,}" in t.value for t in at.text)
+
+
+@pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
+def test_slices_page_searches_the_selected_runs_together() -> None:
+    runs = [DEMO_RUN, "simulated-B-mwz-en-predicted-s1"]
+    at = AppTest.from_file(str(APP), default_timeout=300)
+    at.session_state["workspace_path"] = str(DEMO)
+    at.session_state["runs"] = runs
+    at.session_state["run"] = runs[0]
+    at.session_state["slices_pooled"] = True
+    at.run()
+    at.switch_page("pages/slices.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("the 2 selected runs together" in c.value for c in at.caption)
+    assert any("Features searched: " in c.value and ", run" in c.value for c in at.caption)
+    table = next(d.value for d in at.dataframe if "slice" in d.value.columns)
+    assert len(table) == S.TOP
