@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import re
+import resource
 import sys
 import tempfile
 import time
@@ -63,6 +64,14 @@ def five_run_manifest(folder: Path) -> Path:
     return path
 
 
+def _cpu_seconds() -> tuple[float, float]:
+    """CPU seconds (user + system) of this process and of its children that have ended (the browser
+    ends with `browser_starting`, LaTeX with its run): wall time on a busy machine says little alone."""
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
 def bench(label: str, manifest: Path, out: Path) -> bool:
     """One report, phase by phase (the steps of `build_report`), then the total against the target."""
     phases: dict[str, float] = {}
@@ -74,6 +83,7 @@ def bench(label: str, manifest: Path, out: Path) -> bool:
         return now
 
     load_before = os.getloadavg()[0]
+    cpu_before = _cpu_seconds()
     read_manifest(manifest)
     at = time.perf_counter()
     with browser_starting() as ready:  # as build_report: Chromium starts while the runs load and are planned
@@ -118,6 +128,11 @@ def bench(label: str, manifest: Path, out: Path) -> bool:
         f"{load_before:.1f} -> {os.getloadavg()[0]:.1f})"
     )
     print("    " + "  ".join(f"{name} {value:.1f} s" for name, value in phases.items()))
+    own, children = (after - before for after, before in zip(_cpu_seconds(), cpu_before, strict=True))
+    print(
+        f"    CPU: this process {own:.1f} s, its children (Chromium, LaTeX) {children:.1f} s: an idle 2-core "
+        f"machine needs at least {(own + children) / 2:.1f} s of wall time and at most about {own + children:.1f} s"
+    )
     return ok
 
 
