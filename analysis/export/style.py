@@ -356,7 +356,10 @@ def _fit_cell_text(trace: Any, spec: Preset, tick_px: float) -> None:
     texts = [str(v) for row in trace.text for v in (row if isinstance(row, (list, tuple)) else [row])]
     lines = [part for text in texts for part in re.split(r"<br\s*/?>", text)]
     longest = max((len(t) for t in lines), default=4)
-    plot_px = spec.width_px * 0.55  # the plot area beside the row labels and the colour bar
+    rows = [str(v) for v in trace.y] if trace.y is not None else []
+    label_chars = min(max((len(v) for v in rows), default=0), _label_limit(spec, tick_px, "y"))
+    # the plot area: the width less the row labels, the colour bar with its ticks and title, the margins
+    plot_px = spec.width_px - label_chars * 0.55 * tick_px - 70
     if longest * 0.55 * tick_px > plot_px / columns:
         trace.texttemplate = None
         trace.text = None
