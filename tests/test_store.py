@@ -360,3 +360,21 @@ def test_leaderboard_query_over_the_shared_folder(demo_runs, root):
     pooled = dict(zip(per_dialogue["run_id"], per_dialogue["jga"], strict=True))
     for scored in scoreds:
         assert abs(pooled[scored.run_ids[0]] - R.values(scored)["jga"]) <= TOL
+
+
+def test_ensure_all_scores_runs_in_worker_processes(demo_entries, root):
+    """Runs scored into the store by two worker processes, each replaced after 50 runs: every entry stored
+    under the key the caller computes, equal to the scoring in this process; a second pass scores none."""
+    from analysis.store import runs as store_runs
+
+    items = [demo_entries[n] for n in ("simulated-A-mwz-en-predicted", "simulated-A-mwz-en-gold", "crosswoz-rule-dst")]
+    stored = store_runs.ensure_all(items, "exact", workers=2, root=root)
+    assert [e.key if e else None for e in stored] == [store_runs.key(i, "exact", root) for i in items]
+    for item, entry in zip(items, stored, strict=True):
+        assert entry is not None
+        back = entries.load(root, entry.key)
+        assert back is not None
+        _same(back, score_run(load_entry(item), "exact"))
+    before = {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
+    store_runs.ensure_all(items, "exact", workers=2, root=root)
+    assert {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")} == before

@@ -6,7 +6,6 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Sequence
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from analysis.model import Run
@@ -84,7 +83,9 @@ def ensure_all(
     keys = [key(item, convention, root) for item in items]
     if workers == 1 or len(items) <= 1:
         return [_ensure(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
-    context = multiprocessing.get_context("forkserver")  # fresh workers, recycled to bound their memory
-    with ProcessPoolExecutor(max_workers=workers, mp_context=context, max_tasks_per_child=100) as pool:
-        futures = [pool.submit(_ensure, item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
-        return [f.result() for f in futures]
+    # Fresh workers (forkserver), each replaced after 50 runs to bound its memory. multiprocessing.Pool, not
+    # ProcessPoolExecutor: the latter's max_tasks_per_child hangs once the first workers retire (Python 3.11).
+    context = multiprocessing.get_context("forkserver")
+    jobs = [(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
+    with context.Pool(workers, maxtasksperchild=50) as pool:
+        return pool.starmap(_ensure, jobs, chunksize=1)
