@@ -42,14 +42,18 @@ def _files(entries: Sequence[Entry], table: str) -> list[str]:
 def _read(
     con: duckdb.DuckDBPyConnection, entries: Sequence[Entry], table: str, sql: str, params: Any = None
 ) -> pd.DataFrame:
-    """`sql` with `t` the table's files of `entries`, plus `run`: the store key, read from the Hive path
-    (`.../run=<key>/part.parquet`; the files' own columns keep their names, `convention` included)."""
+    """`sql` with `t` the table's files of `entries`, plus `run`: the entry's position in `entries` (an
+    integer: cheaper to carry over a million dialogue rows than the key). The files' own columns keep
+    their names, `convention` included (the Hive path's partition is not read as a column here);
+    `file_row_number` is a row's place in its file (a join keeps no order: sort on `run, file_row_number`)."""
     if not entries:
         raise ValueError("no runs to query")
     files = _files(entries, table)
-    source = "read_parquet($files, hive_partitioning = false, union_by_name = true, filename = true)"
-    run = r"regexp_extract(filename, 'run=([^/\\]+)', 1)"
-    query = f"WITH t AS (SELECT * EXCLUDE (filename), {run} AS run FROM {source}) {sql}"
+    source = (
+        "read_parquet($files, hive_partitioning = false, union_by_name = true, filename = true, file_row_number = true)"
+    )
+    positions = "(SELECT unnest($files) AS filename, generate_subscripts($files, 1) - 1 AS run)"
+    query = f"WITH t AS (SELECT * EXCLUDE (filename) FROM {source} JOIN {positions} USING (filename)) {sql}"
     try:
         return con.execute(query, {"files": files, **(params or {})}).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
@@ -124,8 +128,7 @@ def intervals_of(
         columns += list(GCA_PARTS) if R.get(name).interval == "gca" else [f"{col}__num", f"{col}__den"]
     selected = ", ".join(dict.fromkeys(columns))
     parts = _read(con, entries, "dialogues", f"SELECT {selected} FROM t ORDER BY run, d")
-    position = {e.key: i for i, e in enumerate(entries)}
-    run_of = parts["run"].map(position).to_numpy()
+    run_of = parts["run"].to_numpy(dtype="int64")
     out = {name: (np.full(len(entries), np.nan), np.full(len(entries), np.nan)) for name in metrics}
     sizes = np.bincount(run_of, minlength=len(entries))
     for n_dialogues in np.unique(sizes):
@@ -162,10 +165,8 @@ def intervals_of(
 def slot_tables(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
     """`views.slot_table` of each run, one frame (with `run_id`), runs in `entries` order."""
     con = con or connect()
-    table = _read(con, entries, "slot_table", "SELECT * FROM t")
-    order = {e.key: i for i, e in enumerate(entries)}
-    table = table.assign(_order=table["run"].map(order)).sort_values("_order", kind="stable")
-    return table.drop(columns=["_order", "run"]).reset_index(drop=True)
+    table = _read(con, entries, "slot_table", "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
+    return table.drop(columns=["run"]).reset_index(drop=True)
 
 
 def domain_jga(
@@ -174,9 +175,7 @@ def domain_jga(
     """`views.domain_jga` of the runs: per run and domain, JGA, `n_turns` and its 95% interval
     (`jga_low`, `jga_high`) from the per-(domain, dialogue) parts."""
     con = con or connect()
-    table = _read(con, entries, "domains", "SELECT * FROM t")
-    order = {e.key: i for i, e in enumerate(entries)}
-    table = table.assign(_order=table["run"].map(order)).sort_values(["_order"], kind="stable")
+    table = _read(con, entries, "domains", "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
     if resamples > 0 and len(table):
         parts = _read(con, entries, "domain_parts", "SELECT run, domain, d, num, den FROM t ORDER BY run, domain, d")
         n_dialogues = dict(
@@ -199,7 +198,7 @@ def domain_jga(
             bounds.append(pd.DataFrame({"run": run, "domain": labels, "jga_low": low, "jga_high": high}))
         if bounds:
             table = table.merge(pd.concat(bounds, ignore_index=True), on=["run", "domain"], how="left")
-    return table.drop(columns=["_order", "run"]).reset_index(drop=True)
+    return table.drop(columns=["run"]).reset_index(drop=True)
 
 
 def pick_dialogues(
