@@ -206,7 +206,8 @@ SVG_MEASURE = """() => {
       if (getComputedStyle(p).display === 'none' || getComputedStyle(p).opacity === '0') hidden = true;
     }
     if (hidden) continue;
-    texts.push({text: content, cls: el.getAttribute('class') || '', x0: (b.left - box.left) * scale,
+    texts.push({text: content, cls: el.getAttribute('class') || '',
+      group: (el.parentElement && el.parentElement.getAttribute('class')) || '', x0: (b.left - box.left) * scale,
       y0: (b.top - box.top) * scale, x1: (b.right - box.left) * scale, y1: (b.bottom - box.top) * scale,
       size: parseFloat(style.fontSize) * scale});
   }
@@ -434,6 +435,21 @@ def test_svg_text_inside_canvas_and_at_least_8pt(rendered: dict[str, Any], kinds
             inside = box[0] >= -0.5 and box[1] >= -0.5 and box[2] <= w + 0.5 and box[3] <= h + 0.5
             assert inside, f"{name} ({width}): {text['text']!r} at {box} outside the {w:g} x {h:g} canvas"
             assert text["size"] / PX_PER_PT >= MIN_PT - 0.01, f"{name}: {text['text']!r} at {text['size']:.2f} px"
+
+
+@pytest.mark.parametrize("width", ["single", "double"])
+def test_tick_labels_do_not_overlap(rendered: dict[str, Any], kinds: dict, width: str) -> None:
+    """Tick labels of one axis (wrapped, upright or level) never draw over each other."""
+    folder = rendered[width]
+    for name in kinds:
+        measured = rendered[width, "svg"][folder / f"{name}.svg"]
+        for group in ("xtick", "ytick"):
+            boxes = [t for t in measured["texts"] if t["group"] == group]
+            for i, a in enumerate(boxes):
+                for b in boxes[i + 1 :]:
+                    overlap_x = min(a["x1"], b["x1"]) - max(a["x0"], b["x0"])
+                    overlap_y = min(a["y1"], b["y1"]) - max(a["y0"], b["y0"])
+                    assert overlap_x <= 1 or overlap_y <= 1, f"{name} ({width}): {a['text']!r} over {b['text']!r}"
 
 
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")

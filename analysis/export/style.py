@@ -13,11 +13,13 @@ to LaTeX). `analysis.export.figures` renders the result.
 
 from __future__ import annotations
 
+import base64
 import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import plotly.graph_objects as go
 
 from analysis.palette import OKABE_ITO
@@ -135,7 +137,7 @@ def _axis_categories(fig: go.Figure, axis: str) -> dict[str, list[str]]:
         if kind not in ("bar", "heatmap", "box", "scatter"):
             continue
         values = getattr(trace, axis)
-        if values is None:
+        if values is None or isinstance(values, dict):  # a typed binary array holds numbers, not categories
             continue
         values = list(values)
         if not values or not all(isinstance(v, str) for v in values):
@@ -157,8 +159,13 @@ def _wrap_categories(out: go.Figure, fig: go.Figure, spec: Preset, tick_px: floa
     """Wrap long category labels (run names, domain-slot names) on every axis; returns the most lines a
     y label got (each category row then needs that many lines of height)."""
     most = 1
+    columns = len(_x_categories(fig))
     for axis in ("x", "y"):
         limit = _label_limit(spec, tick_px, axis)
+        if axis == "y" and any(getattr(t, "type", "") == "heatmap" for t in fig.data):
+            label_px = limit * 0.55 * tick_px
+            if columns * 1.25 * tick_px > spec.width_px - label_px - 70:  # crowded columns: narrower row labels
+                limit = max(8, int(spec.width_px * 0.25 / (0.55 * tick_px)))
         for name, labels in _axis_categories(fig, axis).items():
             layout_axis = out.layout[name]
             if layout_axis is None or layout_axis.type not in (None, "-", "category"):
@@ -179,6 +186,8 @@ def _x_categories(fig: go.Figure) -> list[str]:
     for trace in fig.data:
         kind = getattr(trace, "type", "")
         if kind not in ("bar", "heatmap") or getattr(trace, "orientation", None) == "h" or trace.x is None:
+            continue
+        if isinstance(trace.x, dict):  # a typed binary array holds numbers, not categories
             continue
         values = list(trace.x)
         if values and all(isinstance(v, str) for v in values):
@@ -257,9 +266,11 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
     (290.88, None, 10.67)
     """
     spec = preset(style, width)
-    out = go.Figure(fig)
     font_px = round(spec.font_pt * PX_PER_PT, 2)
     tick_px = round(spec.tick_pt * PX_PER_PT, 2)
+    fig = _transposed_if_crowded(fig, spec, tick_px)
+    fig = _bars_turned_if_crowded(fig, spec, tick_px)
+    out = go.Figure(fig)
     left, right, top, bottom = spec.margin
     legend, legend_height = _legend(fig, spec)
     out.update_layout(
@@ -297,9 +308,19 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
     lines = _wrap_categories(out, fig, spec, tick_px)
     out.update_layout(height=_height_px(fig, spec, legend_height, lines=lines))
     limit = _label_limit(spec, tick_px)
-    labels = [line for v in _x_categories(fig) for line in wrap_label(v, limit).split("<br>")]
-    if labels and len(_x_categories(fig)) * max(len(v) for v in labels) * 0.55 * tick_px > spec.width_px * 0.5:
+    categories = _x_categories(fig)
+    wrapped = [wrap_label(v, limit) for v in categories]
+    labels = [line for v in wrapped for line in v.split("<br>")]
+    if labels and len(categories) * max(len(v) for v in labels) * 0.55 * tick_px > spec.width_px * 0.5:
         out.update_xaxes(tickangle=-90)  # long category labels read better upright than overlapping
+        # Upright, a label of n lines is n lines thick: when the categories leave no room for that, the
+        # labels stay on one line each (the canvas grows downwards instead).
+        thickness = max(v.count("<br>") + 1 for v in wrapped) * 1.25 * tick_px
+        if len(categories) * thickness > spec.width_px * 0.6:
+            labels = categories
+            for name in _axis_categories(fig, "x"):
+                if out.layout[name].ticktext is not None:
+                    out.layout[name].ticktext = out.layout[name].tickvals
         below = max(len(v) for v in labels) * 0.6 * tick_px
         out.update_layout(height=_height_px(fig, spec, legend_height, below, lines))
     for annotation in out.layout.annotations:
@@ -308,6 +329,96 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
         _style_trace(trace, spec, font_px=font_px, tick_px=tick_px)
     out.update_layout(uniformtext={"minsize": tick_px, "mode": "show"})  # bar texts never shrink below 8 pt
     return out
+
+
+def _array(values: Any) -> np.ndarray:
+    """A trace's 2-D array, also when it is Plotly's typed binary form ({'dtype', 'bdata', 'shape'})."""
+    if isinstance(values, dict) and "bdata" in values:
+        flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
+        shape = [int(n) for n in str(values.get("shape", len(flat))).split(",")]
+        return flat.reshape(shape)
+    return np.asarray(values, dtype=object)
+
+
+def _transposed_if_crowded(fig: go.Figure, spec: Preset, tick_px: float) -> go.Figure:
+    """A heatmap with more columns than its width can label at 8 pt (upright labels need 1.25 lines each)
+    and fewer rows than columns, turned a quarter: rows become columns, the hover and an outlined row
+    follow. Other figures are returned as they are."""
+    heatmaps = [t for t in fig.data if getattr(t, "type", "") == "heatmap"]
+    if len(heatmaps) != 1 or len(fig.data) != 1 or heatmaps[0].x is None or heatmaps[0].y is None:
+        return fig
+    trace = heatmaps[0]
+    columns, rows = [str(v) for v in trace.x], [str(v) for v in trace.y]
+    label_px = min(max(len(v) for v in rows), _label_limit(spec, tick_px, "y")) * 0.55 * tick_px
+    room = spec.width_px - label_px - 70
+    if len(columns) * 1.25 * tick_px <= room or len(rows) >= len(columns):
+        return fig
+    data = trace.to_plotly_json()
+    turned: dict[str, Any] = {**data, "x": rows, "y": columns}
+    for key in ("z", "text", "customdata"):
+        if data.get(key) is not None and not isinstance(data[key], str):
+            array = _array(data[key])
+            if array.ndim == 2:
+                turned[key] = array.T.tolist()
+    template = data.get("hovertemplate")
+    if isinstance(template, str):
+        turned["hovertemplate"] = template.replace("%{x}", "\0").replace("%{y}", "%{x}").replace("\0", "%{y}")
+    out = go.Figure(go.Heatmap(turned), layout=fig.layout)
+    x_title, y_title = fig.layout.xaxis.title.text, fig.layout.yaxis.title.text
+    out.update_xaxes(title_text=y_title, autorange=None)
+    out.update_yaxes(title_text=x_title, autorange="reversed")
+    shapes = []
+    for shape in fig.layout.shapes:
+        if shape.xref == "paper" and shape.yref == "y":  # an outlined row is now an outlined column
+            shape = go.layout.Shape(shape.to_plotly_json()).update(
+                xref="x", yref="paper", x0=shape.y0, x1=shape.y1, y0=0, y1=1
+            )
+        shapes.append(shape)
+    out.layout.shapes = shapes
+    return out
+
+
+def _swap_xy(template: Any) -> Any:
+    if not isinstance(template, str):
+        return template
+    return template.replace("%{x", "%{\0").replace("%{y", "%{x").replace("%{\0", "%{y")
+
+
+def _bars_turned_if_crowded(fig: go.Figure, spec: Preset, tick_px: float) -> go.Figure:
+    """A vertical bar chart (one plot) with more categories than its width can label upright at 8 pt,
+    turned into horizontal bars: the categories become rows (first at the top), the axes trade places
+    with their titles, ranges and formats, error bars and hover follow."""
+    categories = _x_categories(fig)
+    bars = [t for t in fig.data if getattr(t, "type", "") == "bar"]
+    if not categories or len(bars) != len(fig.data) or any(t.orientation == "h" for t in bars):
+        return fig
+    layout = fig.layout.to_plotly_json()
+    if any(re.fullmatch(r"[xy]axis\d+", k) for k in layout):
+        return fig
+    if len(categories) * 1.25 * tick_px <= spec.width_px - 60:
+        return fig
+    data = []
+    for trace in bars:
+        item = trace.to_plotly_json()
+        item["x"], item["y"] = item.get("y"), item.get("x")
+        item["orientation"] = "h"
+        item["error_x"], item["error_y"] = item.pop("error_y", None), item.pop("error_x", None)
+        item = {k: v for k, v in item.items() if v is not None}
+        item["hovertemplate"] = _swap_xy(item.get("hovertemplate"))
+        data.append(go.Bar(item))
+    layout["xaxis"], layout["yaxis"] = layout.get("yaxis", {}), layout.get("xaxis", {})
+    layout["yaxis"] = {**layout["yaxis"], "autorange": "reversed"}
+    layout["yaxis"].pop("range", None)
+    layout["yaxis"].pop("tickangle", None)
+    for shape in layout.get("shapes", []):
+        shape["xref"], shape["yref"] = shape.get("yref"), shape.get("xref")
+        shape["x0"], shape["y0"], shape["x1"], shape["y1"] = (
+            shape.get("y0"),
+            shape.get("x0"),
+            shape.get("y1"),
+            shape.get("x1"),
+        )
+    return go.Figure(data=data, layout=layout)
 
 
 def is_band(trace: Any) -> bool:
