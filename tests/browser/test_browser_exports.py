@@ -41,7 +41,7 @@ def test_chart_downloads_are_paper_files(page: Page, server: str, screenshots: P
     info = pdf_info(pdf)
     assert pdf.startswith(b"%PDF") and info["pages"] == 1
     png = _download(page, 0, "PNG")
-    assert png_info(png)["width"] == 990  # 3.3 in at 300 dpi, the report CLI's single-column preset
+    assert png_info(png)["width"] == 909  # 3.03 in (ACL column) at 300 dpi, the report CLI's single-column preset
     page.screenshot(path=str(screenshots / "export_popover.png"))
 
 
