@@ -235,10 +235,11 @@ def _legend(fig: go.Figure, spec: Preset) -> tuple[dict[str, Any], float]:
     }
     if not entries:
         return layout, 0.0
-    longest = max(len(e) for e in entries) * 0.55 * legend_px + 40  # symbol and gap: about 40 px
-    columns = max(1, min(len(entries), int(spec.width_px * 0.95 // longest)))
+    longest = max(len(e) for e in entries) * 0.55 * legend_px + 45  # symbol and gap: about 45 px
+    available = spec.width_px - 70  # the legend spans the plot area, not the y axis' labels and title
+    columns = max(1, min(len(entries), int(available // longest)))
     if columns > 1:
-        layout |= {"entrywidth": int(spec.width_px * 0.95 // columns) - 40, "entrywidthmode": "pixels"}
+        layout |= {"entrywidth": int(available // columns) - 45, "entrywidthmode": "pixels"}
     rows = math.ceil(len(entries) / columns)
     return layout, rows * (legend_px * 1.3 + 6) + 4
 
