@@ -171,8 +171,11 @@ def queue_panel() -> None:
         help="a cell lists the same items either way: its episodes, whose turn counts add up to the cell in turns",
     )
     cells = review.memo("cells", (base, unit), lambda: confusion_counts(queue, unit=unit))
+    heatmap = review.memo(
+        "heatmap", (base, unit), lambda: clickable_cells(ui.figure(figures_review.confusion_heatmap, cells, unit=unit))
+    )
     clicked = ui.show_figure(
-        clickable_cells(ui.figure(figures_review.confusion_heatmap, cells, unit=unit)),
+        heatmap,  # show_figure sets its meta name: the same on every run
         key="review_confusion",
         name="review confusions",
         select=True,
@@ -183,17 +186,18 @@ def queue_panel() -> None:
             ui.put(review_cell=tuple(str(cell.iloc[0][c]) for c in ("domain", "slot", "gold", "predicted")))
     confusion = ui.get("review_cell")
     listed = queue
+    cell_note = st.container()  # always there, so the queue and the form below keep their places
     if confusion is not None:
         listed = review.memo(
             "cell", (base, confusion), lambda: review_queue(queue, annotations, status="all", confusion=confusion)
         )
         domain_, slot_, gold_, predicted_ = confusion
-        st.text(
+        cell_note.text(
             f"The cell {domain_}-{slot_}: gold {gold_} → predicted {predicted_}: {len(listed):,} episode(s), "
             f"{int(listed['n_turns'].sum()) if len(listed) else 0:,} turn(s)"
         )
-        st.button("Show the whole queue", key="review_all_cells", on_click=ui.put, kwargs={"review_cell": None})
-    shown = figures_review.queue_table(listed, limit=QUEUE_ROWS)
+        cell_note.button("Show the whole queue", key="review_all_cells", on_click=ui.put, kwargs={"review_cell": None})
+    shown = review.memo("shown", (base, confusion), lambda: figures_review.queue_table(listed, limit=QUEUE_ROWS))
     n_turns = int(listed["n_turns"].sum()) if len(listed) else 0
     st.caption(
         f"{len(listed):,} error episode(s) match, {n_turns:,} turn(s) "
@@ -201,8 +205,9 @@ def queue_panel() -> None:
         + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
         + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
     )
+    by_others_note = st.container()
     if status == "by-others" and not me:
-        st.info(
+        by_others_note.info(
             "Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:"
         )
     picked = ui.show_table(
@@ -218,7 +223,7 @@ def queue_panel() -> None:
             "n_turns",
             "last_turn",
             "slot_name",
-            "outcome",
+            "error",  # not "outcome": a table with that column is tinted per cell, 0.3 s a redraw
             "gold",
             "predicted",
             "tags",
@@ -228,13 +233,14 @@ def queue_panel() -> None:
     if picked is not None:
         ui.put(review_item=picked)
     current = ui.get("review_item")
-    if current is None and len(shown):
+    if current is None and len(shown):  # the first row, kept: a save that takes it off the queue stays shown
         current = {str(k): v for k, v in shown.iloc[0].to_dict().items()}
+        ui.put(review_item=current)
     if current is not None:
         item = review.item_of(current)
         left, right = st.columns([3, 1])
         with left:
-            review.tag_form(item, key="review_tag_form", ask_reviewer=False, frame=annotations, scope="fragment")
+            review.tag_form(item, key="review_tag_form", ask_reviewer=False, frame=annotations)
         with right:
             span = item.span()
             turns = (

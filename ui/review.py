@@ -163,14 +163,14 @@ def _describe(item: Item) -> str:
     return f"{item.dataset or 'dataset ?'} · dialogue {item.dialogue_id} · {turns}{slot}{run}"
 
 
-def tag_form(
-    item: Item, *, key: str, ask_reviewer: bool = True, frame: pd.DataFrame | None = None, scope: str = "app"
-) -> None:
+def tag_form(item: Item, *, key: str, ask_reviewer: bool = True, frame: pd.DataFrame | None = None) -> None:
     """A compact form to tag one item (an episode's tags go to its whole span): taxonomy tags, a comment,
     save. Disabled (with a message) until a reviewer name is set; `ask_reviewer` shows the name box here
     when none is set yet. Saving no tags removes this reviewer's annotation of the item. Text is shown as
-    text, never as HTML. `frame`: the annotations the page read already (no second query); `scope`: what a
-    save reruns (`fragment` inside an `st.fragment`: only that part of the page)."""
+    text, never as HTML. `frame`: the annotations the page read already (no second query).
+
+    The save is the submit button's callback: it writes before the page (or the fragment holding the
+    form) reruns, so that one rerun already shows the new tags; no second rerun."""
     try:
         annotations = store()
         if annotations is None:
@@ -181,36 +181,44 @@ def tag_form(
     except (StoreError, ValueError) as exc:  # the database down, or a reviewer name it refuses
         st.warning(f"Tagging is unavailable: {exc}.", icon=":material/cloud_off:")
         return
+    # One container whether or not it holds the note: the form keeps its place in the page (an element
+    # that moves leaves its stale copy on screen until the rerun ends, two forms for a moment).
+    note = st.container()
     if not who:
-        st.info("Enter a reviewer name to tag items: tagging is disabled until then.", icon=":material/badge:")
+        note.info("Enter a reviewer name to tag items: tagging is disabled until then.", icon=":material/badge:")
         if ask_reviewer:
-            reviewer_box(key=f"{key}_reviewer")
+            reviewer_box(key=f"{key}_reviewer", container=note)
     digest = hashlib.sha1(item.key.encode("utf-8")).hexdigest()[:10]
-    message = st.session_state.pop(f"{key}_message", None)
+    # The last save's message, shown while its item is (a fragment's timed rerun must not wipe it).
+    said = st.session_state.get(f"{key}_message")
+    message = said[1:] if said is not None and said[0] == item.key else None
+    if said is not None and message is None:
+        del st.session_state[f"{key}_message"]
+    widgets = (f"{key}_tags_{digest}", f"{key}_comment_{digest}")
     with st.form(key=f"{key}_form_{digest}", border=True):
         st.text(f"Tag: {_describe(item)}" + (f" · as {who}" if who else ""))
-        chosen = st.multiselect(
-            "Tags", annotations.tags, default=tags, key=f"{key}_tags_{digest}", disabled=not who, placeholder="tags"
+        st.multiselect("Tags", annotations.tags, default=tags, key=widgets[0], disabled=not who, placeholder="tags")
+        st.text_input("Comment", value=comment, key=widgets[1], disabled=not who, max_chars=MAX_COMMENT)
+        st.form_submit_button(
+            "Save tags",
+            disabled=not who,
+            type="primary",
+            on_click=_on_save,
+            args=(annotations, item, widgets, f"{key}_message"),
         )
-        note = st.text_input(
-            "Comment", value=comment, key=f"{key}_comment_{digest}", disabled=not who, max_chars=MAX_COMMENT
-        )
-        submitted = st.form_submit_button("Save tags", disabled=not who, type="primary")
     if message is not None:
         kind, text = message
         (st.success if kind == "ok" else st.error)(md(text))
-    if submitted and who:
-        st.session_state[f"{key}_message"] = save(annotations, item, chosen, note, who)
-        _rerun(scope)
 
 
-def _rerun(scope: str) -> None:
-    """Rerun the fragment (during a fragment's own rerun, e.g. after a click in it) or else the app."""
-    from streamlit.runtime.scriptrunner import get_script_run_ctx
-
-    ctx = get_script_run_ctx()
-    in_fragment = scope == "fragment" and ctx is not None and bool(getattr(ctx, "fragment_ids_this_run", None))
-    st.rerun(scope="fragment" if in_fragment else "app")
+def _on_save(annotations: AnnotationStore, item: Item, widgets: tuple[str, str], message: str) -> None:
+    """The form's submit: write the reviewer's tags and comment (`save`), keep the message for the item."""
+    who = reviewer()
+    if not who:
+        return
+    chosen = list(st.session_state.get(widgets[0]) or [])
+    note = str(st.session_state.get(widgets[1]) or "")
+    st.session_state[message] = (item.key, *save(annotations, item, chosen, note, who))
 
 
 def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str, who: str) -> tuple[str, str]:

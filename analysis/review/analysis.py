@@ -132,13 +132,22 @@ def _coverage(errors: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
     dataset and dialogue, slot equal or a turn-level annotation, run equal or a run-independent one, and
     overlapping turns (the annotation's span `turn_index`..`last_turn` against the item's, an episode's
     `turn_index`..`last_turn` or a turn's own)."""
+    none = pd.DataFrame({"row": pd.Series([], dtype="int64"), "ann": pd.Series([], dtype="int64")})
     if not len(errors) or not len(annotations):
-        return pd.DataFrame({"row": pd.Series([], dtype="int64"), "ann": pd.Series([], dtype="int64")})
+        return none
+    # Only the rows of an annotated dialogue can be covered: keys are built for those alone (a few of the
+    # queue's rows while a review is young; building every row's keys is most of a queue's cost).
+    dialogues = pd.Index(annotations["dialogue_id"].astype("str").str.normalize("NFC").str.strip().unique())
+    candidate = np.flatnonzero(
+        errors["dialogue_id"].astype("str").str.normalize("NFC").str.strip().isin(dialogues).to_numpy(dtype=bool)
+    )
+    if not len(candidate):
+        return none
     # Keys without the turn (turn 0 in every key), matched first, then the spans compared.
-    base = errors.assign(turn_index=0)
+    base = errors.iloc[candidate].assign(turn_index=0)
     variants = [item_keys(base, with_slot=s, with_run=r).to_numpy() for s in (True, False) for r in (True, False)]
-    first, last = _span_of(errors)
-    rows = np.tile(np.arange(len(errors)), len(variants))
+    first, last = _span_of(errors.iloc[candidate])
+    rows = np.tile(candidate, len(variants))
     wanted = pd.DataFrame(
         {"row": rows, "base": np.concatenate(variants), "first": np.tile(first, 4), "last": np.tile(last, 4)}
     ).drop_duplicates(["row", "base"])

@@ -632,7 +632,9 @@ class AnnotationStore:
         return _retrying(write, self.where)
 
     def _components(self, item: Item | str) -> dict[str, Any]:
-        if isinstance(item, Item):
+        # An item is anything but a key string: a page's `Item` may come from a module Streamlit reloaded
+        # after a source change (another class object than this module's `Item`).
+        if not isinstance(item, str):
             return {"item_key": item.key, **item.components(), **item.span()}
         key = _check_key(item)
         found = self._reading(
@@ -652,7 +654,7 @@ class AnnotationStore:
     def remove(self, item: Item | str, *, reviewer: str) -> bool:
         """Delete `reviewer`'s annotation of `item` (logged as a `delete` event); whether one existed."""
         who = _check_reviewer(reviewer)
-        key = item.key if isinstance(item, Item) else _check_key(item)
+        key = _check_key(item) if isinstance(item, str) else item.key
 
         def write() -> bool:
             with self._writing() as conn:
@@ -715,7 +717,7 @@ class AnnotationStore:
         table = events_table.c
         query = select(events_table).order_by(table.id)
         if item is not None:
-            query = query.where(table.item_key == (item.key if isinstance(item, Item) else _check_key(item)))
+            query = query.where(table.item_key == (_check_key(item) if isinstance(item, str) else item.key))
         if reviewer is not None:
             query = query.where(table.reviewer == _check_text(reviewer, "the reviewer name", MAX_REVIEWER))
         rows = self._reading(lambda conn: conn.execute(query).all())

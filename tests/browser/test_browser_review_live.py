@@ -1,0 +1,110 @@
+"""Live review in a real browser (issue 18 requirement 6): two reviewers on one server, each in a browser
+context of their own; reviewer A tags an episode and reviewer B's page shows it within 5 s, without any
+click or key press on B's side (the Review page's fragments poll the store's change marker every
+`ui.review.LIVE_S` s). The server serves a copy of the demo workspace in a temporary folder, so the
+annotation store beside its manifest never lands in data/demo. Screenshot: tests/screenshots/review_live_b.png.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from conftest import DEMO, IDLE, start_server, stop_server
+from playwright.sync_api import Browser, Page, expect
+
+from analysis.review import AnnotationStore
+
+pytestmark = pytest.mark.browser
+TIMEOUT = 180_000
+LIVE_TARGET_S = 5.0
+METRIC = '[data-testid="stMetric"]:has-text("{label}") [data-testid="stMetricValue"]'
+STORE_COUNT_IS = """(value) => [...document.querySelectorAll('[data-testid="stMetric"]')].some(m =>
+    m.innerText.includes('Annotations in the store') && m.innerText.trim().split(/\\s+/).pop() === value)"""
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    folder = tmp_path_factory.mktemp("review_live") / "demo"
+    shutil.copytree(DEMO.parent, folder, ignore=shutil.ignore_patterns("annotations.sqlite*"))
+    return folder / "workspace.toml"
+
+
+@pytest.fixture(scope="module")
+def live_server(workspace: Path) -> Iterator[str]:
+    url = f"sqlite:///{workspace.parent / 'annotations.sqlite'}"
+    process, address = start_server(workspace, env={"DST_ANNOTATIONS_URL": url})
+    try:
+        yield address
+    finally:
+        stop_server(process)
+
+
+def settle(page: Page) -> None:
+    page.wait_for_timeout(300)
+    page.wait_for_selector(IDLE, timeout=TIMEOUT)
+
+
+def open_as(browser: Browser, server: str, name: str) -> Page:
+    context = browser.new_context(viewport={"width": 1400, "height": 2600})
+    page = context.new_page()
+    page.goto(f"{server}/review?page=review")
+    expect(page.get_by_role("button", name="Save tags").first).to_be_visible(timeout=TIMEOUT)
+    settle(page)
+    box = page.get_by_role("textbox", name="Reviewer name")
+    box.fill(name)
+    box.press("Enter")
+    expect(page.locator("button:not([disabled])", has_text="Save tags").first).to_be_visible(timeout=TIMEOUT)
+    settle(page)
+    expect(page.locator('[data-testid="stForm"]')).to_have_count(1, timeout=TIMEOUT)
+    return page
+
+
+def metric(page: Page, label: str) -> str:
+    return page.locator(METRIC.format(label=label)).first.inner_text()
+
+
+def test_a_colleagues_tag_appears_within_5_s_without_a_click(
+    browser: Browser, live_server: str, workspace: Path, screenshots: Path
+) -> None:
+    a = open_as(browser, live_server, "ana")
+    b = open_as(browser, live_server, "bo")
+    assert metric(b, "Annotations in the store") == "0"
+    episodes_before = metric(b, "Reviewed episodes")
+    assert episodes_before.startswith("0 / ")
+
+    # A tags the first episode of her queue (the form's default item) and saves.
+    form = a.locator('[data-testid="stForm"]')
+    described = form.locator('[data-testid="stText"]').first.inner_text()
+    form.get_by_role("combobox").first.click()
+    a.get_by_role("option", name="wrong value", exact=True).click()
+    a.keyboard.press("Escape")
+    form.get_by_role("button", name="Save tags").click()
+    expect(a.get_by_text("saved (1 tag, version 1)")).to_be_visible(timeout=TIMEOUT)
+    saved = time.perf_counter()
+    stored = AnnotationStore(f"sqlite:///{workspace.parent / 'annotations.sqlite'}").annotations()
+    assert stored["reviewer"].tolist() == ["ana"] and stored["tags"].tolist() == [("wrong value",)]
+    span = int(stored["n_turns"].iloc[0])
+    assert f"turn {int(stored['turn_index'].iloc[0])}" in described  # the episode A saw is the one stored
+
+    # B does nothing: within 5 s the store's count, the reviewed episodes and the turns of the span show.
+    b.wait_for_function(
+        STORE_COUNT_IS,
+        arg="1",
+        timeout=LIVE_TARGET_S * 1000,
+        polling=50,
+    )
+    waited = time.perf_counter() - saved
+    assert waited <= LIVE_TARGET_S, f"B saw A's tag after {waited:.2f} s"
+    total = episodes_before.split(" / ")[1]
+    expect(b.locator(METRIC.format(label="Reviewed episodes")).first).to_have_text(f"1 / {total}", timeout=5_000)
+    reviewed_turns = b.locator(METRIC.format(label="Reviewed errors")).first.inner_text()
+    assert reviewed_turns.startswith(f"{span:,} / ")  # tagging the episode reviewed all of its turns
+    # ... and the queue's summaries below (tag counts) draw A's tag: a bar instead of the empty note
+    expect(b.get_by_text("No annotations yet")).to_have_count(0, timeout=LIVE_TARGET_S * 1000)
+    b.screenshot(path=str(screenshots / "review_live_b.png"), full_page=True)
+    a.context.close()
+    b.context.close()
