@@ -7,9 +7,10 @@ selected (12 runs, 10,022 error turns, 3,961 episodes); then, `--rounds` times e
 to the page showing the answer and the script being idle again (`[data-test-script-state="notRunning"]`):
 
 * select: a click on a row of the queue, until the tag form names that row's episode;
-* tag: a tag picked in the form's multiselect (in the browser, no rerun), until its chip shows;
+* tag: a tag picked in the form's open multiselect (in the browser, no rerun), until its chip shows;
 * save: "Save tags", until the "saved" message and the tags column show it;
-* filter: the Status filter switched (unreviewed <-> all), until the queue's caption changes;
+* filter: an option of the open Status filter picked (unreviewed <-> all), until the queue's caption changes
+  (opening a list is the browser's alone; the click that asks the server is the option's);
 * cell: a click on a cell of the gold -> predicted heatmap, until the queue lists that cell;
 * live: a colleague's tag written to the store by another process, until this page shows it, no click
   (the fragments poll every `ui.review.LIVE_S` s: the target is 5 s).
@@ -95,15 +96,19 @@ def annotations_shown(page: Page) -> int:
     return int(metric.locator('[data-testid="stMetricValue"]').inner_text().replace(",", ""))
 
 
-def choose(page: Page, box, option: str) -> None:
-    """Open a select box and click one of its options; opened again if a timed rerun closed it meanwhile."""
-    for attempt in range(3):
+def opened(page: Page, box, option: str):
+    """Open a select box until `option` shows (a click that only took the focus from another widget, or a
+    timed rerun that closed the list, opens it again); the option, ready to click. Opening the list is
+    the browser's alone (no rerun): the timed click is the option's."""
+    for _ in range(5):
         box.click()
+        choice = page.get_by_role("option", name=option, exact=True)
         try:
-            page.get_by_role("option", name=option, exact=True).click(timeout=3_000 if attempt < 2 else TIMEOUT)
-            return
+            choice.wait_for(timeout=2_000)
+            return choice
         except PlaywrightTimeout:
             page.keyboard.press("Escape")
+    raise RuntimeError(f"the option {option!r} did not show")
 
 
 def queue_grid(page: Page):
@@ -169,8 +174,10 @@ def measure(url: str, manifest: Path, rounds: int) -> dict[str, list[float]]:
             form = page.locator('[data-testid="stForm"]')
             tag = ["wrong value", "missed update", "coreference", "other", "dontcare confusion"][n % 5]
 
-            def pick(form=form, tag=tag) -> None:
-                choose(page, form.get_by_role("combobox").first, tag)
+            choice = opened(page, form.get_by_role("combobox").first, tag)
+
+            def pick(choice=choice) -> None:
+                choice.click()
 
             results["tag"].append(
                 timed(
@@ -193,8 +200,10 @@ def measure(url: str, manifest: Path, rounds: int) -> dict[str, list[float]]:
             caption = queue_caption(page)
             target = "all" if n % 2 == 0 else "unreviewed"
 
-            def switch(target=target) -> None:
-                choose(page, page.get_by_role("combobox", name="Status"), target)
+            option = opened(page, page.get_by_role("combobox", name="Status"), target)
+
+            def switch(option=option) -> None:
+                option.click()
 
             results["filter"].append(timed(page, switch, CAPTION_CHANGED, [QUEUE_CAPTION, caption]))
             # cell: a cell of the heatmap (its invisible marker), then back to the whole queue
