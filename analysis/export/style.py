@@ -100,33 +100,45 @@ def _category_rows(fig: go.Figure) -> int:
     return rows
 
 
-_BREAK = re.compile(r"(?<=[-_ /·.])")
+_TOKEN = re.compile(r"&(?:[A-Za-z]+|#\d+|#x[0-9A-Fa-f]+);|<br>|.", re.S)
+_BREAK_AFTER = frozenset("-_ /·.")
 
 
 def wrap_label(label: str, limit: int) -> str:
     """A long category label in lines of at most `limit` characters, broken after - _ space / · or .
     (a piece longer than the limit is cut), joined by <br> for Plotly.
 
+    Labels reach here escaped for Plotly (`escaping.plotly_text`): an entity such as `&lt;` counts as one
+    character and is never cut, or a hostile `<a ...>` name would print as `&l` / `t;`.
+
     >>> wrap_label("simulated-B-mwz-en-predicted-s1", 15)
     'simulated-B-<br>mwz-en-<br>predicted-s1'
     >>> wrap_label("hotel", 15)
     'hotel'
+    >>> wrap_label("click&lt;/a&gt;x" * 2, 6)
+    'click&lt;<br>/<br>a&gt;xcli<br>ck&lt;/<br>a&gt;x'
     """
-    if len(label) <= limit:
+    tokens = _TOKEN.findall(label)
+    if len(tokens) <= limit:
         return label
-    pieces: list[str] = []
-    for piece in _BREAK.split(label):
+    pieces: list[list[str]] = [[]]
+    for token in tokens:  # pieces end after a break character
+        pieces[-1].append(token)
+        if token in _BREAK_AFTER:
+            pieces.append([])
+    cut: list[list[str]] = []
+    for piece in pieces:
         while len(piece) > limit:
-            pieces.append(piece[:limit])
+            cut.append(piece[:limit])
             piece = piece[limit:]
         if piece:
-            pieces.append(piece)
-    lines = [""]
-    for piece in pieces:
+            cut.append(piece)
+    lines: list[list[str]] = [[]]
+    for piece in cut:
         if lines[-1] and len(lines[-1]) + len(piece) > limit:
-            lines.append("")
-        lines[-1] += piece
-    return "<br>".join(line.strip() for line in lines)
+            lines.append([])
+        lines[-1].extend(piece)
+    return "<br>".join("".join(line).strip() for line in lines)
 
 
 def _axis_categories(fig: go.Figure, axis: str) -> dict[str, list[str]]:
