@@ -24,6 +24,7 @@ from analysis.review.analysis import (
     UNITS,
     confusion_counts,
     review_progress,
+    review_progress_per_run,
     review_queue,
     tag_agreement,
     tag_counts,
@@ -284,18 +285,11 @@ def summary_panel() -> None:
     )
     st.caption("Progress per run (errors: error turns; episodes: review items)")
 
-    def per_run():
-        turns = review_progress(error_turns, annotations, by="run_id")
-        spans = review_progress(episodes, annotations, by="run_id")
-        return turns.merge(
-            spans[["run_id", "n_errors", "n_reviewed"]].rename(
-                columns={"n_errors": "episodes", "n_reviewed": "episodes reviewed"}
-            ),
-            on="run_id",
-            how="left",
-        )
-
-    by_run = review.memo("by_run", (tuple(runs), convention, marker), per_run)
+    by_run = review.memo(
+        "by_run",
+        (tuple(runs), convention, marker),
+        lambda: review_progress_per_run(error_turns, episodes, annotations),
+    )
     ui.show_table(by_run, key="review_progress", name="review progress per run")
 
     st.subheader("Agreement per tag")

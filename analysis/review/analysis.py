@@ -327,6 +327,22 @@ def review_progress(
     return result
 
 
+def review_progress_per_run(
+    error_turns: pd.DataFrame, episodes: pd.DataFrame, store: AnnotationStore | pd.DataFrame
+) -> pd.DataFrame:
+    """Per run: its error turns reviewed (`review_progress` columns) beside its error episodes and the
+    episodes reviewed (`episodes`, `episodes reviewed`)."""
+    turns = review_progress(error_turns, store, by="run_id")
+    spans = review_progress(episodes, store, by="run_id")
+    return turns.merge(
+        spans[["run_id", "n_errors", "n_reviewed"]].rename(
+            columns={"n_errors": "episodes", "n_reviewed": "episodes reviewed"}
+        ),
+        on="run_id",
+        how="left",
+    )
+
+
 def tag_counts(
     annotations: AnnotationStore | pd.DataFrame,
     *,
