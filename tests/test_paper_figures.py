@@ -218,7 +218,17 @@ SVG_MEASURE = """() => {
 
 def svg_texts(paths: list[Path]) -> dict[Path, dict[str, Any]]:
     """Each SVG opened in Chromium: its viewBox and every visible text element's box and font size
-    (viewBox units, i.e. CSS px at print size)."""
+    (viewBox units, i.e. CSS px at print size).
+
+    Measured in a thread of its own: in the full suite the browser tests' pytest-playwright leaves an
+    asyncio loop running in the main thread, and Playwright's sync API refuses to start inside one."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(_svg_texts, paths).result()
+
+
+def _svg_texts(paths: list[Path]) -> dict[Path, dict[str, Any]]:
     from playwright.sync_api import sync_playwright
 
     out = {}
