@@ -88,6 +88,20 @@ def parse_file(
         if key is not None:
             _remember(key, cached)
         return cached
+    # Garbage collection is off for the whole parse: the decoded JSON, the walk's rows and the tables are
+    # acyclic (freed by reference counting), and each collection while they are alive traverses all of
+    # them (on a MultiWOZ-size file, a full collection during the decode cost ~0.08 s of a 0.45 s parse).
+    # The decoded records are dropped before collection resumes, so it finds little new to traverse.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _parse_uncached(path, fmt, data)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _parse_uncached(path: str | Path, fmt: str | None, data: bytes | None) -> ParsedFile:
     name = str(path)
     if fmt is not None and fmt not in FORMATS_BY_NAME:
         raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")
@@ -119,8 +133,6 @@ def parse_file(
         sides=("gold", "pred") if spec.sides == "both" else (spec.sides,),
         keep_empty_pred=spec.keep_empty_pred,
     )
-    collecting = gc.isenabled()
-    gc.disable()  # millions of small tuples, none of them cyclic: collection passes only cost time (~15%)
     try:
         spec.parse(records, collector)
     except InputError:
@@ -128,9 +140,7 @@ def parse_file(
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError) as exc:
         # A shape no check anticipated: still one message at the record being read, never a traceback.
         raise collector.error(f"unexpected structure ({type(exc).__name__}: {exc})") from None
-    finally:
-        if collecting:
-            gc.enable()
+    del records  # freed now, while collection is still off (see parse_file)
     return collector.finish()
 
 
