@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from analysis.errors import InputError
 from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, triple_strings
@@ -22,6 +23,7 @@ _ONLY_DICT = frozenset({dict})
 MAX_TURNS_PER_DIALOGUE = 10_000
 DIALOGUES_WITHOUT_TURNS = "dialogues_without_turns"  # the note counting dialogues a file lists with no turn
 _STR = pd.Series(["x"]).dtype  # the dtype pandas infers for a list of strings (pandas 3: "str", Arrow-backed)
+_ARROW_STR = isinstance(_STR, pd.StringDtype) and _STR.storage == "pyarrow"  # columns can be built in Arrow
 _TURN_KEY = itemgetter("dialogue_id", "turn_index")
 
 
@@ -96,6 +98,8 @@ class Collector:
         # One side's states as columns (STATE_COLUMNS order): a table is built from lists far faster
         # than from one tuple per row, and the fast path extends them without making any row.
         self.state_columns: dict[str, tuple[list[Any], ...]] = {s: tuple([] for _ in STATE_COLUMNS) for s in sides}
+        # A side whose every row came in one call as Arrow columns (`add_state_arrays`), instead of the lists.
+        self.state_arrays: dict[str, dict[str, Any]] = {}
         # The shapes (domains and their slot names, in order) of the state objects read by
         # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
         self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
@@ -271,6 +275,27 @@ class Collector:
                     return
         self.add_state(side, dialogue_id, turn_index, partial(triple_strings, items, field))
 
+    def add_state_arrays(
+        self,
+        side: str,
+        dialogue_ids: pa.Array,
+        turn_indices: np.ndarray,
+        domains: pa.Array,
+        slots: pa.Array,
+        values: pa.Array,
+    ) -> None:
+        """Record all of a side's rows at once, as `_append` would turn by turn: checked, non-empty string
+        columns (see `split_triples`) with their dialogue ids and turn indices. Only for a side that has no
+        other rows; one call per side."""
+        if any(self.state_columns[side]) or side in self.state_arrays:
+            raise RuntimeError(f"add_state_arrays: the {side} side already has rows")
+        self.sides_seen.add(side)
+        if not len(values):
+            return  # no rows: the empty table of the lists
+        relations = pa.repeat(pa.scalar(EQ, type=pa.large_string()), len(values))
+        columns = (dialogue_ids, turn_indices, domains, slots, relations, values)
+        self.state_arrays[side] = dict(zip(STATE_COLUMNS, columns, strict=True))
+
     def _add_triples(
         self,
         side: str,
@@ -355,7 +380,16 @@ class Collector:
         for side, columns in self.state_columns.items():
             if side not in self.sides_seen:
                 continue  # a format that can carry both sides, used for one (e.g. predictions-only JSONL)
-            table = _state_table(columns)
+            arrays = self.state_arrays.get(side)
+            if arrays is not None:
+                table = pd.DataFrame(
+                    {
+                        name: np.asarray(array, dtype=np.int64) if name == "turn_index" else pd.array(array, dtype=_STR)
+                        for name, array in arrays.items()
+                    }
+                )
+            else:
+                table = _state_table(columns)
             table["turn_index"] = table["turn_index"].astype("int64")
             tables[side] = table
         return ParsedFile(
@@ -388,6 +422,30 @@ def _state_table(columns: tuple[list[Any], ...]) -> pd.DataFrame:
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass  # a column of something else than strings: inferred as pandas does
     return pd.DataFrame(dict(zip(STATE_COLUMNS, columns, strict=True)))
+
+
+def split_triples(items: list[str]) -> tuple[pa.Array, pa.Array, pa.Array] | None:
+    """TRADE's `"domain-slot-value"` strings as three Arrow string columns, split at their first two hyphens
+    as `str.split("-", 2)` splits them, in one Arrow pass and with no Python string made per part. None
+    unless every item has a non-empty domain and slot and a non-empty value of at most MAX_VALUE_CHARS
+    characters: the caller then reads the items one by one (`add_triple_strings`), whose checks name what
+    is wrong, and which drops an empty value as every reader does."""
+    if not _ARROW_STR or not _ONLY_STR.issuperset(map(type, items)):
+        return None
+    try:
+        strings = pa.array(items, type=pa.large_string())
+    except (pa.ArrowException, TypeError, ValueError, UnicodeError):
+        return None
+    parts = pc.split_pattern(strings, "-", max_splits=2)
+    if len(items) and not pc.all(pc.equal(pc.list_value_length(parts), 3)).as_py():
+        return None
+    columns = tuple(pc.list_element(parts, i) for i in range(3))
+    if len(items):
+        lengths = [pc.min_max(pc.utf8_length(column)) for column in columns]
+        if min(length["min"].as_py() for length in lengths) < 1 or lengths[2]["max"].as_py() > MAX_VALUE_CHARS:
+            return None
+    domains, slots, values = columns
+    return domains, slots, values
 
 
 def expect(collector: Collector, value: Any, kind: type | tuple[type, ...], what: str, field: str | None = None) -> Any:

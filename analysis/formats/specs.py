@@ -5,10 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
+from itertools import repeat
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
-from analysis.formats.engine import Collector, expect
+from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, expect, split_triples
 from analysis.formats.more import MORE_FORMATS
 from analysis.formats.sgd import SGD_FORMATS
 from analysis.formats.states import (
@@ -90,6 +94,9 @@ def _detect_trade(records: Any) -> bool:
 def _parse_trade(records: Any, c: Collector) -> None:
     first = _first_turn(records)
     pred_key = "pred_bs_ptr" if "pred_bs_ptr" in first else "pred_belief"  # one key for the whole file
+    if _trade_columns(records, c, pred_key):
+        return
+    # Something unusual somewhere: record by record, whose checks name the first problem.
     for dialogue_id, turns in _dialogues(records, c, dict):
         for raw_turn, body in turns.items():
             c.at(dialogue_id, raw_turn)
@@ -101,6 +108,58 @@ def _parse_trade(records: Any, c: Collector) -> None:
             c.add_turn(dialogue_id, t)
             c.add_triple_strings("gold", dialogue_id, t, body["turn_belief"], "turn_belief")
             c.add_triple_strings("pred", dialogue_id, t, body[pred_key], pred_key)
+
+
+def _trade_columns(records: Any, c: Collector, pred_key: str) -> bool:
+    """Read a regular TRADE file whole, as the record-by-record walk would, but with the triples split by
+    one Arrow pass per side (`split_triples`) and both sides' rows recorded as columns: a quarter of the
+    walk's time. False, with nothing recorded, at the first thing the walk would refuse or treat specially
+    (a turn key that is not plain digits, a missing key, a state that is not a list of strings, a triple
+    without two hyphens, an empty name or value, a very long value, a turn index given twice)."""
+    if type(records) is not dict:
+        return False
+    dialogues: list[str] = []
+    turn_dialogue: list[int] = []
+    turn_numbers: list[int] = []
+    sides: dict[str, tuple[list[str], list[int]]] = {"gold": ([], []), pred_key: ([], [])}
+    (gold, gold_counts), (pred, pred_counts) = sides["gold"], sides[pred_key]
+    for position, (dialogue_id, turns) in enumerate(records.items()):
+        if type(turns) is not dict:
+            return False
+        dialogues.append(dialogue_id)
+        numbers = []
+        for raw_turn, body in turns.items():
+            if not (type(raw_turn) is str and raw_turn.isascii() and raw_turn.isdigit() and len(raw_turn) <= 18):
+                return False
+            if type(body) is not dict:
+                return False
+            gold_items, pred_items = body.get("turn_belief"), body.get(pred_key)
+            if type(gold_items) is not list or type(pred_items) is not list:
+                return False
+            numbers.append(int(raw_turn))
+            gold += gold_items
+            gold_counts.append(len(gold_items))
+            pred += pred_items
+            pred_counts.append(len(pred_items))
+        if len(set(numbers)) != len(numbers) or (numbers and max(numbers) > MAX_TURNS_PER_DIALOGUE):
+            return False
+        turn_numbers += numbers
+        turn_dialogue += repeat(position, len(numbers))
+    split = [split_triples(gold), split_triples(pred)]  # refuses anything but strings, too
+    if split[0] is None or split[1] is None:
+        return False
+    ids = pa.array(dialogues, type=pa.large_string())
+    row_turn = np.arange(len(turn_numbers))
+    for dialogue_id in dialogues:
+        c.at(dialogue_id)
+    numbers_array = np.array(turn_numbers, dtype=np.int64)
+    for position, number in zip(turn_dialogue, turn_numbers, strict=True):
+        c.add_turn(dialogues[position], number)
+    turn_ids = np.array(turn_dialogue, dtype=np.int64)
+    for side, counts, (domains, slots, values) in (("gold", gold_counts, split[0]), ("pred", pred_counts, split[1])):
+        rows = np.repeat(row_turn, counts)
+        c.add_state_arrays(side, ids.take(turn_ids[rows]), numbers_array[rows], domains, slots, values)
+    return True
 
 
 # --- b. mwzeval-style predictions ------------------------------------------------------------------
