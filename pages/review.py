@@ -29,7 +29,7 @@ from analysis.review.analysis import (
     tag_agreement,
     tag_counts,
 )
-from analysis.review.store import StoreError
+from analysis.review.store import AnnotationStore, StoreError
 from analysis.scoring import OUTCOMES
 from ui import errors as ui_errors
 from ui import review
@@ -53,11 +53,12 @@ except StoreError as exc:
     review.unavailable(exc)
     st.stop()
 except ValueError as exc:  # the manifest's [review] settings refused (e.g. a tag over the length limit)
-    st.error(str(exc))
+    st.error(str(exc), icon=":material/error:")
     st.stop()
 if store is None or annotations is None:
     st.info("Open a workspace: annotations are stored beside its manifest (or in [review] database_url).")
     st.stop()
+opened: AnnotationStore = store  # not None from here on (for the functions below, which mypy checks apart)
 
 # --- settings -------------------------------------------------------------------------------------
 head = st.columns([2, 3])
@@ -82,7 +83,7 @@ def queue_panel() -> None:
     """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, and every
     LIVE_S seconds (cheap while the store's change marker has not moved)."""
     try:
-        annotations, marker = review.current_annotations(store)
+        annotations, marker = review.current_annotations(opened)
     except StoreError as exc:
         _unavailable(exc)
         return
@@ -107,7 +108,7 @@ def queue_panel() -> None:
         format_func=lambda o: COLUMN_LABELS.get(o, o.replace("_", " ")) if o else "(all errors)",
     )
     tag = ui.select(
-        "Tag", ["", *store.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)"
+        "Tag", ["", *opened.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)"
     )
     status = ui.select(
         "Status",
@@ -271,7 +272,7 @@ queue_panel()
 def summary_panel() -> None:
     """Tag counts, progress per run and agreement: live like the queue, recomputed only on a change."""
     try:
-        annotations, marker = review.current_annotations(store)
+        annotations, marker = review.current_annotations(opened)
     except StoreError as exc:
         _unavailable(exc)
         return
@@ -346,7 +347,7 @@ def import_file() -> None:
     if upload is None:
         st.session_state["review_import_result"] = ("error", "choose a CSV or JSON export first")
         return
-    st.session_state["review_import_result"] = review.import_upload(store, upload.name, upload.getvalue())
+    st.session_state["review_import_result"] = review.import_upload(opened, upload.name, upload.getvalue())
 
 
 with ports[2]:
@@ -354,7 +355,10 @@ with ports[2]:
     st.button("Import", key="review_import", on_click=import_file)
 result = st.session_state.pop("review_import_result", None)
 if result:
-    (st.success if result[0] == "ok" else st.error)(result[1])
+    if result[0] == "ok":  # explicit icons: no emoji look-up in the message (see ui.review.tag_form)
+        st.success(result[1], icon=":material/check_circle:")
+    else:
+        st.error(result[1], icon=":material/error:")
 st.caption(
     "Each exported row carries the item (run, dialogue, turn, domain, slot), its span (an episode's last turn "
     "and number of turns; a turn item: its own turn, 1), its convention, outcome, gold "
