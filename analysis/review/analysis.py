@@ -33,7 +33,15 @@ import numpy as np
 import pandas as pd
 
 from analysis.outcomes import ERROR_OUTCOMES
-from analysis.review.items import CONTEXT_COLUMNS, ITEM_COLUMNS, _check_tags, _norm, item_keys
+from analysis.review.items import (
+    CONTEXT_COLUMNS,
+    ITEM_COLUMNS,
+    _check_tags,
+    _norm,
+    _norm_series,
+    item_key_variants,
+    item_keys,
+)
 
 if TYPE_CHECKING:
     from analysis.review.store import AnnotationStore
@@ -137,15 +145,16 @@ def _coverage(errors: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
         return none
     # Only the rows of an annotated dialogue can be covered: keys are built for those alone (a few of the
     # queue's rows while a review is young; building every row's keys is most of a queue's cost).
+    # Each distinct dialogue id is normalised once (a queue has thousands of rows, a few hundred dialogues).
     dialogues = pd.Index(annotations["dialogue_id"].astype("str").str.normalize("NFC").str.strip().unique())
-    candidate = np.flatnonzero(
-        errors["dialogue_id"].astype("str").str.normalize("NFC").str.strip().isin(dialogues).to_numpy(dtype=bool)
-    )
+    codes, uniques = pd.factorize(errors["dialogue_id"], use_na_sentinel=False)
+    annotated = _norm_series(pd.Series(uniques, dtype=errors["dialogue_id"].dtype)).isin(dialogues)
+    candidate = np.flatnonzero(annotated.to_numpy(dtype=bool)[codes])
     if not len(candidate):
         return none
     # Keys without the turn (turn 0 in every key), matched first, then the spans compared.
-    base = errors.iloc[candidate].assign(turn_index=0)
-    variants = [item_keys(base, with_slot=s, with_run=r).to_numpy() for s in (True, False) for r in (True, False)]
+    combos = [(s, r) for s in (True, False) for r in (True, False)]
+    variants = item_key_variants(errors.iloc[candidate].assign(turn_index=0), combos)
     first, last = _span_of(errors.iloc[candidate])
     rows = np.tile(candidate, len(variants))
     wanted = pd.DataFrame(

@@ -253,22 +253,43 @@ def _norm_series(values: pd.Series) -> pd.Series:
     return values.astype("str").fillna("").str.normalize("NFC").str.strip()
 
 
+def _key_part(values: pd.Series) -> np.ndarray:
+    """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an object array. Each
+    distinct value is normalised once: a column holds few of them (datasets, dialogues, slots, runs), and
+    normalising per row is most of the cost of a queue's keys."""
+    codes, uniques = pd.factorize(values, use_na_sentinel=False)
+    done = _norm_series(pd.Series(uniques, dtype=values.dtype)).str.replace("%", "%25")
+    return done.str.replace(_KEY_SEPARATOR, "%7C").to_numpy(dtype=object)[codes]
+
+
+def item_key_variants(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]] = ((True, True),)) -> list[np.ndarray]:
+    """`item_keys(items, with_slot=s, with_run=r)` for each (s, r) of `variants`, as object arrays, from
+    components normalised once (the four keys that may cover an error row cost little more than one)."""
+    n = len(items)
+    blank = np.full(n, "", dtype=object)
+
+    def part(name: str) -> np.ndarray:
+        return _key_part(items[name]) if name in items.columns else blank
+
+    sep = _KEY_SEPARATOR
+    turn = items["turn_index"].to_numpy(dtype="int64").astype("str").astype(object)
+    head = _KEY_VERSION + sep + part("dataset") + sep + part("dialogue_id") + sep + turn + sep
+    keyed: dict[bool, np.ndarray] = {}
+    if any(s for s, _ in variants):
+        slot = part("slot")
+        domain = np.where(slot != "", part("domain"), "").astype(object)
+        keyed[True] = head + domain + sep + slot + sep
+    if not all(s for s, _ in variants):
+        keyed[False] = head + (sep + sep)
+    run = part("run_id") if any(r for _, r in variants) else blank
+    return [keyed[s] + run if r else keyed[s] for s, r in variants]
+
+
 def item_keys(items: pd.DataFrame, *, with_slot: bool = True, with_run: bool = True) -> pd.Series:
     """`item_key` for every row of a frame with ITEM_COLUMNS (missing dataset/domain/slot/run: empty),
     vectorised. `with_slot=False` / `with_run=False` give the keys of the covering turn / any-run item."""
-    n = len(items)
-
-    def column(name: str, use: bool = True) -> pd.Series:
-        if not use or name not in items.columns:
-            return pd.Series([""] * n, index=items.index, dtype="str")
-        return _norm_series(items[name]).str.replace("%", "%25").str.replace(_KEY_SEPARATOR, "%7C")
-
-    slot = column("slot", with_slot)
-    domain = column("domain", with_slot).where(slot != "", "")
-    turn = items["turn_index"].astype("int64").astype("str")
-    key = _KEY_VERSION + _KEY_SEPARATOR + column("dataset") + _KEY_SEPARATOR + column("dialogue_id")
-    key = key + _KEY_SEPARATOR + turn + _KEY_SEPARATOR + domain + _KEY_SEPARATOR + slot
-    return (key + _KEY_SEPARATOR + column("run_id", with_run)).rename("item_key")
+    (keys,) = item_key_variants(items, [(with_slot, with_run)])
+    return pd.Series(keys, index=items.index, dtype="str", name="item_key")
 
 
 # -------------------------------------------------------------------------------------------- taxonomy
