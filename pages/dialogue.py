@@ -44,6 +44,7 @@ with st.expander("Find a dialogue: sort, filter, search", icon=":material/search
         "the dialogues never wrong. The Dialogue list above follows this order and these filters; in the table, click "
         "a column header to sort it and pick a row to open that dialogue at its first error."
     )
+    # The filters as one DuckDB query over the stored run when the score store holds it (`ui.data.stored_view`).
     matches = ui.compute(
         views.pick_dialogues,
         run,

@@ -21,6 +21,7 @@ per_domain_tab, mix_tab, attribute_tab = ui.tabs(
 
 if per_domain_tab.open:
     with per_domain_tab:
+        # From the score store when it holds every run (DuckDB, `ui.data.stored_view`: no run parsed), else computed.
         per_domain = ui.compute(views.domain_jga, runs)
         ui.show_figure(
             ui.figure(

@@ -15,6 +15,7 @@ st.title("Slots")
 runs = ui.need_runs()
 run = ui.focus() or runs[0]
 
+# From the score store when it holds the run (DuckDB over its Parquet, `ui.data.stored_view`), else computed.
 table = ui.compute(views.slot_table, run)
 st.caption(
     ui.md(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")

@@ -265,6 +265,9 @@ def compute(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any],
     upload = next((u for u in _uploads_in(args)), None)
     if upload is not None:  # kept by the session's upload, not in the process-wide cache
         return upload.memo(("view", name, keys, frozen), lambda: _view_now(name, frozen, tuple(args)))
+    stored = stored_view(name, args, params)  # DuckDB over the score store when it holds every run read
+    if stored is not None:
+        return stored
     return _view(name, keys, frozen, tuple(args))
 
 
@@ -483,3 +486,170 @@ def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None)
         return None
     board = _stored_board(tuple(e.key for e in found), sort, tuple(found))
     return board, board_caption(board, [e.convention for e in found])
+
+
+# --- views the score store answers (issue 21 requirement 2) -------------------------------------------
+# A view below reads only its few columns of the stored runs' Parquet files (DuckDB, `analysis.store.queries`)
+# when the store holds every run it covers, so a page showing it parses and scores no run; `compute` asks
+# `stored_view` first, so the pages, the prefetch and the page registry keep one call (and one cache key
+# contract) for both paths. Each equals the in-memory view (tests/test_store_pages.py).
+
+
+def _stored_entries(
+    pairs: Sequence[tuple[RunSource, str]], tables: tuple[str, ...], *, sgd: bool = True
+) -> list[Any] | None:
+    """The store's entries of `pairs` (run source, convention choice) with `tables` whole, or None when
+    one is an upload or not stored (or, unless `sgd`, scored under the SGD convention: views whose numbers
+    are the SGD evaluator's there)."""
+    found = []
+    for source, choice in pairs:
+        if source.uploaded:
+            return None
+        try:
+            entry = store_runs.stored(source.entry, effective_convention(source, choice), tables=tables)
+        except OSError:
+            return None
+        if entry is None or (not sgd and entry.convention == "sgd"):
+            return None
+        found.append(entry)
+    return found or None
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _stored_slot_table(key: str, _entry: Any) -> Any:
+    from analysis.store import queries
+
+    return queries.slot_tables([_entry]).drop(columns=["run_id"])
+
+
+def stored_slot_table(source: RunSource, choice: str) -> Any | None:
+    """`views.slot_table` of the run from the score store, or None when it does not hold the run."""
+    found = _stored_entries([(source, choice)], ("slot_table",))
+    return None if found is None else _stored_slot_table(found[0].key, found[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_domains(keys: tuple[str, ...], resamples: int, _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.domain_jga(list(_entries), resamples=resamples)
+
+
+def stored_domain_jga(pairs: Sequence[tuple[RunSource, str]], resamples: int | None = None) -> Any | None:
+    """`views.domain_jga` of the runs (intervals included) from the score store, or None when it does not
+    hold every run, or one is scored under the SGD convention (its per-service JGA is the SGD evaluator's)."""
+    from analysis.views import INTERVAL_RESAMPLES
+
+    found = _stored_entries(pairs, ("runs", "domains", "domain_parts"), sgd=False)
+    if found is None:
+        return None
+    n = INTERVAL_RESAMPLES if resamples is None else int(resamples)
+    return _stored_domains(tuple(e.key for e in found), n, tuple(found))
+
+
+def stores_domain_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
+    """Whether `stored_domain_jga` answers for these runs (the store's headers checked, nothing queried):
+    the prefetch then warms no per-run domain interval in memory."""
+    return _stored_entries(pairs, ("runs", "domains", "domain_parts"), sgd=False) is not None
+
+
+@st.cache_data(show_spinner=False, max_entries=256)
+def _stored_pick(key: str, filters: tuple[tuple[str, Any], ...], _entry: Any) -> Any:
+    from analysis.store import queries
+
+    return queries.pick_dialogues(_entry, **dict(filters))
+
+
+def stored_picker(source: RunSource, choice: str, **filters: Any) -> Any | None:
+    """`views.pick_dialogues(run, **filters)` (search, sort, first-error range, minimum error turns and
+    compounding run) from the score store, or None when it does not hold the run."""
+    tables = ("picker", "turns", "slots") if str(filters.get("search", "")).strip() else ("picker",)
+    found = _stored_entries([(source, choice)], tables)
+    if found is None:
+        return None
+    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in filters.items()))
+    return _stored_pick(found[0].key, frozen, found[0])
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_run_table(keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.run_table(list(_entries))
+
+
+def stored_run_table(pairs: Sequence[tuple[RunSource, str]]) -> Any | None:
+    """`views.run_table` of the runs plus `n_turns` and `n_dialogues` from the score store (its `runs`
+    table: one row per run), or None when it does not hold every run."""
+    found = _stored_entries(pairs, ("runs",))
+    return None if found is None else _stored_run_table(tuple(e.key for e in found), tuple(found))
+
+
+def _pairs(arg: Any) -> list[tuple[RunSource, str]] | None:
+    """A `compute` argument as (run source, choice) pairs: one run, or a list of runs; else None."""
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
+        return [arg]
+    if isinstance(arg, list) and all(isinstance(a, tuple) and a and isinstance(a[0], RunSource) for a in arg):
+        return list(arg)
+    return None
+
+
+def _one(args: Sequence[Any]) -> tuple[RunSource, str] | None:
+    return args[0] if len(args) == 1 and isinstance(args[0], tuple) and _pairs(args[0]) else None
+
+
+def _stored_scope_caption(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    from analysis.views import board_caption
+
+    pairs = _pairs(args[0]) if len(args) == 1 and not params else None
+    table = stored_run_table(pairs) if pairs else None
+    return None if table is None else board_caption(table, list(table["convention"]))
+
+
+def _stored_comparability(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    from analysis.views import comparability_warnings, run_table
+
+    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"about"} else None
+    table = stored_run_table(pairs) if pairs else None
+    if table is None:
+        return None
+    return comparability_warnings(table[list(run_table([]).columns)], **params)
+
+
+def _stored_slots(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    one = _one(args)
+    return stored_slot_table(*one) if one is not None and not params else None
+
+
+def _stored_domain_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"resamples"} else None
+    return stored_domain_jga(pairs, params.get("resamples")) if pairs else None
+
+
+def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    one = _one(args)
+    return stored_picker(*one, **params) if one is not None else None
+
+
+# `module.qualname` of a view -> its store path: (`compute`'s args, params) -> the view's result, or None.
+_STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] = {
+    "analysis.views.slot_table": _stored_slots,
+    "analysis.views.domain_jga": _stored_domain_view,
+    "analysis.views.pick_dialogues": _stored_pick_view,
+    "analysis.views.scope_caption": _stored_scope_caption,
+    "analysis.views.comparability_warnings": _stored_comparability,
+}
+
+
+def stored_view(name: str, args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    """The view `name` (`module.qualname`) of `args` from the score store when it answers it (see
+    `_STORED_VIEWS`), else None: the caller computes it from the scored runs. A store that cannot be
+    queried (a file damaged after its check) is None too, logged, and the caller computes it."""
+    answer = _STORED_VIEWS.get(name)
+    if answer is None:
+        return None
+    try:
+        return answer(args, dict(params))
+    except InputError as exc:
+        errors.log.warning("%s", exc)
+        return None

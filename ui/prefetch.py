@@ -311,7 +311,8 @@ def jobs(
     session: Any,
 ) -> list[Job]:
     """The prefetch's jobs for these runs and focus under convention `choice`; `session`: the selections
-    the Cross-lingual page remembers (`run_a`, `run_b`, `cell`), any mapping."""
+    the Cross-lingual page remembers (`run_a`, `run_b`, `cell`), any mapping. Views the score store answers
+    (`data.stored_view`) come from it; the per-run domain intervals are not warmed when it holds per-domain JGA."""
     pair = crosslingual_choice(runs, mappings, session)
     overrides: tuple[tuple[str, str], ...] = ()
     if pair is not None:
@@ -336,7 +337,10 @@ def jobs(
 
     head_views, head_figures = as_jobs([head])
     rest_views, rest_figures = as_jobs(rest)
-    interval_jobs, _ = _to_jobs(sources, choice, warmups(runs), [])
+    warm = warmups(runs)
+    if data.stores_domain_jga(ui.resolve([runs], sources, choice)[0][0]):  # the store answers per-domain JGA
+        warm = [call for call in warm if call[2].get("by") != "domain"]
+    interval_jobs, _ = _to_jobs(sources, choice, warm, [])
     # The next page in the sidebar (Slots) first, then the slow intervals, then the rest.
     return [
         *head_views,

@@ -243,3 +243,17 @@ def pick_dialogues(
     sql = f"SELECT {columns} FROM t WHERE {' AND '.join(where)} ORDER BY {by}"
     table = _read(con, [entry], "picker", sql, params)
     return table.reset_index(drop=True)
+
+
+def run_table(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """`views.run_table` of the stored runs (metadata, `convention`: the convention's name) plus their
+    `n_turns` and `n_dialogues`, one row per run in `entries` order: what captions and comparability
+    warnings need, from the `runs` table alone."""
+    con = con or connect()
+    meta = ", ".join(f'"{c}"' for c in META_COLUMNS)
+    table = _read(
+        con, entries, "runs", f"SELECT {meta}, convention_name AS convention, n_turns, n_dialogues FROM t ORDER BY run"
+    )
+    if "seed" in table:  # as `views.run_table` holds it: Python ints, None where a run has none
+        table["seed"] = pd.Series([None if pd.isna(s) else int(s) for s in table["seed"]], dtype=object)
+    return table.reset_index(drop=True)

@@ -1,0 +1,252 @@
+"""The Slots, Domains and Dialogue viewer pages read the score store (issue 21 requirement 2): with every run
+they show stored, the per-slot table, per-domain JGA with intervals, the dialogue picker's filters and the
+captions and warnings beside them are DuckDB queries over the stored Parquet files (`ui.data.stored_view`),
+equal to the in-memory views (same columns, order and values), and opening Slots or Domains parses and
+scores no run."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+import ui
+from analysis import views
+from analysis.errors import InputError
+from analysis.scoring import Scored
+from analysis.store import entries, queries
+from analysis.workspace import read_manifest
+from tests.conftest import ROOT
+from ui import data, prefetch
+
+APP = ROOT / "app.py"
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+EXACT = ("crosswoz-rule-dst", "simulated-A-mwz-en-predicted", "simulated-B-mwz-en-predicted-s2")
+SGD = "simulated-sgd-predicted"
+TOL = 1e-12
+FILTERS: list[dict[str, Any]] = [
+    {},
+    {"search": "hotel", "sort": "number of errors (most first)"},
+    {"search": "北京", "sort": "file order"},
+    {"search": "HoTeL", "min_errors": 1},
+    {"first_error": (0, 2), "min_errors": 2, "sort": "first error turn (earliest first)"},
+    {"min_run": 3, "sort": "compounding run (longest first)"},
+    {"search": "no such text anywhere"},
+]
+CACHES = (
+    data._score,
+    data._load,
+    data._view,
+    data._stored_board,
+    data._stored_slot_table,
+    data._stored_domains,
+    data._stored_pick,
+    data._stored_run_table,
+)
+
+pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
+
+
+def _clear() -> None:
+    for cache in CACHES:
+        cache.clear()
+
+
+@pytest.fixture
+def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
+    """An empty score store of this test's own, and empty process caches before and after."""
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    _clear()
+    yield tmp_path / "cache" / "scored"
+    _clear()
+
+
+def _sources() -> dict[str, data.RunSource]:
+    return {e.name: data.source_from_entry(e) for e in read_manifest(DEMO).entries if e.name in (*EXACT, SGD)}
+
+
+def _scored_and_stored(pairs: list[tuple[data.RunSource, str]]) -> list[Scored]:
+    scoreds = [data.scored(source, choice) for source, choice in pairs]
+    entries.flush()  # the background writer stored them
+    return scoreds
+
+
+def _equal(got: Any, want: pd.DataFrame) -> None:
+    """Same columns, order and values (to TOL), and dtypes; an empty table only its columns (the in-memory
+    picker's empty result happens to type `dialogue_id` as pandas strings, the query's as objects)."""
+    assert isinstance(got, pd.DataFrame)
+    if not len(want):
+        assert not len(got) and list(got.columns) == list(want.columns)
+        return
+    pd.testing.assert_frame_equal(got, want, check_exact=False, rtol=TOL, atol=TOL)
+
+
+def _in_memory(fn: Any, args: list[Any], params: dict[str, Any]) -> Any:
+    """What `data.compute` gives without the store path: the view of the scored runs."""
+    return data._view_now(f"{fn.__module__}.{fn.__qualname__}", tuple(sorted(params.items())), tuple(args))
+
+
+@pytest.mark.parametrize("choice", [data.DECLARED, "trade"])
+def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None:
+    sources = _sources()
+    exact = [(sources[name], choice) for name in EXACT]
+    every = [*exact, (sources[SGD], choice)]
+    assert data.stored_slot_table(*exact[0]) is None  # nothing stored yet: the pages compute them
+    assert data.stored_domain_jga(exact) is None and data.stored_picker(*exact[0]) is None
+    scoreds = _scored_and_stored(every)
+    by_run = dict(zip([s.run_id for s, _ in every], scoreds, strict=True))
+    assert sum(1 for _ in store.rglob("*.parquet")) > 0
+
+    # Slots: the per-slot table of each run, the SGD run's too (no evaluator number in it).
+    for pair in every:
+        _equal(data.stored_slot_table(*pair), views.slot_table(by_run[pair[0].run_id]))
+        _equal(data.compute(views.slot_table, [pair], {}, choice), views.slot_table(by_run[pair[0].run_id]))
+
+    # Domains: per-domain JGA with its intervals across runs; with the SGD run (the evaluator's per-service
+    # JGA under its own convention) the page computes it.
+    want = views.domain_jga([by_run[name] for name in EXACT])
+    assert {"jga_low", "jga_high"} <= set(want.columns) and want["jga_low"].notna().any()
+    _equal(data.stored_domain_jga(exact), want)
+    _equal(data.compute(views.domain_jga, [exact], {}, choice), want)
+    if choice == data.DECLARED:
+        assert data.stored_domain_jga(every) is None
+    _equal(data.compute(views.domain_jga, [every], {}, choice), views.domain_jga(list(by_run.values())))
+
+    # The dialogue picker, every filter the page offers.
+    for pair in every:
+        for filters in FILTERS:
+            want_p = views.pick_dialogues(by_run[pair[0].run_id], **filters)
+            _equal(data.stored_picker(*pair, **filters), want_p)
+            _equal(data.compute(views.pick_dialogues, [pair], dict(filters), choice), want_p)
+
+    # Captions and the mixed-convention warning, from the stored runs table.
+    for args in ([exact[0]], [exact], [every]):
+        assert data.compute(views.scope_caption, args, {}, choice) == _in_memory(views.scope_caption, args, {})
+    for pairs in (exact, every):
+        params = {"about": ("convention",)}
+        got = data.compute(views.comparability_warnings, [pairs], params, choice)
+        assert got == _in_memory(views.comparability_warnings, [pairs], params)
+    if choice == data.DECLARED:  # exact and sgd side by side: the warning names both
+        assert len(data.compute(views.comparability_warnings, [every], {"about": ("convention",)}, choice)) == 1
+
+
+def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the store warm, these views come from DuckDB: no scored run is read, not even from the store."""
+    sources = _sources()
+    exact = [(sources[name], data.DECLARED) for name in EXACT]
+    _scored_and_stored(exact)
+    _clear()
+    scored_now: list[str] = []
+    monkeypatch.setattr(data, "_score_now", lambda source, *_: scored_now.append(source.run_id))
+    monkeypatch.setattr(data, "_view_now", lambda name, *_: pytest.fail(f"{name} computed in memory"))
+    data.compute(views.slot_table, [exact[0]], {}, data.DECLARED)
+    data.compute(views.domain_jga, [exact], {}, data.DECLARED)
+    data.compute(views.pick_dialogues, [exact[1]], {"search": "hotel"}, data.DECLARED)
+    data.compute(views.scope_caption, [exact], {}, data.DECLARED)
+    data.compute(views.comparability_warnings, [exact], {"about": ("convention",)}, data.DECLARED)
+    assert scored_now == []
+
+
+def test_an_unqueryable_store_falls_back_to_memory(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sources = _sources()
+    pair = (sources[EXACT[1]], data.DECLARED)
+    (scored,) = _scored_and_stored([pair])
+
+    def broken(*_: Any, **__: Any) -> Any:
+        raise InputError("x.parquet", "parquet", "the score store cannot be queried: damaged")
+
+    monkeypatch.setattr(queries, "slot_tables", broken)
+    _clear()
+    _equal(data.compute(views.slot_table, [pair], {}, data.DECLARED), views.slot_table(scored))
+
+
+def _app(runs: list[str]) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=60)
+    at.session_state["workspace_path"] = str(DEMO)
+    at.session_state["runs"] = runs
+    return at
+
+
+def test_slots_and_domains_open_from_the_warm_store_without_a_scored_run(
+    store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A restart with the store warm: the Slots and Domains pages show their first tab from the store, and
+    no run is parsed or scored (not even read back from the store as a whole)."""
+    sources = _sources()
+    exact = [(sources[name], data.DECLARED) for name in EXACT]
+    scoreds = _scored_and_stored(exact)
+    want_slots = views.slot_table(scoreds[0])
+    want_domains = views.domain_jga(scoreds)
+    _clear()
+    parsed: list[str] = []
+    scored_now: list[str] = []
+    real_load, real_score = data._load_entry, data._score_now
+
+    def loading(source: data.RunSource, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(source.run_id)
+        return real_load(source, *args, **kwargs)
+
+    def scoring(source: data.RunSource, convention: str | None) -> Any:
+        scored_now.append(source.run_id)
+        return real_score(source, convention)
+
+    monkeypatch.setattr(data, "_load_entry", loading)
+    monkeypatch.setattr(data, "_score_now", scoring)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)  # the pages' own work only
+    shown: dict[str, pd.DataFrame] = {}
+    real_show = ui.show_table
+
+    def recording(table: Any, *args: Any, key: str, **kwargs: Any) -> Any:
+        shown[key] = table
+        return real_show(table, *args, key=key, **kwargs)
+
+    monkeypatch.setattr(ui, "show_table", recording)
+    at = _app(list(EXACT))
+    at.query_params["page"] = "slots"  # a deep link: Slots is the first page drawn
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Slots"]
+    assert not set(EXACT) & {*parsed, *scored_now}  # the sidebar parsed the demo's other runs to list them
+    parsed.clear()
+    assert not at.exception, [e.value for e in at.exception]
+    at.switch_page("pages/domains.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Domains"]
+    assert parsed == [] and scored_now == []
+    _equal(shown["slots_table"], want_slots)
+    _equal(shown["domains_table"], want_domains)
+    assert at.get("plotly_chart"), "Domains drew no chart"
+    captions = [c.value for c in at.caption]
+    assert any(views.scope_caption(scoreds) in c for c in captions), captions
+
+
+def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The viewer still reads the run's turns for the dialogue it shows; its picker's filters are the
+    store's query, and the count it prints is the in-memory picker's."""
+    sources = _sources()
+    pair = (sources[EXACT[1]], data.DECLARED)
+    (scored,) = _scored_and_stored([pair])
+    _clear()
+    asked: list[dict[str, Any]] = []
+    real = queries.pick_dialogues
+
+    def recording(entry: Any, **filters: Any) -> Any:
+        asked.append(filters)
+        return real(entry, **filters)
+
+    monkeypatch.setattr(queries, "pick_dialogues", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = _app([EXACT[1]])
+    at.session_state["picker_search"] = "hotel"
+    at.session_state["picker_min_errors"] = 2
+    at.run()
+    at.switch_page("pages/dialogue.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert asked and asked[-1]["search"] == "hotel" and asked[-1]["min_errors"] == 2
+    want = views.pick_dialogues(scored, search="hotel", min_errors=2)
+    total = len(views.dialogue_index(scored))
+    assert any(t.value.startswith(f"{len(want):,} of {total:,} dialogues match") for t in at.text)
