@@ -4,8 +4,9 @@
    under `convlab3` plus the headline metrics. Target: at most 0.3 s (median of 5). Printed as wall
    time and as this process's CPU time (steadier when other processes share the cores), then by stage:
    reading the JSON (`parse_records`: checks and decode), the sample walk into the Collector, building
-   the tables (`Collector.finish`); then the whole of `load_run` (those three, pairing and the run's
-   checks) and `score_run`.
+   the tables (`Collector.finish`), each with garbage collection off as `parse_file` runs them; then the
+   whole of `load_run` (those three, pairing and the run's checks) and `score_run`, and the CPU time
+   garbage collection took inside `load_run` (`gc.callbacks`).
 2. As whole processes, 5 runs each timed with `/usr/bin/time`, medians compared:
    `python -m analysis metrics --pred FILE --json` (disk cache off) against ConvLab-3's own
    `python evaluate_unified_datasets.py -p FILE`. Target: ours at most twice theirs.
@@ -64,23 +65,42 @@ def in_process(path: Path, clock: Callable[[], float] = time.perf_counter) -> li
 def stages(path: Path, clock: Callable[[], float]) -> dict[str, float]:
     """Median of RUNS of each stage of the in-process run (see the module docstring)."""
     spec = FORMATS_BY_NAME["convlab3"]
-    times: dict[str, list[float]] = {"read JSON": [], "walk": [], "tables": [], "load_run": [], "score": []}
+    times: dict[str, list[float]] = {
+        "read JSON": [],
+        "walk": [],
+        "tables": [],
+        "load_run": [],
+        "score": [],
+        "GC in load_run": [],
+    }
+    collecting = [0.0, 0.0]  # CPU seconds of the collections so far, start of the current one
+
+    def watch(phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            collecting[1] = time.process_time()
+        else:
+            collecting[0] += time.process_time() - collecting[1]
+
+    gc.callbacks.append(watch)
     for _ in range(RUNS):
+        gc.disable()  # as parse_file reads, walks and builds: collection off, the records freed before it resumes
         start = clock()
         _, records = parse_records(path)
         read = clock()
         collector = Collector(str(path), spec.name, sides=("gold", "pred"))
-        gc.disable()  # as parse_file walks
         spec.parse(records, collector)
-        gc.enable()
         walked = clock()
+        del records
         collector.finish()
         built = clock()
-        del records, collector
+        gc.enable()
+        del collector
         formats._MEMORY.clear()
+        collecting[0] = 0.0
         loading = clock()
         run = load_run(path)
         loaded = clock()
+        times["GC in load_run"].append(collecting[0])
         score_run(run)
         scored = clock()
         times["read JSON"].append(read - start)
@@ -88,22 +108,36 @@ def stages(path: Path, clock: Callable[[], float]) -> dict[str, float]:
         times["tables"].append(built - walked)
         times["load_run"].append(loaded - loading)
         times["score"].append(scored - loaded)
+    gc.callbacks.remove(watch)
     return {name: statistics.median(values) for name, values in times.items()}
 
 
+CPU_SECONDS: dict[int, list[float]] = {}  # id of a whole_process result -> the CPU seconds of its runs
+
+
 def whole_process(command: list[str], cache: str = "") -> list[float]:
-    times = []
+    """Wall seconds of RUNS runs of `command` (`/usr/bin/time`); their CPU seconds (user + system), steadier
+    on a shared machine, are kept in CPU_SECONDS for `cpu_note`."""
+    times, cpu = [], []
     for _ in range(RUNS):
         with tempfile.NamedTemporaryFile(suffix=".time") as out:
             subprocess.run(
-                ["/usr/bin/time", "-f", "%e", "-o", out.name, *command],
+                ["/usr/bin/time", "-f", "%e %U %S", "-o", out.name, *command],
                 check=True,
                 stdout=subprocess.DEVNULL,
                 env={**os.environ, "DST_CACHE_DIR": cache},
                 cwd=ROOT,
             )
-            times.append(float(Path(out.name).read_text().strip().splitlines()[-1]))
+            wall, user, system = map(float, Path(out.name).read_text().split()[-3:])
+            times.append(wall)
+            cpu.append(user + system)
+    CPU_SECONDS[id(times)] = cpu
     return times
+
+
+def cpu_note(times: list[float]) -> str:
+    cpu = CPU_SECONDS.get(id(times), [])
+    return f"; CPU median {statistics.median(cpu):.2f} s" if cpu else ""
 
 
 def main() -> int:
@@ -131,7 +165,7 @@ def main() -> int:
             print(f"  by stage ({name}, medians): " + ", ".join(f"{k} {v:.3f} s" for k, v in parts.items()))
         command = [sys.executable, "-m", "analysis", "metrics", "--pred", str(path), "--json"]
         ours = whole_process(command)
-        print(f"python -m analysis metrics --json: median {statistics.median(ours):.2f} s of {ours}")
+        print(f"python -m analysis metrics --json: median {statistics.median(ours):.2f} s of {ours}{cpu_note(ours)}")
         # A file opened before: the parse cache (Parquet tables) skips the JSON walk.
         cache = Path(tmp) / "cache"
         os.environ["DST_CACHE_DIR"] = str(cache)
@@ -142,15 +176,19 @@ def main() -> int:
         cached = whole_process(command, str(cache))
         print(
             f"python -m analysis metrics --json, parse cache warm: median {statistics.median(cached):.2f} s of {cached}"
+            f"{cpu_note(cached)}"
         )
         os.environ["DST_CACHE_DIR"] = ""
         bare = whole_process([sys.executable, "-c", "import pandas"])
-        print(f"python -c 'import pandas' alone: median {statistics.median(bare):.2f} s of {bare}")
+        print(f"python -c 'import pandas' alone: median {statistics.median(bare):.2f} s of {bare}{cpu_note(bare)}")
         official = os.environ.get("CONVLAB3_EVALUATE")
         if official and Path(official).exists():
             theirs = whole_process([sys.executable, official, "-p", str(path)])
             ratio = statistics.median(ours) / statistics.median(theirs)
-            print(f"ConvLab-3 evaluate_unified_datasets.py: median {statistics.median(theirs):.2f} s of {theirs}")
+            print(
+                f"ConvLab-3 evaluate_unified_datasets.py: median {statistics.median(theirs):.2f} s of {theirs}"
+                f"{cpu_note(theirs)}"
+            )
             print(f"ratio {ratio:.2f} (target at most 2: {'met' if ratio <= 2 else 'MISSED'})")
         else:
             print("CONVLAB3_EVALUATE not set: ConvLab-3's own script not timed")
