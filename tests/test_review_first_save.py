@@ -28,11 +28,11 @@ def form_script() -> None:
     item = Item("MultiWOZ 2.1", "MUL0001.json", 2, domain="hotel", slot="area", run_id="trade", last_turn=4, n_turns=3)
     st.session_state[review.REVIEWER] = "ana"
     original = review.store
-    review.store = lambda: st.session_state["test_store"]  # type: ignore[assignment]
+    review.store = lambda: st.session_state["test_store"]
     try:
         review.tag_form(item, key="first_save")
     finally:
-        review.store = original  # type: ignore[assignment]
+        review.store = original
 
 
 @pytest.fixture()
