@@ -85,7 +85,7 @@ def test_the_launcher_warms_every_run_of_the_workspace() -> None:
     runs = len(read_manifest(DEMO).entries)
     with serving(DEMO) as (url, lines):
         line = _line(lines, "dashboard: workspace")
-        assert line.startswith(f"dashboard: workspace ready: {runs} runs; "), line
+        assert re.match(rf"dashboard: workspace ready: {runs} runs( \(every run from the score store\))?; ", line), line
         assert "first views computed" in line and line.endswith("starting the server"), line
         assert _healthy(url)
         assert not any("Traceback" in entry for entry in lines), "".join(lines)
@@ -173,3 +173,32 @@ def test_the_installed_streamlit_has_the_plotly_file_the_launcher_preloads(tmp_p
     chunk = serve.preload_plotly(Path(streamlit_static()), tmp_path)
     assert (Path(streamlit_static()) / "static" / "js" / chunk).stat().st_size > 1_000_000
     assert f'import("./static/js/{chunk}")' in (tmp_path / "index.html").read_text(encoding="utf-8")
+
+
+def test_the_warm_up_budget_is_what_is_left_of_the_restart_target_when_the_store_holds_every_run() -> None:
+    # Runs read and scored now: the full budget for the other pages' first views.
+    assert serve.warm_budget(False, 0.0) == serve.WARM_BUDGET
+    assert serve.warm_budget(False, 30.0) == serve.WARM_BUDGET
+    # Every run in the score store: the server listens by STORED_READY s after the start.
+    assert serve.warm_budget(True, 1.0) == pytest.approx(serve.STORED_READY - 1.0)
+    assert serve.warm_budget(True, serve.STORED_READY + 2.0) == 0.0
+    assert serve.warm_budget(True, -100.0) == serve.WARM_BUDGET  # never more than the cold budget
+    assert serve.STORED_READY < 5.0  # issue 21: a warm 100-run restart answers within 5 s
+
+
+def test_a_workspace_whose_runs_are_all_stored_is_told_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`all_stored`: True only once the score store holds every entry; an empty store (or none) is False."""
+    from analysis.store import runs as store_runs
+
+    if not DEMO.exists():
+        pytest.skip(f"the demo workspace {DEMO} is absent (make demo)")
+    entries = read_manifest(DEMO).entries[:2]
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    assert not serve.all_stored(entries)
+    store_runs.ensure_all(entries[:1], entries[0].meta.convention, workers=1)
+    assert not serve.all_stored(entries)  # one of two
+    for entry in entries:
+        store_runs.ensure_all([entry], entry.meta.convention, workers=1)
+    assert serve.all_stored(entries)
+    monkeypatch.setenv("DST_CACHE_DIR", "")  # no store at all
+    assert not serve.all_stored(entries)
