@@ -77,23 +77,34 @@ def entries_for(paths: list[Path]) -> list[RunEntry]:
 
 
 class TreeRss:
-    """Peak of the summed RSS of this process and all its descendants, sampled from /proc."""
+    """Peak of the summed RSS of this process and all its descendants, sampled from /proc; and the CPU
+    time (user + system) of the descendants, each process's last sampled value (a worker's last 0.1 s
+    before it exits may be missed), plus this process's own during the block."""
 
     def __init__(self, interval: float = 0.1) -> None:
         self.interval, self.peak, self._stop = interval, 0, threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
+        self._cpu: dict[int, float] = {}
+        self._own = 0.0
+        self.cpu_s = 0.0
 
     def __enter__(self) -> TreeRss:
+        self._own = time.process_time()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self.cpu_s = time.process_time() - self._own + sum(self._cpu.values())
 
     def _run(self) -> None:
         while not self._stop.is_set():
-            self.peak = max(self.peak, _tree_rss(os.getpid()))
+            pids = _tree(os.getpid())
+            self.peak = max(self.peak, sum(_rss(p) for p in pids))
+            for pid in pids:
+                if pid != os.getpid():
+                    self._cpu[pid] = max(self._cpu.get(pid, 0.0), _cpu_s(pid))
             self._stop.wait(self.interval)
 
 
@@ -119,13 +130,28 @@ def _rss(pid: int) -> int:
         return 0
 
 
-def _tree_rss(pid: int) -> int:
-    tree, total, todo = _children(), 0, [pid]
+def _cpu_s(pid: int) -> float:
+    """User + system CPU seconds of one process so far (0 once it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as handle:
+            fields = handle.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return 0.0
+
+
+def _tree(pid: int) -> list[int]:
+    """`pid` and all its descendants."""
+    tree, todo, seen = _children(), [pid], []
     while todo:
         p = todo.pop()
-        total += _rss(p)
+        seen.append(p)
         todo.extend(tree.get(p, []))
-    return total
+    return seen
+
+
+def _tree_rss(pid: int) -> int:
+    return sum(_rss(p) for p in _tree(pid))
 
 
 def rusage_gb() -> float:
@@ -168,6 +194,7 @@ def one_size(size: int, workers: int, runs_dir: Path) -> int:
         "runs": size,
         "turns": n_turns,
         "score_s": t_score,
+        "score_cpu_s": tree.cpu_s,
         "peak_gb": tree.peak / 1024**3,
         "rusage_gb": rusage_gb(),
         "store_mb": size_mb,
@@ -205,7 +232,7 @@ def restart(size: int, workers: int, runs_dir: Path) -> int:
     start = time.perf_counter()
     S.ensure_all(items, None, workers=workers)
     t_fill = time.perf_counter() - start
-    results = {"runs": size, "fill_s": t_fill}
+    results: dict[str, object] = {"runs": size, "fill_s": t_fill}
     for attempt in ("warm restart 1", "warm restart 2"):
         begin = time.perf_counter()
         process, _ = start_server(manifest, timeout=900)
@@ -257,7 +284,8 @@ def main() -> int:
         rows.append(result)
         print(
             f"2. {size} runs, {result['turns']:,} turns: scored into an empty store in {result['score_s']:6.1f} s "
-            f"({size / result['score_s']:.1f} runs/s, {args.workers} workers), peak RSS of the process tree "
+            f"({size / result['score_s']:.1f} runs/s, {args.workers} workers; CPU {result['score_cpu_s']:.0f} s, "
+            f"{result['score_cpu_s'] / size:.2f} s per run), peak RSS of the process tree "
             f"{result['peak_gb']:.2f} GB (getrusage self + largest child {result['rusage_gb']:.2f} GB); "
             f"store {result['store_mb']:,.0f} MB"
         )
@@ -272,12 +300,15 @@ def main() -> int:
             shutil.rmtree(cache, ignore_errors=True)
 
     print()
-    print("| runs | turns | score from empty (s) | peak RSS tree (GB) | warm leaderboard, JGA CI (s) | all CIs (s) |")
-    print("|---:|---:|---:|---:|---:|---:|")
+    print(
+        "| runs | turns | score from empty (s) | CPU, process tree (s) | CPU per run (s) | peak RSS tree (GB) "
+        "| warm leaderboard, JGA CI (s) | all CIs (s) |"
+    )
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
         print(
-            f"| {r['runs']:,} | {r['turns']:,} | {r['score_s']:.1f} | {r['peak_gb']:.2f} | {r['board_s']:.2f} "
-            f"| {r['all_s']:.2f} |"
+            f"| {r['runs']:,} | {r['turns']:,} | {r['score_s']:.1f} | {r['score_cpu_s']:.0f} "
+            f"| {r['score_cpu_s'] / r['runs']:.2f} | {r['peak_gb']:.2f} | {r['board_s']:.2f} | {r['all_s']:.2f} |"
         )
     print("targets at 1,000 runs: score <= 180 s, peak RSS <= 3 GB, warm leaderboard <= 3 s")
     return 0

@@ -63,6 +63,12 @@ def stored(entry: RunEntry, convention: str | None, *, tables: tuple[str, ...] =
     return found
 
 
+_PRELOAD = ("analysis.store.runs", "analysis.store.parts")
+# A worker holds the last few parsed files (`analysis.formats.MEMORY_ENTRIES`) and one run at a time; it is
+# replaced after this many runs, in case anything else grows (a worker's RSS stays about flat across runs).
+_RUNS_PER_WORKER = 200
+
+
 def _ensure(entry: RunEntry, convention: str | None, root: str, known: str | None = None) -> entries.Entry | None:
     path = Path(root)
     store_key = known or key(entry, convention, path)
@@ -83,9 +89,12 @@ def ensure_all(
     keys = [key(item, convention, root) for item in items]
     if workers == 1 or len(items) <= 1:
         return [_ensure(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
-    # Fresh workers (forkserver), each replaced after 50 runs to bound its memory. multiprocessing.Pool, not
-    # ProcessPoolExecutor: the latter's max_tasks_per_child hangs once the first workers retire (Python 3.11).
+    # Fresh workers (forkserver), each replaced after `_RUNS_PER_WORKER` runs to bound its memory. The fork
+    # server imports the scoring modules once (`_PRELOAD`), so a new worker starts without importing pandas
+    # and the scorer again (about 1 s of CPU each). multiprocessing.Pool, not ProcessPoolExecutor: the
+    # latter's max_tasks_per_child hangs once the first workers retire (Python 3.11).
     context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(_PRELOAD))  # no effect if this process's fork server already runs
     jobs = [(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
-    with context.Pool(workers, maxtasksperchild=50) as pool:
+    with context.Pool(workers, maxtasksperchild=_RUNS_PER_WORKER) as pool:
         return pool.starmap(_ensure, jobs, chunksize=1)
