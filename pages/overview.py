@@ -7,6 +7,8 @@ from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
 
+PAIRED_MAX = 20  # runs the paired comparison takes at once (190 pairs)
+
 st.title("Overview")
 runs = ui.need_runs()
 
@@ -93,9 +95,23 @@ for name, error in failed.items():
 
 # --- paired comparison of the runs on the same gold (analysis.compare) ------------------------------
 st.subheader("Paired comparison")
-groups = ui.compute(views.gold_groups, runs)
+# Every pair is a paired bootstrap, and finding the runs on the same gold reads every run's turns: with a
+# sweep's worth of runs selected (100: 4,950 pairs, minutes), the runs compared are picked, none at first.
+compared = runs
+if len(runs) > PAIRED_MAX:
+    compared = ui.state.multiselect(
+        f"Runs to compare (at most {PAIRED_MAX} of the {len(runs)} selected)",
+        runs,
+        state="compare_runs",
+        max_selections=PAIRED_MAX,
+    )
+groups = ui.compute(views.gold_groups, compared) if len(compared) >= 2 else []
 if not groups:
-    st.caption("Paired comparison needs two or more selected runs on the same gold (same turns and gold states).")
+    st.caption(
+        f"Pick two to {PAIRED_MAX} runs above to compare them pair by pair."
+        if len(runs) > PAIRED_MAX and len(compared) < 2
+        else "Paired comparison needs two or more selected runs on the same gold (same turns and gold states)."
+    )
 else:
     group_labels = {" · ".join(g): g for g in groups}
     choices = st.columns([3, 1])
@@ -130,8 +146,10 @@ else:
                 ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
 
 # --- the SGD evaluator's own numbers, for runs scored under the sgd convention (analysis.sgd) -------------
-sgd_summary = ui.compute(sgd_views.summary, runs)
-if len(sgd_summary):
+# A leaderboard from the score store means no run is scored under the sgd convention (`stored_leaderboard`):
+# nothing to show, and no run's tables to read to find that out.
+sgd_summary = ui.compute(sgd_views.summary, runs) if stored is None else None
+if sgd_summary is not None and len(sgd_summary):
     st.subheader("SGD evaluator: all, seen and unseen services")
     st.caption(
         "The numbers google-research's schema_guided_dst evaluator prints (analysis.sgd): means over frames "
