@@ -155,7 +155,9 @@ def profile_lines(path: Path | None, since: float) -> list[tuple[float, str, str
     return sorted(found, reverse=True)
 
 
-def one_start(manifest: Path, env: dict[str, str], read: float, profile: Path | None) -> dict[str, Any]:
+def one_start(
+    manifest: Path, env: dict[str, str], read: float, profile: Path | None, pages: list[str] | None = None
+) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
     result: dict[str, Any] = {"visits": {}, "visits_cpu": {}, "profile": {}}
@@ -185,7 +187,7 @@ def one_start(manifest: Path, env: dict[str, str], read: float, profile: Path | 
                 result["profile"][f"{first.title} (opened)"] = profile_lines(profile, since)
                 page.wait_for_timeout(read * 1000)
                 nav = page.locator('[data-testid="stSidebarNav"]')
-                for target in others:
+                for target in [page for page in others if pages is None or page.title in pages]:
                     link = nav.get_by_role("link", name=target.title, exact=True)
                     since, cpu = time.time(), cpu_seconds(process.pid)
                     start = time.perf_counter()
@@ -250,7 +252,12 @@ def main() -> int:
     parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
     parser.add_argument("--cache-dir", type=Path, default=Path("/work/tmp/scale_browser"))
     parser.add_argument("--profile", action="store_true", help="log the server's slow views per visit")
+    parser.add_argument("--pages", nargs="+", help="only these pages after the Overview (sidebar titles)")
     args = parser.parse_args()
+    unknown = sorted(set(args.pages or []) - {page.title for page in PAGES[1:]})
+    if unknown:
+        print(f"no such page after the Overview: {', '.join(unknown)}", file=sys.stderr)
+        return 1
     if not CHROMIUM.exists():
         print(f"{CHROMIUM} is missing (scripts/system-deps.sh installs it)", file=sys.stderr)
         return 1
@@ -271,7 +278,7 @@ def main() -> int:
     results = []
     for i in range(args.starts):
         profile = scratch / f"profile-{i}.tsv" if args.profile else None
-        results.append(one_start(manifest, env, args.read, profile))
+        results.append(one_start(manifest, env, args.read, profile, args.pages))
         r = results[-1]
         print(
             f"start {i + 1}: answers after {r['restart_s']:.1f} s (server CPU {r['restart_cpu_s']:.1f} s), "
