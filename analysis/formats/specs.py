@@ -121,8 +121,10 @@ def _trade_columns(records: Any, c: Collector, pred_key: str) -> bool:
     dialogues: list[str] = []
     turn_dialogue: list[int] = []
     turn_numbers: list[int] = []
-    sides: dict[str, tuple[list[str], list[int]]] = {"gold": ([], []), pred_key: ([], [])}
-    (gold, gold_counts), (pred, pred_counts) = sides["gold"], sides[pred_key]
+    gold: list[str] = []  # every turn's items, in order, and how many each turn has
+    pred: list[str] = []
+    gold_counts: list[int] = []
+    pred_counts: list[int] = []
     for position, (dialogue_id, turns) in enumerate(records.items()):
         if type(turns) is not dict:
             return False
