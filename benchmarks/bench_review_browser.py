@@ -2,23 +2,31 @@
 
 Playwright drives Debian's chromium (the launch flags of tests/browser/conftest.py) against the dashboard
 served as `make run` serves it, on a copy of the demo workspace in a temporary folder (so its annotation
-store, beside the copied manifest, never lands in data/demo). The Review page is opened with every demo run
-selected (12 runs, 10,022 error turns, 3,961 episodes); then, `--rounds` times each, it times from the click
-to the page showing the answer and the script being idle again (`[data-test-script-state="notRunning"]`):
+store, beside the copied manifest, never lands in data/demo). Each of `--sessions` browser sessions (default
+5) gets a server of its own on a fresh copy (a cold server and an empty store: the worst case of a session's
+first save; `--same-server` runs them all on one), opens the Review page with every demo run selected (12
+runs, 10,022 error turns, 3,961 episodes), enters a reviewer name, then, `--rounds` times (default 3),
+times from the click to the page showing the answer and the script being idle again
+(`[data-test-script-state="notRunning"]`):
 
 * select: a click on a row of the queue, until the tag form names that row's episode;
 * tag: a tag picked in the form's open multiselect (in the browser, no rerun), until its chip shows;
-* save: "Save tags", until the "saved" message and the tags column show it;
+* save: "Save tags", until the "saved" message and the tags column show it; the session's first save is
+  also reported apart ("first save", one per session) from its later ones;
 * filter: an option of the open Status filter picked (unreviewed <-> all), until the queue's caption changes
   (opening a list is the browser's alone; the click that asks the server is the option's);
 * cell: a click on a cell of the gold -> predicted heatmap, until the queue lists that cell;
 * live: a colleague's tag written to the store by another process, until this page shows it, no click
   (the fragments poll every `ui.review.LIVE_S` s: the target is 5 s).
 
-Reported per action: median and max in seconds, with the target (1 s; live: 5 s). The page open (a cold
-server's first Review page: every run scored, episodes built) is reported, not a target.
+Reported per action, over every session: median and max in seconds, with the target (1 s; live: 5 s),
+"all clicks" (select, tag, save, filter and cell together), and the CPU seconds each click cost the
+server's process tree and the client (chromium and Playwright's driver), which a busy shared machine
+does not inflate the way it does the wall clock. The page open (a cold server's first Review page: every
+run scored, episodes built) is reported, not a target.
 
-Run: `.venv/bin/python benchmarks/bench_review_browser.py [--rounds 5]`; results also go to
+Run: `.venv/bin/python benchmarks/bench_review_browser.py [--sessions 5] [--rounds 3] [--same-server]`
+(about 4 minutes on a quiet two-core machine); results also go to
 benchmarks/results/bench_review_browser.json (git-ignored).
 """
 
@@ -26,19 +34,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
 from conftest import CHROMIUM, CHROMIUM_ARGS, IDLE, start_server, stop_server  # noqa: E402
-from playwright.sync_api import Page, sync_playwright  # noqa: E402
+from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 from playwright.sync_api import TimeoutError as PlaywrightTimeout  # noqa: E402
 
 DEMO = ROOT / "data" / "demo"
@@ -144,128 +154,253 @@ def colleague_tags(manifest: Path, n: int) -> str:
     return comment
 
 
-def measure(url: str, manifest: Path, rounds: int) -> dict[str, list[float]]:
-    """The timings against a running server of `manifest` (its annotation store beside it)."""
-    results: dict[str, list[float]] = {name: [] for name in ["open", *TARGETS]}
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 2400})
-        start = time.perf_counter()
-        page.goto(f"{url}/review?page=review")
-        page.wait_for_selector("text=Save tags", timeout=TIMEOUT)
-        idle(page)
-        results["open"].append(time.perf_counter() - start)
-        name = page.get_by_role("textbox", name="Reviewer name")
-        name.fill("ana")
-        name.press("Enter")
-        page.wait_for_function(
-            "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Save tags')"
-            " && !b.disabled)",
-            timeout=TIMEOUT,
+def _cpu_by_pid() -> dict[int, tuple[int, float]]:
+    """{pid: (parent pid, user + system CPU seconds)} of every process (Linux /proc; {} elsewhere)."""
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    found: dict[int, tuple[int, float]] = {}
+    for entry in Path("/proc").glob("[0-9]*"):
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        found[int(entry.name)] = (int(fields[1]), (int(fields[11]) + int(fields[12])) / tick)
+    return found
+
+
+def _tree(root: int, table: dict[int, tuple[int, float]]) -> set[int]:
+    children: dict[int, list[int]] = {}
+    for pid, (parent, _) in table.items():
+        children.setdefault(parent, []).append(pid)
+    seen, todo = set(), [root]
+    while todo:
+        pid = todo.pop()
+        if pid not in seen:
+            seen.add(pid)
+            todo += children.get(pid, [])
+    return seen
+
+
+class CpuMeter:
+    """CPU seconds used by the server's process tree and by the client (this process's other children:
+    Playwright's driver and chromium) since the last `lap()`: what a click costs, whatever the load of a
+    shared machine does to the wall clock. Server ticks of the live fragments during a click count in."""
+
+    def __init__(self, server_pid: int | None) -> None:
+        self.server_pid = server_pid
+        self.last = self._now()
+
+    def _now(self) -> tuple[float, float]:
+        table = _cpu_by_pid()
+        server = _tree(self.server_pid, table) if self.server_pid else set()
+        client = _tree(os.getpid(), table) - server - {os.getpid()}
+        return sum(table[p][1] for p in server if p in table), sum(table[p][1] for p in client if p in table)
+
+    def lap(self) -> tuple[float, float]:
+        now = self._now()
+        used = (now[0] - self.last[0], now[1] - self.last[1])
+        self.last = now
+        return used
+
+
+def measure_session(
+    browser: Browser, url: str, manifest: Path, rounds: int, session: int, server_pid: int | None
+) -> dict[str, list[float]]:
+    """One browser session (a new Streamlit session) against a running server of `manifest`: the Review
+    page opened, a reviewer name entered, then `rounds` rounds of clicks. Per action: seconds, and its
+    server and client CPU seconds (`<action>_server_cpu`, `<action>_client_cpu`)."""
+    results: dict[str, list[float]] = {}
+    cpu = CpuMeter(server_pid)
+
+    def note(name: str, seconds: float, *, also: str | None = None) -> None:
+        server, client = cpu.lap()
+        for row in [name] if also is None else [name, also]:
+            results.setdefault(row, []).append(seconds)
+            results.setdefault(f"{row}_server_cpu", []).append(server)
+            results.setdefault(f"{row}_client_cpu", []).append(client)
+
+    context = browser.new_context(viewport={"width": 1400, "height": 2400})
+    page = context.new_page()
+    start = time.perf_counter()
+    cpu.lap()
+    page.goto(f"{url}/review?page=review")
+    page.wait_for_selector("text=Save tags", timeout=TIMEOUT)
+    idle(page)
+    note("open", time.perf_counter() - start)
+    name = page.get_by_role("textbox", name="Reviewer name")
+    name.fill(f"ana {session}")
+    name.press("Enter")
+    page.wait_for_function(
+        "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Save tags') && !b.disabled)",
+        timeout=TIMEOUT,
+    )
+    idle(page)
+    for n in range(rounds):
+        # select: another row of the queue
+        before = form_text(page)
+        cpu.lap()
+        note("select", timed(page, lambda n=n: click_row(page, 1 + n % 5), TEXT_CHANGED, [FORM_TEXT, before]))
+        # tag: a tag picked in the form (no rerun: the form sends it on save)
+        form = page.locator('[data-testid="stForm"]')
+        tag = ["wrong value", "missed update", "coreference", "other", "dontcare confusion"][n % 5]
+
+        choice = opened(page, form.get_by_role("combobox").first, tag)
+
+        def pick(choice=choice) -> None:
+            choice.click()
+
+        cpu.lap()
+        note(
+            "tag",
+            timed(
+                page,
+                pick,
+                lambda form=form, tag=tag: form.locator("[data-tag]", has_text=tag).first.wait_for(timeout=TIMEOUT),
+            ),
         )
+        page.keyboard.press("Escape")
+        # save: the session's first save apart from its later ones (and all of them under "save")
+        cpu.lap()
+        seconds = timed(
+            page, lambda form=form: form.get_by_role("button", name="Save tags").click(), HAS_TEXT, "saved ("
+        )
+        note("save", seconds, also="first save" if n == 0 else "later saves")
+        # filter: Status unreviewed <-> all
+        caption = queue_caption(page)
+        target = "all" if n % 2 == 0 else "unreviewed"
+
+        option = opened(page, page.get_by_role("combobox", name="Status"), target)
+
+        def switch(option=option) -> None:
+            option.click()
+
+        cpu.lap()
+        note("filter", timed(page, switch, CAPTION_CHANGED, [QUEUE_CAPTION, caption]))
+        # cell: a cell of the heatmap (its invisible marker), then back to the whole queue
+        chart = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
+        points = chart.locator(".scatterlayer .point")
+        point = points.nth(n % max(1, points.count()))
+        box = point.bounding_box()
+        assert box is not None
+        cpu.lap()
+        note(
+            "cell",
+            timed(
+                page,
+                lambda box=box: page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2),
+                HAS_TEXT,
+                "The cell ",
+            ),
+        )
+        page.get_by_role("button", name="Show the whole queue").click()
+        page.wait_for_function("(t) => !document.body.innerText.includes(t)", arg="The cell ")
         idle(page)
-        for n in range(rounds):
-            # select: another row of the queue
-            before = form_text(page)
-            results["select"].append(
-                timed(page, lambda n=n: click_row(page, 1 + n % 5), TEXT_CHANGED, [FORM_TEXT, before])
-            )
-            # tag: a tag picked in the form (no rerun: the form sends it on save)
-            form = page.locator('[data-testid="stForm"]')
-            tag = ["wrong value", "missed update", "coreference", "other", "dontcare confusion"][n % 5]
-
-            choice = opened(page, form.get_by_role("combobox").first, tag)
-
-            def pick(choice=choice) -> None:
-                choice.click()
-
-            results["tag"].append(
-                timed(
-                    page,
-                    pick,
-                    lambda form=form, tag=tag: form.locator("[data-tag]", has_text=tag).first.wait_for(timeout=TIMEOUT),
-                )
-            )
-            page.keyboard.press("Escape")
-            # save
-            results["save"].append(
-                timed(
-                    page,
-                    lambda form=form: form.get_by_role("button", name="Save tags").click(),
-                    HAS_TEXT,
-                    "saved (",
-                )
-            )
-            # filter: Status unreviewed <-> all
-            caption = queue_caption(page)
-            target = "all" if n % 2 == 0 else "unreviewed"
-
-            option = opened(page, page.get_by_role("combobox", name="Status"), target)
-
-            def switch(option=option) -> None:
-                option.click()
-
-            results["filter"].append(timed(page, switch, CAPTION_CHANGED, [QUEUE_CAPTION, caption]))
-            # cell: a cell of the heatmap (its invisible marker), then back to the whole queue
-            chart = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
-            points = chart.locator(".scatterlayer .point")
-            point = points.nth(n % max(1, points.count()))
-            box = point.bounding_box()
-            assert box is not None
-            results["cell"].append(
-                timed(
-                    page,
-                    lambda box=box: page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2),
-                    HAS_TEXT,
-                    "The cell ",
-                )
-            )
-            page.get_by_role("button", name="Show the whole queue").click()
-            page.wait_for_function("(t) => !document.body.innerText.includes(t)", arg="The cell ")
-            idle(page)
-            # live: a colleague tags from another process; no click here
-            stored = annotations_shown(page)
-            colleague_tags(manifest, 400 + n)
-            written = time.perf_counter()
-            page.wait_for_function(METRIC_IS, arg=f"{stored + 1:,}", timeout=TIMEOUT, polling=50)
-            results["live"].append(time.perf_counter() - written)
-            idle(page)
-        page.screenshot(path=str(ROOT / "tests" / "screenshots" / "bench_review_browser.png"), full_page=True)
-        browser.close()
+        # live: a colleague tags from another process; no click here
+        stored = annotations_shown(page)
+        colleague_tags(manifest, 400 + session * rounds + n)
+        written = time.perf_counter()
+        cpu.lap()
+        page.wait_for_function(METRIC_IS, arg=f"{stored + 1:,}", timeout=TIMEOUT, polling=50)
+        note("live", time.perf_counter() - written)
+        idle(page)
+    page.screenshot(path=str(ROOT / "tests" / "screenshots" / "bench_review_browser.png"), full_page=True)
+    context.close()
     return results
 
 
-def run(rounds: int, url: str | None = None, manifest: Path | None = None) -> dict[str, list[float]]:
-    """`measure` on a server of a fresh copy of the demo (or on the given running server of `manifest`)."""
-    if url is not None and manifest is not None:
-        return measure(url, manifest, rounds)
-    with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
-        manifest = copy_demo(Path(tmp))
-        env = {"DST_ANNOTATIONS_URL": f"sqlite:///{manifest.parent / 'annotations.sqlite'}"}
-        process, address = start_server(manifest, env=env, timeout=300)
+def run(
+    rounds: int, sessions: int, *, same_server: bool = False, url: str | None = None, manifest: Path | None = None
+) -> dict[str, list[float]]:
+    """`sessions` browser sessions of `rounds` rounds each: each on a server of its own, started on a fresh
+    copy of the demo (a cold server and an empty store: the worst first save), or all on one such server
+    (`same_server`), or on the given running server of `manifest`. The lists of every session, joined."""
+    joined: dict[str, list[float]] = {}
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
         try:
-            return measure(address, manifest, rounds)
+            if url is not None and manifest is not None:
+                for session in range(sessions):
+                    _join(joined, measure_session(browser, url, manifest, rounds, session, None))
+                return joined
+            servers = 1 if same_server else sessions
+            per_server = sessions if same_server else 1
+            for server in range(servers):
+                with tempfile.TemporaryDirectory(prefix="bench-review-") as tmp:
+                    copied = copy_demo(Path(tmp))
+                    env = {"DST_ANNOTATIONS_URL": f"sqlite:///{copied.parent / 'annotations.sqlite'}"}
+                    process, address = start_server(copied, env=env, timeout=300)
+                    try:
+                        for one in range(per_server):
+                            session = server * per_server + one
+                            print(f"session {session + 1} of {sessions}", flush=True)
+                            _join(joined, measure_session(browser, address, copied, rounds, session, process.pid))
+                    finally:
+                        stop_server(process)
         finally:
-            stop_server(process)
+            browser.close()
+    return joined
+
+
+def _join(joined: dict[str, list[float]], results: dict[str, list[float]]) -> None:
+    for name, values in results.items():
+        joined.setdefault(name, []).extend(values)
+
+
+CLICKS = ["select", "tag", "save", "filter", "cell"]
+ROWS = ["open", *CLICKS, "first save", "later saves", "all clicks", "live"]
+
+
+def summarise(results: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
+    """Median and max per row of `ROWS` (seconds; CPU seconds of the server and of the client beside)."""
+    results = {**results, "all clicks": [v for c in CLICKS for v in results.get(c, [])]}
+    for side in ("server", "client"):
+        results[f"all clicks_{side}_cpu"] = [v for c in CLICKS for v in results.get(f"{c}_{side}_cpu", [])]
+    summary: dict[str, dict[str, Any]] = {}
+    for name in ROWS:
+        values = results.get(name, [])
+        if not values:
+            continue
+        target = TARGETS.get("save" if name in ("first save", "later saves") else name)
+        target = 1.0 if name == "all clicks" else target
+        row: dict[str, Any] = {"n": len(values), "median_s": statistics.median(values), "max_s": max(values)}
+        row |= {"target_s": target, "all_s": values}
+        for side in ("server", "client"):
+            cpu = results.get(f"{name}_{side}_cpu", [])
+            if cpu:
+                row |= {f"{side}_cpu_median_s": statistics.median(cpu), f"{side}_cpu_max_s": max(cpu)}
+        summary[name] = row
+    return summary
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--url", help="a running server (default: one started on a copy of the demo)")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of clicks per session (default 3)")
+    parser.add_argument("--sessions", type=int, default=5, help="browser sessions (default 5)")
+    parser.add_argument(
+        "--same-server", action="store_true", help="every session on one server (default: a fresh one each)"
+    )
+    parser.add_argument("--url", help="a running server (default: servers started on copies of the demo)")
     parser.add_argument("--manifest", type=Path, help="the running server's manifest (with --url)")
     args = parser.parse_args()
-    results = run(args.rounds, args.url, args.manifest)
-    print(f"{'action':<8} {'n':>3} {'median s':>9} {'max s':>7} {'target s':>9}")
-    summary = {}
-    for name, values in results.items():
-        if not values:
-            continue
-        median, worst = statistics.median(values), max(values)
-        target = TARGETS.get(name)
-        summary[name] = {"n": len(values), "median_s": median, "max_s": worst, "target_s": target, "all_s": values}
-        mark = "" if target is None else ("  ok" if worst <= target else "  OVER")
-        print(f"{name:<8} {len(values):>3} {median:>9.3f} {worst:>7.3f} {'' if target is None else target:>9}{mark}")
+    summary = summarise(
+        run(args.rounds, args.sessions, same_server=args.same_server, url=args.url, manifest=args.manifest)
+    )
+    print(
+        f"{'action':<12} {'n':>3} {'median s':>9} {'max s':>7} {'target s':>9}      "
+        f"{'server CPU med/max s':>21} {'client CPU med s':>17}"
+    )
+    for name, row in summary.items():
+        target = row["target_s"]
+        mark = "    " if target is None else ("  ok" if row["max_s"] <= target else "OVER")
+        cpu = (
+            f"{row['server_cpu_median_s']:>10.2f} / {row['server_cpu_max_s']:<8.2f}"
+            if "server_cpu_median_s" in row
+            else f"{'':>21}"
+        )
+        client = f"{row['client_cpu_median_s']:>17.2f}" if "client_cpu_median_s" in row else ""
+        print(
+            f"{name:<12} {row['n']:>3} {row['median_s']:>9.3f} {row['max_s']:>7.3f} "
+            f"{'' if target is None else target:>9} {mark} {cpu} {client}"
+        )
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_review_browser.json").write_text(json.dumps(summary, indent=1), encoding="utf-8")
