@@ -120,12 +120,9 @@ def warm_budget(every_run_stored: bool, elapsed: float) -> float:
 def all_stored(entries: list[Any]) -> bool:
     """Whether the score store holds every manifest entry under its declared convention (header and table
     sizes checked: `analysis.store.runs.stored`); False without a store or when one cannot be read."""
-    from analysis.store import runs as store_runs
+    from ui.data import _stored
 
-    try:
-        return all(store_runs.stored(entry, entry.meta.convention) is not None for entry in entries)
-    except OSError:
-        return False
+    return all(_stored(entry) for entry in entries)
 
 
 def warm(workspace: str, started: float | None = None) -> str:

@@ -471,18 +471,8 @@ def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None)
     caller computes them from the scored runs."""
     from analysis.views import board_caption
 
-    found = []
-    for source, choice in pairs:
-        if source.uploaded:
-            return None
-        try:
-            entry = store_runs.stored(source.entry, effective_convention(source, choice), tables=("runs", "dialogues"))
-        except OSError:
-            return None
-        if entry is None or entry.convention == "sgd":
-            return None
-        found.append(entry)
-    if not found:
+    found = _stored_entries(pairs, ("runs", "dialogues"), sgd=False)
+    if found is None:
         return None
     board = _stored_board(tuple(e.key for e in found), sort, tuple(found))
     return board, board_caption(board, [e.convention for e in found])
