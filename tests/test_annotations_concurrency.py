@@ -7,6 +7,7 @@ temporary folder, as an unprivileged user when the tests run as root, and stoppe
 
 from __future__ import annotations
 
+import faulthandler
 import glob
 import json
 import multiprocessing as mp
@@ -16,9 +17,11 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from sqlalchemy import create_engine, text
@@ -39,33 +42,53 @@ def _tags(proc: int, i: int) -> list[str]:
     return [DEFAULT_TAGS[(proc + i) % len(DEFAULT_TAGS)]]
 
 
-def _writer(url: str, proc: int, barrier: mp.synchronize.Barrier) -> None:
+WRITERS_DEADLINE_S = 300  # all writers together; 16-25 s on a two-core machine, loaded or not
+
+
+def _writer(url: str, proc: int, barrier: mp.synchronize.Barrier, done: Any) -> None:
     """Process `proc` annotates the same 200 items as reviewer r<proc> (rows differ by reviewer only)
-    and, interleaved, edits ONE shared (item, reviewer) row 25 times, as every other process does."""
+    and, interleaved, edits ONE shared (item, reviewer) row 25 times, as every other process does.
+
+    `done[proc]` counts its committed writes, so that a failure says how far each writer got; a writer
+    still running shortly before the deadline prints every thread's stack (to the test's captured
+    stderr) and exits, so that a stall shows where it is instead of only that it happened."""
+    faulthandler.dump_traceback_later(WRITERS_DEADLINE_S - 15, exit=True)
     store = AnnotationStore(url)  # every process opens (and, on a fresh database, migrates) at once
-    barrier.wait()
+    barrier.wait(timeout=WRITERS_DEADLINE_S)
     every = PER_PROCESS // EDITS_OF_ONE_ITEM
     for i in range(PER_PROCESS):
         store.annotate(_item(i), _tags(proc, i), f"p{proc} i{i}", reviewer=f"r{proc}")
+        done[proc] += 1
         if i % every == 0:
             k = i // every
             store.annotate(SHARED_ITEM, _tags(proc, k), f"p{proc} k{k}", reviewer="shared")
+            done[proc] += 1
     store.close()
+    faulthandler.cancel_dump_traceback_later()
 
 
 def _run_processes(url: str) -> None:
-    """Spawned (fresh interpreters: no connection or state inherited), released together by a barrier."""
+    """Spawned (fresh interpreters: no connection or state inherited), released together by a barrier;
+    one deadline for them all (not one per join, which would add up)."""
     ctx = mp.get_context("spawn")
     barrier = ctx.Barrier(PROCESSES)
-    workers = [ctx.Process(target=_writer, args=(url, p, barrier)) for p in range(PROCESSES)]
+    done = ctx.Array("i", PROCESSES)
+    workers = [ctx.Process(target=_writer, args=(url, p, barrier, done)) for p in range(PROCESSES)]
+    start = time.monotonic()
     for worker in workers:
         worker.start()
     for worker in workers:
-        worker.join(timeout=120)
+        worker.join(timeout=max(0.0, start + WRITERS_DEADLINE_S - time.monotonic()))
     for worker in workers:
         if worker.is_alive():
             worker.kill()
-    assert [w.exitcode for w in workers] == [0] * PROCESSES
+            worker.join(timeout=10)
+    elapsed = time.monotonic() - start
+    expected = PER_PROCESS + EDITS_OF_ONE_ITEM
+    assert [w.exitcode for w in workers] == [0] * PROCESSES, (
+        f"writers' exit codes after {elapsed:.0f} s (-9: killed at the deadline; 1: an error or a stall, "
+        f"its stack in the captured stderr); writes committed per writer, of {expected}: {list(done)}"
+    )
 
 
 def _check_many(url: str) -> None:
