@@ -25,6 +25,7 @@ episode is the old turn item) and carries its span: `last_turn` (turn index) and
 from __future__ import annotations
 
 import math
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -174,8 +175,33 @@ def _coverage(errors: pd.DataFrame, annotations: pd.DataFrame) -> pd.DataFrame:
     return pairs.loc[overlap, ["row", "ann"]].drop_duplicates()
 
 
+_REVIEWED: list[tuple[pd.DataFrame, pd.DataFrame, str | None, tuple[int, int], pd.DataFrame]] = []
+_REVIEWED_KEEP = 8
+_REVIEWED_LOCK = threading.Lock()
+
+
 def _with_review(errors: pd.DataFrame, annotations: pd.DataFrame, reviewer: str | None) -> pd.DataFrame:
-    """Errors with n_annotations, reviewers and tags (union, taxonomy order of first use) attached."""
+    """Errors with n_annotations, reviewers and tags (union, taxonomy order of first use) attached.
+
+    The last few answers are kept by the identity of their two frames (and their lengths): the Review
+    page asks the same question of the same frames several times a click (the queue, progress in turns
+    and in episodes, progress per run), and each answer matches every error to every annotation. The
+    frames are never changed in place once made (the page's are cached), and the answer is not either:
+    every caller derives new frames from it."""
+    sizes = (len(errors), len(annotations))
+    with _REVIEWED_LOCK:
+        for known_errors, known_annotations, known_reviewer, known_sizes, answer in _REVIEWED:
+            same = known_errors is errors and known_annotations is annotations
+            if same and known_reviewer == reviewer and known_sizes == sizes:
+                return answer
+    answer = _with_review_now(errors, annotations, reviewer)
+    with _REVIEWED_LOCK:
+        _REVIEWED.insert(0, (errors, annotations, reviewer, sizes, answer))
+        del _REVIEWED[_REVIEWED_KEEP:]
+    return answer
+
+
+def _with_review_now(errors: pd.DataFrame, annotations: pd.DataFrame, reviewer: str | None) -> pd.DataFrame:
     if reviewer is not None:
         annotations = annotations[annotations["reviewer"] == _norm(reviewer)].reset_index(drop=True)
     pairs = _coverage(errors, annotations)
