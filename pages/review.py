@@ -4,11 +4,12 @@ gold -> predicted heatmap of the queue counted in episodes or turns (a cell list
 tag counts, agreement per tag between reviewers (Cohen's kappa for two, Krippendorff's alpha for more),
 and export/import of the annotations (each exported row with its span, gold, predicted value and outcome).
 
-Live and fast: the queue (filters, heatmap, list, tag form) and the summaries below it are two fragments
-that rerun every `review.LIVE_S` seconds, reading only the store's change marker until it moves, so a
-colleague's tags appear without a click; a click in the queue (pick, tag, save, filter, cell) reruns only
-the queue's fragment, and what it computes from the annotations is reused while the marker and the
-filters stay the same (`review.memo`)."""
+Live and fast: the queue (filters, heatmap, list, tag form) and the summaries below it are two fragments;
+a click in the queue (pick, tag, save, filter, cell) reruns only the queue's, and what they compute from
+the annotations is reused while the marker and the filters stay the same (`review.memo`). A third, empty
+fragment reads the store's change marker every `review.LIVE_S` seconds and, at the reviewer's first pause,
+reruns the page when a panel is behind it: a colleague's tags appear without a click, and the summaries
+catch up with one's own saves (`review.live_check`)."""
 
 # The agreement's packages, imported here only so that `ui.prefetch` (which imports what the pages import)
 # warms them in the background at server start: sklearn.metrics takes 1-3 s to import cold, which would
@@ -77,16 +78,19 @@ def _unavailable(exc: StoreError) -> None:
     )
 
 
-@st.fragment(run_every=review.LIVE_S)
+@st.fragment
 @ui_errors.in_place("the review queue")
 def queue_panel() -> None:
-    """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, and every
-    LIVE_S seconds (cheap while the store's change marker has not moved)."""
+    """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, with the
+    page when `live_check` sees a write this panel does not show."""
+    review.clicked()
+    review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
     try:
         annotations, marker = review.current_annotations(opened)
     except StoreError as exc:
         _unavailable(exc)
         return
+    review.shown("queue", marker)
     filters = st.columns([2, 2, 2, 2, 2, 2])
     run_filter = ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)")
     domain = ui.select(
@@ -212,9 +216,10 @@ def queue_panel() -> None:
         by_others_note.info(
             "Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:"
         )
+    review.keep_selection("review_queue", shown, ui.get("review_item"))
     picked = ui.show_table(
         shown,
-        key=f"review_queue_{marker[0]}",  # a new list when the store changed: no stale row selection
+        key="review_queue",  # one grid, its rows updated in place: its highlight follows the form's item
         name="review queue",
         select=True,
         height=320,
@@ -260,22 +265,27 @@ def queue_panel() -> None:
                     int(current["turn_index"]),
                     current["slot_name"],
                 )
-    st.caption(f"Live: checks the annotation store every {review.LIVE_S} s; a colleague's tags appear by themselves.")
+    st.caption(
+        f"Live: checks the annotation store every {review.LIVE_S} s; a colleague's tags appear by themselves "
+        "(the summaries below catch up with your saves when you pause)."
+    )
     ui.update_link("review")
 
 
 queue_panel()
 
 
-@st.fragment(run_every=review.LIVE_S)
+@st.fragment
 @ui_errors.in_place("the review summaries")
 def summary_panel() -> None:
     """Tag counts, progress per run and agreement: live like the queue, recomputed only on a change."""
+    review.shown("summary", None)
     try:
         annotations, marker = review.current_annotations(opened)
     except StoreError as exc:
         _unavailable(exc)
         return
+    review.shown("summary", marker)
     st.subheader("Tags by domain and slot")
     group_by = ui.select("Count per", ["domain", "slot"], state="review_group_by", format_func=str)
     counted = review.memo("tag_counts", marker, lambda: tag_counts(annotations, by=("domain", "slot")))
@@ -323,19 +333,28 @@ def summary_panel() -> None:
 
 summary_panel()
 
+
+@st.fragment(run_every=review.LIVE_S)
+def live_check() -> None:
+    """Every LIVE_S s: one query for the store's change marker; the page reruns when a panel is behind."""
+    review.live_check(opened)
+
+
+live_check()
+
 st.subheader("Export and import")
 scoreds = review.scored_runs(runs)
 ports = st.columns(3)
 ports[0].download_button(  # the file is written when the button is clicked, not on every rerun
     "Download CSV",
-    lambda: review.export_bytes(annotations, "csv", scoreds),
+    lambda: review.export_bytes(opened, "csv", scoreds),  # read at the click: saves since the page ran included
     file_name="annotations.csv",
     mime="text/csv",
     key="review_csv",
 )
 ports[1].download_button(
     "Download JSON",
-    lambda: review.export_bytes(annotations, "json", scoreds),
+    lambda: review.export_bytes(opened, "json", scoreds),
     file_name="annotations.json",
     mime="application/json",
     key="review_json",

@@ -8,10 +8,16 @@ A page tags an item with three lines::
     review.tag_form(Item(dataset, dialogue_id, turn, domain=d, slot=s, run_id=run), key="dialogue_tag")
 
 Live review: `current_annotations` reads the store's change marker (`AnnotationStore.change_marker`, one
-aggregate query) and reads the annotations again only when it moved, keeping the frame per session; the
-Review page calls it from fragments that rerun every `LIVE_S` seconds, so a colleague's tags show within
-`LIVE_S` plus one rerun without a click, and everything computed from the annotations is reused (keyed by
-the marker) while nothing changed.
+aggregate query) and reads the annotations again only when it moved, keeping the frame per session, and
+everything computed from the annotations is reused (keyed by the marker) while nothing changed. The Review
+page's panels are fragments that rerun on their own clicks only (a save reruns the queue's) and say which
+marker they show (`shown`). One small fragment, `live_check`, rerun every `LIVE_S` seconds, reads the
+marker alone and, once the reviewer has paused for `LIVE_S` seconds, reruns the page when a panel is
+behind it: a colleague's tags show within about twice `LIVE_S` without a click (and at once on a click in
+the queue, which reads the store itself), the summaries catch up with one's own saves at the first pause,
+and a page nobody writes to redraws nothing. (Panels that redrew themselves every `LIVE_S` seconds, queue
+grid and heatmap included, kept chromium about 0.4 CPU-s/s busy and slowed the clicks that met a redraw;
+a save that also redrew the summaries took 0.3 s more.)
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
 import streamlit as st
 
@@ -96,6 +103,63 @@ def current_annotations(annotations: AnnotationStore) -> tuple[pd.DataFrame, tup
     frame = annotations.annotations()
     seen[annotations.url] = (marker, frame)
     return frame, marker
+
+
+_SHOWN = "_review_shown"  # session state: {panel: the change marker it shows (None: the store failed)}
+_ASKED = "_review_rerun_asked"  # session state: the marker `live_check` last reran the page for
+_CLICKED = "_review_clicked_at"  # session state: time.monotonic() of the queue's last run (a click)
+
+
+def shown(panel: str, marker: tuple[int, int] | None) -> None:
+    """Say that a Review panel now shows the annotations of `marker` (None: it shows the store's failure)."""
+    st.session_state.setdefault(_SHOWN, {})[panel] = marker
+
+
+def clicked() -> None:
+    """Say that the reviewer just clicked (the queue panel reran): `live_check` waits for a pause."""
+    st.session_state[_CLICKED] = time.monotonic()
+
+
+def live_check(annotations: AnnotationStore) -> None:
+    """The Review page's timed check (call it from a fragment that reruns every `LIVE_S` s): one aggregate
+    query; the whole page reruns when a panel shows another marker than the store's (a colleague wrote,
+    one's own save is not in the summaries yet, the database failed or came back), once the reviewer has
+    not clicked for `LIVE_S` s (a rerun of the page would delay a click that met it). At most one rerun
+    per marker: a panel that cannot catch up (an error in its place) does not rerun the page again."""
+    try:
+        now: tuple[int, int] | None = annotations.change_marker()
+    except StoreError:
+        now = None
+    panels = st.session_state.get(_SHOWN, {})
+    if all(marker == now for marker in panels.values()):
+        st.session_state.pop(_ASKED, None)
+        return
+    if _ASKED in st.session_state and st.session_state[_ASKED] == now:
+        return
+    if time.monotonic() - st.session_state.get(_CLICKED, 0.0) < LIVE_S:
+        return
+    st.session_state[_ASKED] = now
+    st.rerun(scope="app")
+
+
+def keep_selection(key: str, shown: pd.DataFrame, current: dict[str, Any] | None) -> None:
+    """Before the queue's grid `key` is drawn: when its rows changed under a selection the user did not
+    change (a save, a colleague's write), select the row of the item in the form, or none when it left
+    the list, so that the grid keeps one identity (not drawn anew on every change of the store) and its
+    highlighted row is always the form's item. A selection the user just changed is left as it is."""
+    drawn = f"_{key}_rows"
+    state = st.session_state.get(key)
+    selection = state.get("selection", {}) if isinstance(state, dict) else {}
+    rows = [int(r) for r in selection.get("rows", [])]
+    if rows == st.session_state.get(drawn, []):
+        wanted: list[int] = []
+        if current is not None and "item_key" in shown.columns:
+            at = np.flatnonzero(shown["item_key"].to_numpy(dtype=object) == current.get("item_key"))
+            wanted = [int(at[0])] if len(at) else []
+        if wanted != rows:
+            st.session_state[key] = {"selection": {"rows": wanted, "columns": [], "cells": []}}
+            rows = wanted
+    st.session_state[drawn] = rows
 
 
 def memo(name: str, key: Any, make: Any) -> Any:

@@ -76,6 +76,7 @@ def test_a_colleagues_tag_appears_within_5_s_without_a_click(
     episodes_before = metric(b, "Reviewed episodes")
     assert episodes_before.startswith("0 / ")
 
+    expect(a.get_by_text("No annotations yet")).to_have_count(1)  # what the summaries draw until a save
     # A tags the first episode of her queue (the form's default item) and saves.
     form = a.locator('[data-testid="stForm"]')
     described = form.locator('[data-testid="stText"]').first.inner_text()
@@ -105,6 +106,8 @@ def test_a_colleagues_tag_appears_within_5_s_without_a_click(
     assert reviewed_turns.startswith(f"{span:,} / ")  # tagging the episode reviewed all of its turns
     # ... and the queue's summaries below (tag counts) draw A's tag: a bar instead of the empty note
     expect(b.get_by_text("No annotations yet")).to_have_count(0, timeout=LIVE_TARGET_S * 1000)
+    # A's own summaries (below her queue, not redrawn by her save) catch up once she pauses, no click
+    expect(a.get_by_text("No annotations yet")).to_have_count(0, timeout=LIVE_TARGET_S * 1000)
     b.screenshot(path=str(screenshots / "review_live_b.png"), full_page=True)
     a.context.close()
     b.context.close()
