@@ -335,6 +335,7 @@ summary_panel()
 
 
 @st.fragment(run_every=review.LIVE_S)
+@ui_errors.in_place("the live check")  # a failure in one line, never a traceback (a rerun passes through)
 def live_check() -> None:
     """Every LIVE_S s: one query for the store's change marker; the page reruns when a panel is behind."""
     review.live_check(opened)
