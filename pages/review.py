@@ -135,7 +135,8 @@ def queue_panel() -> None:
         "status": status,
         "me": me,
     }
-    # Computed once per (runs, convention, annotations, filters): a tick with nothing new only redraws.
+    # Computed once per (runs, convention, annotations, filters): a click that changes none of them (a pick)
+    # only redraws.
     base = (tuple(runs), convention, marker, tuple(wanted.items()))
     queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
     progress = review.memo(
