@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import sys
@@ -216,6 +217,70 @@ def test_the_prefetch_imports_what_the_pages_import() -> None:
     done = subprocess.run([sys.executable, "-c", script], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert int(done.stdout.split()[-1]) >= 10
+
+
+def _imports_by_ast(source: str) -> list[tuple[str, list[str]]]:
+    """The reference `top_level_imports` must equal: the module body's import nodes (main thread only)."""
+    found: list[tuple[str, list[str]]] = []
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.Import):
+            found += [(alias.name, []) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.append((node.module, [alias.name for alias in node.names]))
+    return found
+
+
+TRICKY_IMPORTS = """\
+\"\"\"Docstring: import not_this\nfrom nor_this import x\"\"\"
+from __future__ import annotations
+import os.path as osp, json  # comment: import nope
+import a.b.c; from d.e import (f,
+    g as h,  # a comment inside
+    i)
+from . import sibling
+from .. import cousin
+from ...far import thing
+from .near import other
+from k import *
+from l \\
+    import m
+x = "import in_a_string"
+if True:
+    import nested_not_top_level
+try:
+    import in_try
+except ImportError:
+    pass
+def f():
+    import in_function
+class C:
+    from in_class import y
+import last
+"""
+
+
+def test_page_imports_are_read_from_tokens_as_the_ast_reads_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The prefetch thread reads the pages' imports from tokens: CPython 3.11's `ast.parse` keeps its recursion
+    count interpreter-wide, and a parse in this thread beside Streamlit's parse of a page script failed a page
+    in CI ("AST constructor recursion depth mismatch"). Same answer as the AST, on every page and on a file
+    written to trip a reader up; and no `ast.parse` on the way."""
+    pages = sorted((ROOT / "pages").glob("*.py"))
+    expected = {page: _imports_by_ast(page.read_text(encoding="utf-8")) for page in pages}
+    tricky = _imports_by_ast(TRICKY_IMPORTS)
+    meant = ["__future__", "os.path", "json", "a.b.c", "d.e", "k", "l", "last"]
+    assert [module for module, _ in tricky] == meant, tricky  # the file does hold what it is meant to
+    parsed: list[str] = []
+    with monkeypatch.context() as patch:  # (lifted before asserting: pytest's assertion report parses)
+        patch.setattr(ast, "parse", lambda *a, **k: parsed.append("called") or pytest.fail("no ast.parse"))
+        read = list(prefetch.top_level_imports(TRICKY_IMPORTS))
+        by_page = {page: list(prefetch.top_level_imports(page.read_text(encoding="utf-8"))) for page in pages}
+        modules = prefetch.page_modules()  # the registry's pages, through the same reader
+    assert not parsed
+    assert read == tricky
+    for page in pages:
+        assert by_page[page] == expected[page], page.name
+    assert sum(len(found) for found in expected.values()) > 3 * len(pages)
+    assert {"ui", "analysis.views", "pandas.io.formats.style"} <= set(modules), modules
 
 
 def test_a_page_import_that_fails_does_not_escape_the_job(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -21,11 +21,12 @@ server starts, before any session exists.
 
 from __future__ import annotations
 
-import ast
 import importlib
+import io
 import logging
 import threading
 import time
+import tokenize
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -190,18 +191,60 @@ def attribute_job(
 LAZY_MODULES = ("pandas.io.formats.style",)
 
 
+def top_level_imports(source: str) -> Iterator[tuple[str, list[str]]]:
+    """The top-level import statements of Python `source`, read from its tokens: `(module, [])` for each
+    module of `import a.b, c`, `(module, [names])` for `from module import names` (relative imports are
+    skipped). Tokens, not `ast.parse`: this runs in the prefetch thread, and CPython 3.11 keeps the AST
+    constructor's recursion count in one interpreter-wide place, so two threads parsing at once (this one
+    and Streamlit reading a page script) can fail the page with "SystemError: AST constructor recursion
+    depth mismatch" (seen in CI; python/cpython#106905)."""
+    depth = 0
+    statement: list[str] = []
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.INDENT:
+            depth += 1
+        elif token.type == tokenize.DEDENT:
+            depth -= 1
+        elif token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or token.string == ";":
+            if depth == 0 and statement:
+                yield from _import_of(statement)
+            statement = []
+        elif token.type not in (tokenize.NL, tokenize.COMMENT, tokenize.ENCODING):
+            statement.append(token.string)
+
+
+def _import_of(words: list[str]) -> Iterator[tuple[str, list[str]]]:
+    """`top_level_imports` of one logical statement's tokens (nothing when it is not an import)."""
+
+    def parts(rest: list[str]) -> list[str]:
+        # "a . b as c , d" -> ["a.b", "d"]: each comma-separated part's dotted name, before any "as"
+        out, part = [], []
+        for word in [*rest, ","]:
+            if word == ",":
+                if part:
+                    out.append("".join(part[: part.index("as")] if "as" in part else part))
+                part = []
+            elif word not in "()":
+                part.append(word)
+        return out
+
+    if words[0] == "import":
+        for module in parts(words[1:]):
+            yield module, []
+    elif words[0] == "from" and "import" in words and words[1] not in (".", "..."):
+        at = words.index("import")
+        yield "".join(words[1:at]), parts(words[at + 1 :])
+
+
 def page_modules(folder: Path | None = None) -> list[str]:
-    """The modules the page scripts import at their top level (read, not run), then `LAZY_MODULES`;
-    `from X import Y` gives X, and X.Y when Y is a submodule. The pages: those of `page_registry`, or the
-    scripts in `folder`."""
+    """The modules the page scripts import at their top level (read, not run: `top_level_imports`), then
+    `LAZY_MODULES`; `from X import Y` gives X, and X.Y when Y is a submodule. The pages: those of
+    `page_registry`, or the scripts in `folder`."""
     names: dict[str, None] = {}
     for page in sorted(folder.glob("*.py")) if folder is not None else sorted(page.path for page in PAGES):
-        for node in ast.parse(page.read_text(encoding="utf-8"), filename=str(page)).body:
-            if isinstance(node, ast.Import):
-                names.update(dict.fromkeys(alias.name for alias in node.names))
-            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
-                names[node.module] = None
-                names.update(dict.fromkeys(f"{node.module}.{alias.name}" for alias in node.names))
+        for module, imported in top_level_imports(page.read_text(encoding="utf-8")):
+            names[module] = None
+            names.update(dict.fromkeys(f"{module}.{name}" for name in imported))
     names.update(dict.fromkeys(LAZY_MODULES))
     return list(names)
 
