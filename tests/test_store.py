@@ -281,6 +281,8 @@ def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, co
     scoreds, stored = _stored(demo_runs, root, convention)
     for sort in (None, "jga", "gca", "slot_f1_micro"):
         _equal(queries.leaderboard(stored, sort=sort), views.leaderboard(scoreds, sort=sort))
+    _equal(queries.depth_jga(stored), views.depth_jga(scoreds))  # JGA per depth and its intervals
+    _equal(queries.depth_metrics(stored), views.depth_metrics(scoreds))
     # Every metric's interval, against the stats module's bootstrap of each run.
     bounds = queries.intervals_of(stored, R.NAMES)
     for name in R.NAMES:
@@ -299,6 +301,8 @@ def test_duckdb_leaderboard_on_real_files(root):
         scoreds, stored = _stored(runs, root / convention, convention)
         _equal(queries.leaderboard(stored, sort="jga", intervals=R.NAMES), _board_all(scoreds, "jga"))
         _equal(queries.domain_jga(stored), views.domain_jga(scoreds))
+        _equal(queries.depth_jga(stored), views.depth_jga(scoreds))
+        _equal(queries.depth_metrics(stored), views.depth_metrics(scoreds))
 
 
 def _board_all(scoreds: list[Scored], sort: str) -> pd.DataFrame:
@@ -317,6 +321,8 @@ def _board_all(scoreds: list[Scored], sort: str) -> pd.DataFrame:
 def test_duckdb_slot_domain_and_picker_tables(demo_runs, root):
     scoreds, stored = _stored(demo_runs, root, "exact")
     _equal(queries.domain_jga(stored), views.domain_jga(scoreds))
+    _equal(queries.depth_jga(stored), views.depth_jga(scoreds))
+    _equal(queries.depth_metrics(stored), views.depth_metrics(scoreds))
     want = pd.concat([views.slot_table(s).assign(run_id=s.run_ids[0]) for s in scoreds], ignore_index=True)
     got = queries.slot_tables(stored)
     _equal(got[want.columns.tolist()], want)

@@ -37,8 +37,20 @@ from analysis.scoring import Scored
 
 log = logging.getLogger("analysis.store")
 
-SCHEMA_VERSION = 1  # bumped when the layout or a table's columns change
-TABLES = ("turns", "slots", "runs", "dialogues", "domains", "domain_parts", "slot_table", "picker")
+SCHEMA_VERSION = 2  # bumped when the layout or a table's columns change
+TABLES = (
+    "turns",
+    "slots",
+    "runs",
+    "dialogues",
+    "domains",
+    "domain_parts",
+    "depth",
+    "depth_metrics",
+    "depth_parts",
+    "slot_table",
+    "picker",
+)
 # The scorer's version is a digest of the source of everything a stored number depends on: parsing and
 # alignment, conventions, scoring, the metrics, the bootstrap parts and the views whose rows are stored.
 _SCORER_SOURCES = (
@@ -219,6 +231,7 @@ def _tables(scored: Scored, key: str) -> dict[str, pd.DataFrame]:
     from analysis.store import parts
 
     domains, domain_parts = parts.domain_tables(scored)
+    depth, depth_metrics, depth_parts = parts.depth_tables(scored)
     return {
         "turns": scored.turns,
         "slots": scored.slots,
@@ -226,6 +239,9 @@ def _tables(scored: Scored, key: str) -> dict[str, pd.DataFrame]:
         "dialogues": parts.dialogue_parts(scored),
         "domains": domains,
         "domain_parts": domain_parts,
+        "depth": depth,
+        "depth_metrics": depth_metrics,
+        "depth_parts": depth_parts,
         "slot_table": parts.slot_table(scored),
         "picker": parts.picker(scored),
     }

@@ -11,6 +11,8 @@ path computes.
   (`stats._stats`), so an interval needs these few numbers per dialogue, not the turns.
 * `domains`: per-domain JGA (`views.domain_jga` without interval) and `domain_parts`, its
   per-(domain, dialogue) numerator and denominator for the interval.
+* `depth`, `depth_metrics`, `depth_parts`: the Turn depth page's first tab (`views.depth_jga` without
+  interval, `views.depth_metrics`) and JGA's per-(turn index, dialogue) parts for the interval.
 * `slot_table`: the Slots page's table (`views.slot_table`).
 * `picker`: the dialogue viewer's list before its filters (`views.compounding_runs`), one row per dialogue.
 """
@@ -203,26 +205,47 @@ def _micro_parts(
     }
 
 
-def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-domain JGA (`views.domain_jga`, no interval) and its per-(domain, dialogue) parts."""
-    per_domain = views.domain_jga([scored], resamples=0)
-    if not len(per_domain.columns):
-        per_domain = pd.DataFrame({"run_id": pd.array([], dtype="str"), "domain": pd.array([], dtype="str")})
+def _jga_parts(scored: Scored, by: str) -> pd.DataFrame:
+    """JGA's per-(`by` group, dialogue) numerator and denominator (`stats._stats`, dialogues in `stats`
+    order `d`): what the dialogue bootstrap of JGA per `by` resamples."""
     dialogues = stats._dialogues(scored)
-    st = stats._stats(scored, "jga", ["domain"], dialogues)
+    st = stats._stats(scored, "jga", [by], dialogues)
     g, d = np.nonzero(st.rows)
-    labels = st.labels["domain"].to_numpy() if len(st.labels.columns) else np.array([], dtype=object)
-    parts = pd.DataFrame(
+    labels = st.labels[by].to_numpy() if len(st.labels.columns) else np.array([], dtype=object)
+    return pd.DataFrame(
         {
             "run_id": pd.array([scored.metas[0].run_id] * len(g), dtype="str"),
-            "domain": pd.array(labels[g] if len(g) else [], dtype="str"),
+            by: labels[g] if len(g) else pd.array([], dtype="str" if by == "domain" else "int64"),
             "d": d.astype("int64"),
             "num": st.num[g, d],
             "den": st.den[g, d],
             "rows": st.rows[g, d],
         }
     )
+
+
+def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Per-domain JGA (`views.domain_jga`, no interval) and its per-(domain, dialogue) parts."""
+    per_domain = views.domain_jga([scored], resamples=0)
+    if not len(per_domain.columns):
+        per_domain = pd.DataFrame({"run_id": pd.array([], dtype="str"), "domain": pd.array([], dtype="str")})
+    parts = _jga_parts(scored, "domain")
+    parts["domain"] = pd.array(parts["domain"], dtype="str")
     return per_domain.reset_index(drop=True), parts
+
+
+def depth_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    """The Turn depth page's first tab of the run: JGA per turn depth (`views.depth_jga`, no interval), the
+    metrics beside it (`views.depth_metrics`) and JGA's per-(turn index, dialogue) parts for the interval."""
+    per_depth = views.depth_jga([scored], resamples=0)
+    if not len(per_depth.columns):
+        per_depth = pd.DataFrame({"run_id": pd.array([], dtype="str"), "turn_index": pd.array([], dtype="int64")})
+    beside = views.depth_metrics([scored])
+    if not len(beside.columns):
+        beside = pd.DataFrame({"run_id": pd.array([], dtype="str"), "turn_index": pd.array([], dtype="int64")})
+    parts = _jga_parts(scored, "turn_index")
+    parts["turn_index"] = parts["turn_index"].astype("int64")
+    return per_depth.reset_index(drop=True), beside.reset_index(drop=True), parts
 
 
 def slot_table(scored: Scored) -> pd.DataFrame:

@@ -174,10 +174,34 @@ def domain_jga(
 ) -> pd.DataFrame:
     """`views.domain_jga` of the runs: per run and domain, JGA, `n_turns` and its 95% interval
     (`jga_low`, `jga_high`) from the per-(domain, dialogue) parts."""
+    return _jga_by(entries, ("domains", "domain_parts"), "domain", resamples, con or connect())
+
+
+def depth_jga(
+    entries: Sequence[Entry], *, resamples: int = INTERVAL_RESAMPLES, con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """`views.depth_jga` of the runs: per run and turn depth, JGA, `n_turns` and its 95% interval
+    (`jga_low`, `jga_high`) from the per-(turn index, dialogue) parts."""
+    return _jga_by(entries, ("depth", "depth_parts"), "turn_index", resamples, con or connect())
+
+
+def depth_metrics(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """`views.depth_metrics` of the runs: per run and turn depth, `n_turns`, JGA and the metrics beside it."""
     con = con or connect()
-    table = _read(con, entries, "domains", "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
-    if resamples > 0 and len(table):
-        parts = _read(con, entries, "domain_parts", "SELECT run, domain, d, num, den FROM t ORDER BY run, domain, d")
+    sql = "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number"
+    return _read(con, entries, "depth_metrics", sql).drop(columns=["run"]).reset_index(drop=True)
+
+
+def _jga_by(
+    entries: Sequence[Entry], tables: tuple[str, str], by: str, resamples: int, con: duckdb.DuckDBPyConnection
+) -> pd.DataFrame:
+    """The stored table (JGA per run and `by`) with its 95% dialogue-bootstrap interval from the parts
+    table (`tables`: both names), with the resample matrix of `stats` for each run's dialogues, seed 0."""
+    table, parts_table = tables
+    frame = _read(con, entries, table, "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
+    if resamples > 0 and len(frame):
+        sql = f"SELECT run, {by}, d, num, den FROM t ORDER BY run, {by}, d"
+        parts = _read(con, entries, parts_table, sql)
         n_dialogues = dict(
             zip(
                 *_read(con, entries, "runs", "SELECT run, n_dialogues FROM t").to_dict("list").values(),
@@ -186,7 +210,7 @@ def domain_jga(
         )
         bounds = []
         for run, part in parts.groupby("run", sort=False):
-            labels, g = np.unique(part["domain"].to_numpy(dtype=object), return_inverse=True)
+            labels, g = np.unique(part[by].to_numpy(), return_inverse=True)
             n = int(n_dialogues[run])
             num, den = np.zeros((len(labels), n)), np.zeros((len(labels), n))
             num[g, part["d"].to_numpy()] = part["num"].to_numpy()
@@ -195,10 +219,11 @@ def domain_jga(
             with np.errstate(divide="ignore", invalid="ignore"):
                 samples = (weights @ num.T) / (weights @ den.T)
             low, high = stats._percentiles(samples, 0.95)
-            bounds.append(pd.DataFrame({"run": run, "domain": labels, "jga_low": low, "jga_high": high}))
+            bounds.append(pd.DataFrame({"run": run, by: labels, "jga_low": low, "jga_high": high}))
         if bounds:
-            table = table.merge(pd.concat(bounds, ignore_index=True), on=["run", "domain"], how="left")
-    return table.drop(columns=["run"]).reset_index(drop=True)
+            found = pd.concat(bounds, ignore_index=True).astype({by: frame[by].dtype})
+            frame = frame.merge(found, on=["run", by], how="left")
+    return frame.drop(columns=["run"]).reset_index(drop=True)
 
 
 def pick_dialogues(
