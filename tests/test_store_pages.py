@@ -6,6 +6,7 @@ scores no run."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,8 @@ CACHES = (
     data._stored_board,
     data._stored_slot_table,
     data._stored_domains,
+    data._stored_depth,
+    data._stored_depth_metrics,
     data._stored_pick,
     data._stored_run_table,
 )
@@ -116,6 +119,21 @@ def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None
         assert data.stored_domain_jga(every) is None
     _equal(data.compute(views.domain_jga, [every], {}, choice), views.domain_jga(list(by_run.values())))
 
+    # Turn depth: JGA per depth with its intervals, and the metrics beside it; with the SGD run (the
+    # evaluator's JGA per depth) the page computes them.
+    want = views.depth_jga([by_run[name] for name in EXACT])
+    assert {"jga_low", "jga_high"} <= set(want.columns) and want["jga_low"].notna().any()
+    _equal(data.stored_depth_jga(exact), want)
+    _equal(data.compute(views.depth_jga, [exact], {}, choice), want)
+    want_m = views.depth_metrics([by_run[name] for name in EXACT])
+    assert {"iaga", "rsa", "fga_0.5", "turn_accuracy", "gca"} <= set(want_m.columns) and len(want_m) > 10
+    _equal(data.stored_depth_metrics(exact), want_m)
+    _equal(data.compute(views.depth_metrics, [exact], {}, choice), want_m)
+    if choice == data.DECLARED:
+        assert data.stored_depth_jga(every) is None and data.stored_depth_metrics(every) is None
+    _equal(data.compute(views.depth_jga, [every], {}, choice), views.depth_jga(list(by_run.values())))
+    _equal(data.compute(views.depth_metrics, [every], {}, choice), views.depth_metrics(list(by_run.values())))
+
     # The dialogue picker, every filter the page offers.
     for pair in every:
         for filters in FILTERS:
@@ -145,6 +163,8 @@ def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatc
     monkeypatch.setattr(data, "_view_now", lambda name, *_: pytest.fail(f"{name} computed in memory"))
     data.compute(views.slot_table, [exact[0]], {}, data.DECLARED)
     data.compute(views.domain_jga, [exact], {}, data.DECLARED)
+    data.compute(views.depth_jga, [exact], {}, data.DECLARED)
+    data.compute(views.depth_metrics, [exact], {}, data.DECLARED)
     data.compute(views.pick_dialogues, [exact[1]], {"search": "hotel"}, data.DECLARED)
     data.compute(views.scope_caption, [exact], {}, data.DECLARED)
     data.compute(views.comparability_warnings, [exact], {"about": ("convention",)}, data.DECLARED)
@@ -171,16 +191,17 @@ def _app(runs: list[str]) -> AppTest:
     return at
 
 
-def test_slots_and_domains_open_from_the_warm_store_without_a_scored_run(
+def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_run(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A restart with the store warm: the Slots and Domains pages show their first tab from the store, and
-    no run is parsed or scored (not even read back from the store as a whole)."""
+    """A restart with the store warm: the Slots, Domains and Turn depth pages show their first tab from the
+    store, and no run is parsed or scored (not even read back from the store as a whole)."""
     sources = _sources()
     exact = [(sources[name], data.DECLARED) for name in EXACT]
     scoreds = _scored_and_stored(exact)
     want_slots = views.slot_table(scoreds[0])
     want_domains = views.domain_jga(scoreds)
+    want_depth = views.depth_metrics(scoreds)
     _clear()
     parsed: list[str] = []
     scored_now: list[str] = []
@@ -222,6 +243,13 @@ def test_slots_and_domains_open_from_the_warm_store_without_a_scored_run(
     assert at.get("plotly_chart"), "Domains drew no chart"
     captions = [c.value for c in at.caption]
     assert any(views.scope_caption(scoreds) in c for c in captions), captions
+    at.switch_page("pages/turn_depth.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Turn depth and compounding"]
+    assert parsed == [] and scored_now == []
+    _equal(shown["depth_metrics"], want_depth)
+    lines = at.get("plotly_chart")
+    assert lines and {t["name"] for t in json.loads(lines[0].proto.spec)["data"]} >= set(EXACT)
 
 
 def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

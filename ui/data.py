@@ -543,6 +543,46 @@ def stores_domain_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
     return _stored_entries(pairs, ("runs", "domains", "domain_parts"), sgd=False) is not None
 
 
+DEPTH_TABLES = ("runs", "depth", "depth_parts")
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_depth(keys: tuple[str, ...], resamples: int, _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.depth_jga(list(_entries), resamples=resamples)
+
+
+def stored_depth_jga(pairs: Sequence[tuple[RunSource, str]], resamples: int | None = None) -> Any | None:
+    """`views.depth_jga` of the runs (intervals included) from the score store, or None when it does not
+    hold every run, or one is scored under the SGD convention (its JGA per depth is the SGD evaluator's)."""
+    from analysis.views import INTERVAL_RESAMPLES
+
+    found = _stored_entries(pairs, DEPTH_TABLES, sgd=False)
+    if found is None:
+        return None
+    n = INTERVAL_RESAMPLES if resamples is None else int(resamples)
+    return _stored_depth(tuple(e.key for e in found), n, tuple(found))
+
+
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_depth_metrics(keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.depth_metrics(list(_entries))
+
+
+def stored_depth_metrics(pairs: Sequence[tuple[RunSource, str]]) -> Any | None:
+    """`views.depth_metrics` of the runs from the score store, or None as for `stored_depth_jga`."""
+    found = _stored_entries(pairs, ("depth_metrics",), sgd=False)
+    return None if found is None else _stored_depth_metrics(tuple(e.key for e in found), tuple(found))
+
+
+def stores_depth_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
+    """Whether `stored_depth_jga` answers for these runs (headers checked, nothing queried)."""
+    return _stored_entries(pairs, DEPTH_TABLES, sgd=False) is not None
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _stored_pick(key: str, filters: tuple[tuple[str, Any], ...], _entry: Any) -> Any:
     from analysis.store import queries
@@ -616,6 +656,16 @@ def _stored_domain_view(args: Sequence[Any], params: dict[str, Any]) -> Any | No
     return stored_domain_jga(pairs, params.get("resamples")) if pairs else None
 
 
+def _stored_depth_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"resamples"} else None
+    return stored_depth_jga(pairs, params.get("resamples")) if pairs else None
+
+
+def _stored_depth_metrics_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
+    return stored_depth_metrics(pairs) if pairs else None
+
+
 def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
     one = _one(args)
     return stored_picker(*one, **params) if one is not None else None
@@ -625,6 +675,8 @@ def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None
 _STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] = {
     "analysis.views.slot_table": _stored_slots,
     "analysis.views.domain_jga": _stored_domain_view,
+    "analysis.views.depth_jga": _stored_depth_view,
+    "analysis.views.depth_metrics": _stored_depth_metrics_view,
     "analysis.views.pick_dialogues": _stored_pick_view,
     "analysis.views.scope_caption": _stored_scope_caption,
     "analysis.views.comparability_warnings": _stored_comparability,

@@ -381,8 +381,9 @@ def jobs(
     head_views, head_figures = as_jobs([head])
     rest_views, rest_figures = as_jobs(rest)
     warm = warmups(runs)
-    if data.stores_domain_jga(ui.resolve([runs], sources, choice)[0][0]):  # the store answers per-domain JGA
-        warm = [call for call in warm if call[2].get("by") != "domain"]
+    pairs = ui.resolve([runs], sources, choice)[0][0]
+    stored = {"domain": data.stores_domain_jga(pairs), "turn_index": data.stores_depth_jga(pairs)}
+    warm = [call for call in warm if not stored[call[2]["by"]]]  # the store answers these intervals
     interval_jobs, _ = _to_jobs(sources, choice, warm, [])
     # The next page in the sidebar (Slots) first, then the slow intervals, then the rest.
     return [
