@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import replace
 
 import numpy as np
@@ -347,3 +348,23 @@ def test_bootstrap_intervals_are_memoised_per_scored_and_handed_out_as_copies(sm
     changed = replace(small, turns=small.turns.copy(), slots=small.slots.assign(outcome="correct"))
     ones = S.bootstrap_ci(changed, "jga", by="domain", n_resamples=300)
     assert (ones["estimate"] == 1.0).all() and not (again["estimate"] == 1.0).all()
+
+
+def test_percentiles_equal_nanquantile_column_by_column() -> None:
+    """`_percentiles` takes `np.quantile` for the columns without NaN (one vectorised call) and
+    `np.nanquantile` for the others: the same numbers, bit for bit, as `np.nanquantile` on the whole
+    matrix, with NaN resamples, all-NaN groups, ties and one resample."""
+    rng = np.random.default_rng(5)
+    for trial in range(120):
+        samples = np.round(rng.random((int(rng.integers(1, 1100)), int(rng.integers(1, 40)))), int(trial % 5))
+        if trial % 3 == 1:  # NaN in one group only: the others take the vectorised path
+            samples[rng.random(len(samples)) < 0.1, 0] = np.nan
+        elif trial % 3 == 2:
+            samples[rng.random(samples.shape) < 0.03] = np.nan
+        if trial % 4 == 0:
+            samples[:, -1] = np.nan
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            want = np.nanquantile(samples, [(1 - 0.95) / 2, 1 - (1 - 0.95) / 2], axis=0)
+        low, high = S._percentiles(samples, 0.95)
+        assert np.array_equal(low, want[0], equal_nan=True) and np.array_equal(high, want[1], equal_nan=True), trial
