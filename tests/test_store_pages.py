@@ -22,7 +22,7 @@ from analysis.scoring import Scored
 from analysis.store import entries, queries
 from analysis.workspace import read_manifest
 from tests.conftest import ROOT
-from ui import data, prefetch
+from ui import data, prefetch, review
 
 APP = ROOT / "app.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
@@ -47,6 +47,7 @@ CACHES = (
     data._stored_domains,
     data._stored_depth,
     data._stored_depth_metrics,
+    data._stored_review,
     data._stored_pick,
     data._stored_run_table,
 )
@@ -134,6 +135,18 @@ def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None
     _equal(data.compute(views.depth_jga, [every], {}, choice), views.depth_jga(list(by_run.values())))
     _equal(data.compute(views.depth_metrics, [every], {}, choice), views.depth_metrics(list(by_run.values())))
 
+    # Review: the error items and their episodes across runs, the SGD run's too (slot rows, no evaluator).
+    for pairs in (exact, every):
+        scored_of = [by_run[source.run_id] for source, _ in pairs]
+        want_e = review.review_errors(scored_of)
+        assert len(want_e) > 100 and set(want_e["outcome"]) > {"wrong_value"}
+        _equal(data.stored_review_errors(pairs), want_e)
+        _equal(data.compute(review.review_errors, [pairs], {}, choice), want_e)
+        want_ep = review.review_episodes(scored_of)
+        assert (want_ep["n_turns"] > 1).any()
+        _equal(data.stored_review_errors(pairs, episodes=True), want_ep)
+        _equal(data.compute(review.review_episodes, [pairs], {}, choice), want_ep)
+
     # The dialogue picker, every filter the page offers.
     for pair in every:
         for filters in FILTERS:
@@ -165,6 +178,8 @@ def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatc
     data.compute(views.domain_jga, [exact], {}, data.DECLARED)
     data.compute(views.depth_jga, [exact], {}, data.DECLARED)
     data.compute(views.depth_metrics, [exact], {}, data.DECLARED)
+    data.compute(review.review_errors, [exact], {}, data.DECLARED)
+    data.compute(review.review_episodes, [exact], {}, data.DECLARED)
     data.compute(views.pick_dialogues, [exact[1]], {"search": "hotel"}, data.DECLARED)
     data.compute(views.scope_caption, [exact], {}, data.DECLARED)
     data.compute(views.comparability_warnings, [exact], {"about": ("convention",)}, data.DECLARED)
@@ -278,3 +293,49 @@ def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: py
     want = views.pick_dialogues(scored, search="hotel", min_errors=2)
     total = len(views.dialogue_index(scored))
     assert any(t.value.startswith(f"{len(want):,} of {total:,} dialogues match") for t in at.text)
+
+
+def test_the_review_page_opens_from_the_warm_store_without_a_scored_run(
+    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The Review page's queue and summaries come from the stored `slots` tables (the error rows only), a
+    save reads no run either, and the export reads the runs only when it is asked for: with 100 runs,
+    reading every run back on each visit took most of a minute."""
+    url = f"sqlite:///{tmp_path / 'annotations.sqlite'}"
+    monkeypatch.setenv("DST_ANNOTATIONS_URL", url)
+    sources = _sources()
+    exact = [(sources[name], data.DECLARED) for name in EXACT]
+    scoreds = _scored_and_stored(exact)
+    episodes = review.review_episodes(scoreds)
+    _clear()
+    touched: list[str] = []
+    real_load, real_score = data._load_entry, data._score_now
+
+    def loading(source: data.RunSource, *args: Any, **kwargs: Any) -> Any:
+        touched.append(source.run_id)
+        return real_load(source, *args, **kwargs)
+
+    def scoring(source: data.RunSource, convention: str | None) -> Any:
+        touched.append(source.run_id)
+        return real_score(source, convention)
+
+    monkeypatch.setattr(data, "_load_entry", loading)
+    monkeypatch.setattr(data, "_score_now", scoring)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = _app(list(EXACT))
+    at.session_state["reviewer"] = "ana"
+    at.query_params["page"] = "review"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    metric = next(m for m in at.metric if m.label == "Reviewed episodes")
+    assert metric.value == f"0 / {len(episodes):,}"
+    next(m for m in at.multiselect if m.label == "Tags").set_value([next(iter(review.taxonomy()))])
+    next(b for b in at.button if b.label == "Save tags").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert next(m for m in at.metric if m.label == "Reviewed episodes").value == f"1 / {len(episodes):,}"
+    assert not set(EXACT) & set(touched), touched  # the sidebar parsed the demo's other runs to list them
+    assert {"Download CSV", "Download JSON"} <= {b.proto.label for b in at.get("download_button")}
+    # The export's runs, read when asked: the same file as from runs read beforehand, with their context.
+    frame = review.AnnotationStore(url).annotations()
+    later = review.export_bytes(frame, "csv", lambda: scoreds)
+    assert later == review.export_bytes(frame, "csv", scoreds) != review.export_bytes(frame, "csv")

@@ -583,6 +583,23 @@ def stores_depth_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
     return _stored_entries(pairs, DEPTH_TABLES, sgd=False) is not None
 
 
+@st.cache_data(show_spinner=False, max_entries=16)
+def _stored_review(keys: tuple[str, ...], episodes: bool, _entries: tuple[Any, ...]) -> Any:
+    from analysis.review.analysis import error_episodes
+    from analysis.store import queries
+
+    errors = queries.error_items(list(_entries))
+    return error_episodes(errors) if episodes else errors
+
+
+def stored_review_errors(pairs: Sequence[tuple[RunSource, str]], *, episodes: bool = False) -> Any | None:
+    """The Review page's error items of the runs (`ui.review.review_errors`), or their episodes
+    (`review_episodes`), from the score store's `slots` tables (only the error rows and the columns the
+    review reads), or None when the store does not hold every run."""
+    found = _stored_entries(pairs, ("slots",))
+    return None if found is None else _stored_review(tuple(e.key for e in found), episodes, tuple(found))
+
+
 @st.cache_data(show_spinner=False, max_entries=256)
 def _stored_pick(key: str, filters: tuple[tuple[str, Any], ...], _entry: Any) -> Any:
     from analysis.store import queries
@@ -666,6 +683,14 @@ def _stored_depth_metrics_view(args: Sequence[Any], params: dict[str, Any]) -> A
     return stored_depth_metrics(pairs) if pairs else None
 
 
+def _stored_review_view(episodes: bool) -> Callable[[Sequence[Any], dict[str, Any]], Any | None]:
+    def answer(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+        pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
+        return stored_review_errors(pairs, episodes=episodes) if pairs else None
+
+    return answer
+
+
 def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
     one = _one(args)
     return stored_picker(*one, **params) if one is not None else None
@@ -677,6 +702,8 @@ _STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] 
     "analysis.views.domain_jga": _stored_domain_view,
     "analysis.views.depth_jga": _stored_depth_view,
     "analysis.views.depth_metrics": _stored_depth_metrics_view,
+    "ui.review.review_errors": _stored_review_view(episodes=False),
+    "ui.review.review_episodes": _stored_review_view(episodes=True),
     "analysis.views.pick_dialogues": _stored_pick_view,
     "analysis.views.scope_caption": _stored_scope_caption,
     "analysis.views.comparability_warnings": _stored_comparability,

@@ -54,17 +54,35 @@ def _as_frame(annotations: AnnotationStore | pd.DataFrame) -> pd.DataFrame:
     return annotations if isinstance(annotations, pd.DataFrame) else annotations.annotations()
 
 
+ERROR_ITEM_READ = [
+    "run_id",
+    "dialogue_id",
+    "turn_index",
+    "domain",
+    "slot",
+    "outcome",
+    "gold_display",
+    "pred_display",
+    "tid",
+]
+
+
 def error_items(scored: Scored, *, outcomes: Sequence[str] = ERROR_OUTCOMES) -> pd.DataFrame:
     """The slot errors of a `Scored` as review items, one per error turn: run_id, dataset (from the run's
     meta), dialogue_id, turn_index, domain, slot, outcome, gold/pred display values, `item_key` (slot +
     run grain) and `tid` (the turn's row in the run: consecutive turns of a dialogue differ by one)."""
     slots = scored.slots
-    datasets = {m.run_id: m.dataset for m in scored.metas}
     errors = slots[slots["outcome"].isin(list(outcomes))]
-    keep = ["run_id", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display", "pred_display"]
-    errors = errors[[*keep, "tid"]].reset_index(drop=True)
+    return as_error_items(errors[ERROR_ITEM_READ], {m.run_id: m.dataset for m in scored.metas})
+
+
+def as_error_items(rows: pd.DataFrame, datasets: dict[str, str]) -> pd.DataFrame:
+    """Slot rows with the columns `ERROR_ITEM_READ` (from a scored run or the score store's query) as
+    `error_items`: their dataset (`datasets`: run id to dataset), `item_key`, in the items' column order."""
+    errors = rows[ERROR_ITEM_READ].reset_index(drop=True)
     errors.insert(1, "dataset", errors["run_id"].map(datasets).astype("str"))
     errors["item_key"] = item_keys(errors)
+    keep = ERROR_ITEM_READ[:-1]
     return errors[[*keep[:1], "dataset", *keep[1:], "item_key", "tid"]]
 
 

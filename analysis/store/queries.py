@@ -237,6 +237,22 @@ def _jga_by(
     return frame.drop(columns=["run"]).reset_index(drop=True)
 
 
+def error_items(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """`analysis.review.analysis.error_items` of the stored runs, one frame, runs in `entries` order: the
+    error rows of their `slots` tables (only the columns the review reads), in each file's order."""
+    from analysis.outcomes import ERROR_OUTCOMES
+    from analysis.review.analysis import ERROR_ITEM_READ, as_error_items
+    from analysis.scoring import OUTCOME_DTYPE
+
+    con = con or connect()
+    columns = ", ".join(ERROR_ITEM_READ)
+    sql = f"SELECT {columns} FROM t WHERE outcome IN (SELECT unnest($outcomes)) ORDER BY run, file_row_number"
+    rows = _read(con, entries, "slots", sql, {"outcomes": list(ERROR_OUTCOMES)})
+    rows["outcome"] = pd.Categorical(rows["outcome"], dtype=OUTCOME_DTYPE)
+    datasets = {e.run_id: e.header["meta"]["dataset"] for e in entries}
+    return as_error_items(rows, datasets)
+
+
 def pick_dialogues(
     entry: Entry,
     *,
