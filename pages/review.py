@@ -345,7 +345,7 @@ def live_check() -> None:
 live_check()
 
 st.subheader("Export and import")
-scoreds = review.scored_runs(runs)
+scoreds = review.scored_runs_later(runs)  # the runs are read at an export's click, not on every run
 ports = st.columns(3)
 ports[0].download_button(  # the file is written when the button is clicked, not on every rerun
     "Download CSV",

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -359,20 +360,34 @@ def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, lis
 
 def scored_runs(run_ids: list[str]) -> list[Scored]:
     """The session's runs scored under the convention in force (the sidebar's), from the server's cache."""
+    return scored_runs_later(run_ids)()
+
+
+def scored_runs_later(run_ids: list[str]) -> Callable[[], list[Scored]]:
+    """`scored_runs`, read when called: the session's run sources and convention are taken now, the runs
+    scored (or read back from the score store) only when an export asks for them, not on every run of the
+    page (at 100 runs that read is most of a minute)."""
     from ui import data, state
 
     sources, choice = state.sources(), state.convention_choice()
-    return [data.scored(sources[r], choice) for r in run_ids if r in sources]
+    return lambda: [data.scored(sources[r], choice) for r in run_ids if r in sources]
 
 
-def export_bytes(annotations: AnnotationStore | pd.DataFrame, fmt: str, scoreds: list[Scored] | None = None) -> bytes:
+def export_bytes(
+    annotations: AnnotationStore | pd.DataFrame,
+    fmt: str,
+    scoreds: list[Scored] | Callable[[], list[Scored]] | None = None,
+) -> bytes:
     """Every annotation as CSV or JSON bytes, as the store's own export writes them, each row with the
     run context of its item (convention, outcome, gold, predicted) from `scoreds`, the runs under the
     convention in force (`analysis.review.analysis.annotation_context`; empty without them). Given the
-    frame the page already read (`store.annotations()`), no second trip to the database."""
+    frame the page already read (`store.annotations()`), no second trip to the database. `scoreds` may be
+    a function giving them, called here."""
     if fmt not in ("csv", "json"):
         raise ValueError(f"fmt has to be csv or json, got {fmt!r}")
     frame = annotations.annotations() if isinstance(annotations, AnnotationStore) else annotations
+    if callable(scoreds):  # read now, at the export's click (`scored_runs_later`)
+        scoreds = scoreds()
     context = annotation_context(frame, scoreds) if scoreds else None
     return (annotations_csv(frame, context) if fmt == "csv" else annotations_json(frame, context)).encode("utf-8")
 

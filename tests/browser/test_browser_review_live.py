@@ -7,6 +7,8 @@ annotation store beside its manifest never lands in data/demo. Screenshot: tests
 
 from __future__ import annotations
 
+import csv
+import io
 import shutil
 import time
 from collections.abc import Iterator
@@ -111,3 +113,24 @@ def test_a_colleagues_tag_appears_within_5_s_without_a_click(
     b.screenshot(path=str(screenshots / "review_live_b.png"), full_page=True)
     a.context.close()
     b.context.close()
+
+
+def test_the_annotation_export_reads_the_runs_at_the_click(browser: Browser, live_server: str, workspace: Path) -> None:
+    """The page no longer reads every run on each run of its script: the export's file is made when the
+    button is clicked (Streamlit's deferred download, on a thread of its own), from the runs under the
+    convention in force, so each annotation still carries its run context."""
+    page = open_as(browser, live_server, "cy")
+    form = page.locator('[data-testid="stForm"]')
+    form.get_by_role("combobox").first.click()
+    page.get_by_role("option", name="missed update", exact=True).click()
+    page.keyboard.press("Escape")
+    form.get_by_role("button", name="Save tags").click()
+    expect(page.get_by_text("saved (1 tag, version ")).to_be_visible(timeout=TIMEOUT)
+    settle(page)
+    with page.expect_download(timeout=TIMEOUT) as caught:
+        page.get_by_role("button", name="Download CSV").click()
+    rows = list(csv.DictReader(io.StringIO(Path(caught.value.path()).read_text(encoding="utf-8"))))
+    mine = [r for r in rows if r["reviewer"] == "cy"]
+    assert len(mine) == 1 and mine[0]["tags"] == "missed update"
+    assert mine[0]["outcome"] in ("wrong_value", "missed", "spurious", "unparseable"), mine[0]  # the run's context
+    page.context.close()
