@@ -490,9 +490,10 @@ def depth_metrics(scoreds: Sequence[Scored]) -> pd.DataFrame:
     return _concat(frames)
 
 
-def history_pairs(metas: Sequence[RunMeta]) -> list[tuple[str, str]]:
-    """(predicted-history run, gold-history run) pairs of one system on the same data and seed."""
-    frame = pd.DataFrame([m.to_dict() for m in metas])
+def history_pairs(metas: Sequence[RunMeta] | Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
+    """(predicted-history run, gold-history run) pairs of one system on the same data and seed. `metas`:
+    the runs' metadata, or its `to_dict()` (as the score store's headers keep it)."""
+    frame = pd.DataFrame([m if isinstance(m, dict) else m.to_dict() for m in metas])
     if frame.empty:
         return []
     keys = ["system", "dataset", "language", "split", "seed"]
@@ -525,7 +526,12 @@ def origins_by_depth(scoreds: Sequence[Scored]) -> pd.DataFrame:
 
 def first_error_distribution(scoreds: Sequence[Scored]) -> pd.DataFrame:
     """Per run, how many dialogues first go wrong at each turn (`label` "none" for no error at all)."""
-    first = _concat([D.first_error_turns(s) for s in scoreds])
+    return first_error_counts(_concat([D.first_error_turns(s) for s in scoreds]))
+
+
+def first_error_counts(first: pd.DataFrame) -> pd.DataFrame:
+    """`first_error_distribution` of per-dialogue first error turns (`run_id`, `dialogue_id`,
+    `first_error_turn`: NaN when never wrong; from the scored runs, or the score store's picker tables)."""
     if not len(first):
         return pd.DataFrame(columns=["run_id", "first_error_turn", "label", "n_dialogues", "share"])
     label = first["first_error_turn"].map(lambda t: "none" if pd.isna(t) else str(int(t)))

@@ -17,6 +17,7 @@ import pytest
 
 from analysis import registry as R
 from analysis import stats, views
+from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.scoring import Scored, score_run
 from analysis.store import entries, queries
@@ -384,3 +385,26 @@ def test_ensure_all_scores_runs_in_worker_processes(demo_entries, root):
     before = {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")}
     store_runs.ensure_all(items, "exact", workers=2, root=root)
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")} == before
+
+
+def test_attribute_columns_of_any_name_and_a_damaged_file(tmp_path: Path) -> None:
+    """An attribute's name comes from a data file: quotes, spaces or SQL in it are a column name, nothing
+    more. More than 100 distinct values is not an attribute; nulls are not counted (as pandas' nunique)."""
+    entry = entries.Entry("k" * 16, "exact", {"meta": {"run_id": "r"}}, tmp_path)
+    hostile = 'type"; DROP TABLE t; --'
+    turns = pd.DataFrame(
+        {
+            "run_id": "r",
+            "dialogue_id": [f"d{i}" for i in range(300)],
+            "turn_index": 0,
+            hostile: ["a", "b", None] * 100,
+            "utterance id": [str(i) for i in range(300)],
+        }
+    )
+    entry.path("turns").parent.mkdir(parents=True)
+    turns.to_parquet(entry.path("turns"))
+    assert queries.attribute_columns([entry]) == [hostile]
+    assert turns[hostile].nunique() == 2
+    entry.path("turns").write_bytes(b"PAR1 not a parquet file")
+    with pytest.raises(InputError, match="the score store cannot be queried"):
+        queries.attribute_columns([entry])

@@ -135,6 +135,24 @@ def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None
     _equal(data.compute(views.depth_jga, [every], {}, choice), views.depth_jga(list(by_run.values())))
     _equal(data.compute(views.depth_metrics, [every], {}, choice), views.depth_metrics(list(by_run.values())))
 
+    # What the Turn depth and Domains pages (and the prefetch) ask of every run: first errors per turn,
+    # the dialogue attributes (CrossWOZ's type), the predicted/gold history pairs.
+    for pairs in (exact, every):
+        scored_of = [by_run[source.run_id] for source, _ in pairs]
+        want_f = views.first_error_distribution(scored_of)
+        assert set(want_f["label"]) >= {"none", "0"}
+        _equal(data.compute(views.first_error_distribution, [pairs], {}, choice), want_f)
+        attributes = views.attribute_columns(scored_of)
+        assert attributes and data.compute(views.attribute_columns, [pairs], {}, choice) == attributes
+        history = views.history_pairs_of(scored_of)
+        assert data.compute(views.history_pairs_of, [pairs], {}, choice) == history
+    gold_history = next(e for e in read_manifest(DEMO).entries if e.name == "simulated-A-mwz-en-gold")
+    paired = [exact[1], (data.source_from_entry(gold_history), choice)]
+    paired_scored = _scored_and_stored(paired)
+    want_h = views.history_pairs_of(paired_scored)
+    assert want_h == [("simulated-A-mwz-en-predicted", "simulated-A-mwz-en-gold")]
+    assert data.compute(views.history_pairs_of, [paired], {}, choice) == want_h
+
     # Review: the error items and their episodes across runs, the SGD run's too (slot rows, no evaluator).
     for pairs in (exact, every):
         scored_of = [by_run[source.run_id] for source, _ in pairs]
@@ -180,6 +198,9 @@ def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatc
     data.compute(views.depth_metrics, [exact], {}, data.DECLARED)
     data.compute(review.review_errors, [exact], {}, data.DECLARED)
     data.compute(review.review_episodes, [exact], {}, data.DECLARED)
+    data.compute(views.first_error_distribution, [exact], {}, data.DECLARED)
+    assert data.compute(views.attribute_columns, [exact], {}, data.DECLARED)
+    data.compute(views.history_pairs_of, [exact], {}, data.DECLARED)
     data.compute(views.pick_dialogues, [exact[1]], {"search": "hotel"}, data.DECLARED)
     data.compute(views.scope_caption, [exact], {}, data.DECLARED)
     data.compute(views.comparability_warnings, [exact], {"about": ("convention",)}, data.DECLARED)

@@ -691,6 +691,42 @@ def _stored_review_view(episodes: bool) -> Callable[[Sequence[Any], dict[str, An
     return answer
 
 
+def _stored_runs_view(
+    tables: tuple[str, ...], answer: Callable[[list[Any]], Any]
+) -> Callable[[Sequence[Any], dict[str, Any]], Any | None]:
+    """The store path of a view of a list of runs and no parameters: `answer(entries)`, cached on the
+    entries' keys, when the store holds every run's `tables`."""
+
+    @st.cache_data(show_spinner=False, max_entries=32)
+    def cached(name: str, keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
+        return answer(list(_entries))
+
+    def view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+        pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
+        found = _stored_entries(pairs, tables) if pairs else None
+        return None if found is None else cached(answer.__name__, tuple(e.key for e in found), tuple(found))
+
+    return view
+
+
+def _first_errors(entries: list[Any]) -> Any:
+    from analysis.store import queries
+
+    return queries.first_error_distribution(entries)
+
+
+def _attributes(entries: list[Any]) -> Any:
+    from analysis.store import queries
+
+    return queries.attribute_columns(entries)
+
+
+def _history_pairs(entries: list[Any]) -> Any:
+    from analysis.views import history_pairs
+
+    return history_pairs([e.header["meta"] for e in entries])
+
+
 def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
     one = _one(args)
     return stored_picker(*one, **params) if one is not None else None
@@ -704,6 +740,9 @@ _STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] 
     "analysis.views.depth_metrics": _stored_depth_metrics_view,
     "ui.review.review_errors": _stored_review_view(episodes=False),
     "ui.review.review_episodes": _stored_review_view(episodes=True),
+    "analysis.views.first_error_distribution": _stored_runs_view(("picker",), _first_errors),
+    "analysis.views.attribute_columns": _stored_runs_view(("turns",), _attributes),
+    "analysis.views.history_pairs_of": _stored_runs_view(("runs",), _history_pairs),
     "analysis.views.pick_dialogues": _stored_pick_view,
     "analysis.views.scope_caption": _stored_scope_caption,
     "analysis.views.comparability_warnings": _stored_comparability,

@@ -253,6 +253,50 @@ def error_items(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | No
     return as_error_items(rows, datasets)
 
 
+def first_error_distribution(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
+    """`views.first_error_distribution` of the stored runs, from their picker tables' first error turns."""
+    from analysis.views import first_error_counts
+
+    con = con or connect()
+    sql = "SELECT run_id, dialogue_id, first_error_turn FROM t ORDER BY run, file_row_number"
+    return first_error_counts(_read(con, entries, "picker", sql))
+
+
+def attribute_columns(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> list[str]:
+    """`views.attribute_columns` of the stored runs: their turns tables' columns beyond the standard ones
+    (read from each file's schema) with at most 100 distinct values (counted by DuckDB, nulls left out as
+    pandas' `nunique` does), in order of first appearance."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.views import STANDARD_TURN_COLUMNS
+
+    con = con or connect()
+    names: dict[str, None] = {}
+    for entry in entries:
+        path = entry.path("turns")
+        try:
+            extra = [c for c in pq.read_schema(path).names if c not in STANDARD_TURN_COLUMNS]
+            if not extra:
+                continue
+            counts = ", ".join(f"count(DISTINCT {_quoted(c)})" for c in extra)
+            found = con.execute(f"SELECT {counts} FROM read_parquet($file)", {"file": str(path)}).fetchone()
+        except (OSError, pa.ArrowException, duckdb.Error) as exc:
+            raise InputError(
+                str(path), "parquet", f"the score store cannot be queried: {' '.join(str(exc).split())}"
+            ) from exc
+        for column, n in zip(extra, found or (), strict=True):
+            if n <= 100:
+                names[column] = None
+    return list(names)
+
+
+def _quoted(name: str) -> str:
+    """A column name as a SQL identifier: in double quotes, a quote inside doubled (a data file's attribute
+    name may hold any character)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
 def pick_dialogues(
     entry: Entry,
     *,
