@@ -144,6 +144,11 @@ def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None
         _equal(data.compute(views.first_error_distribution, [pairs], {}, choice), want_f)
         attributes = views.attribute_columns(scored_of)
         assert attributes and data.compute(views.attribute_columns, [pairs], {}, choice) == attributes
+        for attribute in [*attributes, "no such attribute"]:  # JGA by each, from four stored turn columns
+            want_a = views.jga_by_attribute(scored_of, attribute=attribute)
+            got_a = data.compute(views.jga_by_attribute, [pairs], {"attribute": attribute}, choice)
+            _equal(got_a, want_a)
+            assert len(want_a) or attribute == "no such attribute"
         history = views.history_pairs_of(scored_of)
         assert data.compute(views.history_pairs_of, [pairs], {}, choice) == history
     gold_history = next(e for e in read_manifest(DEMO).entries if e.name == "simulated-A-mwz-en-gold")
@@ -200,6 +205,7 @@ def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatc
     data.compute(review.review_episodes, [exact], {}, data.DECLARED)
     data.compute(views.first_error_distribution, [exact], {}, data.DECLARED)
     assert data.compute(views.attribute_columns, [exact], {}, data.DECLARED)
+    data.compute(views.jga_by_attribute, [exact], {"attribute": "type"}, data.DECLARED)
     data.compute(views.history_pairs_of, [exact], {}, data.DECLARED)
     data.compute(views.pick_dialogues, [exact[1]], {"search": "hotel"}, data.DECLARED)
     data.compute(views.scope_caption, [exact], {}, data.DECLARED)

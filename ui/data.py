@@ -727,6 +727,23 @@ def _history_pairs(entries: list[Any]) -> Any:
     return history_pairs([e.header["meta"] for e in entries])
 
 
+@st.cache_data(show_spinner=False, max_entries=64)
+def _stored_attribute_jga(keys: tuple[str, ...], attribute: str, _entries: tuple[Any, ...]) -> Any:
+    from analysis.store import queries
+
+    return queries.jga_by_attribute(list(_entries), attribute=attribute)
+
+
+def _stored_attribute_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    from analysis.metrics import SLOT_LEVEL
+
+    attribute = params.get("attribute")
+    ok = len(args) == 1 and isinstance(args[0], list) and set(params) == {"attribute"}
+    pairs = _pairs(args[0]) if ok and isinstance(attribute, str) and attribute not in SLOT_LEVEL else None
+    found = _stored_entries(pairs, ("turns",)) if pairs else None
+    return None if found is None else _stored_attribute_jga(tuple(e.key for e in found), attribute, tuple(found))
+
+
 def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
     one = _one(args)
     return stored_picker(*one, **params) if one is not None else None
@@ -742,6 +759,7 @@ _STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] 
     "ui.review.review_episodes": _stored_review_view(episodes=True),
     "analysis.views.first_error_distribution": _stored_runs_view(("picker",), _first_errors),
     "analysis.views.attribute_columns": _stored_runs_view(("turns",), _attributes),
+    "analysis.views.jga_by_attribute": _stored_attribute_view,
     "analysis.views.history_pairs_of": _stored_runs_view(("runs",), _history_pairs),
     "analysis.views.pick_dialogues": _stored_pick_view,
     "analysis.views.scope_caption": _stored_scope_caption,

@@ -291,6 +291,50 @@ def attribute_columns(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnectio
     return list(names)
 
 
+def jga_by_attribute(
+    entries: Sequence[Entry], *, attribute: str, con: duckdb.DuckDBPyConnection | None = None
+) -> pd.DataFrame:
+    """`views.jga_by_attribute` of the stored runs: the view itself (the metrics module's JGA), run by run on
+    the four turn columns it reads (`run_id`, `tid`, the attribute, `joint_correct`) of the stored turns
+    tables, not on the runs read back whole. Runs whose turns have no such column are left out, as there."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from analysis.conventions import get_convention
+    from analysis.metrics import SLOT_LEVEL
+    from analysis.scoring import Scored
+    from analysis.views import jga_by_attribute as view
+
+    if attribute in SLOT_LEVEL:
+        raise ValueError(f"{attribute} is a slot-level column, not a dialogue attribute")
+    con = con or connect()
+    have = []
+    for entry in entries:
+        try:
+            if attribute in pq.read_schema(entry.path("turns")).names:
+                have.append(entry)
+        except (OSError, pa.ArrowException) as exc:
+            message = f"the score store cannot be queried: {' '.join(str(exc).split())}"
+            raise InputError(str(entry.path("turns")), "parquet", message) from exc
+    if not have:
+        return view([], attribute=attribute)
+    sql = f"SELECT run, run_id, tid, {_quoted(attribute)}, joint_correct FROM t ORDER BY run, file_row_number"
+    turns = _read(con, have, "turns", sql)
+    by_run = dict(tuple(turns.groupby("run", sort=False)))
+    empty = turns.iloc[:0]
+    light = [
+        Scored(
+            get_convention(entry.convention),
+            [],
+            by_run.get(i, empty).drop(columns="run").reset_index(drop=True),
+            pd.DataFrame(),
+            pd.DataFrame(),
+        )
+        for i, entry in enumerate(have)
+    ]
+    return view(light, attribute=attribute)
+
+
 def _quoted(name: str) -> str:
     """A column name as a SQL identifier: in double quotes, a quote inside doubled (a data file's attribute
     name may hold any character)."""
