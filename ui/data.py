@@ -588,8 +588,9 @@ def _stored_review(keys: tuple[str, ...], episodes: bool, _entries: tuple[Any, .
     from analysis.review.analysis import error_episodes
     from analysis.store import queries
 
-    errors = queries.error_items(list(_entries))
-    return error_episodes(errors) if episodes else errors
+    if episodes:  # from the cached items: one query for both
+        return error_episodes(_stored_review(keys, False, _entries))
+    return queries.error_items(list(_entries))
 
 
 def stored_review_errors(pairs: Sequence[tuple[RunSource, str]], *, episodes: bool = False) -> Any | None:
