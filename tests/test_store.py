@@ -408,3 +408,31 @@ def test_attribute_columns_of_any_name_and_a_damaged_file(tmp_path: Path) -> Non
     entry.path("turns").write_bytes(b"PAR1 not a parquet file")
     with pytest.raises(InputError, match="the score store cannot be queried"):
         queries.attribute_columns([entry])
+
+
+def test_jga_by_attribute_keeps_runs_apart_and_in_order(tmp_path: Path) -> None:
+    """The stored JGA by attribute groups all runs in one call and puts them back in the entries' order; two
+    entries of one run id (two conventions of a run) stay two blocks, as the view gives them run by run."""
+    from analysis.conventions import get_convention
+
+    def entry(key: str, run_id: str, correct: list[bool]) -> tuple[entries.Entry, Scored]:
+        made = entries.Entry(key * 16, "exact", {"meta": {"run_id": run_id}}, tmp_path)
+        turns = pd.DataFrame(
+            {
+                "run_id": run_id,
+                "tid": range(len(correct)),
+                "type": ["x", "y", None][: len(correct)],
+                "joint_correct": correct,
+            }
+        )
+        made.path("turns").parent.mkdir(parents=True)
+        turns.to_parquet(made.path("turns"))
+        return made, Scored(get_convention("exact"), [], turns, pd.DataFrame(), pd.DataFrame())
+
+    made = [entry("b", "zz", [True, False, True]), entry("a", "aa", [False, False]), entry("c", "zz", [True, True])]
+    stored = [e for e, _ in made]
+    for picked in (stored, stored[:2]):
+        want = views.jga_by_attribute([s for e, s in made if e in picked], attribute="type")
+        got = queries.jga_by_attribute(picked, attribute="type")
+        pd.testing.assert_frame_equal(got, want, check_dtype=False)
+    assert queries.jga_by_attribute(stored[:2], attribute="type")["run_id"].tolist() == ["zz", "zz", "zz", "aa", "aa"]
