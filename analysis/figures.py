@@ -95,6 +95,12 @@ def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = N
     return plain_figure_text(fig)
 
 
+def _by_run(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Each run's rows of `frame` (in frame order), split once: a mask per run costs a string comparison
+    over the whole frame each time (0.4 s for 100 runs' lines)."""
+    return {str(run): part for run, part in frame.groupby("run_id", sort=False)}
+
+
 def _colours(runs: Sequence[str], colours: Mapping[str, str] | None) -> dict[str, str]:
     base = run_colours(runs)
     return {r: (colours or {}).get(r, base[r]) for r in runs}
@@ -400,8 +406,9 @@ def depth_lines(
     bands = "jga_low" in frame.columns and "jga_high" in frame.columns
     focus = highlight if highlight in runs and len(runs) >= HIGHLIGHT_RUNS else None
     fig = go.Figure()
+    parts = _by_run(frame)
     for i, run in enumerate(runs):
-        part = frame[frame["run_id"] == run]
+        part = parts[run]
         muted = focus is not None and run != focus
         if bands:  # the 95% dialogue-bootstrap interval as a translucent band behind the line
             # One closed shape per run (upper bounds left to right, lower bounds back): a third fewer traces
