@@ -9,10 +9,10 @@ path computes.
   per-dialogue numerator and denominator (`<metric>__num`, `<metric>__den`) and counted turns
   (`<metric>__rows`), and GCA's four label counts: what the dialogue bootstrap resamples
   (`stats._stats`), so an interval needs these few numbers per dialogue, not the turns.
-* `domains`: per-domain JGA with its interval (`views.domain_jga`) and `domain_parts`, its
-  per-(domain, dialogue) numerator and denominator for an interval of another resample count.
-* `depth`, `depth_metrics`, `depth_parts`: the Turn depth page's first tab (`views.depth_jga` with its
-  interval, `views.depth_metrics`) and JGA's per-(turn index, dialogue) parts, as for domains.
+* `domains`: per-domain JGA (`views.domain_jga` without interval) and `domain_parts`, its
+  per-(domain, dialogue) numerator and denominator for the interval.
+* `depth`, `depth_metrics`, `depth_parts`: the Turn depth page's first tab (`views.depth_jga` without
+  interval, `views.depth_metrics`) and JGA's per-(turn index, dialogue) parts for the interval.
 * `slot_table`: the Slots page's table (`views.slot_table`).
 * `picker`: the dialogue viewer's list before its filters (`views.compounding_runs`), one row per dialogue.
 """
@@ -225,9 +225,8 @@ def _jga_parts(scored: Scored, by: str) -> pd.DataFrame:
 
 
 def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-domain JGA with its 95% interval (`views.domain_jga`: the pages' 1,000 resamples, computed once
-    here rather than at every server start) and its per-(domain, dialogue) parts for any other count."""
-    per_domain = views.domain_jga([scored])
+    """Per-domain JGA (`views.domain_jga`, no interval) and its per-(domain, dialogue) parts."""
+    per_domain = views.domain_jga([scored], resamples=0)
     if not len(per_domain.columns):
         per_domain = pd.DataFrame({"run_id": pd.array([], dtype="str"), "domain": pd.array([], dtype="str")})
     parts = _jga_parts(scored, "domain")
@@ -236,10 +235,9 @@ def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
 
 
 def depth_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The Turn depth page's first tab of the run: JGA per turn depth with its 95% interval (`views.depth_jga`,
-    as for domains), the metrics beside it (`views.depth_metrics`) and JGA's per-(turn index, dialogue)
-    parts for an interval of another resample count."""
-    per_depth = views.depth_jga([scored])
+    """The Turn depth page's first tab of the run: JGA per turn depth (`views.depth_jga`, no interval), the
+    metrics beside it (`views.depth_metrics`) and JGA's per-(turn index, dialogue) parts for the interval."""
+    per_depth = views.depth_jga([scored], resamples=0)
     if not len(per_depth.columns):
         per_depth = pd.DataFrame({"run_id": pd.array([], dtype="str"), "turn_index": pd.array([], dtype="int64")})
     beside = views.depth_metrics([scored])

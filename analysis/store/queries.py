@@ -195,15 +195,10 @@ def depth_metrics(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | 
 def _jga_by(
     entries: Sequence[Entry], tables: tuple[str, str], by: str, resamples: int, con: duckdb.DuckDBPyConnection
 ) -> pd.DataFrame:
-    """The stored table (JGA per run and `by`) with its 95% dialogue-bootstrap interval: as stored for the
-    pages' `INTERVAL_RESAMPLES`, else from the parts table (`tables`: both names) with the resample matrix
-    of `stats` for each run's dialogues, seed 0."""
+    """The stored table (JGA per run and `by`) with its 95% dialogue-bootstrap interval from the parts
+    table (`tables`: both names), with the resample matrix of `stats` for each run's dialogues, seed 0."""
     table, parts_table = tables
     frame = _read(con, entries, table, "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
-    bounds_stored = {"jga_low", "jga_high"} <= set(frame.columns)
-    if resamples == INTERVAL_RESAMPLES and bounds_stored:  # the pages' intervals, computed when it was stored
-        return frame.drop(columns=["run"]).reset_index(drop=True)
-    frame = frame.drop(columns=[c for c in ("jga_low", "jga_high") if c in frame.columns])
     if resamples > 0 and len(frame):
         sql = f"SELECT run, {by}, d, num, den FROM t ORDER BY run, {by}, d"
         parts = _read(con, entries, parts_table, sql)
