@@ -31,10 +31,11 @@ ABSENT = "—"
 # The run metadata shown beside every run (the convention has a column of its own: the label actually scored).
 # What a run is, as tables show it: not its convention (a column of its own) nor the schema files it reads.
 META_COLUMNS = [f for f in INFO_FIELDS if f not in ("convention", "schema", "train_schema")]
-# Columns every scored turns table has; anything else is a dialogue attribute (e.g. CrossWOZ `type`).
+# Columns every scored turns table has, and `listing` (an index into the gold file's slot listings, set for
+# files that list slots per turn); anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
     {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}
-    | {"pred_unparseable"}
+    | {"pred_unparseable", "listing"}
     | {"joint_correct", *COUNT_COLUMNS}
 )
 

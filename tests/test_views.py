@@ -240,3 +240,11 @@ def test_leaderboard_carries_the_bootstrap_interval_of_its_sort_metric() -> None
     assert board.loc[0, "jga_low"] == ci["low"] and board.loc[0, "jga_high"] == ci["high"]
     assert board.loc[0, "jga_low"] <= board.loc[0, "jga"] <= board.loc[0, "jga_high"]
     assert board.loc[0, "jga_low"] < board.loc[0, "jga_high"]
+
+
+def test_the_listing_index_is_not_a_dialogue_attribute():
+    """`listing` (which of the gold file's per-turn slot listings a turn has: MultiWOZ files carry it) was
+    offered as a dialogue attribute on the Domains page; a real attribute still is."""
+    s = scored_from_states([{}, {"hotel": {"area": "east"}}], [{}, {}])
+    turns = s.turns.assign(listing=[0, 1], type=["single", "multi"])
+    assert views.attribute_columns(replace(s, turns=turns)) == ["type"]
