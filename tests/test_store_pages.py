@@ -56,7 +56,7 @@ pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {
 
 
 def _clear() -> None:
-    for cache in CACHES:
+    for cache in (*CACHES, *data.STORED_RUNS_CACHES, data._stored_attribute_jga):
         cache.clear()
 
 

@@ -692,6 +692,9 @@ def _stored_review_view(episodes: bool) -> Callable[[Sequence[Any], dict[str, An
     return answer
 
 
+STORED_RUNS_CACHES: list[Any] = []  # the caches of `_stored_runs_view`'s views (cleared together by the tests)
+
+
 def _stored_runs_view(
     tables: tuple[str, ...], answer: Callable[[list[Any]], Any]
 ) -> Callable[[Sequence[Any], dict[str, Any]], Any | None]:
@@ -701,6 +704,8 @@ def _stored_runs_view(
     @st.cache_data(show_spinner=False, max_entries=32)
     def cached(name: str, keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
         return answer(list(_entries))
+
+    STORED_RUNS_CACHES.append(cached)
 
     def view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
         pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
