@@ -226,6 +226,26 @@ def test_an_unqueryable_store_falls_back_to_memory(store: Path, monkeypatch: pyt
     _equal(data.compute(views.slot_table, [pair], {}, data.DECLARED), views.slot_table(scored))
 
 
+def _record_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]]:
+    """The run ids parsed (`data._load_entry`) and scored or read back whole (`data._score_now`) from now on,
+    each still done as before."""
+    parsed: list[str] = []
+    scored_now: list[str] = []
+    real_load, real_score = data._load_entry, data._score_now
+
+    def loading(source: data.RunSource, *args: Any, **kwargs: Any) -> Any:
+        parsed.append(source.run_id)
+        return real_load(source, *args, **kwargs)
+
+    def scoring(source: data.RunSource, convention: str | None) -> Any:
+        scored_now.append(source.run_id)
+        return real_score(source, convention)
+
+    monkeypatch.setattr(data, "_load_entry", loading)
+    monkeypatch.setattr(data, "_score_now", scoring)
+    return parsed, scored_now
+
+
 def _app(runs: list[str]) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=60)
     at.session_state["workspace_path"] = str(DEMO)
@@ -245,20 +265,7 @@ def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_
     want_domains = views.domain_jga(scoreds)
     want_depth = views.depth_metrics(scoreds)
     _clear()
-    parsed: list[str] = []
-    scored_now: list[str] = []
-    real_load, real_score = data._load_entry, data._score_now
-
-    def loading(source: data.RunSource, *args: Any, **kwargs: Any) -> Any:
-        parsed.append(source.run_id)
-        return real_load(source, *args, **kwargs)
-
-    def scoring(source: data.RunSource, convention: str | None) -> Any:
-        scored_now.append(source.run_id)
-        return real_score(source, convention)
-
-    monkeypatch.setattr(data, "_load_entry", loading)
-    monkeypatch.setattr(data, "_score_now", scoring)
+    parsed, scored_now = _record_reads(monkeypatch)
     monkeypatch.setattr(prefetch, "start", lambda **_: False)  # the pages' own work only
     shown: dict[str, pd.DataFrame] = {}
     real_show = ui.show_table
@@ -335,19 +342,7 @@ def test_the_review_page_opens_from_the_warm_store_without_a_scored_run(
     scoreds = _scored_and_stored(exact)
     episodes = review.review_episodes(scoreds)
     _clear()
-    touched: list[str] = []
-    real_load, real_score = data._load_entry, data._score_now
-
-    def loading(source: data.RunSource, *args: Any, **kwargs: Any) -> Any:
-        touched.append(source.run_id)
-        return real_load(source, *args, **kwargs)
-
-    def scoring(source: data.RunSource, convention: str | None) -> Any:
-        touched.append(source.run_id)
-        return real_score(source, convention)
-
-    monkeypatch.setattr(data, "_load_entry", loading)
-    monkeypatch.setattr(data, "_score_now", scoring)
+    parsed, scored_now = _record_reads(monkeypatch)
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = _app(list(EXACT))
     at.session_state["reviewer"] = "ana"
@@ -360,6 +355,7 @@ def test_the_review_page_opens_from_the_warm_store_without_a_scored_run(
     next(b for b in at.button if b.label == "Save tags").click().run()
     assert not at.exception, [e.value for e in at.exception]
     assert next(m for m in at.metric if m.label == "Reviewed episodes").value == f"1 / {len(episodes):,}"
+    touched = [*parsed, *scored_now]
     assert not set(EXACT) & set(touched), touched  # the sidebar parsed the demo's other runs to list them
     assert {"Download CSV", "Download JSON"} <= {b.proto.label for b in at.get("download_button")}
     # The export's runs, read when asked: the same file as from runs read beforehand, with their context.

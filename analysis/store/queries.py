@@ -57,9 +57,7 @@ def _read(
     try:
         return con.execute(query, {"files": files, **(params or {})}).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
-        raise InputError(
-            files[0], "parquet", f"the score store cannot be queried: {' '.join(str(exc).split())}"
-        ) from exc
+        raise _unqueryable(files[0], exc) from exc
 
 
 def _order(entries: Sequence[Entry]) -> pd.DataFrame:
@@ -266,25 +264,20 @@ def attribute_columns(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnectio
     """`views.attribute_columns` of the stored runs: their turns tables' columns beyond the standard ones
     (read from each file's schema) with at most 100 distinct values (counted by DuckDB, nulls left out as
     pandas' `nunique` does), in order of first appearance."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from analysis.views import STANDARD_TURN_COLUMNS
 
     con = con or connect()
     names: dict[str, None] = {}
     for entry in entries:
+        extra = [c for c in _turn_columns(entry) if c not in STANDARD_TURN_COLUMNS]
+        if not extra:
+            continue
         path = entry.path("turns")
+        counts = ", ".join(f"count(DISTINCT {_quoted(c)})" for c in extra)
         try:
-            extra = [c for c in pq.read_schema(path).names if c not in STANDARD_TURN_COLUMNS]
-            if not extra:
-                continue
-            counts = ", ".join(f"count(DISTINCT {_quoted(c)})" for c in extra)
             found = con.execute(f"SELECT {counts} FROM read_parquet($file)", {"file": str(path)}).fetchone()
-        except (OSError, pa.ArrowException, duckdb.Error) as exc:
-            raise InputError(
-                str(path), "parquet", f"the score store cannot be queried: {' '.join(str(exc).split())}"
-            ) from exc
+        except duckdb.Error as exc:
+            raise _unqueryable(path, exc) from exc
         for column, n in zip(extra, found or (), strict=True):
             if n <= 100:
                 names[column] = None
@@ -297,9 +290,6 @@ def jga_by_attribute(
     """`views.jga_by_attribute` of the stored runs: the view itself (the metrics module's JGA), run by run on
     the four turn columns it reads (`run_id`, `tid`, the attribute, `joint_correct`) of the stored turns
     tables, not on the runs read back whole. Runs whose turns have no such column are left out, as there."""
-    import pyarrow as pa
-    import pyarrow.parquet as pq
-
     from analysis.conventions import get_convention
     from analysis.metrics import SLOT_LEVEL
     from analysis.scoring import Scored
@@ -308,14 +298,7 @@ def jga_by_attribute(
     if attribute in SLOT_LEVEL:
         raise ValueError(f"{attribute} is a slot-level column, not a dialogue attribute")
     con = con or connect()
-    have = []
-    for entry in entries:
-        try:
-            if attribute in pq.read_schema(entry.path("turns")).names:
-                have.append(entry)
-        except (OSError, pa.ArrowException) as exc:
-            message = f"the score store cannot be queried: {' '.join(str(exc).split())}"
-            raise InputError(str(entry.path("turns")), "parquet", message) from exc
+    have = [entry for entry in entries if attribute in _turn_columns(entry)]
     if not have:
         return view([], attribute=attribute)
     sql = f"SELECT run, run_id, tid, {_quoted(attribute)}, joint_correct FROM t ORDER BY run, file_row_number"
@@ -334,6 +317,23 @@ def jga_by_attribute(
     position = turns.drop_duplicates("run_id").set_index("run_id")["run"]
     order = np.argsort(table["run_id"].map(position).to_numpy(), kind="stable")
     return table.iloc[order].reset_index(drop=True)
+
+
+def _turn_columns(entry: Entry) -> list[str]:
+    """The columns of the entry's stored turns table, read from its file's schema (no row read)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = entry.path("turns")
+    try:
+        return list(pq.read_schema(path).names)
+    except (OSError, pa.ArrowException) as exc:
+        raise _unqueryable(path, exc) from exc
+
+
+def _unqueryable(path: object, exc: Exception) -> InputError:
+    """The one error a store file that cannot be read gives (as `_read` words it)."""
+    return InputError(str(path), "parquet", f"the score store cannot be queried: {' '.join(str(exc).split())}")
 
 
 def _quoted(name: str) -> str:
