@@ -82,8 +82,16 @@ def _unavailable(exc: StoreError) -> None:
 @ui_errors.in_place("the review queue")
 def queue_panel() -> None:
     """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, with the
-    page when `live_check` sees a write this panel does not show."""
+    page when `live_check` sees a write this panel does not show. The reviewer's pause, which `live_check`
+    waits for, counts from the end of this run (the click's answer)."""
     review.clicked()
+    try:
+        queue_contents()
+    finally:
+        review.clicked()
+
+
+def queue_contents() -> None:
     review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
     try:
         annotations, marker = review.current_annotations(opened)

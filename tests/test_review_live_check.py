@@ -81,13 +81,27 @@ def test_a_colleagues_write_reruns_the_page_once(session: dict[str, Any]) -> Non
     assert "_review_rerun_asked" not in session  # caught up: the next change reruns again
 
 
-def test_the_summaries_behind_ones_own_save_wait_for_a_pause(session: dict[str, Any]) -> None:
+def paused_for(session: dict[str, Any], seconds: float) -> None:
+    session["_review_clicked_at"] = time.monotonic() - seconds
+
+
+def test_the_summaries_behind_ones_own_save_wait_for_a_longer_pause(session: dict[str, Any]) -> None:
     review.shown("queue", (4, 8))  # the save reran the queue ...
     review.shown("summary", (3, 7))  # ... not the summaries
     review.clicked()
     assert not check(session, FakeStore((4, 8)))  # clicking: a page rerun now would delay the next click
-    paused(session)
+    assert review.CATCH_UP_S > review.LIVE_S
+    paused_for(session, review.LIVE_S + 0.1)  # the pause between two clicks: the summaries can wait
+    assert not check(session, FakeStore((4, 8)))
+    paused_for(session, review.CATCH_UP_S + 0.1)
     assert check(session, FakeStore((4, 8)))
+
+
+def test_news_the_queue_lacks_waits_for_the_short_pause_only(session: dict[str, Any]) -> None:
+    review.shown("queue", (4, 8))
+    review.shown("summary", (3, 7))
+    paused_for(session, review.LIVE_S + 0.1)
+    assert check(session, FakeStore((5, 9)))  # a colleague wrote: the queue is behind as well
 
 
 def test_a_failing_or_returning_store_reruns_the_page(session: dict[str, Any]) -> None:

@@ -12,10 +12,10 @@ aggregate query) and reads the annotations again only when it moved, keeping the
 everything computed from the annotations is reused (keyed by the marker) while nothing changed. The Review
 page's panels are fragments that rerun on their own clicks only (a save reruns the queue's) and say which
 marker they show (`shown`). One small fragment, `live_check`, rerun every `LIVE_S` seconds, reads the
-marker alone and, once the reviewer has paused for `LIVE_S` seconds, reruns the page when a panel is
-behind it: a colleague's tags show within about twice `LIVE_S` without a click (and at once on a click in
-the queue, which reads the store itself), the summaries catch up with one's own saves at the first pause,
-and a page nobody writes to redraws nothing. (Panels that redrew themselves every `LIVE_S` seconds, queue
+marker alone and, once the reviewer has paused, reruns the page when a panel is behind it: a colleague's
+tags show within about twice `LIVE_S` without a click (and at once on a click in the queue, which reads the
+store itself), the summaries catch up with one's own saves after a pause of `CATCH_UP_S`, and a page
+nobody writes to redraws nothing. (Panels that redrew themselves every `LIVE_S` seconds, queue
 grid and heatmap included, kept chromium about 0.4 CPU-s/s busy and slowed the clicks that met a redraw;
 a save that also redrew the summaries took 0.3 s more.)
 """
@@ -43,6 +43,11 @@ from ui.text import md
 REVIEWER = "reviewer"
 POLL_S = 5  # while the database is unreachable, the Review page checks it this often and reloads when back
 LIVE_S = 2  # the Review page's queue and summaries check the store's change marker this often
+# The summaries catch up with one's own saves (the queue shows them already) only after a pause this long:
+# a page rerun takes 0.3-0.7 s, and a click that meets one waits for it (Streamlit does not let a
+# fragment's rerun interrupt a whole page's), so it waits for a pause longer than a reviewer's usual
+# one between two clicks. A colleague's write, which the queue does not show yet, waits for LIVE_S only.
+CATCH_UP_S = 3 * LIVE_S
 _SEEN = "_review_annotations"  # session state: {store url: (marker, annotations frame)}
 
 
@@ -117,7 +122,8 @@ def shown(panel: str, marker: tuple[int, int] | None) -> None:
 
 
 def clicked() -> None:
-    """Say that the reviewer just clicked (the queue panel reran): `live_check` waits for a pause."""
+    """Say that the reviewer just clicked (the queue panel reran): `live_check` waits for a pause. Call it
+    when the queue's run starts and when it ends: the pause counts from the answer, not from the click."""
     st.session_state[_CLICKED] = time.monotonic()
 
 
@@ -125,8 +131,9 @@ def live_check(annotations: AnnotationStore) -> None:
     """The Review page's timed check (call it from a fragment that reruns every `LIVE_S` s): one aggregate
     query; the whole page reruns when a panel shows another marker than the store's (a colleague wrote,
     one's own save is not in the summaries yet, the database failed or came back), once the reviewer has
-    not clicked for `LIVE_S` s (a rerun of the page would delay a click that met it). At most one rerun
-    per marker: a panel that cannot catch up (an error in its place) does not rerun the page again."""
+    not clicked for `LIVE_S` s, or for `CATCH_UP_S` s when only the summaries are behind (a rerun of the
+    page would delay a click that met it). At most one rerun per marker: a panel that cannot catch up (an
+    error in its place) does not rerun the page again."""
     try:
         now: tuple[int, int] | None = annotations.change_marker()
     except StoreError:
@@ -137,7 +144,10 @@ def live_check(annotations: AnnotationStore) -> None:
         return
     if _ASKED in st.session_state and st.session_state[_ASKED] == now:
         return
-    if time.monotonic() - st.session_state.get(_CLICKED, 0.0) < LIVE_S:
+    # The queue already shows the store (one's own save, or a click after a colleague's write): only the
+    # summaries are behind, and they wait for a longer pause (CATCH_UP_S) than news the queue lacks (LIVE_S).
+    pause = CATCH_UP_S if panels.get("queue", now) == now else LIVE_S
+    if time.monotonic() - st.session_state.get(_CLICKED, 0.0) < pause:
         return
     st.session_state[_ASKED] = now
     st.rerun(scope="app")

@@ -19,6 +19,7 @@ from conftest import DEMO, IDLE, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.review import AnnotationStore
+from ui.review import CATCH_UP_S, LIVE_S
 
 pytestmark = pytest.mark.browser
 TIMEOUT = 180_000
@@ -108,8 +109,10 @@ def test_a_colleagues_tag_appears_within_5_s_without_a_click(
     assert reviewed_turns.startswith(f"{span:,} / ")  # tagging the episode reviewed all of its turns
     # ... and the queue's summaries below (tag counts) draw A's tag: a bar instead of the empty note
     expect(b.get_by_text("No annotations yet")).to_have_count(0, timeout=LIVE_TARGET_S * 1000)
-    # A's own summaries (below her queue, not redrawn by her save) catch up once she pauses, no click
-    expect(a.get_by_text("No annotations yet")).to_have_count(0, timeout=LIVE_TARGET_S * 1000)
+    # A's own summaries (below her queue, not redrawn by her save) catch up once she pauses (CATCH_UP_S,
+    # then the next timed check), no click
+    catch_up = CATCH_UP_S + 2 * LIVE_S + 1
+    expect(a.get_by_text("No annotations yet")).to_have_count(0, timeout=catch_up * 1000)
     b.screenshot(path=str(screenshots / "review_live_b.png"), full_page=True)
     a.context.close()
     b.context.close()
