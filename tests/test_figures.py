@@ -148,3 +148,22 @@ def test_first_error_heatmap_for_many_runs(runs):
     many = pd.concat([frame.assign(run_id=f"r{i}") for i in range(5)], ignore_index=True)
     fig = figures.first_error_bar(many)
     assert fig.data[0].type == "heatmap" and list(fig.data[0].x)[-1] == "none"
+
+
+@pytest.mark.parametrize("style", sorted(figures.STYLES))
+def test_each_figure_carries_its_registered_template_less_what_it_cannot_use(runs, style: str) -> None:
+    """`apply_style` gives every figure Plotly's registered template without the entries the figure never
+    consults (other trace types, subplot kinds none of ours draws): the defaults it uses are the whole
+    template's, value for value, so it draws the same."""
+    import plotly.io as pio
+
+    whole = pio.templates[figures.STYLES[style]["template"]].to_plotly_json()
+    for name, fig in _all_figures(runs).items():
+        fig = figures.apply_style(fig, style)
+        kept = fig.layout.template.to_plotly_json()
+        assert kept["layout"] == {k: v for k, v in whole["layout"].items() if k not in figures.UNDRAWN_SUBPLOTS}, name
+        types = {t.type for t in fig.data}
+        assert types <= set(kept["data"]), name
+        assert all(kept["data"][t] == whole["data"][t] for t in kept["data"]), name
+        drawn = fig.to_plotly_json()["layout"]
+        assert not [k for k in drawn if k.rstrip("0123456789") in figures.UNDRAWN_SUBPLOTS], name

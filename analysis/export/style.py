@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import plotly.graph_objects as go
 
+from analysis.figures import template_for
 from analysis.palette import OKABE_ITO
 
 STYLES = ("paper", "slides")
@@ -287,7 +288,7 @@ def style_figure(fig: go.Figure, *, style: str = "paper", width: str = "single")
     left, right, top, bottom = spec.margin
     legend, legend_height = _legend(fig, spec)
     out.update_layout(
-        template="simple_white",
+        template=template_for(out, "simple_white"),
         colorway=list(OKABE_ITO),
         font={"family": FONT_FAMILY, "size": font_px, "color": "#000000"},
         width=spec.width_px,
