@@ -256,10 +256,13 @@ def _norm_series(values: pd.Series) -> pd.Series:
 def _key_part(values: pd.Series) -> np.ndarray:
     """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an object array. Each
     distinct value is normalised once: a column holds few of them (datasets, dialogues, slots, runs), and
-    normalising per row is most of the cost of a queue's keys."""
+    normalising per row is most of the cost of a queue's keys. The distinct values are few, so each is
+    done by `item_key`'s own functions: five string operations of pandas cost more in calls than in work
+    (a save reruns this on every annotated dialogue's rows)."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    done = _norm_series(pd.Series(uniques, dtype=values.dtype)).str.replace("%", "%25")
-    return done.str.replace(_KEY_SEPARATOR, "%7C").to_numpy(dtype=object)[codes]
+    done = np.empty(len(uniques), dtype=object)
+    done[:] = [_escape(_norm(v)) for v in uniques]
+    return done[codes]
 
 
 def item_key_variants(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]] = ((True, True),)) -> list[np.ndarray]:
