@@ -78,12 +78,79 @@ def _unavailable(exc: StoreError) -> None:
     )
 
 
-@st.fragment
+def slots_of(domain: str) -> list[str]:
+    """The Slot filter's choices: the slots of the domain's errors (all: ''), once per domain."""
+    return review.memo(
+        "slots", (tuple(runs), convention, domain), lambda: review.options(error_turns, domain=domain or None)["slot"]
+    )
+
+
+FILTERS, QUEUE = "review_filters", "review_queue_panel"  # the two fragments' keys
+BOTH = (FILTERS, QUEUE)  # a filter's change reruns its row (the slots of a domain), then the queue
+
+
+@st.fragment(key=FILTERS)
+@ui_errors.in_place("the review filters")
+def filters_panel() -> None:
+    """The queue's filters, a fragment of their own: a save, which reruns the queue, leaves them as they
+    are (their six select boxes were a quarter of the browser's work of a save); a change reruns both."""
+    filters = st.columns([2, 2, 2, 2, 2, 2])
+    ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)", rerun=BOTH)
+    domain = ui.select(
+        "Domain",
+        ["", *choices["domain"]],
+        state="review_domain",
+        rerun=BOTH,
+        container=filters[1],
+        format_func=lambda d: d or "(all)",
+    )
+    slot_names = slots_of(domain)
+    ui.select(
+        "Slot",
+        ["", *slot_names],
+        state="review_slot",
+        rerun=BOTH,
+        container=filters[2],
+        format_func=lambda s: s or "(all)",
+    )
+    ui.select(
+        "Outcome",
+        ["", *[o for o in OUTCOMES if o in choices["outcome"]]],
+        state="review_outcome",
+        rerun=BOTH,
+        container=filters[3],
+        format_func=lambda o: COLUMN_LABELS.get(o, o.replace("_", " ")) if o else "(all errors)",
+    )
+    ui.select(
+        "Tag",
+        ["", *opened.tags],
+        state="review_tag",
+        rerun=BOTH,
+        container=filters[4],
+        format_func=lambda t: t or "(any)",
+    )
+    ui.select(
+        "Status",
+        list(STATUS_LABELS),
+        state="review_status",
+        rerun=BOTH,
+        container=filters[5],
+        format_func=lambda s: STATUS_LABELS.get(s, s),
+        help="'reviewed by others, not by me' is the queue of a second opinion (your name above is 'me'); "
+        "a tag filter shows reviewed items only",
+    )
+
+
+filters_panel()
+
+
+@st.fragment(key=QUEUE)
 @ui_errors.in_place("the review queue")
 def queue_panel() -> None:
-    """Filters, progress, the heatmap, the queue and the tag form: reruns alone on a click here, with the
-    page when `live_check` sees a write this panel does not show. The reviewer's pause, which `live_check`
-    waits for, counts from the end of this run (the click's answer)."""
+    """Progress, the heatmap, the queue and the tag form: reruns alone on a click here (and after the
+    filters on a change of theirs), with the page when `live_check` sees a write this panel does not show.
+    The reviewer's pause, which `live_check` waits for, counts from the end of this run (the click's
+    answer)."""
     review.clicked()
     try:
         queue_contents()
@@ -99,38 +166,13 @@ def queue_contents() -> None:
         _unavailable(exc)
         return
     review.shown("queue", marker)
-    filters = st.columns([2, 2, 2, 2, 2, 2])
-    run_filter = ui.multiselect("Runs", runs, state="review_runs", container=filters[0], placeholder="(all selected)")
-    domain = ui.select(
-        "Domain",
-        ["", *choices["domain"]],
-        state="review_domain",
-        container=filters[1],
-        format_func=lambda d: d or "(all)",
-    )
-    slot_names = review.options(error_turns, domain=domain or None)["slot"]
-    slot = ui.select(
-        "Slot", ["", *slot_names], state="review_slot", container=filters[2], format_func=lambda s: s or "(all)"
-    )
-    outcome = ui.select(
-        "Outcome",
-        ["", *[o for o in OUTCOMES if o in choices["outcome"]]],
-        state="review_outcome",
-        container=filters[3],
-        format_func=lambda o: COLUMN_LABELS.get(o, o.replace("_", " ")) if o else "(all errors)",
-    )
-    tag = ui.select(
-        "Tag", ["", *opened.tags], state="review_tag", container=filters[4], format_func=lambda t: t or "(any)"
-    )
-    status = ui.select(
-        "Status",
-        list(STATUS_LABELS),
-        state="review_status",
-        container=filters[5],
-        format_func=lambda s: STATUS_LABELS.get(s, s),
-        help="'reviewed by others, not by me' is the queue of a second opinion (your name above is 'me'); "
-        "a tag filter shows reviewed items only",
-    )
+    # The filters' values, as their fragment left them (a stale one, which it would reset, counts as none).
+    run_filter = [r for r in ui.get("review_runs") or [] if r in runs]
+    domain = ui.get("review_domain") if ui.get("review_domain") in choices["domain"] else ""
+    slot = ui.get("review_slot") if ui.get("review_slot") in slots_of(domain) else ""
+    outcome = ui.get("review_outcome") if ui.get("review_outcome") in choices["outcome"] else ""
+    tag = ui.get("review_tag") if ui.get("review_tag") in opened.tags else ""
+    status = ui.get("review_status") if ui.get("review_status") in STATUS_LABELS else "unreviewed"
     if tag and status not in ("reviewed", "by-others"):
         status = "reviewed"
     me = review.reviewer()

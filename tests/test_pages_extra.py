@@ -258,6 +258,40 @@ def test_reviewer_name_is_required_before_tagging(annotations_url):
     assert metric.value == "1"
 
 
+def test_review_filters_rerun_their_row_and_the_queue(manifest, annotations_url):
+    """The filters are a fragment of their own (a save leaves them as they are); a change of one reruns
+    them (the Slot choices follow the Domain) and then the queue, which lists what they ask for."""
+    at = opened("review")
+    no_exception(at)
+
+    def caption() -> str:
+        return next(c.value for c in at.caption if "error episode(s) match" in c.value)
+
+    def queue() -> pd.DataFrame:
+        return table_with(at, "last turn")  # the queue (its slot column: domain-slot)
+
+    everything = caption()
+    domains = [d for d in at.selectbox(key="w_review_domain").options if d != "(all)"]
+    assert len(domains) >= 2
+    at.selectbox(key="w_review_domain").select(domains[0]).run()
+    no_exception(at)
+    assert caption() != everything
+    assert set(queue()["slot"].str.split("-").str[0]) == {domains[0]}
+    slots = [s for s in at.selectbox(key="w_review_slot").options if s != "(all)"]
+    assert slots and all(not s.startswith(f"{domains[0]}-") for s in slots)  # the slot names of that domain
+    at.selectbox(key="w_review_slot").select(slots[0]).run()
+    no_exception(at)
+    assert set(queue()["slot"]) == {f"{domains[0]}-{slots[0]}"}
+    # Another domain: the slot picked before is not one of its slots, so it no longer filters the queue.
+    at.selectbox(key="w_review_domain").select(domains[1]).run()
+    no_exception(at)
+    assert set(queue()["slot"].str.split("-").str[0]) == {domains[1]}
+    assert at.selectbox(key="w_review_slot").value == ""
+    at.selectbox(key="w_review_status").select("all").run()
+    no_exception(at)
+    assert "(all" in caption()
+
+
 def test_review_agreement_and_import(manifest, annotations_url, tmp_path):
     errors = demo_errors(manifest).head(4)
     store = AnnotationStore(annotations_url)

@@ -64,6 +64,18 @@ def _sync(name: str, widget: str | None = None) -> None:
     st.session_state[name] = st.session_state[widget or f"w_{name}"]
 
 
+def _sync_and_rerun(name: str, widget: str, fragments: tuple[str, ...]) -> None:
+    """`_sync`, then rerun the fragments keyed `fragments` (in that order) instead of the widget's own."""
+    _sync(name, widget)
+    st.rerun(list(fragments))
+
+
+def _on_change(state: str, widget: str, rerun: Sequence[str] | None) -> dict[str, Any]:
+    if rerun:
+        return {"on_change": _sync_and_rerun, "args": (state, widget, tuple(rerun))}
+    return {"on_change": _sync, "args": (state, widget)}
+
+
 def choose(current: Any, options: Sequence[Any], hint: Any = None) -> Any:
     """What a `select` shows: `current` when still an option, else `hint` when one, else the first
     option (None without options). The prefetch picks the pages' defaults with it too."""
@@ -81,11 +93,13 @@ def select(
     format_func: Callable[[Any], Any] = str,
     widget: str | None = None,
     index_hint: Any = None,
+    rerun: Sequence[str] | None = None,
     **kwargs: Any,
 ) -> Any:
     """A selectbox whose value is `st.session_state[state]` (kept when the widget is not on screen);
     `widget` names the widget key when two widgets show one state (sidebar and page); `index_hint` is
-    the value to start from when the state holds none of the options."""
+    the value to start from when the state holds none of the options; `rerun`: the keys of the fragments
+    a change reruns (`st.fragment(key=...)`), instead of the fragment (or page) holding the widget."""
     widget = widget or f"w_{state}"
     options = list(options)
     host = container or st
@@ -96,18 +110,27 @@ def select(
         st.session_state[state] = current
     st.session_state[widget] = current
     return host.selectbox(
-        label, options, key=widget, on_change=_sync, args=(state, widget), format_func=format_func, **kwargs
+        label, options, key=widget, format_func=format_func, **_on_change(state, widget, rerun), **kwargs
     )
 
 
-def multiselect(label: str, options: Sequence[Any], *, state: str, container: Any = None, **kwargs: Any) -> list[Any]:
+def multiselect(
+    label: str,
+    options: Sequence[Any],
+    *,
+    state: str,
+    container: Any = None,
+    rerun: Sequence[str] | None = None,
+    **kwargs: Any,
+) -> list[Any]:
+    """A multiselect whose values are `st.session_state[state]`; `rerun` as for `select`."""
     widget = f"w_{state}"
     options = list(options)
     current = [v for v in st.session_state.get(state, []) if v in options]
     st.session_state[state] = current
     st.session_state[widget] = current
     host = container or st
-    return list(host.multiselect(label, options, key=widget, on_change=_sync, args=(state,), **kwargs))
+    return list(host.multiselect(label, options, key=widget, **_on_change(state, widget, rerun), **kwargs))
 
 
 def view_state(page: str) -> str:
