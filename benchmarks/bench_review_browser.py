@@ -376,6 +376,7 @@ def summarise(results: dict[str, list[float]]) -> dict[str, dict[str, Any]]:
             cpu = results.get(f"{name}_{side}_cpu", [])
             if cpu:
                 row |= {f"{side}_cpu_median_s": statistics.median(cpu), f"{side}_cpu_max_s": max(cpu)}
+                row |= {f"{side}_cpu_all_s": cpu}  # click by click, beside all_s: what made an outlier
         summary[name] = row
     return summary
 
