@@ -31,6 +31,8 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 DEFAULT_TAGS = (
     "gold annotation error",
@@ -253,46 +255,48 @@ def _norm_series(values: pd.Series) -> pd.Series:
     return values.astype("str").fillna("").str.normalize("NFC").str.strip()
 
 
-def _key_part(values: pd.Series) -> np.ndarray:
-    """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an object array. Each
-    distinct value is normalised once: a column holds few of them (datasets, dialogues, slots, runs), and
-    normalising per row is most of the cost of a queue's keys. The distinct values are few, so each is
-    done by `item_key`'s own functions: five string operations of pandas cost more in calls than in work
-    (a save reruns this on every annotated dialogue's rows)."""
+def _key_part(values: pd.Series) -> pa.Array:
+    """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an Arrow string array.
+    Each distinct value is normalised once, by `item_key`'s own functions: a column holds few of them
+    (datasets, dialogues, slots, runs), and normalising per row is most of the cost of a queue's keys."""
     codes, uniques = pd.factorize(values, use_na_sentinel=False)
-    done = np.empty(len(uniques), dtype=object)
-    done[:] = [_escape(_norm(v)) for v in uniques]
-    return done[codes]
+    done = pa.array([_escape(_norm(v)) for v in uniques], type=pa.large_string())
+    return done.take(pa.array(codes, type=pa.int64()))
+
+
+def _key_arrays(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]]) -> list[pa.Array]:
+    """The keys of `item_key_variants` as Arrow string arrays, joined by Arrow's element-wise join (one C
+    pass over the rows, where object arrays cost ten Python-level concatenations of every row)."""
+    n = len(items)
+    blank = pa.array(np.full(n, "", dtype=object), type=pa.large_string()) if n else pa.array([], pa.large_string())
+
+    def part(name: str) -> pa.Array:
+        return _key_part(items[name]) if name in items.columns else blank
+
+    version = pa.scalar(_KEY_VERSION, type=pa.large_string())
+    turn = pa.array(items["turn_index"].to_numpy(dtype="int64")).cast(pa.large_string())
+    head = [version, part("dataset"), part("dialogue_id"), turn]
+    slot = part("slot") if any(s for s, _ in variants) else blank
+    domain = pc.if_else(pc.not_equal(slot, ""), part("domain"), "") if any(s for s, _ in variants) else blank
+    run = part("run_id") if any(r for _, r in variants) else blank
+    out = []
+    for with_slot, with_run in variants:
+        pieces = [*head, domain if with_slot else blank, slot if with_slot else blank, run if with_run else blank]
+        out.append(pc.binary_join_element_wise(*pieces, pa.scalar(_KEY_SEPARATOR, type=pa.large_string())))
+    return out
 
 
 def item_key_variants(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]] = ((True, True),)) -> list[np.ndarray]:
     """`item_keys(items, with_slot=s, with_run=r)` for each (s, r) of `variants`, as object arrays, from
     components normalised once (the four keys that may cover an error row cost little more than one)."""
-    n = len(items)
-    blank = np.full(n, "", dtype=object)
-
-    def part(name: str) -> np.ndarray:
-        return _key_part(items[name]) if name in items.columns else blank
-
-    sep = _KEY_SEPARATOR
-    turn = items["turn_index"].to_numpy(dtype="int64").astype("str").astype(object)
-    head = _KEY_VERSION + sep + part("dataset") + sep + part("dialogue_id") + sep + turn + sep
-    keyed: dict[bool, np.ndarray] = {}
-    if any(s for s, _ in variants):
-        slot = part("slot")
-        domain = np.where(slot != "", part("domain"), "").astype(object)
-        keyed[True] = head + domain + sep + slot + sep
-    if not all(s for s, _ in variants):
-        keyed[False] = head + (sep + sep)
-    run = part("run_id") if any(r for _, r in variants) else blank
-    return [keyed[s] + run if r else keyed[s] for s, r in variants]
+    return [keys.to_numpy(zero_copy_only=False).astype(object) for keys in _key_arrays(items, variants)]
 
 
 def item_keys(items: pd.DataFrame, *, with_slot: bool = True, with_run: bool = True) -> pd.Series:
     """`item_key` for every row of a frame with ITEM_COLUMNS (missing dataset/domain/slot/run: empty),
     vectorised. `with_slot=False` / `with_run=False` give the keys of the covering turn / any-run item."""
-    (keys,) = item_key_variants(items, [(with_slot, with_run)])
-    return pd.Series(keys, index=items.index, dtype="str", name="item_key")
+    (keys,) = _key_arrays(items, [(with_slot, with_run)])
+    return pd.Series(pd.array(keys, dtype="str"), index=items.index, name="item_key")
 
 
 # -------------------------------------------------------------------------------------------- taxonomy
