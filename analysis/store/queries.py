@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from analysis import metrics as M
 from analysis import registry as R
@@ -39,13 +40,27 @@ def _files(entries: Sequence[Entry], table: str) -> list[str]:
     return [str(e.path(table)) for e in entries]
 
 
+_STR_TYPES = {
+    pa.string(): pd.StringDtype("pyarrow", na_value=np.nan),
+    pa.large_string(): pd.StringDtype("pyarrow", na_value=np.nan),
+}
+
+
 def _read(
-    con: duckdb.DuckDBPyConnection, entries: Sequence[Entry], table: str, sql: str, params: Any = None
+    con: duckdb.DuckDBPyConnection,
+    entries: Sequence[Entry],
+    table: str,
+    sql: str,
+    params: Any = None,
+    *,
+    via_arrow: bool = False,
 ) -> pd.DataFrame:
     """`sql` with `t` the table's files of `entries`, plus `run`: the entry's position in `entries` (an
     integer: cheaper to carry over a million dialogue rows than the key). The files' own columns keep
     their names, `convention` included (the Hive path's partition is not read as a column here);
-    `file_row_number` is a row's place in its file (a join keeps no order: sort on `run, file_row_number`)."""
+    `file_row_number` is a row's place in its file (a join keeps no order: sort on `run, file_row_number`).
+    `via_arrow`: fetched as an Arrow table, strings as pandas' `str` (what `.df()` gives them), for a
+    query of string and non-null integer columns only (`.df()` and Arrow differ on nullable numbers)."""
     if not entries:
         raise ValueError("no runs to query")
     files = _files(entries, table)
@@ -55,6 +70,9 @@ def _read(
     positions = "(SELECT unnest($files) AS filename, generate_subscripts($files, 1) - 1 AS run)"
     query = f"WITH t AS (SELECT * EXCLUDE (filename) FROM {source} JOIN {positions} USING (filename)) {sql}"
     try:
+        if via_arrow:  # only strings and non-null numbers: `.df()`'s frame at less than half its cost
+            table_ = con.sql(query, params={"files": files, **(params or {})}).to_arrow_table()
+            return table_.to_pandas(types_mapper=_STR_TYPES.get)
         return con.execute(query, {"files": files, **(params or {})}).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
         raise _unqueryable(files[0], exc) from exc
@@ -245,7 +263,7 @@ def error_items(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | No
     con = con or connect()
     columns = ", ".join(ERROR_ITEM_READ)
     sql = f"SELECT {columns} FROM t WHERE outcome IN (SELECT unnest($outcomes)) ORDER BY run, file_row_number"
-    rows = _read(con, entries, "slots", sql, {"outcomes": list(ERROR_OUTCOMES)})
+    rows = _read(con, entries, "slots", sql, {"outcomes": list(ERROR_OUTCOMES)}, via_arrow=True)
     rows["outcome"] = pd.Categorical(rows["outcome"], dtype=OUTCOME_DTYPE)
     datasets = {e.run_id: e.header["meta"]["dataset"] for e in entries}
     return as_error_items(rows, datasets)
