@@ -266,34 +266,30 @@ def _key_part(values: pd.Series) -> pa.Array:
 
 def _key_arrays(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]]) -> list[pa.Array]:
     """The keys of `item_key_variants` as Arrow string arrays, joined by Arrow's element-wise join (one C
-    pass over the rows, where object arrays cost ten Python-level concatenations of every row). A missing
-    or unused component is the empty string as a scalar, which the join repeats on every row."""
-    blank = pa.scalar("", type=pa.large_string())
+    pass over the rows, where object arrays cost ten Python-level concatenations of every row)."""
+    n = len(items)
+    blank = pa.array(np.full(n, "", dtype=object), type=pa.large_string()) if n else pa.array([], pa.large_string())
 
-    def part(name: str) -> pa.Array | pa.Scalar:
+    def part(name: str) -> pa.Array:
         return _key_part(items[name]) if name in items.columns else blank
 
+    version = pa.scalar(_KEY_VERSION, type=pa.large_string())
     turn = pa.array(items["turn_index"].to_numpy(dtype="int64")).cast(pa.large_string())
-    head = [pa.scalar(_KEY_VERSION, type=pa.large_string()), part("dataset"), part("dialogue_id"), turn]
-    slot = domain = run = blank
-    if any(s for s, _ in variants):
-        slot = part("slot")
-        domain = pc.if_else(pc.not_equal(slot, ""), part("domain"), blank)
-    if any(r for _, r in variants):
-        run = part("run_id")
-    separator = pa.scalar(_KEY_SEPARATOR, type=pa.large_string())
-    return [
-        pc.binary_join_element_wise(
-            *head, domain if with_slot else blank, slot if with_slot else blank, run if with_run else blank, separator
-        )
-        for with_slot, with_run in variants
-    ]
+    head = [version, part("dataset"), part("dialogue_id"), turn]
+    slot = part("slot") if any(s for s, _ in variants) else blank
+    domain = pc.if_else(pc.not_equal(slot, ""), part("domain"), "") if any(s for s, _ in variants) else blank
+    run = part("run_id") if any(r for _, r in variants) else blank
+    out = []
+    for with_slot, with_run in variants:
+        pieces = [*head, domain if with_slot else blank, slot if with_slot else blank, run if with_run else blank]
+        out.append(pc.binary_join_element_wise(*pieces, pa.scalar(_KEY_SEPARATOR, type=pa.large_string())))
+    return out
 
 
 def item_key_variants(items: pd.DataFrame, variants: Sequence[tuple[bool, bool]] = ((True, True),)) -> list[np.ndarray]:
     """`item_keys(items, with_slot=s, with_run=r)` for each (s, r) of `variants`, as object arrays, from
     components normalised once (the four keys that may cover an error row cost little more than one)."""
-    return [keys.to_numpy(zero_copy_only=False) for keys in _key_arrays(items, variants)]
+    return [keys.to_numpy(zero_copy_only=False).astype(object) for keys in _key_arrays(items, variants)]
 
 
 def item_keys(items: pd.DataFrame, *, with_slot: bool = True, with_run: bool = True) -> pd.Series:

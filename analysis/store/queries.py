@@ -69,11 +69,11 @@ def _read(
     )
     positions = "(SELECT unnest($files) AS filename, generate_subscripts($files, 1) - 1 AS run)"
     query = f"WITH t AS (SELECT * EXCLUDE (filename) FROM {source} JOIN {positions} USING (filename)) {sql}"
-    bound = {"files": files, **(params or {})}
     try:
         if via_arrow:  # only strings and non-null numbers: `.df()`'s frame at less than half its cost
-            return con.sql(query, params=bound).to_arrow_table().to_pandas(types_mapper=_STR_TYPES.get)
-        return con.execute(query, bound).df()
+            table_ = con.sql(query, params={"files": files, **(params or {})}).to_arrow_table()
+            return table_.to_pandas(types_mapper=_STR_TYPES.get)
+        return con.execute(query, {"files": files, **(params or {})}).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
         raise _unqueryable(files[0], exc) from exc
 
