@@ -153,6 +153,45 @@ def test_scorer_version_digests_the_scoring_source(monkeypatch, tmp_path):
         entries.scorer_version.cache_clear()
 
 
+def test_a_remembered_digest_follows_the_file(tmp_path):
+    """The process remembers digests per file identity: content rewritten in place (a new modification
+    time), or another file moved over the path (a new inode, even at the same size and time), is hashed again."""
+    import hashlib
+
+    path = tmp_path / "pred.jsonl"
+    path.write_bytes(b"a" * 100)
+    assert entries.file_digest(path) == hashlib.sha256(b"a" * 100).hexdigest()
+    stat = path.stat()
+    path.write_bytes(b"b" * 100)  # same size, in place
+    os.utime(path, ns=(stat.st_atime_ns, stat.st_mtime_ns + 10**9))
+    assert entries.file_digest(path) == hashlib.sha256(b"b" * 100).hexdigest()
+    other = tmp_path / "other.jsonl"
+    other.write_bytes(b"c" * 100)
+    stat = path.stat()
+    os.utime(other, ns=(stat.st_atime_ns, stat.st_mtime_ns))  # same size and time, another file
+    other.replace(path)
+    assert entries.file_digest(path) == hashlib.sha256(b"c" * 100).hexdigest()
+    path.unlink()
+    assert entries.file_digest(path) == "missing"
+
+
+def test_a_remembered_header_follows_its_file(demo_runs, root):
+    """Headers are remembered per file identity: a header rewritten is read again, a removed one is gone."""
+    import json
+
+    entry = entries.save(root, "k", score_run(demo_runs["simulated-A-mwz-en-predicted"], "exact"))
+    assert entry is not None
+    assert entries._header(root, "k").run_id == entry.run_id == "simulated-A-mwz-en-predicted"
+    path = entries.header_path(root, "k")
+    header = json.loads(path.read_text(encoding="utf-8"))
+    header["meta"]["run_id"] = "renamed"
+    path.write_text(json.dumps(header), encoding="utf-8")
+    assert entries._header(root, "k").run_id == "renamed"
+    path.unlink()
+    assert entries._header(root, "k") is None
+    assert entries.lookup(root, "k") is None
+
+
 def test_store_moves_with_cache_dir(monkeypatch, tmp_path):
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "elsewhere"))
     assert entries.store_root() == tmp_path / "elsewhere" / "scored"

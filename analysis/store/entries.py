@@ -96,14 +96,34 @@ def scorer_version() -> str:
     return digest.hexdigest()[:16]
 
 
+# This process's digests per file identity (device, inode, size, modification time): the pages look the
+# store keys of every run up on each view, and one `stat` is all a known file then costs (the memo file
+# below needs the resolved path, several `lstat`s, and a read). Bounded: cleared when full.
+_DIGESTS: dict[tuple[int, int, int, int], str] = {}
+_DIGESTS_MAX = 4096
+
+
 def file_digest(path: str | Path, root: Path | None = None) -> str:
     """SHA-256 of a file's content, remembered per (path, size, modification time) under `root`
-    so that a warm restart reads no prediction file. A missing file has the digest `missing`."""
+    so that a warm restart reads no prediction file, and in this process per (device, inode, size,
+    modification time). A missing file has the digest `missing`."""
     path = Path(path)
     try:
         stat = path.stat()
     except OSError:
         return "missing"
+    identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _DIGESTS.get(identity)
+    if known is not None:
+        return known
+    value = _file_digest(path, stat, root)
+    if len(_DIGESTS) >= _DIGESTS_MAX:
+        _DIGESTS.clear()
+    _DIGESTS[identity] = value
+    return value
+
+
+def _file_digest(path: Path, stat: os.stat_result, root: Path | None) -> str:
     memo = None
     if root is not None:
         stamp = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
@@ -292,19 +312,45 @@ def _json_default(value: Any) -> Any:
     return str(value)
 
 
+# Headers this process has read, per header file and its identity (inode, size, modification time): a page
+# looks the entries of every run up on each view, and a known header then costs one `stat`, not a read and
+# a JSON parse. A header rewritten, replaced or removed has another identity, or none. Bounded: cleared when full.
+_HEADERS: dict[Path, tuple[tuple[int, int, int, int], Entry]] = {}
+_HEADERS_MAX = 4096
+
+
 def _header(root: Path, key: str) -> Entry | None:
     path = header_path(root, key)
     try:
+        stat = path.stat()
+    except FileNotFoundError:
+        _HEADERS.pop(path, None)
+        return None
+    except OSError:
+        stat = None
+    identity = None if stat is None else (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
+    known = _HEADERS.get(path)
+    if known is not None and identity is not None and known[0] == identity:
+        return known[1]
+    try:
         header = json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
+        _HEADERS.pop(path, None)
         return None
     except (OSError, ValueError) as exc:
+        _HEADERS.pop(path, None)
         _discard(root, key, None, f"its header {path} cannot be read ({exc})")
         return None
     if not isinstance(header, dict) or header.get("key") != key or "tables" not in header:
+        _HEADERS.pop(path, None)
         _discard(root, key, None, f"its header {path} is not a store header")
         return None
-    return Entry(key, str(header["convention"]), header, root)
+    entry = Entry(key, str(header["convention"]), header, root)
+    if identity is not None:
+        if len(_HEADERS) >= _HEADERS_MAX:
+            _HEADERS.clear()
+        _HEADERS[path] = (identity, entry)
+    return entry
 
 
 def _discard(root: Path, key: str, convention: str | None, why: str) -> None:
@@ -312,6 +358,7 @@ def _discard(root: Path, key: str, convention: str | None, why: str) -> None:
     log.warning("score store: entry %s is damaged (%s); removed, the run is scored again", key, why)
     with contextlib.suppress(OSError):
         header_path(root, key).unlink()
+    _HEADERS.pop(header_path(root, key), None)
     conventions = (
         [convention] if convention else [p.name.removeprefix("convention=") for p in root.glob("*/convention=*")]
     )
