@@ -20,7 +20,9 @@ path computes.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -224,18 +226,64 @@ def _jga_parts(scored: Scored, by: str) -> pd.DataFrame:
     )
 
 
+def jga_bounds(parts: pd.DataFrame, by: str, n_dialogues: Mapping[Any, int], resamples: int) -> pd.DataFrame:
+    """JGA's 95% dialogue-bootstrap interval per (`run`, `by`) from its per-(`by`, dialogue) parts (columns
+    `run`, `by`, `d`, `num`, `den`, sorted by those three), with `stats`' resample matrix of each run's
+    `n_dialogues[run]` dialogues, seed 0: columns `run`, `by`, `jga_low`, `jga_high`. Runs of one test
+    set share the resample matrix: their groups are stacked and resampled by one matrix product per
+    dialogue count (about 5x faster than one product per run)."""
+    stacked: dict[int, list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
+    for run, part in parts.groupby("run", sort=False):
+        labels, g = np.unique(part[by].to_numpy(), return_inverse=True)
+        n = int(n_dialogues[run])
+        num, den = np.zeros((len(labels), n)), np.zeros((len(labels), n))
+        num[g, part["d"].to_numpy()] = part["num"].to_numpy()
+        den[g, part["d"].to_numpy()] = part["den"].to_numpy()
+        stacked.setdefault(n, []).append((run, labels, num, den))
+    bounds = []
+    for n, items in stacked.items():
+        weights = stats.resample_counts(n, n_resamples=resamples, seed=0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            samples = (weights @ np.vstack([i[2] for i in items]).T) / (weights @ np.vstack([i[3] for i in items]).T)
+        low, high = stats._percentiles(samples, 0.95)
+        at = 0
+        for run, labels, _, _ in items:
+            end = at + len(labels)
+            bounds.append(pd.DataFrame({"run": run, by: labels, "jga_low": low[at:end], "jga_high": high[at:end]}))
+            at = end
+    if not bounds:
+        return pd.DataFrame({"run": [], by: [], "jga_low": [], "jga_high": []})
+    return pd.concat(bounds, ignore_index=True)
+
+
+def _with_bounds(table: pd.DataFrame, parts: pd.DataFrame, by: str, scored: Scored) -> pd.DataFrame:
+    """`table` (one run's JGA per `by`) with its interval columns for `views.INTERVAL_RESAMPLES`, as the
+    in-memory view gives them, so the page's query reads them instead of resampling every run."""
+    table = table.reset_index(drop=True)
+    if not len(table):
+        return table.assign(jga_low=pd.Series(dtype="float64"), jga_high=pd.Series(dtype="float64"))
+    found = jga_bounds(
+        parts.assign(run=0).sort_values([by, "d"], kind="stable"),
+        by,
+        {0: len(stats._dialogues(scored))},
+        views.INTERVAL_RESAMPLES,
+    )
+    found = found.drop(columns=["run"]).astype({by: table[by].dtype})
+    return table.merge(found, on=by, how="left")
+
+
 def domain_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """Per-domain JGA (`views.domain_jga`, no interval) and its per-(domain, dialogue) parts."""
+    """Per-domain JGA (`views.domain_jga`, its interval from `jga_bounds`) and its per-(domain, dialogue) parts."""
     per_domain = views.domain_jga([scored], resamples=0)
     if not len(per_domain.columns):
         per_domain = pd.DataFrame({"run_id": pd.array([], dtype="str"), "domain": pd.array([], dtype="str")})
     parts = _jga_parts(scored, "domain")
     parts["domain"] = pd.array(parts["domain"], dtype="str")
-    return per_domain.reset_index(drop=True), parts
+    return _with_bounds(per_domain, parts, "domain", scored), parts
 
 
 def depth_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
-    """The Turn depth page's first tab of the run: JGA per turn depth (`views.depth_jga`, no interval), the
+    """The Turn depth page's first tab of the run: JGA per turn depth (`views.depth_jga`, its interval), the
     metrics beside it (`views.depth_metrics`) and JGA's per-(turn index, dialogue) parts for the interval."""
     per_depth = views.depth_jga([scored], resamples=0)
     if not len(per_depth.columns):
@@ -245,7 +293,7 @@ def depth_tables(scored: Scored) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFra
         beside = pd.DataFrame({"run_id": pd.array([], dtype="str"), "turn_index": pd.array([], dtype="int64")})
     parts = _jga_parts(scored, "turn_index")
     parts["turn_index"] = parts["turn_index"].astype("int64")
-    return per_depth.reset_index(drop=True), beside.reset_index(drop=True), parts
+    return _with_bounds(per_depth, parts, "turn_index", scored), beside.reset_index(drop=True), parts
 
 
 def slot_table(scored: Scored) -> pd.DataFrame:

@@ -21,7 +21,7 @@ from analysis import registry as R
 from analysis import stats
 from analysis.errors import InputError
 from analysis.store.entries import Entry
-from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS
+from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS, jga_bounds
 from analysis.views import INTERVAL_RESAMPLES, META_COLUMNS, PICKER_COLUMNS, PICKER_SORTS
 
 
@@ -211,10 +211,15 @@ def depth_metrics(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | 
 def _jga_by(
     entries: Sequence[Entry], tables: tuple[str, str], by: str, resamples: int, con: duckdb.DuckDBPyConnection
 ) -> pd.DataFrame:
-    """The stored table (JGA per run and `by`) with its 95% dialogue-bootstrap interval from the parts
-    table (`tables`: both names), with the resample matrix of `stats` for each run's dialogues, seed 0."""
+    """The stored table (JGA per run and `by`) with its 95% dialogue-bootstrap interval: as stored (each
+    run's, computed when it was scored) for `INTERVAL_RESAMPLES`, else from the parts table (`tables`: both
+    names) by `parts.jga_bounds`."""
     table, parts_table = tables
     frame = _read(con, entries, table, "SELECT * EXCLUDE (file_row_number) FROM t ORDER BY run, file_row_number")
+    stored = {"jga_low", "jga_high"} <= set(frame.columns)
+    if resamples == INTERVAL_RESAMPLES and stored:
+        return frame.drop(columns=["run"]).reset_index(drop=True)
+    frame = frame.drop(columns=[c for c in ("jga_low", "jga_high") if c in frame.columns])
     if resamples > 0 and len(frame):
         sql = f"SELECT run, {by}, d, num, den FROM t ORDER BY run, {by}, d"
         parts = _read(con, entries, parts_table, sql)
@@ -224,31 +229,9 @@ def _jga_by(
                 strict=True,
             )
         )
-        # Runs of one test set share the resample matrix: their groups are stacked and resampled by one
-        # matrix product per dialogue count (one wide product is about 5x faster than one per run).
-        stacked: dict[int, list[tuple[Any, np.ndarray, np.ndarray, np.ndarray]]] = {}
-        for run, part in parts.groupby("run", sort=False):
-            labels, g = np.unique(part[by].to_numpy(), return_inverse=True)
-            n = int(n_dialogues[run])
-            num, den = np.zeros((len(labels), n)), np.zeros((len(labels), n))
-            num[g, part["d"].to_numpy()] = part["num"].to_numpy()
-            den[g, part["d"].to_numpy()] = part["den"].to_numpy()
-            stacked.setdefault(n, []).append((run, labels, num, den))
-        bounds = []
-        for n, items in stacked.items():
-            weights = stats.resample_counts(n, n_resamples=resamples, seed=0)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                samples = (weights @ np.vstack([i[2] for i in items]).T) / (
-                    weights @ np.vstack([i[3] for i in items]).T
-                )
-            low, high = stats._percentiles(samples, 0.95)
-            at = 0
-            for run, labels, _, _ in items:
-                end = at + len(labels)
-                bounds.append(pd.DataFrame({"run": run, by: labels, "jga_low": low[at:end], "jga_high": high[at:end]}))
-                at = end
-        if bounds:
-            found = pd.concat(bounds, ignore_index=True).astype({by: frame[by].dtype})
+        found = jga_bounds(parts, by, n_dialogues, resamples)
+        if len(found):
+            found = found.astype({by: frame[by].dtype})
             frame = frame.merge(found, on=["run", by], how="left")
     return frame.drop(columns=["run"]).reset_index(drop=True)
 
