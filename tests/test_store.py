@@ -13,6 +13,7 @@ from pathlib import Path
 import duckdb
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pytest
 
 from analysis import registry as R
@@ -450,6 +451,12 @@ def test_attribute_columns_of_any_name_and_a_damaged_file(tmp_path: Path) -> Non
     entry.path("turns").write_bytes(b"PAR1 not a parquet file")
     with pytest.raises(InputError, match="the score store cannot be queried"):
         queries.attribute_columns([entry])
+    # A header written by `entries.save` holds the counts: no file is opened (there is none here).
+    counted = entries.Entry(
+        "c" * 16, "exact", {"meta": {"run_id": "c"}, "attributes": {hostile: 2, "id": 300}}, tmp_path
+    )
+    assert not counted.path("turns").exists()
+    assert queries.attribute_columns([counted]) == [hostile]
 
 
 def test_jga_by_attribute_keeps_runs_apart_and_in_order(tmp_path: Path) -> None:
@@ -478,3 +485,29 @@ def test_jga_by_attribute_keeps_runs_apart_and_in_order(tmp_path: Path) -> None:
         got = queries.jga_by_attribute(picked, attribute="type")
         pd.testing.assert_frame_equal(got, want, check_dtype=False)
     assert queries.jga_by_attribute(stored[:2], attribute="type")["run_id"].tolist() == ["zz", "zz", "zz", "aa", "aa"]
+
+
+def test_the_arrow_fetch_gives_the_frame_df_gives(tmp_path: Path) -> None:
+    """`_read(via_arrow=True)` answers with `.df()`'s frame whatever the columns: strings through Arrow, and
+    a query with a null number or boolean (which Arrow and `.df()` convert differently) through `.df()`."""
+    entry = entries.Entry("n" * 16, "exact", {"meta": {"run_id": "r"}}, tmp_path)
+    turns = pd.DataFrame(
+        {
+            "run_id": ["r", "r", None],
+            "level": pd.array([1, None, 3], dtype="Int64"),
+            "flag": pd.array([True, None, False], dtype="boolean"),
+            "score": [0.5, float("nan"), 1.0],
+            "tid": [0, 1, 2],
+            "joint_correct": [True, False, True],
+        }
+    )
+    entry.path("turns").parent.mkdir(parents=True)
+    turns.to_parquet(entry.path("turns"))
+    con = queries.connect()
+    for columns in ("run_id, tid, joint_correct", "run_id, level", "flag, tid", "score", "*"):
+        sql = f"SELECT {columns} FROM t ORDER BY file_row_number"
+        want = queries._read(con, [entry], "turns", sql)
+        pd.testing.assert_frame_equal(queries._read(con, [entry], "turns", sql, via_arrow=True), want)
+    assert queries._arrow_as_df(pa.chunked_array([["a", None]])) and not queries._arrow_as_df(
+        pa.chunked_array([[1, None]])
+    )

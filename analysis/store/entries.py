@@ -294,6 +294,7 @@ def save(root: Path, key: str, scored: Scored) -> Entry | None:
                 "alignment": scored.alignment,
                 "ontology": scored.ontology[["domain", "slot"]].astype(str).values.tolist(),
                 "tables": files,
+                "attributes": _attribute_counts(scored.turns),
             }
             text = json.dumps(header, ensure_ascii=False, default=_json_default).encode()
             _write_atomic(header_path(root, key), text)
@@ -302,6 +303,14 @@ def save(root: Path, key: str, scored: Scored) -> Entry | None:
         log.warning("score store: cannot write %s (%s); run %s stays in memory", root, reason, scored.run_ids[0])
         return None
     return Entry(key, convention, header, root)
+
+
+def _attribute_counts(turns: pd.DataFrame) -> dict[str, int]:
+    """The turns' columns beyond the standard ones and their distinct values (pandas' `nunique`: nulls
+    left out), as `views.attribute_columns` counts them: the Domains page's attributes without a query."""
+    from analysis.views import STANDARD_TURN_COLUMNS
+
+    return {str(c): int(turns[c].nunique()) for c in turns.columns if c not in STANDARD_TURN_COLUMNS}
 
 
 def _json_default(value: Any) -> Any:

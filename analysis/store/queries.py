@@ -59,8 +59,9 @@ def _read(
     integer: cheaper to carry over a million dialogue rows than the key). The files' own columns keep
     their names, `convention` included (the Hive path's partition is not read as a column here);
     `file_row_number` is a row's place in its file (a join keeps no order: sort on `run, file_row_number`).
-    `via_arrow`: fetched as an Arrow table, strings as pandas' `str` (what `.df()` gives them), for a
-    query of string and non-null integer columns only (`.df()` and Arrow differ on nullable numbers)."""
+    `via_arrow`: fetched as an Arrow table, strings as pandas' `str` (what `.df()` gives them), at less
+    than half `.df()`'s cost; when a column is of another type, or numbers or booleans hold a null
+    (`.df()` and Arrow convert those differently), the query is fetched by `.df()` instead."""
     if not entries:
         raise ValueError("no runs to query")
     files = _files(entries, table)
@@ -70,12 +71,23 @@ def _read(
     positions = "(SELECT unnest($files) AS filename, generate_subscripts($files, 1) - 1 AS run)"
     query = f"WITH t AS (SELECT * EXCLUDE (filename) FROM {source} JOIN {positions} USING (filename)) {sql}"
     try:
-        if via_arrow:  # only strings and non-null numbers: `.df()`'s frame at less than half its cost
+        if via_arrow:
             table_ = con.sql(query, params={"files": files, **(params or {})}).to_arrow_table()
-            return table_.to_pandas(types_mapper=_STR_TYPES.get)
+            if all(_arrow_as_df(column) for column in table_.columns):
+                return table_.to_pandas(types_mapper=_STR_TYPES.get)
         return con.execute(query, {"files": files, **(params or {})}).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
         raise _unqueryable(files[0], exc) from exc
+
+
+def _arrow_as_df(column: pa.ChunkedArray) -> bool:
+    """Whether Arrow's pandas conversion of the column (strings mapped by `_STR_TYPES`) equals `.df()`'s:
+    strings, and numbers or booleans without a null."""
+    kind = column.type
+    if kind in _STR_TYPES:
+        return True
+    numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
+    return numeric and column.null_count == 0
 
 
 def _order(entries: Sequence[Entry]) -> pd.DataFrame:
@@ -270,6 +282,10 @@ def attribute_columns(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnectio
     con = con or connect()
     names: dict[str, None] = {}
     for entry in entries:
+        counted = entry.header.get("attributes")
+        if isinstance(counted, dict):  # counted when the run was scored (`entries.save`), as the view counts
+            names.update(dict.fromkeys(c for c, n in counted.items() if n <= 100))
+            continue
         extra = [c for c in _turn_columns(entry) if c not in STANDARD_TURN_COLUMNS]
         if not extra:
             continue
@@ -299,11 +315,11 @@ def jga_by_attribute(
     if attribute in SLOT_LEVEL:
         raise ValueError(f"{attribute} is a slot-level column, not a dialogue attribute")
     con = con or connect()
-    have = [entry for entry in entries if attribute in _turn_columns(entry)]
+    have = [entry for entry in entries if _has_column(entry, attribute)]
     if not have:
         return view([], attribute=attribute)
     sql = f"SELECT run, run_id, tid, {_quoted(attribute)}, joint_correct FROM t ORDER BY run, file_row_number"
-    turns = _read(con, have, "turns", sql)
+    turns = _read(con, have, "turns", sql, via_arrow=True)
 
     # One call over all runs (the view groups by run and value, so each run's rows are its own call's),
     # then the runs put back in `entries` order, as the view lists them run by run.
@@ -318,6 +334,13 @@ def jga_by_attribute(
     position = turns.drop_duplicates("run_id").set_index("run_id")["run"]
     order = np.argsort(table["run_id"].map(position).to_numpy(), kind="stable")
     return table.iloc[order].reset_index(drop=True)
+
+
+def _has_column(entry: Entry, column: str) -> bool:
+    """Whether the entry's turns table has `column`: an attribute its header counted when it was scored
+    needs no file opened; any other name is looked up in the file's schema."""
+    counted = entry.header.get("attributes")
+    return (isinstance(counted, dict) and column in counted) or column in _turn_columns(entry)
 
 
 def _turn_columns(entry: Entry) -> list[str]:
