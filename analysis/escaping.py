@@ -80,14 +80,23 @@ def _label(value: str) -> str:
 
 
 def _escaped(value: Any) -> Any:
+    """`value` with its strings `_label`ed; `value` itself (the same object) when nothing needed escaping,
+    so the caller need not assign it back (a Plotly assignment validates the whole array again)."""
     if isinstance(value, str):
-        return _label(value)
+        label = _label(value)
+        return value if label == value else label
     if isinstance(value, np.ndarray):
-        if value.dtype.kind in "OUS":
-            return np.vectorize(_escaped, otypes=[object])(value) if value.size else value
+        if value.dtype.kind in "OUS" and value.size:
+            escaped = np.vectorize(_escaped, otypes=[object])(value)
+            if value.dtype.kind == "O" and all(a is b for a, b in zip(escaped.flat, value.flat, strict=True)):
+                return value
+            return escaped
         return value
     if isinstance(value, list | tuple):
-        return type(value)(_escaped(v) for v in value)
+        items = [_escaped(v) for v in value]
+        if all(a is b for a, b in zip(items, value, strict=True)):
+            return value
+        return type(value)(items)
     return value
 
 
@@ -126,7 +135,10 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
     for trace in fig.data:
         for name in _TRACE_TEXT:
             if name in trace and trace[name] is not None:
-                trace[name] = _escaped(trace[name])
+                value = trace[name]
+                escaped = _escaped(value)
+                if escaped is not value:
+                    trace[name] = escaped
         legendgroup = getattr(trace, "legendgrouptitle", None)
         if legendgroup is not None and legendgroup.text:
             legendgroup.text = _label(legendgroup.text)
@@ -143,7 +155,10 @@ def plain_figure_text(fig: go.Figure) -> go.Figure:
         _escape_title(axis)
         for name in _AXIS_TEXT:
             if axis[name] is not None:
-                axis[name] = _escaped(axis[name])
+                value = axis[name]
+                escaped = _escaped(value)
+                if escaped is not value:
+                    axis[name] = escaped
     for annotation in layout.annotations:
         if annotation.text:
             annotation.text = _label(annotation.text)
