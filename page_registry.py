@@ -178,6 +178,29 @@ def dialogue(d: Defaults) -> FirstViews:
     )
 
 
+def slices(d: Defaults) -> FirstViews:
+    """The search as the page's widgets stand: the features it offers, then the worst slices (a job: which
+    features it leaves out depends on what the first call offers)."""
+    from ui import prefetch
+
+    return FirstViews([], [], (prefetch.slices_job, (d.runs, d.focus, d.sources, d.session, d.choice)))
+
+
+def review(d: Defaults) -> FirstViews:
+    """The selected runs' error items and episodes (a job, after every earlier page's views and figures:
+    it is the largest)."""
+    from ui import prefetch
+
+    return FirstViews([], [], (prefetch.review_job, (d.runs, d.sources, d.choice)))
+
+
+def reconcile(d: Defaults) -> FirstViews:
+    """The focus run reconciled across the page's conventions, and its default pair's flips explained."""
+    from ui import prefetch
+
+    return FirstViews([], [], (prefetch.reconcile_job, (d.focus, d.sources, d.session)))
+
+
 PAGES: list[Page] = [
     Page("pages/overview.py", "Overview", "overview", ":material/leaderboard:", overview),
     Page("pages/slots.py", "Slots", "slots", ":material/view_list:", slots),
@@ -185,10 +208,10 @@ PAGES: list[Page] = [
     Page("pages/turn_depth.py", "Turn depth", "turn_depth", ":material/stacked_line_chart:", turn_depth),
     Page("pages/crosslingual.py", "Cross-lingual", "crosslingual", ":material/translate:", crosslingual),
     Page("pages/dialogue.py", "Dialogue viewer", "dialogue", ":material/forum:", dialogue),
-    Page("pages/slices.py", "Slices", "slices", ":material/filter_alt:"),
+    Page("pages/slices.py", "Slices", "slices", ":material/filter_alt:", slices),
     Page("pages/fewjoint.py", "FewJoint", "fewjoint", ":material/join_inner:"),
-    Page("pages/review.py", "Review", "review", ":material/rate_review:"),
-    Page("pages/reconcile.py", "Reconcile", "reconcile", ":material/compare_arrows:"),
+    Page("pages/review.py", "Review", "review", ":material/rate_review:", review),
+    Page("pages/reconcile.py", "Reconcile", "reconcile", ":material/compare_arrows:", reconcile),
 ]
 FIRST = PAGES[0]  # the default page: what a session computes first
 PREFETCHED = [page for page in PAGES[1:] if page.first is not None]  # in sidebar order, the order users visit

@@ -182,6 +182,9 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
         "attribute_job",
         "compounding_job",
         "dialogue_job",
+        "slices_job",
+        "review_job",
+        "reconcile_job",
     ]
     for job, args in then.values():  # e.g. prefetch.slot_detail_job(runs[0], sources, None, data.DECLARED)
         job(*args)
@@ -193,6 +196,10 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
         "history_pairs_of",
         "compounding_curve",
         "dialogue_view",
+        "searchable",
+        "find_slices",
+        "review_errors",
+        "review_episodes",
     }
     assert expected <= names, names
     assert asked <= pages_asked, f"asked by a job, never by a page: {sorted(asked - pages_asked)}"
@@ -340,7 +347,9 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
             break
         time.sleep(0.01)
     assert len(started) == 2
-    assert all(args[-1] == "trade" for _, args in started[1] if args)  # the imports job takes no convention
+    # The imports job takes no convention; the Reconcile page scores under its own list, not the sidebar's.
+    assert all(args[-1] == "trade" for job, args in started[1] if args and job is not prefetch.reconcile_job)
+    assert sum(job is prefetch.reconcile_job for job, _ in started[1]) == 1
     runs.pop()
     assert prefetch.start() is True  # another selection
 
@@ -396,3 +405,31 @@ def test_interval_warmups_are_what_the_domain_and_depth_views_use(monkeypatch: p
     per_depth = views.depth_jga([scored])
     assert {"jga_low", "jga_high"} <= set(per_domain.columns) and {"jga_low", "jga_high"} <= set(per_depth.columns)
     assert per_domain["jga_low"].notna().any()
+
+
+def test_the_reconcile_job_leaves_the_page_nothing_to_score(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Reconcile page's first visit after the prefetch finds the focus run reconciled under its default
+    conventions and the default pair explained: scoring again would fail this test."""
+    from ui import reconcile
+
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = _app()
+    at.run()
+    runs = list(at.session_state["runs"])
+    sources = dict(at.session_state["sources"])
+    reconcile._reconciliation.clear()
+    prefetch.reconcile_job(runs[0], sources, {})
+    source = sources[runs[0]]
+    from analysis.reconcile.core import DEFAULT_CONVENTIONS
+
+    rec = reconcile._reconciliation(source.key, tuple(DEFAULT_CONVENTIONS), source)
+    assert not isinstance(rec, str) and len(rec._explained) == 1  # the default pair, explained
+
+    def no_scoring(*_: Any, **__: Any) -> Any:
+        raise AssertionError("the page scored the run again")
+
+    monkeypatch.setattr(reconcile, "reconcile", no_scoring)
+    monkeypatch.setattr(type(rec), "_units", no_scoring)
+    at.switch_page("pages/reconcile.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert any("flip" in s.value for s in at.subheader)

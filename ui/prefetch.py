@@ -278,6 +278,57 @@ def dialogue_job(focus: str, sources: dict[str, data.RunSource], dialogue: Any, 
     place.figure(figures.turn_strip, turns)
 
 
+def slices_job(
+    runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str
+) -> None:
+    """The Slices page's search as its widgets stand (`session`: the remembered toggle, training run and
+    left-out features; by default the focus run alone, no training run, nothing left out): the features
+    it offers, then the worst slices."""
+    from analysis import slices
+
+    together = len(runs) > 1 and bool(session.get("slices_pooled", False))
+    searched: Any = list(runs) if together else focus
+    options = [None, *[r for r in runs if together or r != focus]]
+    train = choose(session.get("slices_train"), options)
+    if train is not None and train not in sources:
+        train = None
+    args = ui.resolve([searched, train], sources, choice)[0]
+    offered = data.compute(slices.searchable, args, {}, choice)
+    excluded = tuple(v for v in session.get("slices_exclude", []) if v in offered)
+    data.compute(slices.find_slices, args, {"exclude": excluded}, choice)
+
+
+def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
+    """The Review page's error items and episodes of the selected runs (the slow part of its first visit:
+    about 2 s for 100 MultiWOZ-size runs)."""
+    from ui import review
+
+    args = ui.resolve([runs], sources, choice)[0]
+    data.compute(review.review_errors, args, {}, choice)
+    data.compute(review.review_episodes, args, {}, choice)
+
+
+def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) -> None:
+    """The Reconcile page's run (the focus run) scored under its conventions (the session's, else the
+    default five), and the flips of its default pair attributed to their causes (kept in the cached
+    reconciliation). An uploaded run's reconciliation is its session's: not computed here."""
+    from analysis.reconcile.core import DEFAULT_CONVENTIONS
+    from ui import reconcile
+
+    source = sources.get(focus)
+    if source is None or source.upload is not None:
+        return
+    conventions = tuple(session.get("reconcile_conventions") or DEFAULT_CONVENTIONS)
+    rec = reconcile._reconciliation(source.key, conventions, source)
+    if isinstance(rec, str) or len(conventions) < 2:
+        return
+    best = reconcile.default_pair(rec) or (conventions[0], conventions[1])
+    a = choose(session.get("reconcile_a"), list(conventions), best[0])
+    b = choose(session.get("reconcile_b"), [c for c in conventions if c != a], best[1] if best[1] != a else None)
+    rec.causes(a, b)
+    rec.flips(a, b)
+
+
 def run_jobs(jobs: list[Job], deadline: float | None = None) -> int:
     """Run `jobs` one by one, each after any running page finishes (at most MAX_WAIT s); failures are
     logged at debug level and skipped. `deadline` (`time.monotonic()`): start no job after it. Returns
