@@ -5,7 +5,9 @@ Domains, Turn depth, Cross-lingual and Dialogue viewer pages ask for first (per-
 JGA with their bootstrap intervals are the slow ones), so the first visit of each page finds its views
 cached; then the figures those pages draw first from them (`figure_plan`; building a Plotly figure
 costs 30-90 ms), and the modules the pages import (`page_modules`: SQLAlchemy for the Dialogue viewer's
-tag form costs about 0.2 s on a first import).
+tag form costs about 0.2 s on a first import). Last come the pages whose first visit is the largest
+computation: the Slices search, the Review page's error items and episodes, the Reconcile page's run
+under five conventions (`slices_job`, `review_job`, `reconcile_job`).
 
 The plan is what each page declares as its first views in the page registry (`page_registry`: its
 first `ui.compute` calls with its default widgets, the figures it draws from them, and what it computes
