@@ -14,6 +14,7 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -202,3 +203,24 @@ def test_a_workspace_whose_runs_are_all_stored_is_told_apart(tmp_path: Path, mon
     assert serve.all_stored(entries)
     monkeypatch.setenv("DST_CACHE_DIR", "")  # no store at all
     assert not serve.all_stored(entries)
+
+
+@pytest.mark.parametrize("stored", [True, False])
+def test_the_pages_imports_wait_for_the_session_when_every_run_is_stored(
+    stored: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With every run in the score store the launcher only has until `STORED_READY`: the pages' imports (a
+    job of up to a second, run to its end once started) are left to the session's prefetch; a workspace
+    read from its files keeps them in the warm-up."""
+    from ui import prefetch
+
+    if not DEMO.exists():
+        pytest.skip(f"the demo workspace {DEMO} is absent (make demo)")
+    planned: list[list[Any]] = []
+    monkeypatch.setattr(serve, "all_stored", lambda entries: stored)
+    monkeypatch.setattr(prefetch, "run_jobs", lambda jobs, deadline=None: planned.append(list(jobs)) or 0)
+    monkeypatch.setattr(serve, "warm_budget", lambda every_run_stored, elapsed: 1.0)
+    serve.warm(str(DEMO))
+    rest = planned[-1]
+    assert any(job is prefetch.review_job for job, _ in rest)  # the other pages' views are planned either way
+    assert any(job is prefetch.import_pages_job for job, _ in rest) is not stored

@@ -280,9 +280,7 @@ def dialogue_job(focus: str, sources: dict[str, data.RunSource], dialogue: Any, 
     place.figure(figures.turn_strip, turns)
 
 
-def slices_job(
-    runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str
-) -> None:
+def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
     """The Slices page's search as its widgets stand (`session`: the remembered toggle, training run and
     left-out features; by default the focus run alone, no training run, nothing left out): the features
     it offers, then the worst slices."""
