@@ -289,9 +289,7 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     together = len(runs) > 1 and bool(session.get("slices_pooled", False))
     searched: Any = list(runs) if together else focus
     options = [None, *[r for r in runs if together or r != focus]]
-    train = choose(session.get("slices_train"), options)
-    if train is not None and train not in sources:
-        train = None
+    train = choose(session.get("slices_train"), options)  # a selected run, or None
     args = ui.resolve([searched, train], sources, choice)[0]
     offered = data.compute(slices.searchable, args, {}, choice)
     excluded = tuple(v for v in session.get("slices_exclude", []) if v in offered)
