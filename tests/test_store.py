@@ -457,6 +457,11 @@ def test_attribute_columns_of_any_name_and_a_damaged_file(tmp_path: Path) -> Non
     )
     assert not counted.path("turns").exists()
     assert queries.attribute_columns([counted]) == [hostile]
+    # A header whose counts are not names and integers is not trusted: the turns file is read (here, none).
+    for odd in ({hostile: "2"}, [hostile], {hostile: None}):
+        bad = entries.Entry("d" * 16, "exact", {"meta": {"run_id": "d"}, "attributes": odd}, tmp_path)
+        with pytest.raises(InputError, match="the score store cannot be queried"):
+            queries.attribute_columns([bad])
 
 
 def test_jga_by_attribute_keeps_runs_apart_and_in_order(tmp_path: Path) -> None:

@@ -282,8 +282,8 @@ def attribute_columns(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnectio
     con = con or connect()
     names: dict[str, None] = {}
     for entry in entries:
-        counted = entry.header.get("attributes")
-        if isinstance(counted, dict):  # counted when the run was scored (`entries.save`), as the view counts
+        counted = _counted(entry)
+        if counted is not None:  # counted when the run was scored (`entries.save`), as the view counts
             names.update(dict.fromkeys(c for c, n in counted.items() if n <= 100))
             continue
         extra = [c for c in _turn_columns(entry) if c not in STANDARD_TURN_COLUMNS]
@@ -339,8 +339,19 @@ def jga_by_attribute(
 def _has_column(entry: Entry, column: str) -> bool:
     """Whether the entry's turns table has `column`: an attribute its header counted when it was scored
     needs no file opened; any other name is looked up in the file's schema."""
+    counted = _counted(entry)
+    return (counted is not None and column in counted) or column in _turn_columns(entry)
+
+
+def _counted(entry: Entry) -> dict[str, int] | None:
+    """The attribute counts the entry's header holds (`entries.save`), or None when it holds none, or
+    anything but names and counts (then the turns file itself is read)."""
     counted = entry.header.get("attributes")
-    return (isinstance(counted, dict) and column in counted) or column in _turn_columns(entry)
+    if not isinstance(counted, dict):
+        return None
+    if not all(isinstance(c, str) and type(n) is int for c, n in counted.items()):
+        return None
+    return counted
 
 
 def _turn_columns(entry: Entry) -> list[str]:
