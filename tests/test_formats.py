@@ -345,3 +345,54 @@ def test_trade_whole_list_reading_leaves_bad_triples_to_the_checks(tmp_path: Pat
     with pytest.raises(InputError) as err:
         parse_file(path, use_cache=False)
     assert message in str(err.value) and "MUL1.json" in str(err.value) and "turn_belief" in str(err.value)
+
+
+def test_jsonl_state_objects_take_the_fast_path_with_the_same_tables(tmp_path, monkeypatch):
+    """Our JSONL hands its state objects to the collector's fast path (`add_plain_state`); states with
+    numbers, lists, nulls, empty strings or an empty domain fall back to the flattener. Either way the
+    parsed tables are the ones the flattener alone gives."""
+    import pandas as pd
+
+    from analysis.formats import engine
+
+    lines = [
+        {"dialogue_id": "d1", "turn_index": 0, "gold": {"hotel": {"area": "east", "stars": ""}}, "pred": {}},
+        {
+            "dialogue_id": "d1",
+            "turn_index": 1,
+            "gold": {"hotel": {"area": "east", "stars": "4"}},
+            "pred": {"hotel": {"area": "east", "stars": 4}},
+        },
+        {
+            "dialogue_id": "d1",
+            "turn_index": 2,
+            "gold": {"hotel": {"area": "east", "stars": "4"}, "taxi": {}},
+            "pred": {"hotel": {"area": ["east", "centre"], "stars": None}},
+        },
+        {
+            "dialogue_id": "d2",
+            "turn_index": 0,
+            "gold": {"train": {"day": "monday"}},
+            "pred": [["train", "day", "monday"]],
+        },
+        {"dialogue_id": "d2", "turn_index": 1, "gold": {"train": {"day": "monday"}}, "pred": None},
+    ]
+    path = tmp_path / "run.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    calls = []
+    real = engine.Collector.add_plain_state
+
+    def spy(self, *args):
+        calls.append(real(self, *args))
+        return calls[-1]
+
+    monkeypatch.setattr(engine.Collector, "add_plain_state", spy)
+    fast = parse_file(path, use_cache=False)
+    assert True in calls and False in calls  # both paths ran
+    monkeypatch.setattr(engine.Collector, "add_plain_state", lambda self, *args: False)
+    slow = parse_file(path, use_cache=False)
+    for side in ("gold", "pred"):
+        pd.testing.assert_frame_equal(getattr(fast, side), getattr(slow, side), check_exact=True)
+    pd.testing.assert_frame_equal(fast.turns, slow.turns, check_exact=True)
+    assert fast.listed_slots == slow.listed_slots and fast.notes == slow.notes
+    assert fast.pred["value"].tolist() == ["east", "4", "east|centre", "monday"]

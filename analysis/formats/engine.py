@@ -241,7 +241,9 @@ class Collector:
                     return False
                 self._shapes[key] = shape
             if side == "gold" and shape.listing < 0:
-                shape.listing = self.listing_ids.setdefault(key, len(self.listing_ids))
+                # Keyed as `add_state` keys it: a domain listing no slot lists nothing.
+                listed = tuple(item for item in key if item[1])
+                shape.listing = self.listing_ids.setdefault(listed, len(self.listing_ids))
             self._last_shape[side] = shape
         values = list(chain.from_iterable(map(dict.values, domains)))
         try:  # one C pass: join refuses anything but strings, and a short total bounds every value

@@ -526,11 +526,12 @@ def _parse_jsonl(
     text: str, name: str, fmt: str | None, hook: Callable[[dict[str, Any]], Any] | None = None
 ) -> list[dict[str, Any]]:
     records: list[dict[str, Any]] = []
+    decode = json.JSONDecoder(object_hook=hook).decode  # one decoder for all lines (json.loads builds one a call)
     for lineno, line in enumerate(_lines(text), start=1):
         if not line.strip():
             continue
         try:
-            record = json.loads(line, object_hook=hook)
+            record = decode(line)
         except json.JSONDecodeError as exc:
             raise InputError(name, fmt, f"line {lineno} is not valid JSON ({exc.msg})") from None
         except RecursionError:

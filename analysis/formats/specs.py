@@ -422,7 +422,9 @@ def _parse_jsonl(records: Any, c: Collector) -> None:
         attrs = {k: record[k] for k in ("user", "system") if k in record}
         c.add_turn(dialogue_id, t, **attrs)
         for side in sides:
-            c.add_state(side, dialogue_id, t, partial(any_state, record[side], side))
+            # A state object of strings only takes the collector's fast path; anything else is flattened
+            # (and checked) by `any_state`, as before.
+            c.add_state(side, dialogue_id, t, partial(any_state, record[side], side), state=record[side])
 
 
 CSV_COLUMNS = ("dialogue_id", "turn_index", "side", "domain", "slot", "value")
