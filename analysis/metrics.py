@@ -82,6 +82,10 @@ def _aggregate(
     """Mean of `value` per group of `keys`; groups of `universe` with no rows get NaN and n_turns 0."""
     if not keys:
         return float(value.mean()) if len(value) else float("nan")
+    if keys == ["tid"]:
+        one_each = _one_row_per_turn(facts, value, name, universe)
+        if one_each is not None:
+            return one_each
     frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)})
     grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)[name]
     out = grouped.agg(["mean", "count"]).reset_index().rename(columns={"mean": name, "count": "n_turns"})
@@ -90,6 +94,32 @@ def _aggregate(
         out["n_turns"] = out["n_turns"].fillna(0).astype("int64")
         out = out.sort_values(keys, kind="stable").reset_index(drop=True)
     return out
+
+
+def _one_row_per_turn(
+    facts: pd.DataFrame, value: pd.Series, name: str, universe: pd.DataFrame | None
+) -> pd.DataFrame | None:
+    """`_aggregate` by `tid` when each turn id has at most one row (per-turn facts): every group's mean is
+    its one value and its count 1, or 0 for NaN, so the group-by (and the universe's merge) is a lookup.
+    The same frame, bit for bit (tested); None for any other shape (then the group-by)."""
+    tids = facts["tid"].to_numpy()
+    index = pd.Index(tids)
+    if tids.dtype.kind not in "iu" or not index.is_unique:
+        return None
+    values = value.to_numpy(dtype=float)
+    if universe is None:
+        order = np.argsort(tids, kind="stable")
+        ids, per = tids[order], values[order]
+    else:
+        ids = universe["tid"].to_numpy()
+        if ids.dtype != tids.dtype or not pd.Index(ids).is_unique:
+            return None
+        found = index.get_indexer(ids)
+        per = np.full(len(ids), np.nan)
+        per[found >= 0] = values[found[found >= 0]]
+        order = np.argsort(ids, kind="stable")
+        ids, per = ids[order], per[order]
+    return pd.DataFrame({"tid": ids, name: per, "n_turns": (~np.isnan(per)).astype("int64")})
 
 
 def _universe(scored: Scored, keys: list[str]) -> pd.DataFrame | None:

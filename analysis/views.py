@@ -480,15 +480,60 @@ def depth_metrics(scoreds: Sequence[Scored]) -> pd.DataFrame:
             if evaluator is not None:
                 frame = frame.drop(columns="jga").merge(evaluator[[*keys, "jga"]], on=keys, how="left")
                 frame = frame[[*keys, "n_turns", "jga"]]
-        results: dict[Any, Any] = {}
-        for name in DEPTH_METRICS[1:]:
-            metric = R.get(name)
-            if metric.function not in results:
-                results[metric.function] = metric.function(s, by=keys)
-            per = results[metric.function]
-            frame = frame.merge(per[[*keys, metric.column]].rename(columns={metric.column: name}), on=keys, how="left")
+        by_depth = _depth_from_turns(s, keys)
+        if by_depth is not None:
+            frame = frame.merge(by_depth, on=keys, how="left")
+        else:
+            results: dict[Any, Any] = {}
+            for name in DEPTH_METRICS[1:]:
+                metric = R.get(name)
+                if metric.function not in results:
+                    results[metric.function] = metric.function(s, by=keys)
+                per = results[metric.function]
+                renamed = per[[*keys, metric.column]].rename(columns={metric.column: name})
+                frame = frame.merge(renamed, on=keys, how="left")
         frames.append(frame)
     return _concat(frames)
+
+
+def per_turn(scored: Scored, function: Any) -> pd.DataFrame:
+    """`function(scored, by=["tid"])`, once per run's tables (`Scored.memoised`): a metric's per-turn numbers,
+    which the Turn depth view and the store's per-dialogue parts both aggregate. Shared: copy to change."""
+    return scored.memoised(("per_turn", function), lambda: function(scored, by=["tid"]))
+
+
+def _depth_from_turns(s: Scored, keys: list[str]) -> pd.DataFrame | None:
+    """`DEPTH_METRICS[1:]` per `keys` group, summed from each metric's per-turn numbers (`per_turn`) instead
+    of one group-by of the metric per group: a group's value is the mean of its counted turns' values
+    weighted by their `n_turns` (what the metric's own mean over its rows is), GCA's from its summed label
+    counts. The same numbers as `function(s, by=keys)` (to rounding, tested), read from tables the store
+    computes anyway. None when a turn id names two turns (then the group-by path)."""
+    turns = s.turns
+    tids = pd.Index(turns["tid"].to_numpy())
+    if not len(turns) or not tids.is_unique:
+        return None
+    groups = turns[keys].groupby(keys, sort=True, observed=True, dropna=False)
+    code = groups.ngroup().to_numpy()
+    out = groups.size().reset_index()[keys]
+    n = len(out)
+    for name in DEPTH_METRICS[1:]:
+        metric = R.get(name)
+        if metric.interval == "gca":
+            per = per_turn(s, M.gca_counts)
+            at = code[tids.get_indexer(per["tid"].to_numpy())]
+            sums = [np.bincount(at, weights=per[c].to_numpy(dtype=float), minlength=n) for c in M.GCA_COUNTS]
+            value = np.asarray(M.gca_from_counts(*sums), dtype=float)
+        else:
+            per = per_turn(s, metric.function)
+            at = code[tids.get_indexer(per["tid"].to_numpy())]
+            weight = per["n_turns"].to_numpy(dtype=float)
+            values = per[metric.column].to_numpy(dtype=float)
+            counted = np.bincount(at, weights=weight, minlength=n)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                total = np.bincount(at, weights=np.where(weight > 0, values * weight, 0.0), minlength=n)
+                value = np.where(counted > 0, total / counted, np.nan)
+        out[name] = value
+    return out
 
 
 def history_pairs(metas: Sequence[RunMeta] | Sequence[dict[str, Any]]) -> list[tuple[str, str]]:

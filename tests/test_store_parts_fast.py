@@ -81,3 +81,70 @@ def test_a_turn_key_named_twice_is_left_to_the_group_by_path(demo_entries):
     # Loading refuses such files (a duplicate turn); should one reach the store, the tid path steps aside.
     assert parts._turn_order(twice, stats._dialogues(twice)) is None
     assert parts._turn_order(scored, stats._dialogues(scored)) is not None
+
+
+# --- the Turn depth view's metrics summed from per-turn numbers, and `_aggregate` by `tid` ---------------
+
+
+def _depth_both_ways(scored: Scored, monkeypatch: pytest.MonkeyPatch) -> tuple[pd.DataFrame, pd.DataFrame]:
+    from analysis import views
+
+    fast = views.depth_metrics([scored])
+    with monkeypatch.context() as m:
+        m.setattr(views, "_depth_from_turns", lambda scored, keys: None)
+        slow = views.depth_metrics([scored])
+    return fast, slow
+
+
+@pytest.mark.parametrize(("name", "convention"), CASES)
+def test_depth_metrics_from_per_turn_numbers_equal_the_group_by(demo_entries, name, convention, monkeypatch):
+    fast, slow = _depth_both_ways(score_run(load_entry(demo_entries[name]), convention), monkeypatch)
+    assert list(fast.columns) == list(slow.columns) and len(fast) > 3
+    assert fast[["iaga", "rsa", "gca"]].notna().any().all()  # something is compared, not only NaN
+    pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_depth_metrics_from_per_turn_numbers_on_real_files(monkeypatch):
+    gold = realdata_path("multiwoz21", "test.json.zip")
+    run = load_run(realdata_path("mwzeval_outputs", "augpt.json"), gold)
+    for convention in ("mwzeval", "trade"):
+        fast, slow = _depth_both_ways(score_run(run, convention), monkeypatch)
+        pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-12, atol=1e-12)
+
+
+def test_depth_metrics_of_a_turn_id_named_twice_take_the_group_by(demo_entries):
+    from analysis import views
+
+    scored = score_run(load_entry(demo_entries["simulated-A-mwz-en-predicted"]), "exact")
+    turns = scored.turns.copy()
+    turns.loc[turns.index[1], "tid"] = turns["tid"].iloc[0]
+    twice = Scored(scored.convention, scored.metas, turns, scored.slots, scored.ontology, scored.alignment)
+    assert views._depth_from_turns(twice, ["run_id", "turn_index"]) is None
+    assert views._depth_from_turns(scored, ["run_id", "turn_index"]) is not None
+
+
+@pytest.mark.parametrize(("name", "convention"), CASES)
+def test_aggregate_by_tid_lookup_equals_the_group_by_bit_for_bit(demo_entries, name, convention, monkeypatch):
+    from analysis import metrics as M
+    from analysis import registry as R
+
+    scored = score_run(load_entry(demo_entries[name]), convention)
+    functions = {m.function for m in R.METRICS} | {M.gca_counts}
+    looked_up = 0
+    real = M._one_row_per_turn
+
+    def counting(*args):
+        nonlocal looked_up
+        found = real(*args)
+        looked_up += found is not None
+        return found
+
+    for function in functions:
+        with monkeypatch.context() as m:
+            m.setattr(M, "_one_row_per_turn", counting)
+            fast = function(scored, by=["tid"])
+        with monkeypatch.context() as m:
+            m.setattr(M, "_one_row_per_turn", lambda *args: None)
+            slow = function(scored, by=["tid"])
+        pd.testing.assert_frame_equal(fast, slow, check_exact=True)
+    assert looked_up >= 5  # the lookup did run (most metrics aggregate per-turn facts)

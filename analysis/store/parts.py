@@ -140,7 +140,7 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
     """`stats._stats(scored, name, [], dialogues)` for a metric of `_BY_TID`: the same arrays, bit for bit."""
     metric = R.get(name)
     gca = metric.interval == "gca"
-    per = M.gca_counts(scored, by=["tid"]) if gca else metric.function(scored, by=["tid"])
+    per = views.per_turn(scored, M.gca_counts if gca else metric.function)
     assert isinstance(per, pd.DataFrame)
     if metric.interval == "turns":
         per = per[per["n_turns"].to_numpy() > 0]  # empty slices are listed with NaN; `stats` skips them
