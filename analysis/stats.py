@@ -166,7 +166,9 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
 
 
 def _dialogues(scored: Scored) -> pd.Index:
-    return pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique())
+    """The run's dialogues (pairing keys) in order of first turn; memoised on the Scored (an Index is
+    immutable, so sharing it is safe)."""
+    return scored.memoised("dialogue_keys", lambda: pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique()))
 
 
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:
