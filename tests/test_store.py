@@ -516,3 +516,51 @@ def test_the_arrow_fetch_gives_the_frame_df_gives(tmp_path: Path) -> None:
     assert queries._arrow_as_df(pa.chunked_array([["a", None]])) and not queries._arrow_as_df(
         pa.chunked_array([[1, None]])
     )
+
+
+# --- the leaderboard's bootstrap over stored parts: less arithmetic, the same numbers --------------------
+
+
+def _plain(weights: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    return weights @ np.ascontiguousarray(matrix, dtype=float)
+
+
+def test_resampled_products_equal_the_float64_product_bit_for_bit():
+    weights = stats.resample_counts(400, n_resamples=300, seed=3)
+    narrow = weights.astype(np.float32)
+    rng = np.random.default_rng(0)
+    counts = rng.integers(0, 25, size=(400, 7)).astype(float)  # integers: the float32 path
+    alike = np.repeat(rng.integers(1, 30, size=(400, 1)).astype(float), 5, axis=1)  # one column, repeated
+    shares = rng.random((400, 6))  # fractions: float64
+    huge = rng.integers(2**20, 2**23, size=(400, 3)).astype(float)  # integers whose sums need float64
+    for matrix in (counts, alike, shares, huge, counts.T.copy().T):
+        got = queries._resampled(weights, narrow, matrix)
+        assert got.dtype == np.float64 and got.shape == (300, matrix.shape[1])
+        assert np.array_equal(got, _plain(weights, matrix))
+    # Which path each took: a wrong float32 copy of the weights shows up only where it is used.
+    wrong = np.zeros_like(narrow)
+    assert not np.array_equal(queries._resampled(weights, wrong, counts), _plain(weights, counts))
+    for matrix in (shares, huge):
+        assert np.array_equal(queries._resampled(weights, wrong, matrix), _plain(weights, matrix))
+    # The float32 product of the huge integers would not be exact: the check keeps them out of it.
+    assert not np.array_equal((narrow @ huge.astype(np.float32)).astype(float), _plain(weights, huge))
+
+
+def test_bootstrap_tables_are_written_bare_and_read_back_alike(demo_runs, root):
+    import pyarrow.parquet as pq
+
+    scored = score_run(demo_runs["simulated-A-mwz-en-predicted"], "exact")
+    entry = entries.save(root, "k" * 32, scored)
+    assert entry is not None
+    for table in entries.BARE_TABLES:
+        meta = pq.ParquetFile(entry.path(table)).metadata
+        assert b"pandas" not in (meta.metadata or {}), table
+        assert not meta.row_group(0).column(0).is_stats_set, table
+    kept = pq.ParquetFile(entry.path("turns")).metadata
+    assert b"pandas" in kept.metadata and kept.row_group(0).column(0).is_stats_set
+    # What the bootstrap reads from them is what the in-memory bootstrap computes.
+    bounds = queries.intervals_of([entry], R.NAMES)
+    for name in ("jga", "slot_f1_micro", "gca", "rsa"):
+        ci = stats.bootstrap_ci(scored, name, n_resamples=1000)
+        assert bounds[name][0][0] == pytest.approx(ci["low"], abs=1e-12)
+        assert bounds[name][1][0] == pytest.approx(ci["high"], abs=1e-12)

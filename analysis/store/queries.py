@@ -172,22 +172,62 @@ def intervals_of(
         d = block["d"].to_numpy()
         weights = stats.resample_counts(int(n_dialogues), n_resamples=resamples, seed=seed)
 
-        def dense(name: str, block: pd.DataFrame = block, which: np.ndarray = which, d: np.ndarray = d) -> np.ndarray:
+        # Rows come sorted by (run, d); when every run lists its dialogues 0..n-1 once, a column is the
+        # (runs, dialogues) matrix as it lies, transposed without a copy. Otherwise each value is placed.
+        regular = bool(np.array_equal(d, np.tile(np.arange(int(n_dialogues)), len(runs))))
+
+        def dense(
+            name: str,
+            block: pd.DataFrame = block,
+            which: np.ndarray = which,
+            d: np.ndarray = d,
+            regular: bool = regular,
+        ) -> np.ndarray:
+            values = block[name].to_numpy(dtype=float)
+            if regular:
+                return values.reshape(len(runs), int(n_dialogues)).T  # noqa: B023 - used within this iteration only
             matrix = np.zeros((int(n_dialogues), len(runs)))  # noqa: B023 - used within this iteration only
-            matrix[d, which] = block[name].to_numpy(dtype=float)
+            matrix[d, which] = values
             return matrix
+
+        narrow = weights.astype(np.float32)
+
+        def resampled(name: str, weights: np.ndarray = weights, narrow: np.ndarray = narrow) -> np.ndarray:
+            return _resampled(weights, narrow, dense(name))
 
         for name in metrics:
             col = METRIC_COLUMNS[name]
             if R.get(name).interval == "gca":
-                samples = np.asarray(M.gca_from_counts(*(weights @ dense(p) for p in GCA_PARTS)), dtype=float)
+                samples = np.asarray(M.gca_from_counts(*(resampled(p) for p in GCA_PARTS)), dtype=float)
             else:
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    samples = (weights @ dense(f"{col}__num")) / (weights @ dense(f"{col}__den"))
+                    samples = resampled(f"{col}__num") / resampled(f"{col}__den")
             low, high = stats._percentiles(samples, level)
             out[name][0][runs] = low
             out[name][1][runs] = high
     return out
+
+
+_EXACT_IN_FLOAT32 = 2**24  # every integer below this is a float32
+
+
+def _resampled(weights: np.ndarray, narrow: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """`weights @ matrix` (resamples x runs), bit for bit, with less arithmetic where that is exact.
+
+    * Columns all alike (a denominator that depends only on the test set, e.g. turns per dialogue) are
+      multiplied once and the product repeated.
+    * A matrix of integers (counts: correct turns, true positives, ...) is multiplied in float32 (`narrow`,
+      the same counts), about twice as fast: each row of `weights` sums to the number of dialogues, so
+      every product and partial sum is an integer of at most `dialogues x max|value|`; below 2**24 each is
+      a float32 exactly, whatever order the sums take, and so is the float64 result.
+    Anything else is the plain float64 product."""
+    if matrix.shape[1] > 1 and bool((matrix == matrix[:, :1]).all()):
+        return np.broadcast_to(_resampled(weights, narrow, matrix[:, :1]), (weights.shape[0], matrix.shape[1]))
+    if matrix.size and bool(np.isfinite(matrix).all()):
+        largest = float(np.abs(matrix).max())
+        if largest * matrix.shape[0] < _EXACT_IN_FLOAT32 and bool((matrix == np.round(matrix)).all()):
+            return (narrow @ matrix.astype(np.float32)).astype(np.float64)
+    return weights @ matrix
 
 
 def slot_tables(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
