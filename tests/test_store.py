@@ -564,3 +564,23 @@ def test_bootstrap_tables_are_written_bare_and_read_back_alike(demo_runs, root):
         ci = stats.bootstrap_ci(scored, name, n_resamples=1000)
         assert bounds[name][0][0] == pytest.approx(ci["low"], abs=1e-12)
         assert bounds[name][1][0] == pytest.approx(ci["high"], abs=1e-12)
+
+
+def test_intervals_of_runs_whose_parts_are_all_alike(demo_runs, root):
+    """Two runs with the very same parts (one file listed twice) take the alike-columns path for every
+    metric, GCA's counts included, and get the single run's intervals."""
+    scored = score_run(demo_runs["simulated-A-mwz-en-predicted"], "trade")
+    entry = entries.save(root, "a" * 32, scored)
+    assert entry is not None
+    once = queries.intervals_of([entry], R.NAMES)
+    twice = queries.intervals_of([entry, entry], R.NAMES)
+    for name in R.NAMES:
+        for side in (0, 1):
+            assert np.array_equal(twice[name][side], np.repeat(once[name][side], 2), equal_nan=True), name
+    # Every query lists such an entry once per position, never its rows twice under each.
+    board = queries.leaderboard([entry, entry], sort="jga")
+    single = queries.leaderboard([entry], sort="jga")
+    _equal(board, pd.concat([single, single], ignore_index=True))
+    for query in (queries.slot_tables, queries.depth_jga, queries.depth_metrics, queries.domain_jga):
+        one, two = query([entry]), query([entry, entry])
+        assert len(two) == 2 * len(one) > 0, query.__name__

@@ -65,17 +65,21 @@ def _read(
     if not entries:
         raise ValueError("no runs to query")
     files = _files(entries, table)
+    # Each file is read once and its rows joined to every position that lists it: an entry listed twice
+    # (two positions) has its rows once under each, never twice under both.
     source = (
-        "read_parquet($files, hive_partitioning = false, union_by_name = true, filename = true, file_row_number = true)"
+        "read_parquet($sources, hive_partitioning = false, union_by_name = true, filename = true, "
+        "file_row_number = true)"
     )
     positions = "(SELECT unnest($files) AS filename, generate_subscripts($files, 1) - 1 AS run)"
     query = f"WITH t AS (SELECT * EXCLUDE (filename) FROM {source} JOIN {positions} USING (filename)) {sql}"
+    bound = {"files": files, "sources": list(dict.fromkeys(files)), **(params or {})}
     try:
         if via_arrow:
-            table_ = con.sql(query, params={"files": files, **(params or {})}).to_arrow_table()
+            table_ = con.sql(query, params=bound).to_arrow_table()
             if all(_arrow_as_df(column) for column in table_.columns):
                 return table_.to_pandas(types_mapper=_STR_TYPES.get)
-        return con.execute(query, {"files": files, **(params or {})}).df()
+        return con.execute(query, bound).df()
     except duckdb.Error as exc:  # a file changed under us; the store's checks run before, so rare
         raise _unqueryable(files[0], exc) from exc
 
@@ -88,10 +92,6 @@ def _arrow_as_df(column: pa.ChunkedArray) -> bool:
         return True
     numeric = pa.types.is_integer(kind) or pa.types.is_floating(kind) or pa.types.is_boolean(kind)
     return numeric and column.null_count == 0
-
-
-def _order(entries: Sequence[Entry]) -> pd.DataFrame:
-    return pd.DataFrame({"store_key": [e.key for e in entries], "_order": np.arange(len(entries))})
 
 
 def leaderboard(
@@ -109,7 +109,8 @@ def leaderboard(
     con = con or connect()
     names = list(dict.fromkeys([*([sort] if sort in stats.METRICS else []), *(intervals or [])]))
     board = _read(con, entries, "runs", "SELECT * FROM t")
-    board = _order(entries).merge(board, on="store_key", how="left").sort_values("_order", kind="stable")
+    positions = pd.DataFrame({"run": np.arange(len(entries), dtype="int64")})
+    board = positions.merge(board, on="run", how="left").sort_values("run", kind="stable")
     board = board.rename(columns={**{v: k for k, v in METRIC_COLUMNS.items()}, "convention_label": "convention"})
     if "seed" in board:  # as a frame of Python ints and Nones holds it: int64, float64 with NaN, or all None
         seed = board["seed"]
