@@ -520,12 +520,16 @@ def _depth_from_turns(s: Scored, keys: list[str]) -> pd.DataFrame | None:
         metric = R.get(name)
         if metric.interval == "gca":
             per = per_turn(s, M.gca_counts)
-            at = code[tids.get_indexer(per["tid"].to_numpy())]
+            at = _groups_of(per, tids, code)
+            if at is None:
+                return None
             sums = [np.bincount(at, weights=per[c].to_numpy(dtype=float), minlength=n) for c in M.GCA_COUNTS]
             value = np.asarray(M.gca_from_counts(*sums), dtype=float)
         else:
             per = per_turn(s, metric.function)
-            at = code[tids.get_indexer(per["tid"].to_numpy())]
+            at = _groups_of(per, tids, code)
+            if at is None:
+                return None
             weight = per["n_turns"].to_numpy(dtype=float)
             values = per[metric.column].to_numpy(dtype=float)
             counted = np.bincount(at, weights=weight, minlength=n)
@@ -534,6 +538,12 @@ def _depth_from_turns(s: Scored, keys: list[str]) -> pd.DataFrame | None:
                 value = np.where(counted > 0, total / counted, np.nan)
         out[name] = value
     return out
+
+
+def _groups_of(per: pd.DataFrame, tids: pd.Index, code: np.ndarray) -> np.ndarray | None:
+    """The group code of each per-turn row, None if a row names a turn the run does not have."""
+    rows = tids.get_indexer(per["tid"].to_numpy())
+    return None if bool((rows < 0).any()) else code[rows]
 
 
 def history_pairs(metas: Sequence[RunMeta] | Sequence[dict[str, Any]]) -> list[tuple[str, str]]:
