@@ -8,6 +8,7 @@ colours paired with a pattern so a chart reads in grey too, hover templates on e
 from __future__ import annotations
 
 import functools
+import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -151,7 +152,9 @@ def leaderboard_bar(
     colours: Mapping[str, str] | None = None,
     style: str = "screen",
 ) -> go.Figure:
-    """One bar per run for `metric`; hover lists convention, turns and the other headline numbers."""
+    """One bar per run for `metric`; hover lists convention, turns and the other headline numbers. The bars
+    are one trace (each bar its run's colour): a browser draws one trace of 100 bars in a quarter of the time
+    of 100 one-bar traces (benchmarks/README.md). Runs named twice get a trace each, side by side."""
     if not len(board):
         return _empty("no runs", style)
     if metric not in board.columns:
@@ -160,14 +163,22 @@ def leaderboard_bar(
     palette = _colours(runs, colours)
     fig = go.Figure()
     has_ci = f"{metric}_low" in board.columns and f"{metric}_high" in board.columns
-    for row in board.itertuples(index=False):
-        value = getattr(row, metric)
+    values = board[metric].to_numpy(float)
+    hover = (
+        f"<b>%{{x}}</b><br>{_label(metric)}: %{{y:.4f}}<br>system: %{{customdata[0]}}"
+        "<br>dataset: %{customdata[1]}<br>convention: %{customdata[2]}<br>history: %{customdata[5]}"
+        "<br>%{customdata[3]:,} turns, %{customdata[4]:,} dialogues<extra></extra>"
+    )
+    columns = ["system", "dataset", "convention", "n_turns", "n_dialogues", "history"]
+    custom = [list(row) for row in board[columns].itertuples(index=False)]
+    groups = [list(range(len(runs)))] if len(set(runs)) == len(runs) else [[i] for i in range(len(runs))]
+    for rows in groups:
         error = (
             {
                 "type": "data",
                 "symmetric": False,
-                "array": [getattr(row, f"{metric}_high") - value],
-                "arrayminus": [value - getattr(row, f"{metric}_low")],
+                "array": board[f"{metric}_high"].to_numpy(float)[rows] - values[rows],
+                "arrayminus": values[rows] - board[f"{metric}_low"].to_numpy(float)[rows],
                 "color": "#444444",
                 "thickness": 1.2,
                 "width": 4,
@@ -176,20 +187,17 @@ def leaderboard_bar(
             else None
         )
         fig.add_bar(
-            name=row.run_id,
-            x=[row.run_id],
-            y=[value],
+            name=runs[rows[0]] if len(rows) == 1 else _label(metric),
+            x=[runs[i] for i in rows],
+            y=values[rows],
             error_y=error,
-            marker_color=palette[row.run_id],
-            customdata=[[row.system, row.dataset, row.convention, row.n_turns, row.n_dialogues, row.history]],
-            hovertemplate=(
-                f"<b>%{{x}}</b><br>{_label(metric)}: %{{y:.4f}}<br>system: %{{customdata[0]}}"
-                "<br>dataset: %{customdata[1]}<br>convention: %{customdata[2]}<br>history: %{customdata[5]}"
-                "<br>%{customdata[3]:,} turns, %{customdata[4]:,} dialogues<extra></extra>"
-            ),
+            marker_color=[palette[runs[i]] for i in rows] if len(rows) > 1 else palette[runs[rows[0]]],
+            customdata=[custom[i] for i in rows],
+            hovertemplate=hover,
         )
+    for run, value in zip(runs, values, strict=True):
         if pd.isna(value):  # a metric that does not apply to this run: say so where its bar would be
-            fig.add_annotation(x=row.run_id, y=0, text="n/a", showarrow=False, yanchor="bottom")
+            fig.add_annotation(x=run, y=0, text="n/a", showarrow=False, yanchor="bottom")
     title = f"{_label(metric)} per run" + (" (95% dialogue bootstrap interval)" if has_ci else "")
     fig.update_layout(title=title, showlegend=False, yaxis_title=_label(metric))
     fig.update_yaxes(rangemode="tozero")
@@ -409,6 +417,14 @@ MARKED_RUNS = 8
 HIGHLIGHT_RUNS = 5
 
 
+# Beyond this many runs, the muted runs (all but the highlighted one) are drawn as one line trace per colour
+# and dash and one band trace per colour, each run a stretch of points separated by a gap, under one legend
+# entry: a browser draws 100 runs' lines and bands as 200 traces in 0.6-0.9 s and as 50 in 0.16-0.25 s
+# (benchmarks/README.md); a legend of that many runs is a list nobody reads (hover names each line's run).
+MERGED_RUNS = 20
+OTHERS = "__other_runs__"  # the legend group of the merged runs: one click on its entry hides them all
+
+
 def depth_lines(
     frame: pd.DataFrame,
     *,
@@ -420,7 +436,8 @@ def depth_lines(
     depth on hover; the 95% interval as a band behind each line when the frame has one (a filled area with
     no edge line). From `HIGHLIGHT_RUNS` runs on, `highlight` (the run being looked at) is drawn thicker
     at full opacity and on top, the others muted and their bands paler, so one run stands out among many;
-    fewer runs are all drawn alike."""
+    fewer runs are all drawn alike. Beyond `MERGED_RUNS` runs the muted ones share traces (legend group
+    `OTHERS`; each point's run is its `customdata[1]`: `trace_runs`)."""
     if not len(frame):
         return _empty("no turns", style)
     runs = list(dict.fromkeys(frame["run_id"]))
@@ -430,9 +447,14 @@ def depth_lines(
     focus = highlight if highlight in runs and len(runs) >= HIGHLIGHT_RUNS else None
     fig = go.Figure()
     parts = _by_run(frame)
+    merged = focus is not None and len(runs) > MERGED_RUNS
+    if merged:
+        _merged_depth_lines(fig, [(i, r) for i, r in enumerate(runs) if r != focus], parts, palette, dashes, bands)
     # The highlighted run is drawn last, on top of the others (its traces added last: rebuilding the figure
     # in that order would validate every trace again, a third of the figure's cost at 100 runs).
-    order = [i for i, run in enumerate(runs) if run != focus] + [i for i, run in enumerate(runs) if run == focus]
+    order = [i for i, run in enumerate(runs) if run != focus and not merged] + [
+        i for i, run in enumerate(runs) if run == focus
+    ]
     for i in order:
         run = runs[i]
         part = parts[run]
@@ -475,6 +497,83 @@ def depth_lines(
     fig.update_layout(title=title, xaxis_title="turn index (0 = first user turn)", yaxis_title="JGA")
     fig.update_yaxes(range=[0, 1.02])
     return apply_style(fig, style)
+
+
+def _merged_depth_lines(
+    fig: go.Figure,
+    muted: list[tuple[int, str]],
+    parts: Mapping[str, pd.DataFrame],
+    palette: Mapping[str, str],
+    dashes: Sequence[str],
+    bands: bool,
+) -> None:
+    """`depth_lines`' muted runs (`(position, run)`) as shared traces: each run's band one closed shape and
+    its line one stretch, a gap (None) after each; runs of one colour share a band trace, of one colour
+    and dash a line trace. Each point's run is its `customdata[1]` (in the hover; "" at a gap)."""
+    shapes: dict[str, list[tuple[str, pd.DataFrame]]] = {}
+    lines: dict[tuple[str, str], list[tuple[str, pd.DataFrame]]] = {}
+    for i, run in muted:
+        shapes.setdefault(palette[run], []).append((run, parts[run]))
+        lines.setdefault((palette[run], dashes[(i // 8) % len(dashes)]), []).append((run, parts[run]))
+    gap = np.array([np.nan])
+    if bands:
+        for colour, members in shapes.items():
+            xs, ys, where, who = [], [], [], []
+            for run, part in members:
+                known = part[part["jga_low"].notna() & part["jga_high"].notna()]
+                depths = known["turn_index"].to_numpy(float)
+                xs += [depths, depths[::-1], gap]
+                ys += [known["jga_high"].to_numpy(float), known["jga_low"].to_numpy(float)[::-1], gap]
+                where += ["upper"] * len(known) + ["lower"] * len(known) + [""]
+                who += [run] * (2 * len(known) + 1)
+            fig.add_scatter(
+                name="",
+                x=np.concatenate(xs),
+                y=np.concatenate(ys),
+                customdata=np.stack([np.array(where, dtype=object), np.array(who, dtype=object)], axis=-1),
+                mode="lines",
+                fill="toself",
+                fillcolor=rgba(colour, 0.06),
+                hoveron="points",
+                line={"width": 0, "color": colour},
+                showlegend=False,
+                legendgroup=OTHERS,
+                hovertemplate="<b>%{customdata[1]}</b><br>turn %{x}<br>95% interval, %{customdata[0]} bound: %{y:.4f}<extra></extra>",
+            )
+    for number, ((colour, dash), members) in enumerate(lines.items()):
+        xs, ys, turns, who = [], [], [], []
+        for run, part in members:
+            xs += [part["turn_index"].to_numpy(float), gap]
+            ys += [part["jga"].to_numpy(float), gap]
+            turns += [part["n_turns"].to_numpy(float), gap]
+            who += [run] * (len(part) + 1)
+        fig.add_scatter(
+            name=f"{len(muted)} other runs (hover a line for its run)",
+            showlegend=number == 0,
+            legendgroup=OTHERS,
+            legendrank=0,
+            x=np.concatenate(xs),
+            y=np.concatenate(ys),
+            mode="lines",
+            line={"color": colour, "dash": dash, "width": 1.25},
+            opacity=MUTED_OPACITY,
+            customdata=np.stack([np.concatenate(turns).astype(object), np.array(who, dtype=object)], axis=-1),
+            hovertemplate="<b>%{customdata[1]}</b><br>turn %{x}<br>JGA: %{y:.4f}<br>%{customdata[0]:,.0f} turns<extra></extra>",
+        )
+
+
+def trace_runs(fig: go.Figure) -> list[Any]:
+    """Per trace of a chart with a trace per run (`depth_lines`, `first_error_bar`): the trace's run, or,
+    for a trace that several runs share (legend group `OTHERS`), the run of each of its points (None at a
+    gap): what `views.chart_pick` reads a clicked point's run from. Names and hover data are escaped for
+    drawing (`plain_figure_text`); this is the run itself."""
+    found: list[Any] = []
+    for trace in fig.data:
+        if trace.legendgroup == OTHERS and trace.customdata is not None:
+            found.append([html.unescape(str(row[1])) or None for row in trace.customdata])
+        else:
+            found.append(html.unescape(trace.name) if trace.name else trace.name)
+    return found
 
 
 def compounding_figure(

@@ -1018,14 +1018,21 @@ PICKER_COLUMNS = ["dialogue_id", "n_turns", "error_turns", "first_error_turn", "
 
 def chart_pick(point: dict[str, Any], trace_names: Sequence[Any]) -> tuple[str | None, Any]:
     """(run, x) of a point clicked on a chart with one trace per run (`trace_names`, each trace named
-    after its run; an interval band shares its line's name) or on a run x value heatmap (its trace has
-    no name: the run is the row, `y`). The run is None when the point names none.
+    after its run; an interval band shares its line's name), on a trace several runs share (its entry the
+    run of each point, `figures.trace_runs`) or on a run x value heatmap (its trace has no name: the run is
+    the row, `y`). The run is None when the point names none.
 
     >>> chart_pick({"curve_number": 1, "x": "3"}, ["A", "B"]), chart_pick({"curve_number": 0, "x": 2, "y": "B"}, [None])
     (('B', '3'), ('B', 2))
+    >>> chart_pick({"curve_number": 0, "point_index": 3, "x": 0, "y": 0.5}, [["A", "A", None, "B"]])
+    ('B', 0)
     """
     curve = point.get("curve_number")
     name = trace_names[curve] if isinstance(curve, int) and 0 <= curve < len(trace_names) else None
+    if isinstance(name, (list, tuple)):  # a shared trace: the point's own run
+        index = point.get("point_index", point.get("point_number"))
+        name = name[index] if isinstance(index, int) and 0 <= index < len(name) else None
+        return (str(name) if name else None), point.get("x")
     run = name if name else point.get("y")
     return (str(run) if run is not None else None), point.get("x")
 

@@ -38,7 +38,7 @@ if by_depth.open:
         depth_figure = ui.figure(figures.depth_lines, depth, colours=ui.colours(), highlight=ui.focus())
         clicked = ui.show_figure(depth_figure, key="depth_lines", name="JGA by turn depth", select=True)
         if clicked:
-            ui.put(depth_pick=views.chart_pick(clicked[0], [t.name for t in depth_figure.data]))
+            ui.put(depth_pick=views.chart_pick(clicked[0], figures.trace_runs(depth_figure)))
         st.caption(
             "JGA beside the metrics robust to compounding (README, Metrics): a turn's own changes judged "
             "(turn-level accuracy, FGA at λ 0.5, GCA of the changes at that depth) or partial credit for the "
@@ -92,7 +92,7 @@ if origins_tab.open:
         first_figure = clickable_cells(ui.figure(figures.first_error_bar, first_errors, colours=ui.colours()))
         clicked = ui.show_figure(first_figure, key="depth_first", name="first error turn", select=True)
         if clicked:
-            ui.put(first_error_pick=views.chart_pick(clicked[0], [t.name for t in first_figure.data]))
+            ui.put(first_error_pick=views.chart_pick(clicked[0], figures.trace_runs(first_figure)))
         if len(runs) > len(origin_runs):
             st.caption(f"Inherited vs new errors: the first {len(origin_runs)} of the {len(runs)} selected runs.")
         ui.show_figure(ui.figure(figures.origins_bar, origins), key="depth_origins", name="inherited vs new errors")

@@ -162,7 +162,8 @@ def test_leaderboard_equals_analysis(scored_runs):
         assert board.loc[name, "turns"] == len(scored.turns)
         assert board.loc[name, "dialogues"] == scored.turns["dialogue_id"].nunique()
         assert board.loc[name, "convention"] == scored.convention.name
-    bars = {trace["name"]: values(trace["y"])[0] for trace in chart(at, 0)["data"]}
+    (trace,) = chart(at, 0)["data"]  # one trace, a bar per run
+    bars = dict(zip(values(trace["x"]), values(trace["y"]), strict=True))
     assert bars == pytest.approx({n: shown_jga(s) for n, s in scored_runs.items()})
     assert list(board["JGA"]) == sorted(board["JGA"], reverse=True)  # sorted by the chosen metric
 
@@ -363,5 +364,6 @@ def test_seeds_of_one_system_show_as_mean_and_std_with_each_seed(scored_runs, ma
     assert row["JGA"] == f"{np.mean(jgas):.4f} ± {np.std(jgas, ddof=1):.4f}"
     at.toggle(key="w_combine_seeds").set_value(False).run()
     no_exception(at)
-    bars = {t["name"] for t in chart(at, 0)["data"]}
+    (trace,) = chart(at, 0)["data"]  # one trace, a bar per run
+    bars = set(values(trace["x"]))
     assert set(seeded) <= bars and not any("seeds" in d.value.columns for d in at.dataframe)

@@ -84,7 +84,8 @@ def test_style_figure_paper_drops_title_slides_keeps_it() -> None:
     assert "Liberation Sans" in paper.layout.font.family
     assert paper.layout.font.size == pytest.approx(8 * 96 / 72, abs=0.01)  # 8 pt at print size
     # run colours are the dashboard's, untouched by styling
-    assert [t.marker.color for t in paper.data] == [F.run_colours(RUNS)[r] for r in RUNS]
+    (bars,) = paper.data  # one trace, a colour per bar
+    assert list(bars.marker.color) == [F.run_colours(RUNS)[r] for r in RUNS]
 
 
 def test_tall_horizontal_bars_get_taller_figures() -> None:

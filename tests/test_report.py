@@ -110,7 +110,8 @@ def test_plan_uses_dashboard_builders_and_run_colours(workspace_path: Path) -> N
     assert "fewjoint-seeds-simulated" in names
     colours = F.run_colours([*RUNS, "simulated"])
     by_name = {f.name: f.figure for f in plan.figures}
-    board_colours = {t.name: t.marker.color for t in by_name["leaderboard"].data}
+    (bars,) = by_name["leaderboard"].data  # one trace, each bar its run's colour
+    board_colours = dict(zip(bars.x, bars.marker.color, strict=True))
     assert board_colours == {r: colours[r] for r in RUNS}
     for run in RUNS:
         assert by_name[f"slot-f1-{R._slug(run)}"].data[0].marker.color == colours[run]

@@ -115,13 +115,16 @@ def _slug(text: str) -> str:
     return re.sub(r"[^\w.]+", "-", text.lower(), flags=re.UNICODE).strip("-.") or "x"
 
 
-def _add_error_bars(fig: go.Figure, cis: pd.DataFrame, *, key: str) -> go.Figure:
-    """Error bars on each bar trace (named by run) from `cis` rows (run_id, key, estimate, low, high)."""
+def _add_error_bars(fig: go.Figure, cis: pd.DataFrame, *, key: str, runs_on_x: bool = False) -> go.Figure:
+    """Error bars on each bar trace (named by run) from `cis` rows (run_id, key, estimate, low, high); with
+    `runs_on_x`, on each bar of a trace whose categories are the runs (the leaderboard: `key` is the run)."""
     for trace in fig.data:
         if getattr(trace, "type", "") != "bar" or trace.x is None:
             continue
         # the figure's names and categories are escaped text (escaping.plain_figure_text): match them so
-        ours = cis["run_id"].astype(str).map(plotly_text) == trace.name
+        ours = (
+            pd.Series(True, index=cis.index) if runs_on_x else cis["run_id"].astype(str).map(plotly_text) == trace.name
+        )
         part = cis[ours].set_index(cis[key].astype(str).map(plotly_text)[ours])
         if not len(part):
             continue
@@ -144,7 +147,7 @@ def leaderboard_figure(board: pd.DataFrame, cis: pd.DataFrame, *, colours: dict[
     """The dashboard's leaderboard bar (JGA per run) with 95% bootstrap intervals as error bars."""
     fig = F.leaderboard_bar(board, metric="jga", colours=colours, style="paper")
     jga = cis[cis["metric"] == "jga"].assign(run=lambda f: f["run_id"])
-    fig = _add_error_bars(fig, jga, key="run")
+    fig = _add_error_bars(fig, jga, key="run", runs_on_x=True)
     fig.update_layout(title=f"JGA per run ({LEVEL:.0%} cluster-bootstrap intervals)")
     return fig
 
