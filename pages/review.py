@@ -11,11 +11,10 @@ fragment reads the store's change marker every `review.LIVE_S` seconds and, at t
 reruns the page when a panel is behind it: a colleague's tags appear without a click, and the summaries
 catch up with one's own saves (`review.live_check`)."""
 
-# The agreement's packages, imported here only so that `ui.prefetch` (which imports what the pages import)
-# warms them in the background at server start: sklearn.metrics takes 1-3 s to import cold, which would
-# otherwise fall on the first click that shows an agreement.
+# The agreement's package, imported here only so that `ui.prefetch` (which imports what the pages import)
+# warms it in the background at server start. (Cohen's kappa is `analysis.review.analysis.binary_kappa`:
+# scikit-learn's took 1.7 s of CPU to import, scipy.stats included, on every server's first session.)
 import krippendorff  # noqa: F401
-import sklearn.metrics  # noqa: F401
 import streamlit as st
 
 import ui

@@ -8,6 +8,7 @@ from __future__ import annotations
 import math
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
@@ -20,7 +21,7 @@ from analysis.review import (
     review_queue,
     tag_agreement,
 )
-from analysis.review.analysis import ALL_TAGS, COHEN, KRIPPENDORFF
+from analysis.review.analysis import ALL_TAGS, COHEN, KRIPPENDORFF, binary_kappa
 
 WV, OTHER = "wrong value", "other"
 
@@ -49,6 +50,25 @@ TWO = _frame(
         ("i1", "c", (OTHER,)),  # c is not among the chosen reviewers
     ]
 )
+
+
+def test_binary_kappa_equals_scikit_learns_cohen_kappa_score() -> None:
+    """Our Cohen's kappa (no scikit-learn import on the server) gives scikit-learn's number on 0/1 ratings
+    of every size and balance, ties and perfect agreement included; NaN where chance agreement is 1."""
+    metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is the reference kappa")
+    rng = np.random.default_rng(7)
+    checked = 0
+    for n in (2, 3, 5, 17, 200):
+        for share_a, share_b, flip in ((0.5, 0.5, 0.3), (0.1, 0.9, 0.5), (0.3, 0.3, 0.0), (0.8, 0.6, 0.1)):
+            a = (rng.random(n) < share_a).astype(int)
+            b = np.where(rng.random(n) < flip, (rng.random(n) < share_b).astype(int), a)
+            if len(set(a) | set(b)) < 2:
+                continue  # one value only: tag_agreement says n/a before any kappa
+            theirs = metrics.cohen_kappa_score(a, b, labels=[0, 1])
+            assert binary_kappa(a.astype(float), b.astype(float)) == pytest.approx(theirs, abs=1e-12), (a, b)
+            checked += 1
+    assert checked >= 15
+    assert math.isnan(binary_kappa(np.ones(4), np.ones(4))) and math.isnan(binary_kappa(np.array([]), np.array([])))
 
 
 def test_cohens_kappa_per_tag_equals_the_hand_computation() -> None:
