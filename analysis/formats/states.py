@@ -43,11 +43,16 @@ def coerce_value(value: Any, where: str) -> str | None:
         parts = [coerce_value(v, where) for v in value]
         kept = [p for p in parts if p]
         return "|".join(kept) if kept else None
-    raise StateProblem(f"slot value must be a string, number or list, got a JSON {_json_type(value)}", where)
+    raise StateProblem(f"slot value must be a string, number or list, got {_json_type(value)}", where)
 
 
 def _json_type(value: Any) -> str:
-    return {
+    """The JSON type of a decoded `value`, with its article: "an object", "a string", "a null".
+
+    >>> _json_type([1]), _json_type(2.5)
+    ('an array', 'a number')
+    """
+    name = {
         dict: "object",
         list: "array",
         str: "string",
@@ -56,6 +61,7 @@ def _json_type(value: Any) -> str:
         int: "number",
         float: "number",
     }.get(type(value), type(value).__name__)
+    return f"{'an' if name[:1] in 'aeiou' else 'a'} {name}"
 
 
 def nested_state(state: Any, field: str, *, skip_slots: frozenset[str] = frozenset()) -> Iterator[Triple]:
@@ -63,11 +69,11 @@ def nested_state(state: Any, field: str, *, skip_slots: frozenset[str] = frozens
     if state is None:
         return
     if not isinstance(state, dict):
-        raise StateProblem(f"state must be an object {{domain: {{slot: value}}}}, got a {_json_type(state)}", field)
+        raise StateProblem(f"state must be an object {{domain: {{slot: value}}}}, got {_json_type(state)}", field)
     for domain, slots in state.items():
         if not isinstance(slots, dict):
             raise StateProblem(
-                f"state of domain {domain!r} must be an object {{slot: value}}, got a {_json_type(slots)}",
+                f"state of domain {domain!r} must be an object {{slot: value}}, got {_json_type(slots)}",
                 field,
             )
         for slot, value in slots.items():
@@ -84,7 +90,7 @@ def multiwoz_metadata(metadata: Any, field: str) -> Iterator[Triple]:
     no MultiWOZ domain has a `semi` and a `book` slot of the same name, so nothing collides.
     """
     if not isinstance(metadata, dict):
-        raise StateProblem(f"metadata must be an object, got a {_json_type(metadata)}", field)
+        raise StateProblem(f"metadata must be an object, got {_json_type(metadata)}", field)
     for domain, parts in metadata.items():
         if not isinstance(parts, dict):
             raise StateProblem(f"metadata of domain {domain!r} must be an object", field)
@@ -102,10 +108,10 @@ def multiwoz_metadata(metadata: Any, field: str) -> Iterator[Triple]:
 def triple_strings(items: Any, field: str) -> Iterator[Triple]:
     """TRADE's `["domain-slot-value", ...]`: split at the first two hyphens (slot names hold none)."""
     if not isinstance(items, list):
-        raise StateProblem(f"expected a list of 'domain-slot-value' strings, got a {_json_type(items)}", field)
+        raise StateProblem(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
     for item in items:
         if not isinstance(item, str):
-            raise StateProblem(f"expected 'domain-slot-value' strings, got a {_json_type(item)}", field)
+            raise StateProblem(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
         parts = item.split("-", 2)
         if len(parts) != 3:
             raise StateProblem(f"{item!r} is not of the form 'domain-slot-value'", field)
@@ -115,7 +121,7 @@ def triple_strings(items: Any, field: str) -> Iterator[Triple]:
 def triple_list(items: Any, field: str) -> Iterator[Triple]:
     """`[[domain, slot, value], ...]` (our JSONL's alternative to a state object)."""
     if not isinstance(items, list):
-        raise StateProblem(f"expected a list of [domain, slot, value] triples, got a {_json_type(items)}", field)
+        raise StateProblem(f"expected a list of [domain, slot, value] triples, got {_json_type(items)}", field)
     for item in items:
         if not (isinstance(item, list) and len(item) in (3, 4)):
             raise StateProblem("each triple must be a list [domain, slot, value] (or with a relation)", field)
