@@ -335,6 +335,8 @@ def test_trade_whole_list_reading_equals_the_per_triple_one(
     [
         ("hotel-area", "'hotel-area' is not of the form 'domain-slot-value'"),
         (3, "expected 'domain-slot-value' strings, got a number"),
+        (["hotel", "area"], "expected 'domain-slot-value' strings, got an array"),
+        ({"hotel": "area"}, "expected 'domain-slot-value' strings, got an object"),
         ("-area-east", "domain and slot must be non-empty strings"),
     ],
 )
