@@ -8,8 +8,9 @@ every exported file, so every string that carries data goes through one of these
 
 from __future__ import annotations
 
+import html
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
@@ -98,6 +99,29 @@ def _escaped(value: Any) -> Any:
             return value
         return type(value)(items)
     return value
+
+
+def _literal(value: Any) -> Any:
+    if isinstance(value, str):
+        return html.unescape(value)
+    if isinstance(value, list | tuple):
+        return type(value)(_literal(v) for v in value)
+    return value
+
+
+def literal_point(point: Mapping[str, Any]) -> dict[str, Any]:
+    """A point Streamlit returns for a click on a figure (its `x`, `y`, `customdata`, `legendgroup`, taken
+    from the figure's escaped data, `plain_figure_text`) with its text as the data has it, so a page can
+    look it up: a value `B&B` comes back as `B&amp;B` and matches nothing. `html.unescape` is the exact
+    inverse of the escaping: every `&` in escaped text begins an entity the escaping wrote.
+
+    >>> literal_point({"x": "B&amp;B", "y": 0.5, "customdata": ["&lt;a&gt;", 3], "curve_number": 1})
+    {'x': 'B&B', 'y': 0.5, 'customdata': ['<a>', 3], 'curve_number': 1}
+    """
+    return {
+        k: _literal(v) if k in ("x", "y", "customdata", "legendgroup", "text", "hovertext") else v
+        for k, v in point.items()
+    }
 
 
 def _escape_title(owner: Any) -> None:

@@ -13,7 +13,7 @@ from streamlit.testing.v1 import AppTest
 
 from analysis import export, figures, views
 from analysis.demo.testing import scored_from_states
-from analysis.escaping import markdown_text, plain_figure_text, plotly_text
+from analysis.escaping import literal_point, markdown_text, plain_figure_text, plotly_text
 from ui.text import md
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -138,3 +138,30 @@ def test_link_values_are_checked_against_the_workspace():
     assert at.session_state["convention"] != LINK
     assert at.session_state["run"] != HOSTILE
     assert "compare" not in at.session_state or at.session_state["compare"] != IMAGE
+
+
+def test_a_clicked_point_comes_back_as_the_data_has_it() -> None:
+    """A figure's text is escaped, so Streamlit returns a click's x and y escaped: `B&B` as `B&amp;B`, which
+    matches no turn. `literal_point` (what `ui.place.show_figure` returns) gives the data's own text back, for
+    a confusion cell's values and for the run of a heatmap row, `&`, `<`, `>` and entity-like text included."""
+    from ui.clicks import clickable_cells
+
+    values = ["B&B", "<b>x</b>", "&amp; as typed", "a<br>b"]
+    gold = {f"d{i}": [{"hotel": {"name": v}}] for i, v in enumerate(values)}
+    pred = {f"d{i}": [{"hotel": {"name": values[(i + 1) % len(values)]}}] for i in range(len(values))}
+    scored = scored_from_states(gold, pred, run_id="r")
+    confusions = views.value_confusions(scored, domain="hotel", slot="name")
+    fig = clickable_cells(figures.confusion_heatmap(confusions))
+    overlay = fig.data[-1]
+    clicked = {
+        (p["y"], p["x"]) for p in (literal_point({"x": x, "y": y}) for x, y in zip(overlay.x, overlay.y, strict=True))
+    }
+    assert clicked == set(zip(confusions["gold"], confusions["predicted"], strict=True))
+    assert ("B&B", "<b>x</b>") in clicked
+    runs = [f"run {HOSTILE} &lt;{i}&gt;" for i in range(figures.HIGHLIGHT_RUNS)]
+    frame = pd.concat([views.first_error_distribution([scored]).assign(run_id=run) for run in runs], ignore_index=True)
+    first = clickable_cells(figures.first_error_bar(frame))
+    cells = first.data[-1]
+    row = list(cells.y).index(plotly_text(runs[3]))
+    point = literal_point({"curve_number": len(first.data) - 1, "x": cells.x[row], "y": cells.y[row]})
+    assert views.chart_pick(point, figures.trace_runs(first)) == (runs[3], cells.x[row])

@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis import export
+from analysis.escaping import literal_point
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
 from ui import data
@@ -213,13 +214,14 @@ def figure(builder: Callable[..., go.Figure], *args: Any, **params: Any) -> go.F
 
 def show_figure(fig: go.Figure, *, key: str, name: str, select: bool = False) -> list[dict[str, Any]]:
     """Place a Plotly figure with its export buttons. With `select`, clicking a point reruns and the
-    selected points are returned."""
+    selected points are returned, their text as the data has it (`escaping.literal_point`: the figure's
+    own is escaped)."""
     fig.update_layout(meta={"name": name})
     _figure_exports(fig, key=key, name=name)
     if select:
         event = st.plotly_chart(fig, key=key, on_select="rerun", selection_mode="points", width="stretch")
         try:
-            points = list(event.selection.points)
+            points = [literal_point(p) for p in event.selection.points]
         except AttributeError:
             points = []
         return points if _fresh(key, repr(points) if points else None) else []
