@@ -193,17 +193,16 @@ def intervals_of(
             return matrix
 
         narrow = weights.astype(np.float32)
-
-        def resampled(name: str, weights: np.ndarray = weights, narrow: np.ndarray = narrow) -> np.ndarray:
-            return _resampled(weights, narrow, dense(name))
-
         for name in metrics:
             col = METRIC_COLUMNS[name]
             if R.get(name).interval == "gca":
-                samples = np.asarray(M.gca_from_counts(*(resampled(p) for p in GCA_PARTS)), dtype=float)
+                counts = (_resampled(weights, narrow, dense(p)) for p in GCA_PARTS)
+                samples = np.asarray(M.gca_from_counts(*counts), dtype=float)
             else:
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    samples = resampled(f"{col}__num") / resampled(f"{col}__den")
+                    samples = _resampled(weights, narrow, dense(f"{col}__num")) / _resampled(
+                        weights, narrow, dense(f"{col}__den")
+                    )
             low, high = stats._percentiles(samples, level)
             out[name][0][runs] = low
             out[name][1][runs] = high
