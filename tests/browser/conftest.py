@@ -50,6 +50,14 @@ def browser_type_launch_args(browser_type_launch_args: dict) -> dict:
 
 
 @pytest.fixture(scope="session")
+def base_url() -> None:
+    """No base URL: the tests open full URLs. This replaces pytest-playwright's fallback `base_url`, a
+    session fixture defined as an instance method, which pytest 9 warns is deprecated (the one warning of
+    every run)."""
+    return None
+
+
+@pytest.fixture(scope="session")
 def browser_context_args(browser_context_args: dict) -> dict:
     return {**browser_context_args, "viewport": VIEWPORT}
 
