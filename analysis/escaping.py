@@ -101,25 +101,31 @@ def _escaped(value: Any) -> Any:
     return value
 
 
-def _literal(value: Any) -> Any:
+def literal_text(value: Any) -> Any:
+    """Text of a figure (escaped by `plain_figure_text`) as the data has it, in strings, lists and tuples;
+    anything else as it is. `html.unescape` is the exact inverse of the escaping: every `&` in escaped
+    text begins an entity the escaping wrote.
+
+    >>> literal_text(["B&amp;B", "&lt;br&gt;", 3])
+    ['B&B', '<br>', 3]
+    """
     if isinstance(value, str):
         return html.unescape(value)
     if isinstance(value, list | tuple):
-        return type(value)(_literal(v) for v in value)
+        return type(value)(literal_text(v) for v in value)
     return value
 
 
 def literal_point(point: Mapping[str, Any]) -> dict[str, Any]:
     """A point Streamlit returns for a click on a figure (its `x`, `y`, `customdata`, `legendgroup`, taken
     from the figure's escaped data, `plain_figure_text`) with its text as the data has it, so a page can
-    look it up: a value `B&B` comes back as `B&amp;B` and matches nothing. `html.unescape` is the exact
-    inverse of the escaping: every `&` in escaped text begins an entity the escaping wrote.
+    look it up: a value `B&B` comes back as `B&amp;B` and matches nothing (`literal_text`).
 
     >>> literal_point({"x": "B&amp;B", "y": 0.5, "customdata": ["&lt;a&gt;", 3], "curve_number": 1})
     {'x': 'B&B', 'y': 0.5, 'customdata': ['<a>', 3], 'curve_number': 1}
     """
     return {
-        k: _literal(v) if k in ("x", "y", "customdata", "legendgroup", "text", "hovertext") else v
+        k: literal_text(v) if k in ("x", "y", "customdata", "legendgroup", "text", "hovertext") else v
         for k, v in point.items()
     }
 

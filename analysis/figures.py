@@ -8,7 +8,6 @@ colours paired with a pattern so a chart reads in grey too, hover templates on e
 from __future__ import annotations
 
 import functools
-import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ import plotly.graph_objects as go
 import plotly.io as pio
 from plotly.subplots import make_subplots
 
-from analysis.escaping import plain_figure_text, plotly_text
+from analysis.escaping import literal_text, plain_figure_text, plotly_text
 from analysis.outcomes import Outcome
 from analysis.palette import (
     CATEGORICAL,
@@ -452,9 +451,8 @@ def depth_lines(
         _merged_depth_lines(fig, [(i, r) for i, r in enumerate(runs) if r != focus], parts, palette, dashes, bands)
     # The highlighted run is drawn last, on top of the others (its traces added last: rebuilding the figure
     # in that order would validate every trace again, a third of the figure's cost at 100 runs).
-    order = [i for i, run in enumerate(runs) if run != focus and not merged] + [
-        i for i, run in enumerate(runs) if run == focus
-    ]
+    behind = [] if merged else [i for i, run in enumerate(runs) if run != focus]
+    order = behind + [i for i, run in enumerate(runs) if run == focus]
     for i in order:
         run = runs[i]
         part = parts[run]
@@ -570,9 +568,9 @@ def trace_runs(fig: go.Figure) -> list[Any]:
     found: list[Any] = []
     for trace in fig.data:
         if trace.legendgroup == OTHERS and trace.customdata is not None:
-            found.append([html.unescape(str(row[1])) or None for row in trace.customdata])
+            found.append([literal_text(str(row[1])) or None for row in trace.customdata])
         else:
-            found.append(html.unescape(trace.name) if trace.name else trace.name)
+            found.append(literal_text(trace.name))
     return found
 
 

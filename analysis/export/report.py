@@ -122,10 +122,8 @@ def _add_error_bars(fig: go.Figure, cis: pd.DataFrame, *, key: str, runs_on_x: b
         if getattr(trace, "type", "") != "bar" or trace.x is None:
             continue
         # the figure's names and categories are escaped text (escaping.plain_figure_text): match them so
-        ours = (
-            pd.Series(True, index=cis.index) if runs_on_x else cis["run_id"].astype(str).map(plotly_text) == trace.name
-        )
-        part = cis[ours].set_index(cis[key].astype(str).map(plotly_text)[ours])
+        ours = cis if runs_on_x else cis[cis["run_id"].astype(str).map(plotly_text) == trace.name]
+        part = ours.set_index(ours[key].astype(str).map(plotly_text))
         if not len(part):
             continue
         x = [str(v) for v in trace.x]

@@ -522,9 +522,7 @@ def cohens_kappa(
         yes_a = np.array([[t in ts for t in vocabulary] for ts in pairs["tags_a"]], dtype=bool).reshape(shape)
         yes_b = np.array([[t in ts for t in vocabulary] for ts in pairs["tags_b"]], dtype=bool).reshape(shape)
         n = yes_a.size
-        observed = float((yes_a == yes_b).mean()) if n else math.nan
-        pa, pb = (float(yes_a.mean()), float(yes_b.mean())) if n else (math.nan, math.nan)
-        expected = pa * pb + (1 - pa) * (1 - pb)
+        observed, expected = _binary_chance(yes_a, yes_b)
         differ = pairs["tags_a"].map(frozenset) != pairs["tags_b"].map(frozenset)
     else:
         first_a = pairs["tags_a"].map(lambda ts: ts[0] if ts else "")
@@ -536,7 +534,7 @@ def cohens_kappa(
         share_b = first_b.value_counts(normalize=True)
         expected = float((share_a * share_b.reindex(share_a.index, fill_value=0.0)).sum()) if n else math.nan
         differ = first_a != first_b
-    kappa = (observed - expected) / (1 - expected) if n and expected < 1 else math.nan
+    kappa = _kappa(observed, expected)
     disagreements = pairs[differ.to_numpy(dtype=bool)].copy()
     disagreements["only_a"] = [
         tuple(t for t in x if t not in y) for x, y in zip(disagreements["tags_a"], disagreements["tags_b"], strict=True)
@@ -605,23 +603,30 @@ def _observed(ratings: np.ndarray) -> float:
     return float(agree.sum()) / total if total else math.nan
 
 
+def _binary_chance(a: np.ndarray, b: np.ndarray) -> tuple[float, float]:
+    """Two reviewers' yes/no decisions on the same units: `p_o`, the share decided alike, and `p_e =
+    pa * pb + (1 - pa) * (1 - pb)` from each one's own share of yes; NaN for both without a unit."""
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    if not a.size:
+        return math.nan, math.nan
+    pa, pb = float(a.mean()), float(b.mean())
+    return float((a == b).mean()), pa * pb + (1 - pa) * (1 - pb)
+
+
+def _kappa(observed: float, expected: float) -> float:
+    """``(p_o - p_e) / (1 - p_e)``; NaN when ``p_e`` is 1 (or NaN: no unit)."""
+    return (observed - expected) / (1 - expected) if expected < 1 else math.nan
+
+
 def binary_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two reviewers' 0/1 ratings of the same units, ``(p_o - p_e) / (1 - p_e)``: `p_o` the
-    share of units rated alike, ``p_e = pa * pb + (1 - pa) * (1 - pb)`` from each reviewer's own share of 1s
-    (`cohens_kappa`'s item-tag formula; equal to scikit-learn's `cohen_kappa_score(a, b, labels=[0, 1])`,
-    tested, without importing scikit-learn and SciPy: 1.7 s of CPU on a cold server). NaN when ``p_e == 1``
-    or there is no unit.
+    """Cohen's kappa of two reviewers' 0/1 ratings of the same units (`_binary_chance`, `_kappa`: the
+    formula of `cohens_kappa` over item-tag decisions); equal to scikit-learn's `cohen_kappa_score(a, b,
+    labels=[0, 1])`, tested, without importing scikit-learn and SciPy (1.7 s of CPU on a cold server).
 
     >>> binary_kappa(np.array([1, 1, 0, 0]), np.array([1, 0, 0, 0]))
     0.5
     """
-    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
-    if not a.size:
-        return math.nan
-    observed = float((a == b).mean())
-    pa, pb = float(a.mean()), float(b.mean())
-    expected = pa * pb + (1 - pa) * (1 - pb)
-    return (observed - expected) / (1 - expected) if expected < 1 else math.nan
+    return _kappa(*_binary_chance(a, b))
 
 
 def _statistic(ratings: np.ndarray, statistic: str) -> tuple[float, str]:
