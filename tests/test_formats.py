@@ -398,3 +398,19 @@ def test_jsonl_state_objects_take_the_fast_path_with_the_same_tables(tmp_path, m
     pd.testing.assert_frame_equal(fast.turns, slow.turns, check_exact=True)
     assert fast.listed_slots == slow.listed_slots and fast.notes == slow.notes
     assert fast.pred["value"].tolist() == ["east", "4", "east|centre", "monday"]
+
+
+@pytest.mark.parametrize("token", ["NaN", "Infinity", "-Infinity", "[1, NaN]"])
+def test_a_non_json_number_as_a_slot_value_is_refused_with_its_record(tmp_path: Path, token: str) -> None:
+    """Python's json reads NaN and Infinity, which JSON has not: kept, they became the value "nan" (a wrong
+    prediction where a missing value was meant). Refused, naming the record and the field."""
+    path = tmp_path / "run.jsonl"
+    path.write_text(
+        '{"dialogue_id": "d1", "turn_index": 0, "gold": {"hotel": {"area": "east"}}, '
+        f'"pred": {{"hotel": {{"area": {token}}}}}}}\n',
+        encoding="utf-8",
+    )
+    with pytest.raises(InputError) as err:
+        parse_file(path, use_cache=False)
+    message = str(err.value)
+    assert "is not JSON" in message and "'d1'" in message and "pred.hotel.area" in message

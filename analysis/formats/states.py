@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
@@ -37,6 +38,10 @@ def coerce_value(value: Any, where: str) -> str | None:
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, float) and not math.isfinite(value):
+        # Python's json reads NaN and Infinity, which JSON does not have: most likely a missing value
+        # written by json.dumps. Refused, not kept as the value "nan" (a false prediction) nor dropped.
+        raise StateProblem(f"slot value {value} is not JSON (a missing value is null or absent)", where)
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, list):
