@@ -21,7 +21,7 @@ from analysis import stats, views
 from analysis.errors import InputError
 from analysis.loading import load_run
 from analysis.scoring import Scored, score_run
-from analysis.store import entries, queries
+from analysis.store import entries, parts, queries
 from analysis.workspace import load_entry, read_manifest
 from tests.conftest import ROOT, realdata_path
 
@@ -534,14 +534,14 @@ def test_resampled_products_equal_the_float64_product_bit_for_bit():
     shares = rng.random((400, 6))  # fractions: float64
     huge = rng.integers(2**20, 2**23, size=(400, 3)).astype(float)  # integers whose sums need float64
     for matrix in (counts, alike, shares, huge, counts.T.copy().T):
-        got = queries._resampled(weights, narrow, matrix)
+        got = parts._resampled(weights, narrow, matrix)
         assert got.dtype == np.float64 and got.shape == (300, matrix.shape[1])
         assert np.array_equal(got, _plain(weights, matrix))
     # Which path each took: a wrong float32 copy of the weights shows up only where it is used.
     wrong = np.zeros_like(narrow)
-    assert not np.array_equal(queries._resampled(weights, wrong, counts), _plain(weights, counts))
+    assert not np.array_equal(parts._resampled(weights, wrong, counts), _plain(weights, counts))
     for matrix in (shares, huge):
-        assert np.array_equal(queries._resampled(weights, wrong, matrix), _plain(weights, matrix))
+        assert np.array_equal(parts._resampled(weights, wrong, matrix), _plain(weights, matrix))
     # The float32 product of the huge integers would not be exact: the check keeps them out of it.
     assert not np.array_equal((narrow @ huge.astype(np.float32)).astype(float), _plain(weights, huge))
 
@@ -586,3 +586,42 @@ def test_intervals_of_runs_whose_parts_are_all_alike(demo_runs, root):
     for query in (queries.slot_tables, queries.depth_jga, queries.depth_metrics, queries.domain_jga):
         one, two = query([entry]), query([entry, entry])
         assert len(two) == 2 * len(one) > 0, query.__name__
+
+
+def test_the_leaderboard_reads_each_runs_stored_intervals(demo_runs, root, monkeypatch):
+    """Every interval metric's interval is stored in the run's `runs` row when it is scored, from its parts
+    by the function `intervals_of` uses: a leaderboard with every interval reads those rows, not the
+    dialogues. The same numbers as resampling the parts over all runs at once, and as the in-memory
+    bootstrap; another resample count, or a row without them, is resampled from the parts."""
+    scoreds, stored = _stored(demo_runs, root, "trade")
+    computed = queries.intervals_of(stored, R.NAMES)
+    rows = queries._read(queries.connect(), stored, "runs", "SELECT * FROM t ORDER BY run")
+    assert (rows["bounds_resamples"] == views.INTERVAL_RESAMPLES).all()
+    for name in R.NAMES:
+        col = parts.METRIC_COLUMNS[name]
+        for side, values in zip(("low", "high"), computed[name], strict=True):
+            assert np.allclose(rows[f"{col}__{side}"], values, rtol=0, atol=1e-12, equal_nan=True), (name, side)
+    assert rows["jga__low"].notna().all() and (rows["jga__low"] < rows["jga__high"]).all()
+
+    def not_resampled(*args, **kwargs):
+        raise AssertionError("the stored intervals were not used")
+
+    monkeypatch.setattr(queries, "intervals_of", not_resampled)
+    board = queries.leaderboard(stored, sort="jga", intervals=R.NAMES)
+    _equal(board, _board_all(scoreds, "jga"))
+    with pytest.raises(AssertionError, match="not used"):  # another resample count: from the parts
+        queries.leaderboard(stored, sort="jga", resamples=200)
+    with pytest.raises(ValueError, match="metric has to be one of"):  # a name without an interval
+        monkeypatch.undo()
+        queries.leaderboard(stored, intervals=["no_such_metric"])
+    # A `runs` row without stored intervals (as a store written before them had): resampled from the parts.
+    import pyarrow.parquet as pq
+
+    first = stored[0].path("runs")
+    table = pq.read_table(first)
+    bare = table.drop_columns(
+        [c for c in table.column_names if c.endswith(("__low", "__high")) or c == "bounds_resamples"]
+    )
+    pq.write_table(bare, first)
+    assert "bounds_resamples" not in pq.read_schema(first).names
+    _equal(queries.leaderboard(stored, sort="jga", intervals=R.NAMES), _board_all(scoreds, "jga"))

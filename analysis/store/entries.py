@@ -37,7 +37,7 @@ from analysis.scoring import Scored
 
 log = logging.getLogger("analysis.store")
 
-SCHEMA_VERSION = 2  # bumped when the layout or a table's columns change
+SCHEMA_VERSION = 3  # bumped when the layout or a table's columns change
 TABLES = (
     "turns",
     "slots",
@@ -263,11 +263,12 @@ def _tables(scored: Scored, key: str) -> dict[str, pd.DataFrame]:
 
     domains, domain_parts = parts.domain_tables(scored)
     depth, depth_metrics, depth_parts = parts.depth_tables(scored)
+    dialogues = parts.dialogue_parts(scored)
     return {
         "turns": scored.turns,
         "slots": scored.slots,
-        "runs": parts.runs_row(scored, key, scorer_version()),
-        "dialogues": parts.dialogue_parts(scored),
+        "runs": parts.runs_row(scored, key, scorer_version(), dialogues),
+        "dialogues": dialogues,
         "domains": domains,
         "domain_parts": domain_parts,
         "depth": depth,

@@ -4,7 +4,8 @@ Nothing here defines a metric: every number comes from `analysis.views`, `analys
 `analysis.stats` (the registry's functions), so the DuckDB path reads the same numbers the in-memory
 path computes.
 
-* `runs`: one row, the Overview leaderboard's row of the run (`views.leaderboard` without interval).
+* `runs`: one row, the Overview leaderboard's row of the run (`views.leaderboard` without interval), and
+  every interval metric's 95% interval (`<metric>__low`, `<metric>__high`) for `views.INTERVAL_RESAMPLES`.
 * `dialogues`: one row per dialogue of the run, in `stats` order (`d`), with each registry metric's
   per-dialogue numerator and denominator (`<metric>__num`, `<metric>__den`) and counted turns
   (`<metric>__rows`), and GCA's four label counts: what the dialogue bootstrap resamples
@@ -20,7 +21,7 @@ path computes.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,9 +50,14 @@ METRIC_COLUMNS = {name: column(name) for name in R.NAMES}
 GCA_PARTS = tuple(f"gca__{c.removeprefix('gca_')}" for c in M.GCA_COUNTS)  # correct, wrong, overpred, missed
 
 
-def runs_row(scored: Scored, key: str, scorer: str) -> pd.DataFrame:
+def runs_row(scored: Scored, key: str, scorer: str, dialogues: pd.DataFrame | None = None) -> pd.DataFrame:
     """The run's leaderboard row (no interval), metric columns renamed by `column`, plus the store key,
-    the scorer version and the convention's name and label (`convention_name`, `convention_label`)."""
+    the scorer version and the convention's name and label (`convention_name`, `convention_label`).
+
+    With the run's `dialogues` (`dialogue_parts`), also every interval metric's 95% interval for
+    `views.INTERVAL_RESAMPLES` resamples, seed 0 (`<column>__low`, `<column>__high`, and that resample
+    count as `bounds_resamples`): from those parts by `headline_bounds`, as a query over many runs
+    computes them, so a leaderboard with every interval reads one row per run instead of its dialogues."""
     board = views.leaderboard([scored], resamples=0)
     # `convention` is the Hive partition's name (the convention's name); the label shown is its own column.
     board = board.rename(columns={**METRIC_COLUMNS, "convention": "convention_label"})
@@ -61,6 +67,13 @@ def runs_row(scored: Scored, key: str, scorer: str) -> pd.DataFrame:
     board["subtask"] = scored.convention.subtask or ""
     for name in ("seed",):  # an int or None: nullable, so every run's file has one type
         board[name] = pd.array(board[name], dtype="Int64")
+    if dialogues is not None:
+        resamples = views.INTERVAL_RESAMPLES
+        bounds = headline_bounds(dialogues.assign(run=0), 1, stats.METRICS, resamples=resamples)
+        for name, (low, high) in bounds.items():
+            board[f"{METRIC_COLUMNS[name]}__low"] = low
+            board[f"{METRIC_COLUMNS[name]}__high"] = high
+        board["bounds_resamples"] = np.int64(resamples)
     return board
 
 
@@ -254,6 +267,85 @@ def jga_bounds(parts: pd.DataFrame, by: str, n_dialogues: Mapping[Any, int], res
     if not bounds:
         return pd.DataFrame({"run": [], by: [], "jga_low": [], "jga_high": []})
     return pd.concat(bounds, ignore_index=True)
+
+
+def headline_bounds(
+    parts: pd.DataFrame, n_runs: int, metrics: Sequence[str], *, resamples: int, level: float = 0.95, seed: int = 0
+) -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    """Per metric: (low, high) arrays, one value per run `0..n_runs-1`, of `stats.bootstrap_ci(run, metric)`,
+    from the runs' per-dialogue parts (`dialogue_parts`' columns with `run`, rows sorted by `run, d`). Runs
+    with the same number of dialogues share one resample matrix product."""
+    run_of = parts["run"].to_numpy(dtype="int64")
+    out = {name: (np.full(n_runs, np.nan), np.full(n_runs, np.nan)) for name in metrics}
+    sizes = np.bincount(run_of, minlength=n_runs)
+    for n_dialogues in np.unique(sizes):
+        runs = np.flatnonzero(sizes == n_dialogues)
+        if n_dialogues == 0:
+            continue
+        rows = np.isin(run_of, runs)
+        block = parts[rows]
+        # (dialogues, runs): each run one column.
+        col_of_run = np.full(n_runs, -1, dtype="int64")
+        col_of_run[runs] = np.arange(len(runs))
+        which = col_of_run[run_of[rows]]
+        d = block["d"].to_numpy()
+        weights = stats.resample_counts(int(n_dialogues), n_resamples=resamples, seed=seed)
+
+        # Rows come sorted by (run, d); when every run lists its dialogues 0..n-1 once, a column is the
+        # (runs, dialogues) matrix as it lies, transposed without a copy. Otherwise each value is placed.
+        regular = bool(np.array_equal(d, np.tile(np.arange(int(n_dialogues)), len(runs))))
+
+        def dense(
+            name: str,
+            block: pd.DataFrame = block,
+            which: np.ndarray = which,
+            d: np.ndarray = d,
+            regular: bool = regular,
+        ) -> np.ndarray:
+            values = block[name].to_numpy(dtype=float)
+            if regular:
+                return values.reshape(len(runs), int(n_dialogues)).T  # noqa: B023 - used within this iteration only
+            matrix = np.zeros((int(n_dialogues), len(runs)))  # noqa: B023 - used within this iteration only
+            matrix[d, which] = values
+            return matrix
+
+        narrow = weights.astype(np.float32)
+        for name in metrics:
+            col = METRIC_COLUMNS[name]
+            if R.get(name).interval == "gca":
+                counts = (_resampled(weights, narrow, dense(p)) for p in GCA_PARTS)
+                samples = np.asarray(M.gca_from_counts(*counts), dtype=float)
+            else:
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    samples = _resampled(weights, narrow, dense(f"{col}__num")) / _resampled(
+                        weights, narrow, dense(f"{col}__den")
+                    )
+            low, high = stats._percentiles(samples, level)
+            out[name][0][runs] = low
+            out[name][1][runs] = high
+    return out
+
+
+_EXACT_IN_FLOAT32 = 2**24  # every integer below this is a float32
+
+
+def _resampled(weights: np.ndarray, narrow: np.ndarray, matrix: np.ndarray) -> np.ndarray:
+    """`weights @ matrix` (resamples x runs), bit for bit, with less arithmetic where that is exact.
+
+    * Columns all alike (a denominator that depends only on the test set, e.g. turns per dialogue) are
+      multiplied once and the product repeated.
+    * A matrix of integers (counts: correct turns, true positives, ...) is multiplied in float32 (`narrow`,
+      the same counts), about twice as fast: each row of `weights` sums to the number of dialogues, so
+      every product and partial sum is an integer of at most `dialogues x max|value|`; below 2**24 each is
+      a float32 exactly, whatever order the sums take, and so is the float64 result.
+    Anything else is the plain float64 product."""
+    if matrix.shape[1] > 1 and bool((matrix == matrix[:, :1]).all()):
+        return np.broadcast_to(_resampled(weights, narrow, matrix[:, :1]), (weights.shape[0], matrix.shape[1]))
+    if matrix.size and bool(np.isfinite(matrix).all()):
+        largest = float(np.abs(matrix).max())
+        if largest * matrix.shape[0] < _EXACT_IN_FLOAT32 and bool((matrix == np.round(matrix)).all()):
+            return (narrow @ matrix.astype(np.float32)).astype(np.float64)
+    return weights @ matrix
 
 
 def _with_bounds(table: pd.DataFrame, parts: pd.DataFrame, by: str, scored: Scored) -> pd.DataFrame:

@@ -16,12 +16,11 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats
 from analysis.errors import InputError
 from analysis.store.entries import Entry
-from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS, jga_bounds
+from analysis.store.parts import GCA_PARTS, METRIC_COLUMNS, headline_bounds, jga_bounds
 from analysis.views import INTERVAL_RESAMPLES, META_COLUMNS, PICKER_COLUMNS, PICKER_SORTS
 
 
@@ -119,7 +118,7 @@ def leaderboard(
         else:
             board["seed"] = seed.astype("int64") if not seed.isna().any() else seed.astype("float64")
     if resamples > 0 and names:
-        bounds = intervals_of(entries, names, resamples=resamples, con=con)
+        bounds = _stored_bounds(board, names, resamples) or intervals_of(entries, names, resamples=resamples, con=con)
         for name in names:
             low, high = bounds[name]
             board[f"{name}_low"] = low
@@ -135,6 +134,25 @@ def leaderboard(
         board = board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last")
         board = board.reset_index(drop=True)
     return board
+
+
+def _stored_bounds(
+    board: pd.DataFrame, names: Sequence[str], resamples: int
+) -> dict[str, tuple[np.ndarray, np.ndarray]] | None:
+    """The intervals each run's `runs` row carries (computed when it was scored, from the same parts by
+    `headline_bounds`, as `intervals_of` computes them), when every run has them for `resamples`; else None."""
+    if any(name not in stats.METRICS for name in names):
+        return None  # `intervals_of` says which
+    # A row without them (a null under `union_by_name`) compares unequal as a float NaN, never skipped as NA.
+    if "bounds_resamples" not in board or not bool((board["bounds_resamples"].astype("float64") == resamples).all()):
+        return None
+    out = {}
+    for name in names:
+        low, high = (f"{METRIC_COLUMNS[name]}__{side}" for side in ("low", "high"))
+        if low not in board or high not in board:
+            return None
+        out[name] = (board[low].to_numpy(dtype="float64"), board[high].to_numpy(dtype="float64"))
+    return out
 
 
 def intervals_of(
@@ -158,77 +176,7 @@ def intervals_of(
     selected = ", ".join(dict.fromkeys(columns))
     # Numbers only, never null (a run's parts are counts and sums): Arrow's fetch gives `.df()`'s frame for less.
     parts = _read(con, entries, "dialogues", f"SELECT {selected} FROM t ORDER BY run, d", via_arrow=True)
-    run_of = parts["run"].to_numpy(dtype="int64")
-    out = {name: (np.full(len(entries), np.nan), np.full(len(entries), np.nan)) for name in metrics}
-    sizes = np.bincount(run_of, minlength=len(entries))
-    for n_dialogues in np.unique(sizes):
-        runs = np.flatnonzero(sizes == n_dialogues)
-        if n_dialogues == 0:
-            continue
-        rows = np.isin(run_of, runs)
-        block = parts[rows]
-        # (dialogues, runs): each run one column.
-        col_of_run = np.full(len(entries), -1, dtype="int64")
-        col_of_run[runs] = np.arange(len(runs))
-        which = col_of_run[run_of[rows]]
-        d = block["d"].to_numpy()
-        weights = stats.resample_counts(int(n_dialogues), n_resamples=resamples, seed=seed)
-
-        # Rows come sorted by (run, d); when every run lists its dialogues 0..n-1 once, a column is the
-        # (runs, dialogues) matrix as it lies, transposed without a copy. Otherwise each value is placed.
-        regular = bool(np.array_equal(d, np.tile(np.arange(int(n_dialogues)), len(runs))))
-
-        def dense(
-            name: str,
-            block: pd.DataFrame = block,
-            which: np.ndarray = which,
-            d: np.ndarray = d,
-            regular: bool = regular,
-        ) -> np.ndarray:
-            values = block[name].to_numpy(dtype=float)
-            if regular:
-                return values.reshape(len(runs), int(n_dialogues)).T  # noqa: B023 - used within this iteration only
-            matrix = np.zeros((int(n_dialogues), len(runs)))  # noqa: B023 - used within this iteration only
-            matrix[d, which] = values
-            return matrix
-
-        narrow = weights.astype(np.float32)
-        for name in metrics:
-            col = METRIC_COLUMNS[name]
-            if R.get(name).interval == "gca":
-                counts = (_resampled(weights, narrow, dense(p)) for p in GCA_PARTS)
-                samples = np.asarray(M.gca_from_counts(*counts), dtype=float)
-            else:
-                with np.errstate(divide="ignore", invalid="ignore"):
-                    samples = _resampled(weights, narrow, dense(f"{col}__num")) / _resampled(
-                        weights, narrow, dense(f"{col}__den")
-                    )
-            low, high = stats._percentiles(samples, level)
-            out[name][0][runs] = low
-            out[name][1][runs] = high
-    return out
-
-
-_EXACT_IN_FLOAT32 = 2**24  # every integer below this is a float32
-
-
-def _resampled(weights: np.ndarray, narrow: np.ndarray, matrix: np.ndarray) -> np.ndarray:
-    """`weights @ matrix` (resamples x runs), bit for bit, with less arithmetic where that is exact.
-
-    * Columns all alike (a denominator that depends only on the test set, e.g. turns per dialogue) are
-      multiplied once and the product repeated.
-    * A matrix of integers (counts: correct turns, true positives, ...) is multiplied in float32 (`narrow`,
-      the same counts), about twice as fast: each row of `weights` sums to the number of dialogues, so
-      every product and partial sum is an integer of at most `dialogues x max|value|`; below 2**24 each is
-      a float32 exactly, whatever order the sums take, and so is the float64 result.
-    Anything else is the plain float64 product."""
-    if matrix.shape[1] > 1 and bool((matrix == matrix[:, :1]).all()):
-        return np.broadcast_to(_resampled(weights, narrow, matrix[:, :1]), (weights.shape[0], matrix.shape[1]))
-    if matrix.size and bool(np.isfinite(matrix).all()):
-        largest = float(np.abs(matrix).max())
-        if largest * matrix.shape[0] < _EXACT_IN_FLOAT32 and bool((matrix == np.round(matrix)).all()):
-            return (narrow @ matrix.astype(np.float32)).astype(np.float64)
-    return weights @ matrix
+    return headline_bounds(parts, len(entries), metrics, resamples=resamples, level=level, seed=seed)
 
 
 def slot_tables(entries: Sequence[Entry], *, con: duckdb.DuckDBPyConnection | None = None) -> pd.DataFrame:
