@@ -589,19 +589,24 @@ def test_intervals_of_runs_whose_parts_are_all_alike(demo_runs, root):
 
 
 def test_the_leaderboard_reads_each_runs_stored_intervals(demo_runs, root, monkeypatch):
-    """Every interval metric's interval is stored in the run's `runs` row when it is scored, from its parts
+    """Every interval metric's interval is stored in the run's `runs` row (`bounds`) when it is scored, from its parts
     by the function `intervals_of` uses: a leaderboard with every interval reads those rows, not the
     dialogues. The same numbers as resampling the parts over all runs at once, and as the in-memory
     bootstrap; another resample count, or a row without them, is resampled from the parts."""
     scoreds, stored = _stored(demo_runs, root, "trade")
     computed = queries.intervals_of(stored, R.NAMES)
-    rows = queries._read(queries.connect(), stored, "runs", "SELECT * FROM t ORDER BY run")
+    sql = "SELECT run, bounds_resamples, unnest(bounds, recursive := true) FROM t"
+    rows = queries._read(queries.connect(), stored, "runs", sql)
     assert (rows["bounds_resamples"] == views.INTERVAL_RESAMPLES).all()
+    assert sorted(set(rows["metric"])) == sorted(stats.METRICS)
+    assert (rows.groupby("run")["metric"].count() == len(stats.METRICS)).all()  # each run lists each once
     for name in R.NAMES:
-        col = parts.METRIC_COLUMNS[name]
+        kept = rows[rows["metric"] == name].sort_values("run")
+        assert kept["run"].tolist() == list(range(len(stored)))
         for side, values in zip(("low", "high"), computed[name], strict=True):
-            assert np.allclose(rows[f"{col}__{side}"], values, rtol=0, atol=1e-12, equal_nan=True), (name, side)
-    assert rows["jga__low"].notna().all() and (rows["jga__low"] < rows["jga__high"]).all()
+            assert np.allclose(kept[side], values, rtol=0, atol=1e-12, equal_nan=True), (name, side)
+    jga = rows[rows["metric"] == "jga"]
+    assert jga["low"].notna().all() and (jga["low"] < jga["high"]).all()
 
     def not_resampled(*args, **kwargs):
         raise AssertionError("the stored intervals were not used")
@@ -614,14 +619,21 @@ def test_the_leaderboard_reads_each_runs_stored_intervals(demo_runs, root, monke
     with pytest.raises(ValueError, match="metric has to be one of"):  # a name without an interval
         monkeypatch.undo()
         queries.leaderboard(stored, intervals=["no_such_metric"])
-    # A `runs` row without stored intervals (as a store written before them had): resampled from the parts.
+    # A `runs` row whose intervals are listed in another order, or without them (as a store written before
+    # them had): the leaderboard resamples the parts, and gives the same numbers.
     import pyarrow.parquet as pq
 
+    calls = []
+    real = queries.intervals_of
+    monkeypatch.setattr(queries, "intervals_of", lambda *a, **k: calls.append(1) or real(*a, **k))
     first = stored[0].path("runs")
     table = pq.read_table(first)
-    bare = table.drop_columns(
-        [c for c in table.column_names if c.endswith(("__low", "__high")) or c == "bounds_resamples"]
-    )
-    pq.write_table(bare, first)
-    assert "bounds_resamples" not in pq.read_schema(first).names
-    _equal(queries.leaderboard(stored, sort="jga", intervals=R.NAMES), _board_all(scoreds, "jga"))
+    column = table.column("bounds").combine_chunks()
+    turned = pa.array([list(reversed(column[0].as_py()))], type=column.type)
+    for changed in (
+        table.set_column(table.column_names.index("bounds"), "bounds", turned),
+        table.drop_columns(["bounds", "bounds_resamples"]),
+    ):
+        pq.write_table(changed, first)
+        _equal(queries.leaderboard(stored, sort="jga", intervals=R.NAMES), _board_all(scoreds, "jga"))
+    assert len(calls) == 2
