@@ -430,6 +430,48 @@ def test_ensure_all_scores_runs_in_worker_processes(demo_entries, root):
     assert {p: p.stat().st_mtime_ns for p in root.rglob("*.parquet")} == before
 
 
+def test_scoring_workers_use_one_blas_thread_each(demo_entries, root, monkeypatch):
+    """Each worker process limits BLAS to one thread (the workers already use every core; OpenBLAS's threads
+    spun against each other's, about 0.3 CPU-s more per run): the pool starts every worker with
+    `_one_blas_thread`, and that leaves a fresh process's BLAS libraries one thread."""
+    import subprocess
+    import sys
+    import types
+
+    from analysis.store import runs as store_runs
+
+    started = []
+
+    class Pool:
+        def __init__(self, workers, *, initializer=None, maxtasksperchild=None):
+            started.append(initializer)
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            return False
+
+        def starmap(self, function, jobs, chunksize=1):
+            return [function(*job) for job in jobs]
+
+    context = types.SimpleNamespace(set_forkserver_preload=lambda modules: None, Pool=Pool)
+    monkeypatch.setattr(store_runs, "multiprocessing", types.SimpleNamespace(get_context=lambda kind: context))
+    items = [demo_entries[n] for n in ("simulated-A-mwz-en-predicted", "crosswoz-rule-dst")]
+    assert all(e is not None for e in store_runs.ensure_all(items, "exact", workers=2, root=root))
+    assert started == [store_runs._one_blas_thread]
+    code = (
+        "import numpy, threadpoolctl\n"
+        "from analysis.store.runs import _one_blas_thread\n"
+        "_one_blas_thread()\n"
+        "blas = [p['num_threads'] for p in threadpoolctl.threadpool_info() if p['user_api'] == 'blas']\n"
+        "print(blas)\n"
+    )
+    env = {**os.environ, "OPENBLAS_NUM_THREADS": "2"}  # what an unlimited worker on 2 cores would have
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[1]", out.stdout + out.stderr
+
+
 def test_attribute_columns_of_any_name_and_a_damaged_file(tmp_path: Path) -> None:
     """An attribute's name comes from a data file: quotes, spaces or SQL in it are a column name, nothing
     more. More than 100 distinct values is not an attribute; nulls are not counted (as pandas' nunique)."""
