@@ -11,9 +11,10 @@ fragment reads the store's change marker every `review.LIVE_S` seconds and, at t
 reruns the page when a panel is behind it: a colleague's tags appear without a click, and the summaries
 catch up with one's own saves (`review.live_check`)."""
 
-# The agreement's package, imported here only so that `ui.prefetch` (which imports what the pages import)
-# warms it in the background at server start. (Cohen's kappa is `analysis.review.analysis.binary_kappa`:
-# scikit-learn's took 1.7 s of CPU to import, scipy.stats included, on every server's first session.)
+# Krippendorff's alpha's package, imported here only so that `ui.prefetch` (which imports what the pages
+# import) warms it in the background at server start. scikit-learn (Cohen's kappa) is not: with SciPy it
+# costs 1.7 s of CPU, which held the GIL while every server's first page was drawn; it is imported at the
+# first agreement of two reviewers instead.
 import krippendorff  # noqa: F401
 import streamlit as st
 

@@ -21,7 +21,7 @@ from analysis.review import (
     review_queue,
     tag_agreement,
 )
-from analysis.review.analysis import ALL_TAGS, COHEN, KRIPPENDORFF, binary_kappa
+from analysis.review.analysis import ALL_TAGS, COHEN, KRIPPENDORFF, _binary_chance, _kappa, _statistic
 
 WV, OTHER = "wrong value", "other"
 
@@ -52,10 +52,10 @@ TWO = _frame(
 )
 
 
-def test_binary_kappa_equals_scikit_learns_cohen_kappa_score() -> None:
-    """Our Cohen's kappa (no scikit-learn import on the server) gives scikit-learn's number on 0/1 ratings
-    of every size and balance, ties and perfect agreement included; NaN where chance agreement is 1."""
-    metrics = pytest.importorskip("sklearn.metrics", reason="scikit-learn is the reference kappa")
+def test_cohens_kappa_is_scikit_learns_and_equals_the_item_tag_formula() -> None:
+    """Two reviewers' per-tag agreement is scikit-learn's `cohen_kappa_score`, equal to the item-tag formula
+    `cohens_kappa` uses (`_kappa` of `_binary_chance`) on 0/1 ratings of every size and balance, ties and
+    perfect agreement included; n/a where every rating is the same (chance agreement 1)."""
     rng = np.random.default_rng(7)
     checked = 0
     for n in (2, 3, 5, 17, 200):
@@ -63,12 +63,14 @@ def test_binary_kappa_equals_scikit_learns_cohen_kappa_score() -> None:
             a = (rng.random(n) < share_a).astype(int)
             b = np.where(rng.random(n) < flip, (rng.random(n) < share_b).astype(int), a)
             if len(set(a) | set(b)) < 2:
-                continue  # one value only: tag_agreement says n/a before any kappa
-            theirs = metrics.cohen_kappa_score(a, b, labels=[0, 1])
-            assert binary_kappa(a.astype(float), b.astype(float)) == pytest.approx(theirs, abs=1e-12), (a, b)
+                continue  # one value only: n/a before any kappa (below)
+            ours, note = _statistic(np.vstack([a, b]).astype(float), COHEN)
+            assert note == ""
+            assert ours == pytest.approx(_kappa(*_binary_chance(a, b)), abs=1e-12), (a, b)
             checked += 1
     assert checked >= 15
-    assert math.isnan(binary_kappa(np.ones(4), np.ones(4))) and math.isnan(binary_kappa(np.array([]), np.array([])))
+    value, note = _statistic(np.ones((2, 4)), COHEN)
+    assert math.isnan(value) and "every rating is the same" in note
 
 
 def test_cohens_kappa_per_tag_equals_the_hand_computation() -> None:

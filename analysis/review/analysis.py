@@ -1,6 +1,6 @@
 """Review analysis: error items to review, the review queue and progress, tag counts, agreement
-between reviewers (Cohen's kappa between two; per tag, Cohen's kappa, or Krippendorff's alpha from the
-krippendorff package, `tag_agreement`), and the run context of annotations for the export
+between reviewers (Cohen's kappa between two; per tag, Cohen's kappa or Krippendorff's alpha from
+scikit-learn and the krippendorff package, `tag_agreement`), and the run context of annotations for the export
 (`annotation_context`).
 
 Every function takes the annotations as an `AnnotationStore` (`analysis.review.store`) or as the frame
@@ -565,7 +565,7 @@ RATING_DEFINITION = (
     "slot and run) that at least two of the chosen reviewers annotated, and every tag, each of those "
     "reviewers rates 1 if their tag set on the item holds the tag and 0 if it does not; a reviewer who "
     "did not annotate the item gives no rating there (missing, never 0). With two reviewers the "
-    "statistic is Cohen's kappa over the items both annotated; with three or more it is "
+    "statistic is Cohen's kappa (scikit-learn) over the items both annotated; with three or more it is "
     "Krippendorff's alpha, nominal (the krippendorff package), over the items at least two annotated, "
     "missing ratings allowed. '(all tags)' pools every (item, tag) pair as one unit. A tag on which "
     "every rating is the same has no defined agreement (chance agreement is 1): n/a."
@@ -618,17 +618,6 @@ def _kappa(observed: float, expected: float) -> float:
     return (observed - expected) / (1 - expected) if expected < 1 else math.nan
 
 
-def binary_kappa(a: np.ndarray, b: np.ndarray) -> float:
-    """Cohen's kappa of two reviewers' 0/1 ratings of the same units (`_binary_chance`, `_kappa`: the
-    formula of `cohens_kappa` over item-tag decisions); equal to scikit-learn's `cohen_kappa_score(a, b,
-    labels=[0, 1])`, tested, without importing scikit-learn and SciPy (1.7 s of CPU on a cold server).
-
-    >>> binary_kappa(np.array([1, 1, 0, 0]), np.array([1, 0, 0, 0]))
-    0.5
-    """
-    return _kappa(*_binary_chance(a, b))
-
-
 def _statistic(ratings: np.ndarray, statistic: str) -> tuple[float, str]:
     """The agreement of a reviewers x units matrix of 0/1 ratings (NaN: no rating), and a note."""
     values = ratings[~np.isnan(ratings)]
@@ -637,7 +626,11 @@ def _statistic(ratings: np.ndarray, statistic: str) -> tuple[float, str]:
     if np.unique(values).size < 2:
         return math.nan, "every rating is the same: chance agreement is 1, agreement undefined"
     if statistic == COHEN:
-        return binary_kappa(ratings[0], ratings[1]), ""
+        # Imported here, at a server's first agreement, not by the pages' prefetch: with SciPy it costs about
+        # 1.7 s of CPU, which held the GIL while a server's first page was being drawn.
+        from sklearn.metrics import cohen_kappa_score
+
+        return float(cohen_kappa_score(ratings[0].astype(int), ratings[1].astype(int), labels=[0, 1])), ""
     import krippendorff
 
     return float(krippendorff.alpha(ratings, level_of_measurement="nominal", value_domain=[0.0, 1.0])), ""
