@@ -157,7 +157,9 @@ def parse_samples(records: Any, c: Collector) -> None:
             raw_id = str(raw_id)
         elif not raw_id.strip():
             raise _fail(c, f"sample {position}: dialogue_id must not be empty", field="dialogue_id")
-        utt = _utt_idx(c, sample.get("utt_idx"), f"sample {position}", raw_id)
+        utt: Any = sample.get("utt_idx")
+        if type(utt) is not int or not 0 <= utt <= MAX_UTT_IDX:  # checked inline: 7,372 calls on MultiWOZ
+            _utt_idx(c, utt, f"sample {position}", raw_id)  # raises, naming the sample
         by_dialogue.setdefault(raw_id, []).append((utt, position))
         if sample.get("predictions") is not None:
             with_prediction += 1

@@ -95,9 +95,12 @@ class Collector:
         self.listing_ids: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}
         self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
-        # One side's states as columns (STATE_COLUMNS order): a table is built from lists far faster
-        # than from one tuple per row, and the fast path extends them without making any row.
-        self.state_columns: dict[str, tuple[list[Any], ...]] = {s: tuple([] for _ in STATE_COLUMNS) for s in sides}
+        # One side's states as columns: a table is built from lists far faster than from one tuple per row,
+        # and the fast path extends them without making any row. The (domain, slot, value) of each row, and
+        # each turn's run of rows as (dialogue id, turn index, rows, their relations or None when all are
+        # EQ): ids, turn indices and relations are repeated per row only when the table is built, by Arrow.
+        self.state_columns: dict[str, tuple[list[str], list[str], list[str]]] = {s: ([], [], []) for s in sides}
+        self.state_runs: dict[str, list[tuple[str, int, int, tuple[str, ...] | None]]] = {s: [] for s in sides}
         # A side whose every row came in one call as Arrow columns (`add_state_arrays`), instead of the lists.
         self.state_arrays: dict[str, dict[str, Any]] = {}
         # The shapes (domains and their slot names, in order) of the state objects read by
@@ -180,7 +183,7 @@ class Collector:
         self.sides_seen.add(side)
         # Flatteners are partials of (state, field, ...): name that field in messages raised here.
         where = triples.args[1] if isinstance(triples, partial) and len(triples.args) > 1 else side
-        rows: list[tuple[str, int, str, str, str, str]] = []
+        rows: list[tuple[str, str, str, str]] = []  # (domain, slot, value, relation)
         pairs: list[tuple[str, str]] = []
         gold = side == "gold"
         keep_empty = not gold and self.keep_empty_pred
@@ -197,12 +200,15 @@ class Collector:
                 if value == "" and not keep_empty:
                     self.saw_empty_gold |= gold
                     continue
-                rows.append((dialogue_id, turn_index, domain, slot, relation, value))
+                rows.append((domain, slot, value, relation))
         except StateProblem as problem:
             raise self.error(problem.problem, problem.field) from None
         if rows:
-            for column, values in zip(self.state_columns[side], zip(*rows, strict=True), strict=True):
-                column.extend(values)
+            domains, slots, values, relations = zip(*rows, strict=True)
+            for column, items in zip(self.state_columns[side], (domains, slots, values), strict=True):
+                column.extend(items)
+            plain = relations.count(EQ) == len(relations)
+            self.state_runs[side].append((dialogue_id, turn_index, len(rows), None if plain else relations))
         if gold:
             grouped: dict[str, list[str]] = {}
             for domain, slot in pairs:
@@ -224,6 +230,8 @@ class Collector:
         domains = state.values()
         if not _ONLY_DICT.issuperset(map(type, domains)):
             return False
+        if side != "gold":
+            return self._add_plain_prediction(dialogue_id, turn_index, state, domains)
         # Consecutive turns mostly share a shape: compared as flat lists first (names compare by identity,
         # json shares the strings of repeated keys), looked up by a nested key only when it changes.
         shape = self._last_shape.get(side)
@@ -253,10 +261,34 @@ class Collector:
         if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
             return False
         self._append(side, dialogue_id, turn_index, shape.domains, shape.slots, values)
-        if side == "gold":
-            where = (dialogue_id, turn_index)
-            self.listed_per_turn[where] = len(values)
-            self.listing_of[where] = shape.listing
+        where = (dialogue_id, turn_index)
+        self.listed_per_turn[where] = len(values)
+        self.listing_of[where] = shape.listing
+        return True
+
+    def _add_plain_prediction(self, dialogue_id: str, turn_index: int, state: dict[str, Any], domains: Any) -> bool:
+        """`add_plain_state` of a prediction: laid out directly, by the same C-level passes, instead of looked
+        up by shape. A prediction names only the slots the system filled, so its shape changes from turn
+        to turn (AuGPT's 7,372 ConvLab-3 predictions: 1,737 shapes, a new one at two turns of three), and
+        it needs no gold listing."""
+        names = [*state]
+        slots = [*chain.from_iterable(domains)]
+        if not (
+            _ONLY_STR.issuperset(map(type, names))
+            and _ONLY_STR.issuperset(map(type, slots))
+            and "" not in names
+            and "" not in slots
+        ):
+            return False
+        values = list(chain.from_iterable(map(dict.values, domains)))
+        try:  # as in `add_plain_state`
+            total = len("".join(values))
+        except TypeError:
+            return False
+        if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+            return False
+        domain_names = [*chain.from_iterable(map(repeat, names, map(len, domains)))]
+        self._append("pred", dialogue_id, turn_index, domain_names, slots, values)
         return True
 
     def add_triple_strings(self, side: str, dialogue_id: str, turn_index: int, items: Any, field: str) -> None:
@@ -289,7 +321,7 @@ class Collector:
         """Record all of a side's rows at once, as `_append` would turn by turn: checked, non-empty string
         columns (see `split_triples`) with their dialogue ids and turn indices. Only for a side that has no
         other rows; one call per side."""
-        if any(self.state_columns[side]) or side in self.state_arrays:
+        if self.state_runs[side] or side in self.state_arrays:
             raise RuntimeError(f"add_state_arrays: the {side} side already has rows")
         self.sides_seen.add(side)
         if not len(values):
@@ -322,9 +354,9 @@ class Collector:
     ) -> None:
         """Append one turn's checked (domain, slot, value) columns to a side's state columns by C-level
         passes, dropping empty values (kept on the prediction side when the format keeps them)."""
-        self.at(dialogue_id, turn_index)
+        self.dialogue_id, self.turn = dialogue_id, turn_index  # `at` for a known turn (its id already a str)
         self.sides_seen.add(side)
-        ids, turn_indices, domain_names, slot_names, relations, kept = self.state_columns[side]
+        domain_names, slot_names, kept = self.state_columns[side]
         gold = side == "gold"
         before = len(kept)
         kept.extend(values if not gold and self.keep_empty_pred else filter(None, values))
@@ -336,9 +368,8 @@ class Collector:
             domain_names.extend(compress(domains, values))
             slot_names.extend(compress(slots, values))
             self.saw_empty_gold |= gold
-        ids.extend(repeat(dialogue_id, n))
-        turn_indices.extend(repeat(turn_index, n))
-        relations.extend(repeat(EQ, n))
+        if n:
+            self.state_runs[side].append((dialogue_id, turn_index, n, None))
 
     def _list(
         self, dialogue_id: str, turn_index: int, listing: tuple[tuple[str, tuple[str, ...]], ...], n: int
@@ -391,7 +422,7 @@ class Collector:
                     }
                 )
             else:
-                table = _state_table(columns)
+                table = _state_table(columns, self.state_runs[side])
             table["turn_index"] = table["turn_index"].astype("int64")
             tables[side] = table
         return ParsedFile(
@@ -406,24 +437,50 @@ class Collector:
         )
 
 
-def _state_table(columns: tuple[list[Any], ...]) -> pd.DataFrame:
-    """One side's state table from its columns, with the dtypes pandas infers for them, built directly:
-    strings through one Arrow array each, turn indices as one int64 array (inference costs 2-3 times more)."""
-    if not columns[0]:
+def _state_table(
+    columns: tuple[list[str], list[str], list[str]], runs: list[tuple[str, int, int, tuple[str, ...] | None]]
+) -> pd.DataFrame:
+    """One side's state table from its (domain, slot, value) columns and its runs of rows per turn (see
+    `Collector.state_runs`), with the dtypes pandas infers for them, built directly: strings through one
+    Arrow array each (dialogue ids taken per row from one array of the turns' ids), turn indices as one
+    int64 array (inference costs 2-3 times more)."""
+    if not runs:
         return pd.DataFrame([], columns=STATE_COLUMNS)  # as before: an empty row list, columns of dtype object
-    if isinstance(_STR, pd.StringDtype) and _STR.storage == "pyarrow":
+    domains, slots, values = columns
+    ids, turn_indices, counts, relations = zip(*runs, strict=True)
+    sizes = np.array(counts, dtype=np.int64)
+    turns = np.repeat(np.array(turn_indices, dtype=np.int64), sizes)
+    plain = relations.count(None) == len(relations)
+    if _ARROW_STR:
         try:
+            arrays = {
+                "dialogue_id": pa.array(ids, type=pa.large_string()).take(np.repeat(np.arange(len(ids)), sizes)),
+                "turn_index": turns,
+                "domain": pa.array(domains, type=pa.large_string()),
+                "slot": pa.array(slots, type=pa.large_string()),
+                "relation": pa.repeat(pa.scalar(EQ, type=pa.large_string()), len(values))
+                if plain
+                else pa.array(_relations(relations, counts), type=pa.large_string()),
+                "value": pa.array(values, type=pa.large_string()),
+            }
             return pd.DataFrame(
-                {
-                    name: np.array(values, dtype=np.int64)
-                    if name == "turn_index"
-                    else pd.array(pa.array(values, type=pa.large_string()), dtype=_STR)
-                    for name, values in zip(STATE_COLUMNS, columns, strict=True)
-                }
+                {name: array if name == "turn_index" else pd.array(array, dtype=_STR) for name, array in arrays.items()}
             )
         except (pa.ArrowException, TypeError, ValueError, OverflowError):
             pass  # a column of something else than strings: inferred as pandas does
-    return pd.DataFrame(dict(zip(STATE_COLUMNS, columns, strict=True)))
+    rows = {
+        "dialogue_id": list(chain.from_iterable(map(repeat, ids, counts))),
+        "turn_index": turns.tolist(),
+        "domain": domains,
+        "slot": slots,
+        "relation": [EQ] * len(values) if plain else _relations(relations, counts),
+        "value": values,
+    }
+    return pd.DataFrame(rows)
+
+
+def _relations(relations: tuple[tuple[str, ...] | None, ...], counts: tuple[int, ...]) -> list[str]:
+    return list(chain.from_iterable(repeat(EQ, n) if r is None else r for r, n in zip(relations, counts, strict=True)))
 
 
 def split_triples(items: list[str]) -> tuple[pa.Array, pa.Array, pa.Array] | None:

@@ -507,12 +507,17 @@ def _raise_duplicate(marked: Any, name: str, fmt: str | None) -> None:
     raise InputError(name, fmt, f"duplicate key {duplicate!r} in one object{below}: {_DUPLICATE}", dialogue_id=path[0])
 
 
+_NON_SPACE = re.compile(r"\S")
+
+
 def _looks_like_jsonl(stripped: str) -> bool:
-    first, _, rest = stripped.partition("\n")
-    if not rest.strip() or not first.rstrip().endswith("}"):
+    """A first line that is a JSON object, with more text after it. Read in place: copying the rest of a
+    large file (to strip it) cost 10 ms on an 8.6 MB JSON list."""
+    end = stripped.find("\n")
+    if end < 0 or not stripped[:end].rstrip().endswith("}") or _NON_SPACE.search(stripped, end + 1) is None:
         return False
     try:
-        return isinstance(json.loads(first), dict)
+        return isinstance(json.loads(stripped[:end]), dict)
     except (ValueError, RecursionError):
         return False
 
