@@ -233,8 +233,20 @@ def _parquet_bytes(frame: pd.DataFrame, *, bare: bool = False) -> tuple[bytes, i
     if bare:
         table = table.replace_schema_metadata(None)
     sink = io.BytesIO()
-    pq.write_table(table, sink, compression="zstd", write_statistics=not bare)
+    # Statistics (min/max per row group) for the numbers, flags and `run_id`: the other string columns'
+    # statistics were a third of the time to write `turns` (7.7 of 14.8 ms a MultiWOZ-size run) and prune
+    # nothing, since each run's file is one row group that every query names by its path.
+    stats: bool | list[str] = False
+    if not bare:
+        stats = [f.name for f in table.schema if f.name == "run_id" or not _is_string(f.type)]
+    pq.write_table(table, sink, compression="zstd", write_statistics=stats)
     return sink.getvalue(), table.num_rows
+
+
+def _is_string(kind: pa.DataType) -> bool:
+    if pa.types.is_dictionary(kind):
+        kind = kind.value_type
+    return bool(pa.types.is_string(kind) or pa.types.is_large_string(kind))
 
 
 @dataclass(frozen=True)
