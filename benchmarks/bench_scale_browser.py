@@ -1,6 +1,7 @@
 """A 100-run workspace in a real browser (issue 21, requirement 4): warm restart and every page's first visit.
 
     .venv/bin/python benchmarks/bench_scale_browser.py [--runs 100] [--starts 3] [--read 0] [--profile]
+        [--land TITLE] [--floor N]
 
 1. Writes (or reuses) `--runs` perturbed MultiWOZ 2.1 test runs in `--runs-dir` (`bench_scale.write_runs`,
    default /work/tmp/scale_runs) and a workspace manifest over them in `--cache-dir` (default
@@ -15,7 +16,13 @@
    (`[data-test-script-state="notRunning"]`) and its first chart (a trace) or table or message drawn
    (target <= 1 s each). For each visit also the server's CPU seconds (user + sys of its process, all
    threads): on a shared two-core machine wall-clock times are noisy, CPU much less so.
+   `--land TITLE`: the browser opens that page instead (its URL), and the Overview is clicked like the
+   others, so its first visit is measured as a click too, not only as the opening of a new browser (which
+   includes loading Streamlit's front end).
 3. Prints a table: median over the starts, wall and server CPU, each start's wall, and pages over 1 s.
+4. `--floor N`: N times, a fresh server of a bare one-chart Streamlit app (Plotly preloaded, as the dashboard
+   serves it) opened by a fresh chromium, goto to its chart drawn: what opening any Streamlit page costs on
+   this machine, the floor under the "(opened)" row.
 
 `--profile`: the server is started through a wrapper (same `scripts/serve.py` code path) that logs how
 long each view (`ui.data.compute`, the score store's leaderboard, figures) and each page script takes;
@@ -156,7 +163,12 @@ def profile_lines(path: Path | None, since: float) -> list[tuple[float, str, str
 
 
 def one_start(
-    manifest: Path, env: dict[str, str], read: float, profile: Path | None, pages: list[str] | None = None
+    manifest: Path,
+    env: dict[str, str],
+    read: float,
+    profile: Path | None,
+    pages: list[str] | None = None,
+    land: str | None = None,
 ) -> dict[str, Any]:
     from playwright.sync_api import sync_playwright
 
@@ -177,10 +189,11 @@ def one_start(
             try:
                 context = browser.new_context(viewport=VIEWPORT)
                 page = context.new_page()
-                first, *others = PAGES
+                first = next(p for p in PAGES if p.title == land) if land else PAGES[0]
+                others = [p for p in PAGES if p is not first]
                 since, cpu = time.time(), cpu_seconds(process.pid)
                 start = time.perf_counter()
-                page.goto(url)
+                page.goto(url if first is PAGES[0] else f"{url.rstrip('/')}/{first.url_path}")
                 page.wait_for_function(PAGE_DRAWN, arg=first.title, timeout=600_000, polling=20)
                 result["visits"][f"{first.title} (opened)"] = time.perf_counter() - start
                 result["visits_cpu"][f"{first.title} (opened)"] = cpu_seconds(process.pid) - cpu
@@ -205,7 +218,39 @@ def one_start(
     return result
 
 
-def report(results: list[dict[str, Any]], n: int, read: float) -> None:
+def measure_floor(starts: int) -> list[float]:
+    """A bare Streamlit app (one title, one two-bar Plotly chart; `bench_browser.BARE_APP`), served with Plotly
+    preloaded as `scripts/serve.py` serves the dashboard, opened `starts` times by a fresh chromium, each on
+    a fresh server: seconds from goto to its chart drawn. What opening any Streamlit page costs here."""
+    from bench_browser import BARE_APP, PRELOADED_STREAMLIT
+    from playwright.sync_api import sync_playwright
+
+    folder = Path(tempfile.mkdtemp(prefix="dst-scale-floor-"))
+    app, runner = folder / "bare_app.py", folder / "preloaded_streamlit.py"
+    app.write_text(BARE_APP, encoding="utf-8")
+    runner.write_text(PRELOADED_STREAMLIT, encoding="utf-8")
+    times = []
+    for _ in range(starts):
+        process, url = start_server(folder, app=app, launcher=False, runner=runner, timeout=120)
+        try:
+            with sync_playwright() as p:
+                browser = p.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
+                try:
+                    context = browser.new_context(viewport=VIEWPORT)
+                    page = context.new_page()
+                    start = time.perf_counter()
+                    page.goto(url)
+                    page.wait_for_function(PAGE_DRAWN, arg="Bare", timeout=120_000, polling=20)
+                    times.append(time.perf_counter() - start)
+                    context.close()
+                finally:
+                    browser.close()
+        finally:
+            stop_server(process)
+    return times
+
+
+def report(results: list[dict[str, Any]], n: int, read: float, land: str | None = None) -> None:
     def cell(values: list[float]) -> str:
         return f"{statistics.median(values):.2f}"
 
@@ -218,7 +263,11 @@ def report(results: list[dict[str, Any]], n: int, read: float) -> None:
         f"{cell([r['rss_after_gb'] for r in results])} GB after every page "
         f"(targets {TARGET_RESTART:g} s, {TARGET_RSS_GB:g} GB)"
     )
-    print(f"first visit of each page (click -> drawn), {read:g} s on the Overview before the first click:\n")
+    opened = land or PAGES[0].title
+    print(
+        f"first visit of each page (click -> drawn; the first page opened by a fresh chromium, goto -> drawn), "
+        f"{read:g} s on {opened} before the first click:\n"
+    )
     print("| page | wall (s) | server CPU (s) | each start (s) | over 1 s |")
     print("|---|---:|---:|---|---|")
     over = []
@@ -252,9 +301,19 @@ def main() -> int:
     parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
     parser.add_argument("--cache-dir", type=Path, default=Path("/work/tmp/scale_browser"))
     parser.add_argument("--profile", action="store_true", help="log the server's slow views per visit")
-    parser.add_argument("--pages", nargs="+", help="only these pages after the Overview (sidebar titles)")
+    parser.add_argument("--pages", nargs="+", help="only these pages after the first (sidebar titles)")
+    parser.add_argument(
+        "--land",
+        help="open this page first (sidebar title; default the Overview), so the Overview's first visit is a click",
+    )
+    parser.add_argument(
+        "--floor", type=int, default=0, help="also open a bare one-chart Streamlit app this many times (the floor)"
+    )
     args = parser.parse_args()
-    unknown = sorted(set(args.pages or []) - {page.title for page in PAGES[1:]})
+    if args.land and args.land not in {page.title for page in PAGES}:
+        print(f"no such page: {args.land}", file=sys.stderr)
+        return 1
+    unknown = sorted(set(args.pages or []) - {page.title for page in PAGES if page.title != args.land})
     if unknown:
         print(f"no such page after the Overview: {', '.join(unknown)}", file=sys.stderr)
         return 1
@@ -278,14 +337,21 @@ def main() -> int:
     results = []
     for i in range(args.starts):
         profile = scratch / f"profile-{i}.tsv" if args.profile else None
-        results.append(one_start(manifest, env, args.read, profile, args.pages))
+        results.append(one_start(manifest, env, args.read, profile, args.pages, args.land))
         r = results[-1]
         print(
             f"start {i + 1}: answers after {r['restart_s']:.1f} s (server CPU {r['restart_cpu_s']:.1f} s), "
             f"RSS {r['rss_gb']:.2f} GB; visits " + ", ".join(f"{k} {v:.2f}" for k, v in r["visits"].items()),
             flush=True,
         )
-    report(results, n, args.read)
+    report(results, n, args.read, args.land)
+    if args.floor:
+        floor = measure_floor(args.floor)
+        print(
+            f"\nfloor: a bare one-chart Streamlit app opened by a fresh chromium (Plotly preloaded): median "
+            f"{statistics.median(floor):.2f} s [{', '.join(f'{t:.2f}' for t in floor)}]"
+        )
+        results.append({"floor_open_s": floor})
     out = ROOT / "benchmarks" / "results"
     out.mkdir(parents=True, exist_ok=True)
     (out / "bench_scale_browser.json").write_text(json.dumps(results, indent=2), encoding="utf-8")
