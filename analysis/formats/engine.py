@@ -253,12 +253,8 @@ class Collector:
                 listed = tuple(item for item in key if item[1])
                 shape.listing = self.listing_ids.setdefault(listed, len(self.listing_ids))
             self._last_shape[side] = shape
-        values = list(chain.from_iterable(map(dict.values, domains)))
-        try:  # one C pass: join refuses anything but strings, and a short total bounds every value
-            total = len("".join(values))
-        except TypeError:
-            return False
-        if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+        values = _plain_values(domains)
+        if values is None:
             return False
         self._append(side, dialogue_id, turn_index, shape.domains, shape.slots, values)
         where = (dialogue_id, turn_index)
@@ -280,12 +276,8 @@ class Collector:
             and "" not in slots
         ):
             return False
-        values = list(chain.from_iterable(map(dict.values, domains)))
-        try:  # as in `add_plain_state`
-            total = len("".join(values))
-        except TypeError:
-            return False
-        if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+        values = _plain_values(domains)
+        if values is None:
             return False
         domain_names = [*chain.from_iterable(map(repeat, names, map(len, domains)))]
         self._append("pred", dialogue_id, turn_index, domain_names, slots, values)
@@ -435,6 +427,19 @@ class Collector:
             notes=self.notes,
             listings=listings,
         )
+
+
+def _plain_values(domains: Any) -> list[str] | None:
+    """A state's values in order, if all are strings of at most MAX_VALUE_CHARS characters, else None. One
+    C pass: join refuses anything but strings, and a short total bounds every value."""
+    values = list(chain.from_iterable(map(dict.values, domains)))
+    try:
+        total = len("".join(values))
+    except TypeError:
+        return None
+    if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+        return None
+    return values
 
 
 def _state_table(
