@@ -206,6 +206,23 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
             "f1": float(f1[0]),
             "support": float(totals["n_gold"][0]),
         }
+    elif keys == list(SLOT_LEVEL) and (pairs := slot_pairs(scored)) is not None:
+        # Per (domain, slot), the Slots page's table: counted per integer pair code, not grouped on two
+        # string columns (the same sums, in the same sorted order).
+        group, names = pairs
+        codes = scored.slots["outcome"].cat.codes.to_numpy()
+        n = len(names)
+
+        def total(mask: np.ndarray) -> np.ndarray:
+            return np.bincount(group[mask], minlength=n).astype("int64")
+
+        sums = names.assign(
+            n_correct=total(codes == Outcome.CORRECT),
+            n_wrong=total(codes == Outcome.WRONG_VALUE),
+            n_missed=total(np.isin(codes, MISSED_CODES)),
+            n_spurious=total(codes == Outcome.SPURIOUS),
+            n_gold=total(scored.slots["gold_value"].notna().to_numpy()),
+        ).set_index(keys)
     else:
         # Micro counts are sums over slot rows, so no per-turn step is needed: group the rows directly.
         slots = scored.slots
@@ -249,6 +266,32 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         }
     )
     return out.reset_index()
+
+
+def slot_pairs(scored: Scored) -> tuple[np.ndarray, pd.DataFrame] | None:
+    """Each slot row's (domain, slot) group and the groups (`domain`, `slot`), sorted by domain then slot as
+    a sorted group-by orders them, from the rows' integer `pair_code` (memoised). None when a pair code
+    names two (domain, slot) pairs (rows of several runs), or there are no rows: then group the strings."""
+    return scored.memoised(("slot_pairs",), lambda: _slot_pairs(scored.slots))
+
+
+def _slot_pairs(slots: pd.DataFrame) -> tuple[np.ndarray, pd.DataFrame] | None:
+    if not len(slots) or "pair_code" not in slots:
+        return None
+    codes = slots["pair_code"].to_numpy()
+    if codes.dtype.kind not in "iu" or int(codes.min()) < 0:
+        return None
+    pairs, first, inverse = np.unique(codes, return_index=True, return_inverse=True)
+    domain, slot = (slots[c].astype("str").array for c in SLOT_LEVEL)
+    # One (domain, slot) per code: every row's names equal its code's first row's.
+    for names in (domain, slot):
+        if names.isna().any() or not bool((names == names.take(first[inverse])).all()):
+            return None
+    names = pd.DataFrame({"domain": domain.take(first), "slot": slot.take(first)})
+    order = np.lexsort((names["slot"].to_numpy(dtype=object), names["domain"].to_numpy(dtype=object)))
+    position = np.empty(len(pairs), dtype="int64")
+    position[order] = np.arange(len(pairs))
+    return position[inverse], names.take(order).reset_index(drop=True)
 
 
 def per_slot_prf(scored: Scored, *, by: By = None) -> pd.DataFrame:

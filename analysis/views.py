@@ -282,13 +282,23 @@ def _slot_label(domain: pd.Series, slot: pd.Series) -> pd.Series:
 def slot_table(scored: Scored) -> pd.DataFrame:
     """Per slot: precision, recall, F1, gold support and the count of every outcome; worst F1 first."""
     per_slot = M.per_slot_prf(scored)
-    counts = (
-        scored.slots.groupby(["domain", "slot", "outcome"], observed=False)
-        .size()
-        .unstack("outcome", fill_value=0)
-        .reindex(columns=list(OUTCOMES), fill_value=0)
-        .reset_index()
-    )
+    outcome = scored.slots["outcome"]
+    pairs = M.slot_pairs(scored)
+    codes = outcome.cat.codes.to_numpy()
+    if pairs is not None and list(outcome.cat.categories) == list(OUTCOMES) and int(codes.min(initial=0)) >= 0:
+        # Counted per integer pair code and outcome code: the same table as the group-by below.
+        group, names = pairs
+        n = len(OUTCOMES)
+        cells = np.bincount(group * n + codes, minlength=len(names) * n)
+        counts = pd.concat([names, pd.DataFrame(cells.reshape(len(names), n), columns=list(OUTCOMES))], axis=1)
+    else:
+        counts = (
+            scored.slots.groupby(["domain", "slot", "outcome"], observed=False)
+            .size()
+            .unstack("outcome", fill_value=0)
+            .reindex(columns=list(OUTCOMES), fill_value=0)
+            .reset_index()
+        )
     counts.columns = [str(c) for c in counts.columns]
     table = per_slot[["domain", "slot", "precision", "recall", "f1", "support"]].merge(
         counts, on=["domain", "slot"], how="left"

@@ -456,7 +456,10 @@ def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | Non
         _check_surrogates(text, name, fmt)
     objects, hook = _collecting()
     if jsonl:
-        records = _parse_jsonl(text, name, fmt, hook)
+        records = _parse_jsonl_joined(text, hook)
+        if records is None:
+            objects.clear()  # a joined decode that failed part way left objects behind
+            records = _parse_jsonl(text, name, fmt, hook)
         if sum(map(len, objects)) != keys:
             _find_jsonl_duplicate(text, name, fmt)
         return "jsonl", records
@@ -525,6 +528,34 @@ def _looks_like_jsonl(stripped: str) -> bool:
 def _lines(text: str) -> list[str]:
     # Lines end at "\n" only: JSON strings may hold U+2028 and other characters str.splitlines() splits on.
     return text.split("\n")
+
+
+# A comma between two objects, spaces allowed: in a JSON array of objects every item boundary is one.
+_OBJECT_BOUNDARY = re.compile(r"\}\s*,\s*\{")
+
+
+def _parse_jsonl_joined(
+    text: str, hook: Callable[[dict[str, Any]], Any] | None
+) -> list[dict[str, Any]] | None:
+    """The lines' objects decoded as one JSON array (their lines joined by commas), about twice as fast
+    as a decode per line (one call, and repeated keys shared); None when that is not exactly the lines'
+    own objects, or anything is unusual: then the caller decodes line by line, as before.
+
+    Exact because the text holds no `},{` (spaces allowed) anywhere: in an array of n objects each of
+    the n - 1 item boundaries is such a comma, so with none in the lines, every one is a joining comma,
+    and n items from n lines are the n lines, each one whole object."""
+    lines = text.split("\n")
+    if lines and not lines[-1].strip():
+        lines.pop()  # the usual final newline (or trailing spaces)
+    if not lines or not all(lines) or _OBJECT_BOUNDARY.search(text) is not None:
+        return None
+    try:
+        records = json.loads(f"[{','.join(lines)}]", object_hook=hook)
+    except (ValueError, RecursionError):
+        return None
+    if len(records) != len(lines) or not all(type(record) is dict for record in records):
+        return None
+    return records
 
 
 def _parse_jsonl(
