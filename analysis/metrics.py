@@ -56,10 +56,15 @@ def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
 def _slot_group_counts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
     """Outcome counts per turn and slot-level group; memoised on the Scored (per-domain JGA, its interval
     and the outcome mix all start from it)."""
-    return scored.memoised(("slot_group_counts", slot_keys), lambda: _count_slot_groups(scored.slots, slot_keys))
+    return scored.memoised(
+        ("slot_group_counts", slot_keys),
+        lambda: _count_slot_groups(scored.slots, slot_keys, slot_pairs(scored) if slot_keys == ("domain",) else None),
+    )
 
 
-def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...]) -> pd.DataFrame:
+def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...], pairs: Any = None) -> pd.DataFrame:
+    if slot_keys == ("domain",) and pairs is not None:
+        return _count_domains(slots, *pairs)
     outcome = slots["outcome"]
     flags = pd.DataFrame(
         {
@@ -74,6 +79,38 @@ def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...]) -> pd.Da
         }
     )
     return flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
+
+
+def _count_domains(slots: pd.DataFrame, group: np.ndarray, pairs: pd.DataFrame) -> pd.DataFrame:
+    """`_count_slot_groups(slots, ("domain",))` from the rows' (domain, slot) groups (`slot_pairs`): the
+    same rows, in the same order (each (turn, domain) where it first occurs), keyed by integers."""
+    domain_code, domains = pd.factorize(pairs["domain"].to_numpy(dtype=object))
+    n_domains = max(len(domains), 1)
+    key = slots["tid"].to_numpy().astype("int64") * n_domains + domain_code[group]
+    cell, first, inverse = np.unique(key, return_index=True, return_inverse=True)
+    order = np.argsort(first, kind="stable")  # cells in order of first appearance, as sort=False gives them
+    rank = np.empty(len(cell), dtype="int64")
+    rank[order] = np.arange(len(cell))
+    row_group = rank[inverse]
+    first = first[order]
+    outcome = slots["outcome"].cat.codes.to_numpy()
+    n = len(cell)
+
+    def total(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(row_group[mask], minlength=n).astype("int64")
+
+    return pd.DataFrame(
+        {
+            "tid": slots["tid"].to_numpy()[first],
+            "domain": pd.array(domains, dtype="str").take(domain_code[group[first]]),
+            "n_gold": total(slots["gold_value"].notna().to_numpy()),
+            "n_pred": total(slots["pred_value"].notna().to_numpy()),
+            "n_correct": total(outcome == Outcome.CORRECT),
+            "n_wrong": total(outcome == Outcome.WRONG_VALUE),
+            "n_missed": total(np.isin(outcome, MISSED_CODES)),
+            "n_spurious": total(outcome == Outcome.SPURIOUS),
+        }
+    )
 
 
 def _aggregate(
