@@ -181,9 +181,10 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
         num = np.asarray(group_gca, dtype=float)[g] if len(g) else np.zeros(0)
         den = np.ones(len(d))
     else:
-        if metric.interval == "cells":  # the cells behind each turn's accuracy, by `stats`' own function
-            keyed = scored.turns[stats.TURN_KEY].iloc[row[sort]].reset_index(drop=True)
-            den = stats._slot_accuracy_cells(scored, keyed, [])[keep]
+        if metric.interval == "cells":
+            # The cells behind each turn's accuracy (`stats._slot_accuracy_cells`, which has NaN where this
+            # has 0: a run without ontology; either way the turn adds 0 to both sums below).
+            den = M._cells_per_turn(scored)[row[sort]][keep]
         else:
             den = per["n_turns"].to_numpy(dtype=float)[sort][keep]
         value = per[metric.column].to_numpy(dtype=float)[sort][keep]
