@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.outcomes import MISSED_CODES, MISSED_KEYS, Outcome
+from analysis.outcomes import MISSED_CODES, MISSED_KEYS, OUTCOMES, Outcome
 from analysis.scoring import Scored, _sorted_unique
 
 SLOT_LEVEL = ("domain", "slot")
@@ -63,7 +63,7 @@ def _slot_group_counts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFra
 
 
 def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...], pairs: Any = None) -> pd.DataFrame:
-    if slot_keys == ("domain",) and pairs is not None:
+    if slot_keys == ("domain",) and pairs is not None and outcome_codes(slots) is not None:
         return _count_domains(slots, *pairs)
     outcome = slots["outcome"]
     flags = pd.DataFrame(
@@ -93,7 +93,8 @@ def _count_domains(slots: pd.DataFrame, group: np.ndarray, pairs: pd.DataFrame) 
     rank[order] = np.arange(len(cell))
     row_group = rank[inverse]
     first = first[order]
-    outcome = slots["outcome"].cat.codes.to_numpy()
+    outcome = outcome_codes(slots)
+    assert outcome is not None
     n = len(cell)
 
     def total(mask: np.ndarray) -> np.ndarray:
@@ -243,11 +244,15 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
             "f1": float(f1[0]),
             "support": float(totals["n_gold"][0]),
         }
-    elif keys == list(SLOT_LEVEL) and (pairs := slot_pairs(scored)) is not None:
+    elif (
+        keys == list(SLOT_LEVEL)
+        and (pairs := slot_pairs(scored)) is not None
+        and (outcome := outcome_codes(scored.slots)) is not None
+    ):
         # Per (domain, slot), the Slots page's table: counted per integer pair code, not grouped on two
         # string columns (the same sums, in the same sorted order).
         group, names = pairs
-        codes = scored.slots["outcome"].cat.codes.to_numpy()
+        codes = outcome
         n = len(names)
 
         def total(mask: np.ndarray) -> np.ndarray:
@@ -303,6 +308,16 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         }
     )
     return out.reset_index()
+
+
+def outcome_codes(slots: pd.DataFrame) -> np.ndarray | None:
+    """The rows' outcome codes (`Outcome`), when `outcome` is the scorer's categorical column with no
+    missing value; None for anything else (then compare the outcome keys)."""
+    outcome = slots["outcome"]
+    if not isinstance(outcome.dtype, pd.CategoricalDtype) or list(outcome.cat.categories) != list(OUTCOMES):
+        return None
+    codes = outcome.cat.codes.to_numpy()
+    return codes if int(codes.min(initial=0)) >= 0 else None
 
 
 def slot_pairs(scored: Scored) -> tuple[np.ndarray, pd.DataFrame] | None:
@@ -417,7 +432,10 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
         # instead of a sort per side plus searchsorted lookups (several times slower on ~40k keys).
         entries = _sorted_unique(
             np.concatenate(
-                [(group[has_gold] * n_v + gold_code[has_gold]) * 2, (group[has_pred] * n_v + resolved[has_pred]) * 2 + 1]
+                [
+                    (group[has_gold] * n_v + gold_code[has_gold]) * 2,
+                    (group[has_pred] * n_v + resolved[has_pred]) * 2 + 1,
+                ]
             )
         )
         is_pred = (entries & 1).astype(bool)
@@ -670,14 +688,19 @@ def _slot_accuracy_per_turn(scored: Scored) -> pd.DataFrame | None:
     index = pd.Index(tids)
     if tids.dtype.kind not in "iu" or not index.is_unique:
         return None
-    error = (slots["outcome"].cat.codes.to_numpy() != Outcome.CORRECT) & slots["in_ontology"].to_numpy(dtype=bool)
+    codes = outcome_codes(slots)
+    if codes is None:
+        return None
+    error = (codes != Outcome.CORRECT) & slots["in_ontology"].to_numpy(dtype=bool)
     at = index.get_indexer(slots["tid"].to_numpy()[error])
     n_err = np.bincount(at[at >= 0], minlength=len(tids)).astype(float)
     cells = _cells_per_turn(scored)
     order = np.argsort(tids, kind="stable")
     with np.errstate(divide="ignore", invalid="ignore"):
         value = 1 - n_err / np.where(cells > 0, cells, np.nan)
-    return pd.DataFrame({"tid": tids[order], "slot_accuracy": value[order], "n_turns": np.ones(len(tids), dtype="int64")})
+    return pd.DataFrame(
+        {"tid": tids[order], "slot_accuracy": value[order], "n_turns": np.ones(len(tids), dtype="int64")}
+    )
 
 
 def slot_accuracy_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:

@@ -282,10 +282,9 @@ def _slot_label(domain: pd.Series, slot: pd.Series) -> pd.Series:
 def slot_table(scored: Scored) -> pd.DataFrame:
     """Per slot: precision, recall, F1, gold support and the count of every outcome; worst F1 first."""
     per_slot = M.per_slot_prf(scored)
-    outcome = scored.slots["outcome"]
     pairs = M.slot_pairs(scored)
-    codes = outcome.cat.codes.to_numpy()
-    if pairs is not None and list(outcome.cat.categories) == list(OUTCOMES) and int(codes.min(initial=0)) >= 0:
+    codes = M.outcome_codes(scored.slots)
+    if pairs is not None and codes is not None:
         # Counted per integer pair code and outcome code: the same table as the group-by below.
         group, names = pairs
         n = len(OUTCOMES)

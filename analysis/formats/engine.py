@@ -20,6 +20,7 @@ from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, t
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
 _ONLY_DICT = frozenset({dict})
+_ONLY_INT = frozenset({int})
 MAX_TURNS_PER_DIALOGUE = 10_000
 DIALOGUES_WITHOUT_TURNS = "dialogues_without_turns"  # the note counting dialogues a file lists with no turn
 _STR = pd.Series(["x"]).dtype  # the dtype pandas infers for a list of strings (pandas 3: "str", Arrow-backed)
@@ -95,6 +96,8 @@ class Collector:
         self.listing_ids: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}
         self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
+        # Turns recorded at once (`add_prediction_turns`): their dialogue ids and turn indices as columns.
+        self._turn_columns: tuple[pa.Array, np.ndarray] | None = None
         # One side's states as columns: a table is built from lists far faster than from one tuple per row,
         # and the fast path extends them without making any row. The (domain, slot, value) of each row, and
         # each turn's run of rows as (dialogue id, turn index, rows, their relations or None when all are
@@ -283,6 +286,72 @@ class Collector:
         self._append("pred", dialogue_id, turn_index, domain_names, slots, values)
         return True
 
+    def add_prediction_turns(
+        self, dialogue_ids: Sequence[Any], turn_indices: Sequence[Any], states: Sequence[Any]
+    ) -> bool:
+        """Many turns at once, each with its prediction state object (`{domain: {slot: value}}`), as
+        `add_turn` then `add_plain_state` would record them turn by turn, by C-level passes over all of
+        them (no Python code per turn): for a predictions-only file whose every turn is plain. False, with
+        nothing recorded, unless every dialogue id is a non-blank string, every turn index an int in range,
+        no turn named twice, every state plain (non-empty string names, string values of at most
+        MAX_VALUE_CHARS characters), and nothing recorded before: the caller then reads turn by turn,
+        whose checks name what is wrong."""
+        if self.turn_rows or self._turn_columns is not None or any(self.state_runs.values()) or self.state_arrays:
+            return False
+        n = len(dialogue_ids)
+        if not (n and len(turn_indices) == n and len(states) == n):
+            return False
+        if not (_ONLY_STR.issuperset(map(type, dialogue_ids)) and all(map(str.strip, dialogue_ids))):
+            return False
+        if not _ONLY_INT.issuperset(map(type, turn_indices)):  # int only: a bool is refused turn by turn
+            return False
+        if min(turn_indices) < 0 or max(turn_indices) > MAX_TURNS_PER_DIALOGUE:
+            return False
+        if len(set(zip(dialogue_ids, turn_indices, strict=True))) != n:
+            return False
+        if not _ONLY_DICT.issuperset(map(type, states)):
+            return False
+        inner = list(chain.from_iterable(map(dict.values, states)))  # one slot object per (turn, domain)
+        if not _ONLY_DICT.issuperset(map(type, inner)):
+            return False
+        domains = list(chain.from_iterable(states))
+        slots = list(chain.from_iterable(inner))
+        if not (
+            _ONLY_STR.issuperset(map(type, domains))
+            and _ONLY_STR.issuperset(map(type, slots))
+            and "" not in domains
+            and "" not in slots
+        ):
+            return False
+        values = _plain_values(inner)
+        if values is None:
+            return False
+        # Each row's turn and (turn, domain), in the order the turn-by-turn walk appends them.
+        per_domain = np.fromiter(map(len, inner), dtype=np.int64, count=len(inner))
+        per_turn = np.fromiter(map(len, states), dtype=np.int64, count=n)
+        row_domain = np.repeat(np.arange(len(inner)), per_domain)
+        row_turn = np.repeat(np.repeat(np.arange(n), per_turn), per_domain)
+        kept = np.fromiter(map(bool, values), dtype=bool, count=len(values))
+        if not self.keep_empty_pred and not kept.all():  # empty values are dropped, as `_append` drops them
+            row_domain, row_turn = row_domain[kept], row_turn[kept]
+            slots, values = list(compress(slots, kept)), list(compress(values, kept))
+        ids = pa.array(dialogue_ids, type=pa.large_string())
+        numbers = np.array(turn_indices, dtype=np.int64)
+        self._turn_columns = (ids, numbers)
+        self._seen.update(zip(dialogue_ids, turn_indices, strict=True))
+        self.dialogue_id, self.turn = dialogue_ids[-1], turn_indices[-1]
+        self.sides_seen.add("pred")
+        if len(values):
+            self.add_state_arrays(
+                "pred",
+                ids.take(row_turn),
+                numbers[row_turn],
+                pa.array(domains, type=pa.large_string()).take(row_domain),
+                pa.array(slots, type=pa.large_string()),
+                pa.array(values, type=pa.large_string()),
+            )
+        return True
+
     def add_triple_strings(self, side: str, dialogue_id: str, turn_index: int, items: Any, field: str) -> None:
         """Record TRADE's `["domain-slot-value", ...]` as `add_state(partial(triple_strings, items, field))`
         would, with the checks and appends done by C-level passes over the whole list (`split`, `zip`,
@@ -375,9 +444,13 @@ class Collector:
         self.notes[key] = self.notes.get(key, 0) + count
 
     def finish(self) -> ParsedFile:
-        if not self.turn_rows:
+        if self._turn_columns is not None:
+            ids, numbers = self._turn_columns
+            turns = pd.DataFrame({"dialogue_id": pd.array(ids, dtype=_STR), "turn_index": numbers})
+        elif not self.turn_rows:
             raise InputError(self.path, self.fmt, "file holds no dialogue turns")
-        turns = pd.DataFrame(self.turn_rows)
+        else:
+            turns = pd.DataFrame(self.turn_rows)
         if self._dialogues:
             # A dialogue listed with no turn would otherwise vanish: the alignment report counts it.
             empty = len(self._dialogues.difference(turns["dialogue_id"].unique()))

@@ -534,9 +534,7 @@ def _lines(text: str) -> list[str]:
 _OBJECT_BOUNDARY = re.compile(r"\}\s*,\s*\{")
 
 
-def _parse_jsonl_joined(
-    text: str, hook: Callable[[dict[str, Any]], Any] | None
-) -> list[dict[str, Any]] | None:
+def _parse_jsonl_joined(text: str, hook: Callable[[dict[str, Any]], Any] | None) -> list[dict[str, Any]] | None:
     """The lines' objects decoded as one JSON array (their lines joined by commas), about twice as fast
     as a decode per line (one call, and repeated keys shared); None when that is not exactly the lines'
     own objects, or anything is unusual: then the caller decodes line by line, as before.

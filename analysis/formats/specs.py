@@ -6,6 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -412,6 +413,8 @@ def _parse_jsonl(records: Any, c: Collector) -> None:
     sides = [s for s in ("gold", "pred") if s in records[0]]
     if not sides:
         raise c.error("line 1 has neither 'gold' nor 'pred'", "gold")
+    if sides == ["pred"] and _plain_predictions(records, c):
+        return
     for line, record in enumerate(records, start=1):
         c.at(record.get("dialogue_id", f"<line {line}>"), record.get("turn_index"))
         for key in ("dialogue_id", "turn_index", *sides):
@@ -425,6 +428,22 @@ def _parse_jsonl(records: Any, c: Collector) -> None:
             # A state object of strings only takes the collector's fast path; anything else is flattened
             # (and checked) by `any_state`, as before.
             c.add_state(side, dialogue_id, t, partial(any_state, record[side], side), state=record[side])
+
+
+_ID_TURN_PRED = itemgetter("dialogue_id", "turn_index", "pred")
+
+
+def _plain_predictions(records: list[dict[str, Any]], c: Collector) -> bool:
+    """A predictions-only file of plain lines (a string dialogue id, an int turn index, a state object of
+    strings, no utterances) recorded at once by `Collector.add_prediction_turns`; False, with nothing
+    recorded, for anything else: the caller then reads line by line, as before."""
+    if any(map(dict.__contains__, records, repeat("user"))) or any(map(dict.__contains__, records, repeat("system"))):
+        return False
+    try:
+        dialogue_ids, turn_indices, states = zip(*map(_ID_TURN_PRED, records), strict=True)
+    except KeyError:
+        return False
+    return c.add_prediction_turns(dialogue_ids, turn_indices, states)
 
 
 CSV_COLUMNS = ("dialogue_id", "turn_index", "side", "domain", "slot", "value")

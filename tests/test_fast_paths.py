@@ -1,0 +1,230 @@
+"""Shortcuts that make scoring a run cheaper (issue 21, requirement 4: 1,000 runs in 3 minutes) must give
+exactly what the general code gives: each is compared here with the path it replaces, on demo runs under
+several conventions and on hand-made files that stress its conditions (or make it step aside)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import formats, views
+from analysis import metrics as M
+from analysis.errors import InputError
+from analysis.formats import reading, specs
+from analysis.scoring import Scored, score_run
+from analysis.workspace import load_entry, read_manifest
+from tests.conftest import ROOT
+
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+RUNS = [
+    "simulated-A-mwz-en-predicted",
+    "simulated-B-mwz-en-predicted-s1",
+    "crosswoz-rule-dst",
+    "simulated-sgd-predicted",
+]
+CONVENTIONS = [None, "exact", "trade", "mwzeval", "dstc9"]
+
+
+@pytest.fixture(scope="module")
+def demo_scored():
+    entries = {e.name: e for e in read_manifest(DEMO).entries}
+    out = {}
+    for name in RUNS:
+        run = load_entry(entries[name])
+        for convention in CONVENTIONS:
+            out[(name, convention)] = score_run(run, convention)
+    return out
+
+
+def _fresh(scored: Scored) -> Scored:
+    """The same tables without memoised results."""
+    return Scored(scored.convention, scored.metas, scored.turns, scored.slots, scored.ontology, scored.alignment)
+
+
+def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert list(a.dtypes) == list(b.dtypes)
+
+
+# --- per (domain, slot) and per (turn, domain) counts from the integer pair codes --------------------------
+
+
+def test_slot_pairs_paths_equal_the_group_by(demo_scored, monkeypatch):
+    checked = 0
+    for key, scored in demo_scored.items():
+        fast = _fresh(scored)
+        assert M.slot_pairs(fast) is not None, key
+        tables = (
+            views.slot_table(fast),
+            M.per_slot_prf(fast),
+            M.turn_facts(fast, by=["domain"]),
+            M.joint_goal_accuracy(fast, by=["domain"]),
+        )
+        with monkeypatch.context() as patch:
+            patch.setattr(M, "slot_pairs", lambda scored: None)
+            slow = _fresh(scored)
+            expected = (
+                views.slot_table(slow),
+                M.per_slot_prf(slow),
+                M.turn_facts(slow, by=["domain"]),
+                M.joint_goal_accuracy(slow, by=["domain"]),
+            )
+        for got, want in zip(tables, expected, strict=True):
+            _same(got, want)
+        checked += 1
+    assert checked == len(RUNS) * len(CONVENTIONS)
+
+
+def test_slot_pairs_steps_aside_when_a_code_names_two_pairs(demo_scored):
+    scored = _fresh(demo_scored[("simulated-A-mwz-en-predicted", None)])
+    slots = scored.slots.copy()
+    slots.loc[slots.index[0], "pair_code"] = int(slots["pair_code"].iloc[-1]) + 1000  # a code of its own: fine
+    assert M._slot_pairs(slots) is not None
+    codes = slots["pair_code"].to_numpy().copy()
+    other = slots.index[(slots["domain"] != slots["domain"].iloc[0]).to_numpy()][0]
+    codes[slots.index.get_loc(other)] = codes[0]  # one code now names two (domain, slot) pairs
+    slots["pair_code"] = codes
+    assert M._slot_pairs(slots) is None
+    assert M._slot_pairs(slots.iloc[:0]) is None
+
+
+# --- per-turn slot accuracy and the domain-slot F1 without their group-by and sort ----------------------
+
+
+def test_per_turn_slot_accuracy_equals_the_group_by(demo_scored, monkeypatch):
+    for key, scored in demo_scored.items():
+        fast = M._slot_accuracy(_fresh(scored), ["tid"])
+        with monkeypatch.context() as patch:
+            patch.setattr(M, "_slot_accuracy_per_turn", lambda scored: None)
+            slow = M._slot_accuracy(_fresh(scored), ["tid"])
+        assert isinstance(fast, pd.DataFrame) and isinstance(slow, pd.DataFrame)
+        _same(fast, slow)
+        assert fast["slot_accuracy"].notna().any(), key
+
+
+def test_domain_slot_f1_without_sort_equals_the_sorted_path(demo_scored):
+    for key, scored in demo_scored.items():
+        fast = M.slot_f1_domain_slot(_fresh(scored), by=["tid"])
+        # Rows out of order: the shortcut's condition fails and the general path runs.
+        shuffled = _fresh(scored)
+        shuffled.slots = scored.slots.iloc[::-1].reset_index(drop=True)
+        slow = M.slot_f1_domain_slot(shuffled, by=["tid"])
+        assert isinstance(fast, pd.DataFrame) and isinstance(slow, pd.DataFrame)
+        _same(fast, slow)
+        assert (fast["slot_f1_domain_slot"] > 0).any(), key
+
+
+# --- JSONL: one joined decode, and predictions recorded at once ------------------------------------------
+
+
+def _write(tmp_path: Path, lines: list[str], name: str = "run.jsonl") -> Path:
+    path = tmp_path / name
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+def _line(dialogue_id: object, turn: object, pred: object, **extra: object) -> str:
+    return json.dumps({"dialogue_id": dialogue_id, "turn_index": turn, "pred": pred, **extra})
+
+
+def _parsed_both_ways(path: Path, monkeypatch) -> tuple[object, object]:
+    fast = formats.parse_file(path, use_cache=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(reading, "_parse_jsonl_joined", lambda text, hook: None)
+        patch.setattr(specs, "_plain_predictions", lambda records, c: False)
+        slow = formats.parse_file(path, use_cache=False)
+    return fast, slow
+
+
+def _same_parse(fast, slow) -> None:
+    _same(fast.turns, slow.turns)
+    assert (fast.gold is None) == (slow.gold is None)
+    if fast.pred is None or slow.pred is None:
+        assert fast.pred is None and slow.pred is None
+    else:
+        _same(fast.pred, slow.pred)
+    assert fast.notes == slow.notes and fast.listings == slow.listings
+
+
+PLAIN = [
+    _line("d1", 0, {}),
+    _line("d1", 1, {"hotel": {"area": "east", "stars": ""}, "taxi": {}}),  # an empty value is dropped
+    _line("d1", 2, {"taxi": {"leaveAt": "10:00"}, "hotel": {"area": "east", "name": "a },{ b"}}),
+    _line("d2", 0, {"train": {"day": "monday"}}),
+    _line("d2", 3, {"train": {"day": "monday", "people": "2"}, "hotel": {}}),
+]
+
+
+@pytest.mark.parametrize(
+    "lines",
+    [
+        PLAIN,
+        [line.replace('"pred"', '"pred" ') for line in PLAIN],  # spaces: the same objects
+        [_line("d1", 0, {"hotel": {"area": ""}})],  # no row at all
+        [_line(7, 0, {"hotel": {"area": "east"}}), _line(7, 1, {})],  # integer ids: read line by line
+        [_line("d1", 0, {"hotel": {"area": "east"}}, user="hi", system="hello")],  # utterances: line by line
+        [_line("d1", "01", {"hotel": {"area": "east"}})],  # a string turn index: line by line
+        [_line("d1", 0, {"hotel": {"area": ["east", "west"]}})],  # a list value: line by line
+        [_line("d1", 0, {"hotel": {"area": "east"}}), "", _line("d1", 1, {})],  # a blank line
+    ],
+)
+def test_jsonl_shortcuts_parse_as_line_by_line(tmp_path, monkeypatch, lines):
+    fast, slow = _parsed_both_ways(_write(tmp_path, lines), monkeypatch)
+    _same_parse(fast, slow)
+
+
+def test_jsonl_shortcuts_on_a_demo_run(monkeypatch):
+    path = ROOT / "data" / "demo" / "simulated" / "simulated-A-mwz-en-predicted.jsonl.gz"
+    fast, slow = _parsed_both_ways(path, monkeypatch)
+    _same_parse(fast, slow)
+    assert fast.pred is not None and len(fast.pred) > 1000
+
+
+@pytest.mark.parametrize(
+    ("lines", "problem"),
+    [
+        # Not one object a line, although joined by commas they read as three objects.
+        (['{"a": [{"b": 1}', '{"c": 1}]}', '{"d": 1}, {"e": 1}'], "line 1 is not valid JSON"),
+        ([_line("d1", 0, {}), _line("d1", 0, {})], "duplicate turn"),
+        ([_line("d1", True, {})], "turn index must be an integer"),
+        ([_line("d1", 10_001, {})], "out of range"),
+        ([_line(" ", 0, {})], "dialogue_id must be a non-empty string"),
+        ([_line("d1", 0, {"hotel": {"": "east"}})], "non-empty strings"),
+        ([_line("d1", 0, {"hotel": {"area": "x" * 10_001}})], "too long"),
+        ([_line("d1", 0, {}), json.dumps({"dialogue_id": "d1", "turn_index": 1})], "line 2 lacks a required key"),
+        ([_line("d1", 0, {}), '{"dialogue_id": "d1", "turn_index": 1, "pred": {}, "pred": {}}'], "twice"),
+    ],
+)
+def test_jsonl_errors_name_the_line_as_before(tmp_path, lines, problem):
+    with pytest.raises(InputError) as error:
+        formats.parse_file(_write(tmp_path, lines), fmt="jsonl", use_cache=False)
+    assert problem in str(error.value)
+
+
+def test_joined_decode_refuses_what_is_not_one_object_a_line():
+    hook_objects, hook = reading._collecting()
+    assert reading._parse_jsonl_joined('{"a": 1}\n{"b": 2}\n', hook) == [{"a": 1}, {"b": 2}]
+    assert len(hook_objects) == 2
+    for text in (
+        '{"a": [{"b": 1}\n{"c": 1}]}\n{"d": 1}, {"e": 1}\n',  # items are not the lines
+        '{"a": 1}\n[1]\n',  # not an object
+        '{"a": 1}\n\n{"b": 2}\n',  # a blank line: read line by line
+        '{"a": "},{"}\n',  # the boundary inside a string: read line by line (same result)
+        '{"a": 1',
+    ):
+        assert reading._parse_jsonl_joined(text, None) is None, text
+
+
+def test_gzipped_jsonl_takes_the_shortcut(tmp_path, monkeypatch):
+    path = tmp_path / "run.jsonl.gz"
+    path.write_bytes(gzip.compress(("\n".join(PLAIN) + "\n").encode()))
+    taken = []
+    original = specs._plain_predictions
+    monkeypatch.setattr(specs, "_plain_predictions", lambda records, c: taken.append(1) or original(records, c))
+    parsed = formats.parse_file(path, use_cache=False)
+    assert taken and parsed.pred is not None
+    assert parsed.pred["value"].tolist() == ["east", "10:00", "east", "a },{ b", "monday", "monday", "2"]
