@@ -228,3 +228,22 @@ def test_gzipped_jsonl_takes_the_shortcut(tmp_path, monkeypatch):
     parsed = formats.parse_file(path, use_cache=False)
     assert taken and parsed.pred is not None
     assert parsed.pred["value"].tolist() == ["east", "10:00", "east", "a },{ b", "monday", "monday", "2"]
+
+
+# --- the stored per-(depth | domain, dialogue) JGA parts, counted with integer keys ----------------------
+
+
+def test_counted_jga_parts_equal_the_stats_path(demo_scored, monkeypatch):
+    from analysis.store import parts
+
+    for key, scored in demo_scored.items():
+        for by in ("turn_index", "domain"):
+            counted = parts._jga_parts_counted(_fresh(scored), by)
+            assert counted is not None, (key, by)
+            with monkeypatch.context() as patch:
+                patch.setattr(parts, "_jga_parts_counted", lambda scored, by: None)
+                general = parts._jga_parts(_fresh(scored), by)
+            if by == "domain":
+                general["domain"] = pd.array(general["domain"], dtype="str")
+            _same(counted, general)
+            assert counted["num"].sum() > 0, (key, by)

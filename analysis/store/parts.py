@@ -20,6 +20,7 @@ path computes.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -150,8 +151,18 @@ def _turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | None:
     rows = pd.Index(turns["tid"].to_numpy())
     if int(rank.max()) + 1 != len(turns) or not rows.is_unique:
         return None
-    d = dialogues.get_indexer(dialogue_key(turns["dialogue_id"]))
-    return _TurnOrder(rows, rank, d, len(dialogues))
+    return _TurnOrder(rows, rank, _turn_dialogues(scored), len(dialogues))
+
+
+def _turn_dialogues(scored: Scored) -> np.ndarray:
+    """Each turn's dialogue `d` (its position in `stats._dialogues`), memoised: read-only, shared."""
+
+    def compute() -> np.ndarray:
+        found = stats._dialogues(scored).get_indexer(dialogue_key(scored.turns["dialogue_id"]))
+        found.flags.writeable = False
+        return found
+
+    return scored.memoised(("turn_dialogues",), compute)
 
 
 def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
@@ -229,6 +240,9 @@ def _micro_parts(
 def _jga_parts(scored: Scored, by: str) -> pd.DataFrame:
     """JGA's per-(`by` group, dialogue) numerator and denominator (`stats._stats`, dialogues in `stats`
     order `d`): what the dialogue bootstrap of JGA per `by` resamples."""
+    counted = _jga_parts_counted(scored, by)
+    if counted is not None:
+        return counted
     dialogues = stats._dialogues(scored)
     st = stats._stats(scored, "jga", [by], dialogues)
     g, d = np.nonzero(st.rows)
@@ -241,6 +255,62 @@ def _jga_parts(scored: Scored, by: str) -> pd.DataFrame:
             "num": st.num[g, d],
             "den": st.den[g, d],
             "rows": st.rows[g, d],
+        }
+    )
+
+
+def _jga_parts_counted(scored: Scored, by: str) -> pd.DataFrame | None:
+    """`_jga_parts` of one run per `turn_index` (its turns) or per `domain` (its per-(turn, domain) facts),
+    counted with integer keys instead of `stats._stats`' merge with the turn key and its group-by: the
+    same frame, bit for bit (the sums are of 0s and 1s, exact in any order; tested). None for anything
+    else (then `stats`)."""
+    turns = scored.turns
+    if by not in ("turn_index", "domain") or len(scored.metas) != 1 or not len(turns):
+        return None
+    tids = pd.Index(turns["tid"].to_numpy())
+    if tids.dtype.kind not in "iu" or not tids.is_unique:
+        return None
+    dialogues = stats._dialogues(scored)
+    turn_d = _turn_dialogues(scored)
+    if by == "turn_index":
+        labels_of = turns["turn_index"].to_numpy()
+        correct = turns["joint_correct"].to_numpy(dtype=bool)
+        d = turn_d
+    else:
+        facts = M._slot_group_counts(scored, ("domain",))
+        at = tids.get_indexer(facts["tid"].to_numpy())
+        if not len(facts) or (at < 0).any():
+            return None
+        labels_of = facts["domain"]
+        correct = (facts["n_wrong"] + facts["n_missed"] + facts["n_spurious"]).to_numpy() == 0
+        d = turn_d[at]
+    keep = d >= 0
+    if not keep.any():
+        return None
+    if by == "turn_index":
+        labels, g = np.unique(labels_of[keep], return_inverse=True)
+    else:  # factorized in Arrow, then the few names sorted
+        codes, names = pd.factorize(labels_of[keep])
+        order = np.argsort(np.asarray(names, dtype=object), kind="stable")
+        rank = np.empty(len(order), dtype="int64")
+        rank[order] = np.arange(len(order))
+        labels, g = np.asarray(names, dtype=object)[order], rank[codes]
+    d = d[keep]
+    n = len(dialogues)
+    flat = g * n + d
+    size = len(labels) * n
+    rows = np.bincount(flat, minlength=size).astype(float)
+    num = np.bincount(flat, weights=correct[keep].astype(float), minlength=size)
+    cell = np.flatnonzero(rows)  # (group, dialogue) in row-major order, as `np.nonzero` lists them
+    group, dialogue = cell // n, cell % n
+    return pd.DataFrame(
+        {
+            "run_id": pd.array([scored.metas[0].run_id] * len(cell), dtype="str"),
+            by: pd.array(labels[group], dtype="str") if by == "domain" else labels[group].astype("int64"),
+            "d": dialogue.astype("int64"),
+            "num": num[cell],
+            "den": rows[cell],
+            "rows": rows[cell],
         }
     )
 
@@ -262,8 +332,11 @@ def jga_bounds(parts: pd.DataFrame, by: str, n_dialogues: Mapping[Any, int], res
     bounds = []
     for n, items in stacked.items():
         weights = stats.resample_counts(n, n_resamples=resamples, seed=0)
+        narrow = _narrow(n, resamples, 0)
+        num = _resampled(weights, narrow, np.vstack([i[2] for i in items]).T)
+        den = _resampled(weights, narrow, np.vstack([i[3] for i in items]).T)
         with np.errstate(divide="ignore", invalid="ignore"):
-            samples = (weights @ np.vstack([i[2] for i in items]).T) / (weights @ np.vstack([i[3] for i in items]).T)
+            samples = num / den
         low, high = stats._percentiles(samples, 0.95)
         at = 0
         for run, labels, _, _ in items:
@@ -315,7 +388,7 @@ def headline_bounds(
             matrix[d, which] = values
             return matrix
 
-        narrow = weights.astype(np.float32)
+        narrow = _narrow(int(n_dialogues), resamples, seed)
         for name in metrics:
             col = METRIC_COLUMNS[name]
             if R.get(name).interval == "gca":
@@ -333,6 +406,15 @@ def headline_bounds(
 
 
 _EXACT_IN_FLOAT32 = 2**24  # every integer below this is a float32
+
+
+@functools.lru_cache(maxsize=4)
+def _narrow(n_dialogues: int, resamples: int, seed: int) -> np.ndarray:
+    """`stats.resample_counts` as float32 (the same counts: each at most `n_dialogues`), for `_resampled`;
+    memoised like the matrix itself (read-only)."""
+    narrow = stats.resample_counts(n_dialogues, n_resamples=resamples, seed=seed).astype(np.float32)
+    narrow.flags.writeable = False
+    return narrow
 
 
 def _resampled(weights: np.ndarray, narrow: np.ndarray, matrix: np.ndarray) -> np.ndarray:
