@@ -405,6 +405,30 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
     keys = _by_list(by)
     _check_by(scored, keys)
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
+    # The per-(turn, slot-level group) scores depend on the slot-level keys only: the headline number and
+    # the per-turn numbers (the stored parts) share one computation.
+    score, groups, n_s, s_values = scored.memoised(
+        ("set_f1", key, tuple(slot_keys)), lambda: _set_f1_scores(scored, key, slot_keys)
+    )
+    if not keys:  # the recipe's mean over all turns; a turn with empty gold contributes 0
+        return float(score.sum() / len(scored.turns)) if len(scored.turns) else float("nan")
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    turn_cols = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))]
+    if slot_keys:
+        facts = pd.DataFrame({"tid": groups // n_s, name: score})
+        facts = pd.concat([facts, s_values.iloc[groups % n_s].reset_index(drop=True)], axis=1).merge(
+            turn_cols, on="tid"
+        )
+    else:
+        # The recipe's rule: a turn with empty gold scores 0 (groups are turn ids here).
+        per_turn = pd.Series(score, index=groups // n_s)
+        facts = turn_cols.assign(**{name: per_turn.reindex(turn_cols["tid"].to_numpy(), fill_value=0.0).to_numpy()})
+    return _aggregate(facts, facts[name], keys, name)
+
+
+def _set_f1_scores(scored: Scored, key: str, slot_keys: list[str]) -> tuple[np.ndarray, np.ndarray, int, pd.DataFrame]:
+    """`_set_f1`'s score per (turn, slot-level group) with a gold value, the groups (turn id x `n_s` +
+    slot-level group code), `n_s` and the slot-level groups' values."""
     slots = scored.slots
     correct = slots["outcome"].cat.codes.to_numpy() == Outcome.CORRECT
     # Integer codes: group s (slot-level by values), name n (slot name, or domain-slot), value v.
@@ -450,20 +474,8 @@ def _set_f1(scored: Scored, *, by: By, key: str, name: str) -> float | pd.DataFr
         f1 = 2 * tp[keep] / (n_gold[keep] + n_pred[keep])
         inverse, groups = _runs(cells[keep] // n_n)  # (turn, slot-level group)
     score = np.bincount(inverse, weights=f1) / np.bincount(inverse)
-    if not keys:  # the recipe's mean over all turns; a turn with empty gold contributes 0
-        return float(score.sum() / len(scored.turns)) if len(scored.turns) else float("nan")
-    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
-    turn_cols = scored.turns[list(dict.fromkeys(["tid", "run_id", *turn_keys]))]
-    if slot_keys:
-        facts = pd.DataFrame({"tid": groups // n_s, name: score})
-        facts = pd.concat([facts, s_values.iloc[groups % n_s].reset_index(drop=True)], axis=1).merge(
-            turn_cols, on="tid"
-        )
-    else:
-        # The recipe's rule: a turn with empty gold scores 0 (groups are turn ids here).
-        per_turn = pd.Series(score, index=groups // n_s)
-        facts = turn_cols.assign(**{name: per_turn.reindex(turn_cols["tid"].to_numpy(), fill_value=0.0).to_numpy()})
-    return _aggregate(facts, facts[name], keys, name)
+    score.flags.writeable = groups.flags.writeable = False  # memoised: shared
+    return score, groups, n_s, s_values
 
 
 def joint_f1_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:

@@ -1051,6 +1051,9 @@ def compounding_runs(scored: Scored) -> pd.DataFrame:
     the length of its compounding run: the number of consecutive jointly wrong turns that start at the first
     error, the first error included (0 for a dialogue never wrong, 1 when the next turn is right again).
     The first three are `dialogue_index`'s."""
+    counted = _compounding_counted(scored.turns)
+    if counted is not None:
+        return counted
     turns = scored.turns[["dialogue_id", "turn_index", "joint_correct"]].sort_values("turn_index", kind="stable")
     wrong = ~turns["joint_correct"].astype(bool)
     by = turns["dialogue_id"]
@@ -1061,6 +1064,40 @@ def compounding_runs(scored: Scored) -> pd.DataFrame:
     out["compounding_run"] = out["dialogue_id"].map(run).fillna(0).astype("int64")
     out[["n_turns", "error_turns"]] = out[["n_turns", "error_turns"]].astype("int64")
     return out[PICKER_COLUMNS]
+
+
+def _compounding_counted(turns: pd.DataFrame) -> pd.DataFrame | None:
+    """`compounding_runs` when each dialogue's turns are consecutive rows in turn order (a scored run's
+    turns), counted per integer dialogue code instead of four group-bys on the dialogue id: the same frame
+    (tested). None for any other order."""
+    if not len(turns) or turns["dialogue_id"].isna().any():
+        return None
+    codes, ids = pd.factorize(turns["dialogue_id"])  # dialogues in order of first turn, as sort=False
+    turn_index = turns["turn_index"].to_numpy()
+    step = np.diff(codes)
+    if (step < 0).any() or (step != 0).sum() != len(ids) - 1 or (np.diff(turn_index)[step == 0] <= 0).any():
+        return None  # a dialogue's turns are not one run of rows in turn order
+    n = len(ids)
+    wrong = ~turns["joint_correct"].to_numpy(dtype=bool)
+    row = np.arange(len(turns))
+    end = len(turns)
+    first_error = np.full(n, end)
+    np.minimum.at(first_error, codes[wrong], row[wrong])
+    since_first = row >= first_error[codes]  # the first error and every turn after it
+    recovered_at = np.full(n, end)
+    right_after = since_first & ~wrong
+    np.minimum.at(recovered_at, codes[right_after], row[right_after])
+    run = since_first & (row < recovered_at[codes])
+    has_error = first_error < end
+    return pd.DataFrame(
+        {
+            "dialogue_id": pd.array(ids, dtype="str"),
+            "n_turns": np.bincount(codes, minlength=n).astype("int64"),
+            "error_turns": np.bincount(codes, weights=wrong, minlength=n).astype("int64"),
+            "first_error_turn": np.where(has_error, turn_index[np.minimum(first_error, end - 1)], np.nan),
+            "compounding_run": np.bincount(codes, weights=run, minlength=n).astype("int64"),
+        }
+    )
 
 
 def first_error_dialogues(scored: Scored, *, label: str) -> pd.DataFrame:
