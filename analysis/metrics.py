@@ -124,13 +124,57 @@ def _aggregate(
         one_each = _one_row_per_turn(facts, value, name, universe)
         if one_each is not None:
             return one_each
-    frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)})
-    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)[name]
-    out = grouped.agg(["mean", "count"]).reset_index().rename(columns={"mean": name, "count": "n_turns"})
+    out = _mean_of_flags(facts, value.to_numpy(dtype=float), keys, name)
+    if out is None:
+        frame = facts[keys].assign(**{name: value.to_numpy(dtype=float)})
+        grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)[name]
+        out = grouped.agg(["mean", "count"]).reset_index().rename(columns={"mean": name, "count": "n_turns"})
     if universe is not None:
         out = universe[keys].drop_duplicates().merge(out, on=keys, how="left")
         out["n_turns"] = out["n_turns"].fillna(0).astype("int64")
         out = out.sort_values(keys, kind="stable").reset_index(drop=True)
+    return out
+
+
+def _mean_of_flags(facts: pd.DataFrame, values: np.ndarray, keys: list[str], name: str) -> pd.DataFrame | None:
+    """`_aggregate`'s sorted group-by mean and count when every value is 0, 1 or NaN (JGA and the like),
+    counted per integer group code: a group's mean is then its count of 1s over its count of numbers, an
+    exact quotient however the sum is taken, so the same frame (tested). None when a value is anything
+    else, or a key is missing somewhere (then the group-by)."""
+    counted = ~np.isnan(values)
+    if not bool(((values == 0) | (values == 1) | ~counted).all()):
+        return None
+    combined = np.zeros(len(facts), dtype="int64")
+    levels = []
+    for key in keys:
+        column = facts[key]
+        if column.isna().any():
+            return None
+        codes, uniques = pd.factorize(column)
+        try:
+            order = uniques.argsort()
+        except TypeError:  # values that do not sort together
+            return None
+        rank = np.empty(len(order), dtype="int64")
+        rank[order] = np.arange(len(order))
+        ordered = uniques.take(order)
+        if len(ordered) and combined.max(initial=0) > np.iinfo("int64").max // max(len(ordered), 1):
+            return None
+        combined = combined * len(ordered) + rank[codes]
+        levels.append(ordered)
+    cells, inverse = np.unique(combined, return_inverse=True)
+    ones = np.bincount(inverse, weights=np.where(counted, values, 0.0), minlength=len(cells))
+    numbers = np.bincount(inverse, weights=counted, minlength=len(cells)).astype("int64")
+    with np.errstate(invalid="ignore", divide="ignore"):
+        mean = np.where(numbers > 0, ones / numbers, np.nan)
+    columns: dict[str, Any] = {}
+    rest = cells
+    for key, ordered in zip(reversed(keys), reversed(levels), strict=True):
+        columns[key] = ordered.take(rest % len(ordered)).to_numpy() if len(ordered) else ordered.to_numpy()
+        rest = rest // max(len(ordered), 1)
+    out = pd.DataFrame({key: pd.Series(columns[key], dtype=facts[key].dtype) for key in keys})
+    out[name] = mean
+    out["n_turns"] = numbers
     return out
 
 

@@ -265,3 +265,37 @@ def test_counted_picker_equals_the_group_by(demo_scored, monkeypatch):
     scored = demo_scored[("simulated-A-mwz-en-predicted", None)]
     assert views._compounding_counted(scored.turns.iloc[::-1]) is None
     assert views._compounding_counted(scored.turns.sort_values("turn_index", kind="stable")) is None
+
+
+# --- grouped means of 0/1 values counted per integer group code ------------------------------------------
+
+BYS = [["run_id"], ["domain"], ["turn_index"], ["run_id", "domain"], ["run_id", "turn_index"], ["slot", "domain"]]
+
+
+def test_counted_means_equal_the_group_by(demo_scored, monkeypatch):
+    from analysis import registry as R
+
+    taken = 0
+    for key, scored in demo_scored.items():
+        if key[1] not in (None, "trade"):
+            continue
+        for metric in R.METRICS:
+            for by in BYS:
+                try:
+                    fast = metric.function(_fresh(scored), by=by)
+                except ValueError:
+                    continue  # a metric that takes no slot-level by
+                with monkeypatch.context() as patch:
+                    patch.setattr(M, "_mean_of_flags", lambda *args: None)
+                    slow = metric.function(_fresh(scored), by=by)
+                assert isinstance(fast, pd.DataFrame), (key, metric.name, by)
+                _same(fast.reset_index(drop=True), slow.reset_index(drop=True))
+                taken += 1
+    assert taken > 100
+    values = pd.DataFrame({"k": ["b", "a", "b", "c"], "v": [1.0, 0.0, float("nan"), 0.5]})
+    assert M._mean_of_flags(values, values["v"].to_numpy(), ["k"], "m") is None  # 0.5: the group-by
+    flags = values.assign(v=[1.0, 0.0, float("nan"), 1.0])
+    got = M._mean_of_flags(flags, flags["v"].to_numpy(), ["k"], "m")
+    assert got is not None
+    assert got["k"].tolist() == ["a", "b", "c"] and got["n_turns"].tolist() == [1, 1, 1]
+    assert got["m"].tolist() == [0.0, 1.0, 1.0]

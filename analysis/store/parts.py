@@ -138,6 +138,7 @@ class _TurnOrder:
     rank: np.ndarray
     d: np.ndarray
     n_dialogues: int
+    sort: np.ndarray | None = None  # argsort of `rank`: the order of per-turn rows given in turn-row order
 
 
 def _turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | None:
@@ -151,7 +152,7 @@ def _turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | None:
     rows = pd.Index(turns["tid"].to_numpy())
     if int(rank.max()) + 1 != len(turns) or not rows.is_unique:
         return None
-    return _TurnOrder(rows, rank, _turn_dialogues(scored), len(dialogues))
+    return _TurnOrder(rows, rank, _turn_dialogues(scored), len(dialogues), np.argsort(rank, kind="stable"))
 
 
 def _turn_dialogues(scored: Scored) -> np.ndarray:
@@ -173,8 +174,13 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
     assert isinstance(per, pd.DataFrame)
     if metric.interval == "turns":
         per = per[per["n_turns"].to_numpy() > 0]  # empty slices are listed with NaN; `stats` skips them
-    row = order.rows.get_indexer(per["tid"].to_numpy())
-    sort = np.argsort(order.rank[row], kind="stable")
+    per_tid = per["tid"].to_numpy()
+    if order.sort is not None and len(per_tid) == len(order.rows) and np.array_equal(per_tid, order.rows.to_numpy()):
+        # One row per turn, in the turns' order (most metrics): the rows are the turns, no lookup.
+        row, sort = np.arange(len(per_tid)), order.sort
+    else:
+        row = order.rows.get_indexer(per_tid)
+        sort = np.argsort(order.rank[row], kind="stable")
     d = order.d[row][sort]
     keep = d >= 0
     d = d[keep]
