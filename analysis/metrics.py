@@ -1114,6 +1114,13 @@ def gca_counts(scored: Scored, *, by: By = None) -> pd.DataFrame:
     frame = _with_turn_keys(scored, frame, keys)
     if not keys:
         return pd.DataFrame({c: [frame[c].sum()] for c in counts} | {"n_turns": [len(frame)]})
+    if keys == ["tid"] and not slot_keys:
+        # One row per turn already (every turn counts): each group is its row, in turn id order.
+        tids = frame["tid"].to_numpy()
+        if tids.dtype.kind in "iu" and pd.Index(tids).is_unique:
+            order = np.argsort(tids, kind="stable")
+            one_each = frame.iloc[order].reset_index(drop=True) if (order != np.arange(len(order))).any() else frame
+            return one_each.assign(n_turns=np.ones(len(one_each), dtype="int64"))
     grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)
     out = grouped[counts].sum()
     out["n_turns"] = grouped.size()

@@ -168,7 +168,12 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
 def _dialogues(scored: Scored) -> pd.Index:
     """The run's dialogues (pairing keys) in order of first turn; memoised on the Scored (an Index is
     immutable, so sharing it is safe)."""
-    return scored.memoised("dialogue_keys", lambda: pd.Index(dialogue_key(scored.turns["dialogue_id"]).unique()))
+    return scored.memoised("dialogue_keys", lambda: pd.Index(turn_dialogue_keys(scored).unique()))
+
+
+def turn_dialogue_keys(scored: Scored) -> pd.Series:
+    """Each turn's dialogue pairing key (`dialogue_key`), memoised on the Scored: shared, copy to change."""
+    return scored.memoised("turn_dialogue_keys", lambda: dialogue_key(scored.turns["dialogue_id"]))
 
 
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:

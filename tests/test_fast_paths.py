@@ -299,3 +299,21 @@ def test_counted_means_equal_the_group_by(demo_scored, monkeypatch):
     assert got is not None
     assert got["k"].tolist() == ["a", "b", "c"] and got["n_turns"].tolist() == [1, 1, 1]
     assert got["m"].tolist() == [0.0, 1.0, 1.0]
+
+
+def test_per_turn_gca_counts_equal_the_group_by(demo_scored):
+    for key, scored in demo_scored.items():
+        fast = M.gca_counts(_fresh(scored), by=["tid"])
+        general = M.gca_counts(_fresh(scored), by=["run_id", "tid"]).drop(columns="run_id")  # the group-by
+        _same(fast, general)
+        assert fast[list(M.GCA_COUNTS)].to_numpy().sum() > 0, key
+
+
+def test_same_turns_in_gold_order_and_shuffled():
+    from analysis.loading import _same_turns
+
+    gold = pd.DataFrame({"dialogue_id": ["a", "a", "b"], "turn_index": [0, 1, 0]})
+    assert _same_turns(gold, gold.copy())
+    assert _same_turns(gold, gold.iloc[::-1])
+    assert not _same_turns(gold, gold.assign(turn_index=[0, 2, 0]))
+    assert not _same_turns(pd.concat([gold, gold.iloc[:1]]), pd.concat([gold, gold.iloc[1:2]]))

@@ -159,7 +159,7 @@ def _turn_dialogues(scored: Scored) -> np.ndarray:
     """Each turn's dialogue `d` (its position in `stats._dialogues`), memoised: read-only, shared."""
 
     def compute() -> np.ndarray:
-        found = stats._dialogues(scored).get_indexer(dialogue_key(scored.turns["dialogue_id"]))
+        found = stats._dialogues(scored).get_indexer(stats.turn_dialogue_keys(scored))
         found.flags.writeable = False
         return found
 
