@@ -575,11 +575,17 @@ def _run_ontology_size(scored: Scored, run_ids: pd.Series) -> np.ndarray:
 
 
 def _cells_per_turn(scored: Scored) -> np.ndarray:
-    """Ontology slots each turn counts: its run's ontology size, or the slots the gold file lists for it."""
+    """Ontology slots each turn counts: its run's ontology size, or the slots the gold file lists for it.
+    Memoised (read-only): slot accuracy's number, its per-turn numbers and their interval parts share it."""
+    return scored.memoised(("cells_per_turn",), lambda: _count_cells_per_turn(scored))
+
+
+def _count_cells_per_turn(scored: Scored) -> np.ndarray:
     cells = _run_ontology_size(scored, scored.turns["run_id"])
     if scored.convention.ontology == "listed" and "n_listed" in scored.turns:
         listed = scored.turns["n_listed"].fillna(0).to_numpy(dtype=float)
         cells = np.where(listed > 0, listed, cells)
+    cells.flags.writeable = False
     return cells
 
 
