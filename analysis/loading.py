@@ -34,6 +34,7 @@ def load_run(
     pred_data: bytes | None = None,
     gold_data: bytes | None = None,
     pred_deltas: bool | None = None,
+    cache_pred: bool = True,
 ) -> Run:
     """Load one run. With `gold`, predictions pair with that file; otherwise the prediction file must
     carry gold itself (TRADE, nested, RiSAWOZ, our JSONL/CSV), or be a gold-shaped file scored against
@@ -42,8 +43,10 @@ def load_run(
     instead of reading the path (the path still names the file). `pred_deltas` (default: `meta`'s)
     reads each predicted turn as the slots that turn changed and accumulates them
     (`analysis.formats.more`); otherwise a prediction that looks like deltas is noted in the report.
+    `cache_pred=False`: the prediction file's parse is not added to the parse cache (batch scoring into
+    the score store, which keeps what is read from it).
     """
-    pred_file = parse_file(pred, fmt=pred_format, data=pred_data)
+    pred_file = parse_file(pred, fmt=pred_format, data=pred_data, store_cache=cache_pred)
     gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
     notes: dict[str, object] = dict(pred_file.notes)
     if gold_file is None:

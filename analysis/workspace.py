@@ -359,8 +359,11 @@ def _info_types() -> dict[str, type]:
     return kinds
 
 
-def load_entry(entry: RunEntry, *, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run:
-    """Load the run a manifest entry describes; `*_data`: uploaded bytes read instead of the paths."""
+def load_entry(
+    entry: RunEntry, *, pred_data: bytes | None = None, gold_data: bytes | None = None, cache_pred: bool = True
+) -> Run:
+    """Load the run a manifest entry describes; `*_data`: uploaded bytes read instead of the paths;
+    `cache_pred` as `load_run`'s."""
     return load_run(
         entry.pred,
         entry.gold,
@@ -369,6 +372,7 @@ def load_entry(entry: RunEntry, *, pred_data: bytes | None = None, gold_data: by
         meta=entry.meta,
         pred_data=pred_data,
         gold_data=gold_data,
+        cache_pred=cache_pred,
     )
 
 

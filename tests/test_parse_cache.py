@@ -151,3 +151,34 @@ def test_identical_turns_in_another_order_pair_like_the_general_path(tmp_path: P
     )
     pd.testing.assert_frame_equal(fast.turns, slow.turns)
     assert headline_metrics(score_run(fast)) == headline_metrics(score_run(slow))
+
+
+def test_store_cache_off_reads_the_cache_but_adds_nothing(tmp_path: Path, cache_root: Path) -> None:
+    """Batch scoring into the score store parses each prediction file once and keeps its scored tables,
+    so it does not add the parse to the cache (`store_cache=False`); a parse already cached is still read."""
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    fresh = parse_file(path, store_cache=False)
+    assert cache.load_cached(path, None) is None and not formats._MEMORY
+    cached = parse_file(path)  # the usual call caches it
+    assert cache.load_cached(path, None) is not None
+    formats._MEMORY.clear()
+    _frames_equal(parse_file(path, store_cache=False), cached)
+    _frames_equal(fresh, cached)
+
+
+def test_batch_scoring_caches_the_gold_file_not_each_prediction(tmp_path: Path, cache_root: Path) -> None:
+    from analysis.store import runs as store_runs
+    from analysis.workspace import RunEntry
+
+    gold = _write_jsonl(
+        tmp_path / "gold.jsonl", [{k: r[k] for k in ("dialogue_id", "turn_index", "gold")} for r in _rows()]
+    )
+    items = []
+    for i, value in enumerate(("east", "west")):
+        rows = [{k: r[k] for k in ("dialogue_id", "turn_index", "pred")} for r in _rows(value)]
+        pred = _write_jsonl(tmp_path / f"pred{i}.jsonl", rows)
+        items.append(RunEntry(RunInfo(run_id=f"r{i}"), pred, gold, None))
+    stored = store_runs.ensure_all(items, None, workers=1)
+    assert all(entry is not None for entry in stored)
+    assert cache.load_cached(gold, None) is not None
+    assert all(cache.load_cached(item.pred, None) is None for item in items)

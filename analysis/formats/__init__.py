@@ -62,13 +62,20 @@ def _detects(spec: FormatSpec, records: object) -> bool:
 
 
 def parse_file(
-    path: str | Path, *, fmt: str | None = None, data: bytes | None = None, use_cache: bool = True
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    data: bytes | None = None,
+    use_cache: bool = True,
+    store_cache: bool = True,
 ) -> ParsedFile:
     """Read one file (plain, .gz or .zip) as `fmt`, or as the format detected from its content.
 
     Any problem, from a missing file to a wrong type deep inside a state, is an `InputError` whose
     message names the file, the format and the first offending record. Files on disk are cached as
-    Parquet tables (`analysis.formats.cache`); uploaded `data` never is.
+    Parquet tables (`analysis.formats.cache`); uploaded `data` never is. `store_cache=False` reads the
+    cache but does not add to it (nor to the memory of recent files): for a file read once, whose results
+    are kept elsewhere (the score store's batch scoring).
     """
     if data is None and Path(path).is_dir():
         use_cache = False  # a directory (SGD's dialogues_*.json) keeps its stat when a file in it changes
@@ -84,8 +91,10 @@ def parse_file(
         cached = cache.load_cached(Path(path), fmt)
         if cached is None:
             cached = parse_file(path, fmt=fmt, use_cache=False)
+            if not store_cache:
+                return cached
             cache.store(Path(path), fmt, cached)
-        if key is not None:
+        if key is not None and store_cache:
             _remember(key, cached)
         return cached
     # Garbage collection is off for the whole parse: the decoded JSON, the walk's rows and the tables are
