@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gzip
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pandas as pd
@@ -317,3 +318,53 @@ def test_same_turns_in_gold_order_and_shuffled():
     assert _same_turns(gold, gold.iloc[::-1])
     assert not _same_turns(gold, gold.assign(turn_index=[0, 2, 0]))
     assert not _same_turns(pd.concat([gold, gold.iloc[:1]]), pd.concat([gold, gold.iloc[1:2]]))
+
+
+# --- the delta check: its gold side computed once per gold file ------------------------------------------
+
+
+def _delta_by_definition(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> tuple[float, int]:
+    """`delta_suspicion` by its definition, one slot at a time."""
+    order = turns.sort_values(["dialogue_id", "turn_index"])
+    previous = {}
+    for dialogue_id, group in order.groupby("dialogue_id", sort=False):
+        indices = group["turn_index"].tolist()
+        previous.update({(dialogue_id, t): (dialogue_id, p) for p, t in pairwise(indices)})
+    gold_value = {(r.dialogue_id, r.turn_index, r.domain, r.slot): r.value for r in gold.itertuples()}
+    held = {(r.dialogue_id, r.turn_index, r.domain, r.slot) for r in pred.itertuples()}
+    considered = dropped = 0
+    for (dialogue_id, t, domain, slot), value in gold_value.items():
+        before = previous.get((dialogue_id, t))
+        if before is None or gold_value.get((*before, domain, slot)) != value:
+            continue
+        if (*before, domain, slot) in held:
+            considered += 1
+            dropped += (dialogue_id, t, domain, slot) not in held
+    return (dropped / considered if considered else 0.0), considered
+
+
+def test_delta_check_with_its_gold_side_remembered(tmp_path):
+    from analysis.formats import more
+    from analysis.loading import load_run
+
+    entries = {e.name: e for e in read_manifest(DEMO).entries}
+    for name in ("simulated-A-mwz-en-predicted", "simulated-B-mwz-en-predicted-s1"):
+        entry = entries[name]
+        gold_file = formats.parse_file(entry.gold)
+        run = load_run(entry.pred, entry.gold, pred_format=entry.format, gold_format=entry.gold_format)
+        # Each prediction: as given, every other row dropped (some turns read as deltas), and turn-level
+        # deltas (what a cumulative reading of a delta file sees).
+        pred = run.pred
+        thinned = pred.iloc[::2]
+        key = ["dialogue_id", "domain", "slot", "value"]
+        first = pred.sort_values(["dialogue_id", "turn_index"]).drop_duplicates(key)
+        for states in (pred, thinned, first):
+            want = _delta_by_definition(run.turns, run.gold, states)
+            derived: dict = {}
+            got = more.delta_suspicion(run.turns, run.gold, states, derived)
+            again = more.delta_suspicion(run.turns, run.gold, states, derived)  # the gold side remembered
+            assert "delta_gold" in derived
+            assert got[1] == want[1] and got == again
+            assert got[0] == pytest.approx(want[0], abs=1e-12)
+            assert more.delta_suspicion(run.turns, run.gold, states) == got
+        assert gold_file.derived is formats.parse_file(entry.gold).derived  # shared by the memory cache's copies

@@ -48,6 +48,9 @@ class ParsedFile:
     # included); `turns["listing"]` indexes them, -1 for a turn without gold. Set only for files that
     # list empty slots (see `listed_slots`); elsewhere a turn lists exactly its non-empty gold slots.
     listings: tuple[tuple[tuple[str, str], ...], ...] = ()
+    # Results derived from these tables alone, shared by the copies the memory cache hands out (a gold
+    # file read once per process serves every run scored against it); never part of the value.
+    derived: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     @property
     def states(self) -> pd.DataFrame:

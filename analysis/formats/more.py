@@ -45,6 +45,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
@@ -308,11 +309,69 @@ def accumulate_deltas(turns: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
     return spread[columns].reset_index(drop=True).astype({"turn_index": "int64"})
 
 
-def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> tuple[float, int]:
+@dataclass(frozen=True)
+class _GoldCarried:
+    """The gold side of `delta_suspicion`, the same for every prediction file scored against one gold file:
+    the turns' dialogue ids and positions, the gold (domain, slot) names, and the key (slot pair x turn
+    position) of each gold slot kept unchanged from the dialogue's previous turn (`own`) and of that slot
+    at the previous turn (`previous`)."""
+
+    dialogue_ids: pd.Index
+    span: int
+    positions: np.ndarray
+    domains: pd.Index
+    slots: pd.Index
+    n_positions: int
+    own: np.ndarray
+    previous: np.ndarray
+
+
+def _gold_carried(turns: pd.DataFrame, gold: pd.DataFrame) -> _GoldCarried:
+    dialogue, ids = pd.factorize(turns["dialogue_id"].astype("str"))
+    turn_index = turns["turn_index"].to_numpy(dtype="int64")
+    span = int(max(turn_index.max(initial=0), gold["turn_index"].to_numpy(dtype="int64").max(initial=0))) + 1
+    positions = np.unique(dialogue.astype("int64") * span + turn_index)
+    n = len(positions)
+    first_of_dialogue = np.ones(n, dtype=bool)
+    first_of_dialogue[1:] = positions[1:] // span != positions[:-1] // span
+    position = _positions(ids, span, positions, gold)
+    domain, domains = pd.factorize(gold["domain"].astype("str"))
+    slot, slots = pd.factorize(gold["slot"].astype("str"))
+    pair = domain.astype("int64") * max(len(slots), 1) + slot
+    gold_key = np.where(position >= 0, pair * n + position, -1)
+    value = pd.factorize(gold["value"])[0]
+    order = np.argsort(gold_key, kind="stable")
+    sorted_key, sorted_value = gold_key[order], value[order]
+    has_previous = (gold_key >= 0) & ~first_of_dialogue[np.maximum(position, 0)] if n else gold_key >= 0
+    previous = np.where(has_previous, gold_key - 1, -1)
+    found = np.minimum(np.searchsorted(sorted_key, previous), len(sorted_key) - 1)
+    carried = has_previous & (sorted_key[found] == previous) & (sorted_value[found] == value)
+    return _GoldCarried(
+        pd.Index(ids), span, positions, pd.Index(domains), pd.Index(slots), n, gold_key[carried], previous[carried]
+    )
+
+
+def _positions(ids: pd.Index | np.ndarray, span: int, positions: np.ndarray, states: pd.DataFrame) -> np.ndarray:
+    """Each state row's turn position (its index in `positions`), -1 for a row of no listed turn."""
+    codes, uniques = pd.factorize(states["dialogue_id"].astype("str"))
+    dialogue = pd.Index(ids).get_indexer(uniques)[codes] if len(uniques) else np.zeros(0, dtype="int64")
+    turn_index = states["turn_index"].to_numpy(dtype="int64")
+    at = dialogue.astype("int64") * span + turn_index
+    if not len(positions):
+        return np.full(len(at), -1, dtype="int64")
+    where = np.minimum(np.searchsorted(positions, at), len(positions) - 1)
+    listed = (dialogue >= 0) & (turn_index >= 0) & (turn_index < span) & (positions[where] == at)
+    return np.where(listed, where, -1)
+
+
+def delta_suspicion(
+    turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame, derived: dict[str, Any] | None = None
+) -> tuple[float, int]:
     """(share dropped, slots considered): of the gold slots kept unchanged from a dialogue's previous turn
     to this one that the prediction held at the previous turn, the share the prediction no longer holds
     at this turn. High on delta files read as cumulative, low on cumulative ones. Integer keys only
-    (slot code x turn position): it runs on every load.
+    (slot pair x turn position): it runs on every load. The gold side depends on the gold file alone:
+    with `derived` (the gold file's `ParsedFile.derived`), it is computed once per gold file.
 
     >>> turns = pd.DataFrame({"dialogue_id": ["d", "d"], "turn_index": [0, 1]})
     >>> gold = pd.DataFrame({"dialogue_id": ["d", "d"], "turn_index": [0, 1], "domain": ["hotel"] * 2,
@@ -322,26 +381,24 @@ def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame)
     """
     if gold.empty or pred.empty or turns.empty:
         return 0.0, 0
-    n_turns, n_gold = len(turns), len(gold)
-    # One code space for dialogue ids and for (domain, slot) over the three tables: Arrow factorize, no
-    # Python objects. A key is (slot pair x turn position): the previous turn of the same slot is key - 1.
-    dialogue = pd.factorize(pd.concat([turns["dialogue_id"], gold["dialogue_id"], pred["dialogue_id"]]))[0]
-    turn_index = np.concatenate([frame["turn_index"].to_numpy(dtype="int64") for frame in (turns, gold, pred)])
-    span = int(turn_index.max()) + 1
-    at = dialogue.astype("int64") * span + turn_index
-    positions = np.unique(at[:n_turns])
-    n = len(positions)
-    first_of_dialogue = np.ones(n, dtype=bool)
-    first_of_dialogue[1:] = positions[1:] // span != positions[:-1] // span
-    where = np.minimum(np.searchsorted(positions, at), n - 1)
-    position = np.where(positions[where] == at, where, -1)  # -1: a state row of no listed turn
-    domain = pd.factorize(pd.concat([gold["domain"], pred["domain"]]))[0].astype("int64")
-    slot, slot_names = pd.factorize(pd.concat([gold["slot"], pred["slot"]]))
-    pair = domain * max(len(slot_names), 1) + slot
-    n_keys = (int(pair.max()) + 1) * n
-    gold_position, pred_position = position[n_turns : n_turns + n_gold], position[n_turns + n_gold :]
-    gold_key = np.where(gold_position >= 0, pair[:n_gold] * n + gold_position, -1)
-    pred_key = (pair[n_gold:] * n + pred_position)[pred_position >= 0]
+    side = derived.get("delta_gold") if derived is not None else None
+    if side is None:
+        side = _gold_carried(turns, gold)
+        if derived is not None:
+            derived["delta_gold"] = side
+    if not len(side.own):
+        return 0.0, 0
+    # The prediction's (slot pair x turn position) keys, in the gold's code spaces; a slot the gold never
+    # names, or a turn the turns do not list, cannot match a gold key and is left out.
+    position = _positions(side.dialogue_ids, side.span, side.positions, pred)
+    domain_codes, domain_names = pd.factorize(pred["domain"].astype("str"))
+    slot_codes, slot_names = pd.factorize(pred["slot"].astype("str"))
+    domain = side.domains.get_indexer(domain_names)[domain_codes] if len(domain_names) else domain_codes
+    slot = side.slots.get_indexer(slot_names)[slot_codes] if len(slot_names) else slot_codes
+    keep = (position >= 0) & (domain >= 0) & (slot >= 0)
+    n = side.n_positions
+    pred_key = (domain[keep].astype("int64") * max(len(side.slots), 1) + slot[keep]) * n + position[keep]
+    n_keys = len(side.domains) * max(len(side.slots), 1) * n
     if n_keys <= DENSE_KEYS:  # one byte per key: a lookup table
         table = np.zeros(n_keys, dtype=bool)
         table[pred_key] = True
@@ -350,24 +407,18 @@ def delta_suspicion(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame)
             return table[keys]
     else:  # SGD-size ontologies over large files: sorted keys instead
         held = partial(np.isin, test_elements=np.unique(pred_key))
-    value = pd.factorize(gold["value"])[0]
-    order = np.argsort(gold_key, kind="stable")
-    sorted_key, sorted_value = gold_key[order], value[order]
-    has_previous = (gold_key >= 0) & ~first_of_dialogue[np.maximum(gold_position, 0)]
-    previous = np.where(has_previous, gold_key - 1, -1)
-    found = np.minimum(np.searchsorted(sorted_key, previous), len(sorted_key) - 1)
-    carried = has_previous & (sorted_key[found] == previous) & (sorted_value[found] == value)
-    held_before = carried.copy()
-    held_before[carried] = held(previous[carried])
+    held_before = held(side.previous)
     considered = int(held_before.sum())
     if not considered:
         return 0.0, 0
-    return float(1.0 - held(gold_key[held_before]).mean()), considered
+    return float(1.0 - held(side.own[held_before]).mean()), considered
 
 
-def delta_warning(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame) -> str | None:
-    """The note's text when a cumulative reading looks like deltas, else None."""
-    share, n = delta_suspicion(turns, gold, pred)
+def delta_warning(
+    turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataFrame, derived: dict[str, Any] | None = None
+) -> str | None:
+    """The note's text when a cumulative reading looks like deltas, else None (`derived`: `delta_suspicion`'s)."""
+    share, n = delta_suspicion(turns, gold, pred, derived)
     if n >= DELTA_MIN_CARRIED and share > DELTA_DROP_SHARE:
         return (
             f"{share:.0%} of {n} gold slots carried from the previous turn, which the prediction held there, "
