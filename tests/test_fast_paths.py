@@ -343,10 +343,12 @@ def _delta_by_definition(turns: pd.DataFrame, gold: pd.DataFrame, pred: pd.DataF
     return (dropped / considered if considered else 0.0), considered
 
 
-def test_delta_check_with_its_gold_side_remembered(tmp_path):
+def test_delta_check_with_its_gold_side_remembered(tmp_path, monkeypatch):
     from analysis.formats import more
     from analysis.loading import load_run
 
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    formats._MEMORY.clear()
     entries = {e.name: e for e in read_manifest(DEMO).entries}
     for name in ("simulated-A-mwz-en-predicted", "simulated-B-mwz-en-predicted-s1"):
         entry = entries[name]

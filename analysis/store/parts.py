@@ -395,16 +395,32 @@ def headline_bounds(
             return matrix
 
         narrow = _narrow(int(n_dialogues), resamples, seed)
+        needed = [
+            part
+            for name in metrics
+            for part in (
+                GCA_PARTS
+                if R.get(name).interval == "gca"
+                else (f"{METRIC_COLUMNS[name]}__num", f"{METRIC_COLUMNS[name]}__den")
+            )
+        ]
+        # One run (a run being scored): its count columns in one float32 product, not one each.
+        batched = _exact_products(narrow, {p: dense(p) for p in dict.fromkeys(needed)}) if len(runs) == 1 else {}
+
+        def product(
+            part: str, weights: np.ndarray = weights, narrow: np.ndarray = narrow, batched: dict = batched
+        ) -> np.ndarray:
+            found = batched.get(part)
+            return found if found is not None else _resampled(weights, narrow, dense(part))
+
         for name in metrics:
             col = METRIC_COLUMNS[name]
             if R.get(name).interval == "gca":
-                counts = (_resampled(weights, narrow, dense(p)) for p in GCA_PARTS)
+                counts = (product(p) for p in GCA_PARTS)
                 samples = np.asarray(M.gca_from_counts(*counts), dtype=float)
             else:
                 with np.errstate(divide="ignore", invalid="ignore"):
-                    samples = _resampled(weights, narrow, dense(f"{col}__num")) / _resampled(
-                        weights, narrow, dense(f"{col}__den")
-                    )
+                    samples = product(f"{col}__num") / product(f"{col}__den")
             low, high = stats._percentiles(samples, level)
             out[name][0][runs] = low
             out[name][1][runs] = high
@@ -421,6 +437,24 @@ def _narrow(n_dialogues: int, resamples: int, seed: int) -> np.ndarray:
     narrow = stats.resample_counts(n_dialogues, n_resamples=resamples, seed=seed).astype(np.float32)
     narrow.flags.writeable = False
     return narrow
+
+
+def _exact_products(narrow: np.ndarray, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """`_resampled(weights, narrow, column)` of each one-column matrix whose product is exact in float32
+    (finite integers, `dialogues x max|value|` below 2**24: see `_resampled`), all in one matrix product:
+    the resample matrix is read once, not once per column, and each result is the same exact integers.
+    The other columns are left out (the caller takes `_resampled`)."""
+    exact = []
+    for name, matrix in columns.items():
+        if matrix.shape[1] != 1 or not matrix.size or not bool(np.isfinite(matrix).all()):
+            continue
+        largest = float(np.abs(matrix).max())
+        if largest * matrix.shape[0] < _EXACT_IN_FLOAT32 and bool((matrix == np.round(matrix)).all()):
+            exact.append(name)
+    if not exact:
+        return {}
+    product = (narrow @ np.hstack([columns[name] for name in exact]).astype(np.float32)).astype(np.float64)
+    return {name: product[:, i : i + 1] for i, name in enumerate(exact)}
 
 
 def _resampled(weights: np.ndarray, narrow: np.ndarray, matrix: np.ndarray) -> np.ndarray:
