@@ -12,6 +12,8 @@
    Targets at 1,000 runs (7.4M turns): <= 3 min on 2 cores, peak RSS <= 3 GB.
 3. With the store warm: the leaderboard of all runs (every headline metric, the JGA interval; and every
    metric's interval), from the store keys to the sorted table. Target at 1,000 runs: <= 3 s.
+4. Before and after, the machine's speed: the CPU of scoring one run in process (`--reference`), since the
+   same code on this shared machine has taken from 0.32 to 0.42 CPU-s per run within one hour.
 
 `--restart 100` instead: fills the store (`DST_CACHE_DIR`, as the dashboard finds it) for a workspace of
 100 of these runs, then starts the server (`scripts/serve.py`, as `make run`) twice and reports when it
@@ -249,6 +251,39 @@ def restart(size: int, workers: int, runs_dir: Path) -> int:
     return 0
 
 
+def reference(runs_dir: Path) -> int:
+    """The machine's speed at the time of a measurement (this machine is shared, and the same code has taken
+    0.32 to 0.42 CPU-s per run within the hour): the CPU of scoring one run into a store in this process,
+    the median of 5 runs after one warm-up (the gold file's first parse). Prints one JSON line."""
+    from analysis.store import entries as E
+    from analysis.store import runs as S
+
+    S._one_blas_thread()
+    items = entries_for(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[-6:])
+    root = E.store_root()
+    assert root is not None
+    cpu = []
+    for item in items:
+        begin = time.process_time()
+        S._ensure(item, None, str(root))
+        cpu.append(time.process_time() - begin)
+    print(json.dumps({"reference_cpu_s": sorted(cpu[1:])[len(cpu[1:]) // 2]}))
+    return 0
+
+
+def _reference(runs_dir: Path) -> float:
+    cache = Path(tempfile.mkdtemp(prefix="dst-scale-reference-"))
+    try:
+        command = [sys.executable, __file__, "--reference", "--runs-dir", str(runs_dir)]
+        done = subprocess.run(command, env={**os.environ, "DST_CACHE_DIR": str(cache)}, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout, done.stderr, file=sys.stderr)
+            return float("nan")
+        return float(json.loads(done.stdout.strip().splitlines()[-1])["reference_cpu_s"])
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
@@ -256,12 +291,15 @@ def main() -> int:
     parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
     parser.add_argument("--keep", action="store_true", help="keep the last store (printed) for a later warm run")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process (internal)
+    parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)  # the machine's speed (internal)
     parser.add_argument(
         "--restart", type=int, help="instead: the server's warm restart on a workspace of this many runs"
     )
     args = parser.parse_args()
     if args.one:
         return one_size(args.one, args.workers, args.runs_dir)
+    if args.reference:
+        return reference(args.runs_dir)
     if args.restart:
         return restart(args.restart, args.workers, args.runs_dir)
     if not GOLD.exists():
@@ -272,6 +310,8 @@ def main() -> int:
     gc.collect()
 
     rows = []
+    before = _reference(args.runs_dir)
+    print(f"   machine speed now: one run scored in process in {before:.3f} CPU-s (median of 5)")
     for size in args.sizes:  # each size in a fresh process: an empty store and parse cache, its own memory
         cache = Path(tempfile.mkdtemp(prefix=f"dst-scale-{size}-"))
         env = {**os.environ, "DST_CACHE_DIR": str(cache)}
@@ -299,6 +339,8 @@ def main() -> int:
         else:
             shutil.rmtree(cache, ignore_errors=True)
 
+    after = _reference(args.runs_dir)
+    print(f"   machine speed after: one run scored in process in {after:.3f} CPU-s (before: {before:.3f})")
     print()
     print(
         "| runs | turns | score from empty (s) | CPU, process tree (s) | CPU per run (s) | peak RSS tree (GB) "
