@@ -95,23 +95,30 @@ def _count_domains(slots: pd.DataFrame, group: np.ndarray, pairs: pd.DataFrame) 
     first = first[order]
     outcome = outcome_codes(slots)
     assert outcome is not None
-    n = len(cell)
-
-    def total(mask: np.ndarray) -> np.ndarray:
-        return np.bincount(row_group[mask], minlength=n).astype("int64")
-
     return pd.DataFrame(
         {
             "tid": slots["tid"].to_numpy()[first],
             "domain": pd.array(domains, dtype="str").take(domain_code[group[first]]),
-            "n_gold": total(slots["gold_value"].notna().to_numpy()),
-            "n_pred": total(slots["pred_value"].notna().to_numpy()),
-            "n_correct": total(outcome == Outcome.CORRECT),
-            "n_wrong": total(outcome == Outcome.WRONG_VALUE),
-            "n_missed": total(np.isin(outcome, MISSED_CODES)),
-            "n_spurious": total(outcome == Outcome.SPURIOUS),
+            **_counted_outcomes(slots, outcome, row_group, len(cell)),
         }
     )
+
+
+def _counted_outcomes(slots: pd.DataFrame, outcome: np.ndarray, group: np.ndarray, n: int) -> dict[str, np.ndarray]:
+    """Per group (each slot row's `group`, 0..n-1): its gold and predicted values and its rows of each
+    outcome (`outcome`: `outcome_codes`), as int64 counts named like `turn_facts`' columns."""
+
+    def total(mask: np.ndarray) -> np.ndarray:
+        return np.bincount(group[mask], minlength=n).astype("int64")
+
+    return {
+        "n_gold": total(slots["gold_value"].notna().to_numpy()),
+        "n_pred": total(slots["pred_value"].notna().to_numpy()),
+        "n_correct": total(outcome == Outcome.CORRECT),
+        "n_wrong": total(outcome == Outcome.WRONG_VALUE),
+        "n_missed": total(np.isin(outcome, MISSED_CODES)),
+        "n_spurious": total(outcome == Outcome.SPURIOUS),
+    }
 
 
 def _aggregate(
@@ -296,19 +303,8 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         # Per (domain, slot), the Slots page's table: counted per integer pair code, not grouped on two
         # string columns (the same sums, in the same sorted order).
         group, names = pairs
-        codes = outcome
-        n = len(names)
-
-        def total(mask: np.ndarray) -> np.ndarray:
-            return np.bincount(group[mask], minlength=n).astype("int64")
-
-        sums = names.assign(
-            n_correct=total(codes == Outcome.CORRECT),
-            n_wrong=total(codes == Outcome.WRONG_VALUE),
-            n_missed=total(np.isin(codes, MISSED_CODES)),
-            n_spurious=total(codes == Outcome.SPURIOUS),
-            n_gold=total(scored.slots["gold_value"].notna().to_numpy()),
-        ).set_index(keys)
+        counted = _counted_outcomes(scored.slots, outcome, group, len(names))
+        sums = names.assign(**{c: counted[c] for c in counts}).set_index(keys)
     else:
         # Micro counts are sums over slot rows, so no per-turn step is needed: group the rows directly.
         slots = scored.slots

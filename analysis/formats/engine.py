@@ -275,12 +275,7 @@ class Collector:
         it needs no gold listing."""
         names = [*state]
         slots = [*chain.from_iterable(domains)]
-        if not (
-            _ONLY_STR.issuperset(map(type, names))
-            and _ONLY_STR.issuperset(map(type, slots))
-            and "" not in names
-            and "" not in slots
-        ):
+        if not _plain_names(names, slots):
             return False
         values = _plain_values(domains)
         if values is None:
@@ -319,12 +314,7 @@ class Collector:
             return False
         domains = list(chain.from_iterable(states))
         slots = list(chain.from_iterable(inner))
-        if not (
-            _ONLY_STR.issuperset(map(type, domains))
-            and _ONLY_STR.issuperset(map(type, slots))
-            and "" not in domains
-            and "" not in slots
-        ):
+        if not _plain_names(domains, slots):
             return False
         values = _plain_values(inner)
         if values is None:
@@ -503,6 +493,16 @@ class Collector:
             notes=self.notes,
             listings=listings,
         )
+
+
+def _plain_names(domains: list[Any], slots: list[Any]) -> bool:
+    """Whether every domain and slot name is a non-empty string (C-level passes, no loop per name)."""
+    return (
+        _ONLY_STR.issuperset(map(type, domains))
+        and _ONLY_STR.issuperset(map(type, slots))
+        and "" not in domains
+        and "" not in slots
+    )
 
 
 def _plain_values(domains: Any) -> list[str] | None:
