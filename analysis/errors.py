@@ -34,12 +34,25 @@ class InputError(ValueError):
     def _render(self) -> str:
         where = []
         if self.dialogue_id is not None:
-            where.append(f"dialogue {self.dialogue_id!r}")
+            where.append(f"dialogue {_short(repr(self.dialogue_id))}")
         if self.turn is not None:
-            where.append(f"turn {self.turn}")
+            where.append(f"turn {_short(str(self.turn))}")
         if self.field is not None:
-            where.append(f"field {self.field!r}")
+            where.append(f"field {_short(repr(self.field))}")
         located = f" (first offending record: {', '.join(where)})" if where else ""
         # One line, always: the CLI prints exactly this to stderr and the dashboard shows it as-is.
-        problem = " ".join(self.problem.split())
+        problem = _short(" ".join(self.problem.split()), PROBLEM_CHARS)
         return f"{self.path} [format: {self.fmt}]: {problem}{located}"
+
+
+RECORD_CHARS = 200  # a dialogue id, turn or field shown in a message: a hostile file's 2 MB id is cut here
+PROBLEM_CHARS = 2_000
+
+
+def _short(text: str, limit: int = RECORD_CHARS) -> str:
+    """`text`, or its start and how much was left out when it is longer than `limit` characters.
+
+    >>> _short("x" * 300, 10)
+    'xxxxxxxxxx… (300 characters)'
+    """
+    return text if len(text) <= limit else f"{text[:limit]}… ({len(text):,} characters)"

@@ -338,3 +338,17 @@ def test_dst_debug_prints_and_dst_log_keeps_the_traceback(
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and f"traceback in {log}" in err
     assert "Traceback (most recent call last)" in log.read_text(encoding="utf-8")
+
+
+def test_a_huge_dialogue_id_gives_a_short_message(tmp_path):
+    """A 2,000,000-character dialogue id: one message line of bounded length, its start and size shown."""
+    from analysis.errors import RECORD_CHARS
+
+    pred = tmp_path / "long_id.jsonl"
+    pred.write_text(json.dumps({"dialogue_id": "x" * 2_000_000, "turn_index": 0, "pred": {}}) + "\n")
+    gold = ROOT / "data" / "demo" / "multiwoz21" / "test_subset.json.gz"
+    with pytest.raises(InputError) as error:
+        load_run(pred, gold)
+    message = str(error.value)
+    assert len(message) < 1_000 and "\n" not in message
+    assert "'" + "x" * (RECORD_CHARS - 1) + "… (2,000,002 characters)" in message  # the repr, quote included
