@@ -10,9 +10,11 @@ import threading
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+from playwright.sync_api import Page
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -30,6 +32,49 @@ CHROMIUM_ARGS = [
 ]
 VIEWPORT = {"width": 1400, "height": 2400}
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
+
+
+# Counts the script runs a page has finished: a MutationObserver on stApp's `data-test-script-state`, installed
+# once per document before an interaction, so a test waits for the rerun its own click caused (a finished run
+# counted after the click), never a fixed sleep followed by an idle check that the previous run would pass.
+_RUN_COUNTER = """() => {
+  if (!window.__streamlitRuns) {
+    const runs = (window.__streamlitRuns = {finished: 0});
+    const busy = new Set(['running', 'rerunRequested', 'stopRequested']);
+    let last = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? null;
+    const note = (state) => {
+      if (state === last) return;
+      if ((state === 'notRunning' || state === 'compilationError') && busy.has(last)) runs.finished += 1;
+      last = state;
+    };
+    new MutationObserver((records) => {
+      for (const record of records) {
+        if (record.type === 'attributes') note(record.oldValue);
+      }
+      note(document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? null);
+    }).observe(document.documentElement, {
+      subtree: true, childList: true, attributes: true, attributeOldValue: true,
+      attributeFilter: ['data-test-script-state'],
+    });
+  }
+  return window.__streamlitRuns.finished;
+}"""
+_RERUN_DONE = """(before) => window.__streamlitRuns.finished > before && document.querySelector(
+  '[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
+
+
+def loaded(page: Page, timeout: float = 120_000) -> None:
+    """After `page.goto`: wait for the page's first run. A fresh document starts in the `initial` state, so
+    `notRunning` can only be the end of a run of this document (no sleep needed)."""
+    page.wait_for_selector(IDLE, timeout=timeout)
+
+
+@contextmanager
+def rerun(page: Page, timeout: float = 120_000) -> Iterator[None]:
+    """`with rerun(page): page.click(...)`: returns once the rerun that the click caused has finished."""
+    before = page.evaluate(_RUN_COUNTER)
+    yield
+    page.wait_for_function(_RERUN_DONE, arg=before, timeout=timeout)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

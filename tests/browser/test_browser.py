@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, IDLE, start_server, stop_server
+from conftest import DEMO, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -21,12 +21,6 @@ pytestmark = pytest.mark.browser
 PAGES = [(page.title, page.url_path) for page in REGISTRY if page.first is not None]
 RUN = "simulated-A-mwz-en-predicted"
 TIMEOUT = 120_000
-
-
-def settle(page: Page) -> None:
-    """Wait until Streamlit has finished the rerun an interaction started."""
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
 
 
 def charts_drawn(page: Page) -> int:
@@ -47,7 +41,7 @@ def scored():
 
 def test_app_loads_with_leaderboard_chart(page: Page, server: str, screenshots: Path):
     page.goto(server)
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=TIMEOUT)
     assert charts_drawn(page) >= 1
     hover = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
@@ -60,7 +54,7 @@ def test_plotly_is_fetched_with_the_page_not_after_the_first_chart(page: Page, s
     """`make run`'s page asks for Streamlit's Plotly component itself (scripts/serve.py, preload_plotly): the
     request starts before the page's DOMContentLoaded, i.e. before the server can have sent any chart."""
     page.goto(server)
-    settle(page)
+    loaded(page)
     timing = page.evaluate(
         """() => ({
             loaded: performance.getEntriesByType('navigation')[0].domContentLoadedEventEnd,
@@ -75,10 +69,10 @@ def test_plotly_is_fetched_with_the_page_not_after_the_first_chart(page: Page, s
 
 def test_every_page_is_visited_and_draws(page: Page, server: str, screenshots: Path):
     page.goto(server)
-    settle(page)
+    loaded(page)
     for title, url in PAGES:
-        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
-        settle(page)
+        with rerun(page):
+            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
         expect(page.get_by_role("heading", name=re.compile(title.split()[0], re.IGNORECASE)).first).to_be_visible(
             timeout=TIMEOUT
         )
@@ -95,15 +89,15 @@ def test_diff_viewer_steps_with_next_error(page: Page, server: str, scored, scre
     turns, diff = views.dialogue_view(scored, dialogue)
     errors = views.filter_turns(turns, diff, errors_only=True)
     page.goto(f"{server}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 0}))
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Turn 0", exact=True)).to_be_visible(timeout=TIMEOUT)
     current = 0
     for _ in range(3):
         expected = views.step_turn(errors, current, direction=1)
         if expected is None:
             break
-        page.get_by_role("button", name="Next error ▶▶").click()
-        settle(page)
+        with rerun(page):
+            page.get_by_role("button", name="Next error ▶▶").click()
         expect(page.get_by_role("heading", name=f"Turn {expected}", exact=True)).to_be_visible(timeout=TIMEOUT)
         assert f"turn={expected}" in page.url
         current = expected
@@ -116,10 +110,10 @@ def test_diff_viewer_steps_with_next_error(page: Page, server: str, scored, scre
 def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server: str, scored, browser):
     dialogue = str(views.dialogue_index(scored)["dialogue_id"].iloc[5])
     page.goto(f"{server}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 2}))
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Turn 2", exact=True)).to_be_visible(timeout=TIMEOUT)
-    page.get_by_role("button", name="Next ▶", exact=True).click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Next ▶", exact=True).click()
     expect(page.get_by_role("heading", name="Turn 3", exact=True)).to_be_visible(timeout=TIMEOUT)
     copied = page.url
     assert "turn=3" in copied and f"dialogue={dialogue}" in copied
@@ -127,7 +121,7 @@ def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server
     try:
         fresh = other.new_page()
         fresh.goto(copied)
-        settle(fresh)
+        loaded(fresh)
         expect(fresh.get_by_role("heading", name="Turn 3", exact=True)).to_be_visible(timeout=TIMEOUT)
         for label, shown in (("Dialogue", f"{dialogue} ·"), ("Run", RUN), ("Focus run", RUN)):
             box = fresh.get_by_role("combobox", name=label, exact=True)
@@ -143,24 +137,25 @@ def _upload(page: Page, path: Path) -> None:
     # (CI once put the file into "Gold file" through `.first`).
     uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
     expect(uploader).to_be_visible(timeout=TIMEOUT)
-    uploader.locator('input[type="file"]').set_input_files(str(path))
-    # The file reaches the server asynchronously: wait until this uploader lists it before adding the run.
+    # The file reaches the server asynchronously, and its widget change reruns the page: wait for that rerun
+    # and for this uploader to list the file before adding the run.
+    with rerun(page):
+        uploader.locator('input[type="file"]').set_input_files(str(path))
     expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
-    settle(page)
-    page.get_by_role("button", name="Add run").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Add run").click()
 
 
 def test_a_tab_draws_only_its_charts_and_a_copied_link_reopens_it(page: Page, server: str, browser, screenshots: Path):
     """Pages with tabs (`ui.tabs`) put only the chosen tab on screen; choosing another reruns the page, draws
     that tab's charts and writes it into the link (`view`), which opens the same tab in another browser."""
     page.goto(f"{server}/turn_depth?page=turn_depth")
-    settle(page)
+    loaded(page)
     charts = page.locator('[data-testid="stPlotlyChart"]')
     expect(charts).to_have_count(1, timeout=TIMEOUT)  # JGA by turn depth; the other tabs' four charts are not sent
     assert charts_drawn(page) == 1
-    page.get_by_role("tab", name="Where errors come from").click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("tab", name="Where errors come from").click()
     expect(page.get_by_role("tab", name="Where errors come from")).to_have_attribute("aria-selected", "true")
     expect(charts).to_have_count(2, timeout=TIMEOUT)
     assert charts_drawn(page) == 2
@@ -170,7 +165,7 @@ def test_a_tab_draws_only_its_charts_and_a_copied_link_reopens_it(page: Page, se
     try:
         copy = other.new_page()
         copy.goto(page.url)
-        settle(copy)
+        loaded(copy)
         expect(copy.get_by_role("tab", name="Where errors come from")).to_have_attribute(
             "aria-selected", "true", timeout=TIMEOUT
         )
@@ -183,14 +178,14 @@ def test_picking_a_slot_row_opens_its_value_confusions(page: Page, server: str, 
     """A row of the per-slot table leads to that slot's value confusions, on their own tab."""
     expected = str(views.slot_table(scored)["slot_name"].iloc[2])
     page.goto(f"{server}/slots?" + urlencode({"page": "slots", "run": RUN}))
-    settle(page)
+    loaded(page)
     grid = page.locator('[data-testid="stDataFrame"]').first
     expect(grid).to_be_visible(timeout=TIMEOUT)
     box = grid.bounding_box()
     assert box is not None
     row_height = 35  # Streamlit's grid: a header row, then rows of 35 px
-    page.mouse.click(box["x"] + 12, box["y"] + row_height * 3 + row_height / 2)  # the third row's selector
-    settle(page)
+    with rerun(page):
+        page.mouse.click(box["x"] + 12, box["y"] + row_height * 3 + row_height / 2)  # the third row's selector
     expect(page.get_by_role("tab", name="Value confusions")).to_have_attribute("aria-selected", "true", timeout=TIMEOUT)
     expect(page.get_by_role("combobox", name="Slot", exact=True)).to_have_value(expected, timeout=TIMEOUT)
     assert charts_drawn(page) == 1  # the confusion heatmap
@@ -204,7 +199,7 @@ def test_malformed_upload_shows_one_line_error_and_session_keeps_working(
     broken = tmp_path / "broken_preds.json"
     broken.write_text('{"MUL0001.json": {"0": {"turn_belief": ["hotel-area-east"], "pred_bs_ptr": ', encoding="utf-8")
     page.goto(server)
-    settle(page)
+    loaded(page)
     _upload(page, broken)
     error = page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').filter(
         has_text="broken_preds"
@@ -213,8 +208,8 @@ def test_malformed_upload_shows_one_line_error_and_session_keeps_working(
     text = error.inner_text().strip()
     assert "\n" not in text and "[format:" in text
     page.screenshot(path=str(screenshots / "upload_error.png"))
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Slots").click()
-    settle(page)
+    with rerun(page):
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name="Slots").click()
     expect(page.get_by_role("heading", name="Slots")).to_be_visible(timeout=TIMEOUT)
     assert charts_drawn(page) >= 1
 
@@ -225,7 +220,7 @@ def test_upload_over_the_limit_is_refused(page: Page, tmp_path: Path, screenshot
         big = tmp_path / "big_preds.jsonl"
         big.write_text("x" * 4096, encoding="utf-8")
         page.goto(url)
-        settle(page)
+        loaded(page)
         _upload(page, big)
         refusal = page.locator('[data-testid="stSidebar"] [data-testid="stAlertContentError"]').filter(
             has_text="over the upload limit"
@@ -244,7 +239,7 @@ def test_deep_link_as_the_first_request_of_a_fresh_server(page: Page, scored, la
     process, url = start_server(DEMO, launcher=launcher)
     try:
         page.goto(f"{url}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": dialogue, "turn": 1}))
-        settle(page)
+        loaded(page)
         expect(page.get_by_role("heading", name="Turn 1", exact=True)).to_be_visible(timeout=TIMEOUT)
         expect(page.get_by_role("combobox", name="Dialogue", exact=True)).to_have_value(
             re.compile("^" + re.escape(f"{dialogue} ·")), timeout=TIMEOUT

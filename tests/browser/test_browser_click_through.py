@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, IDLE
+from conftest import DEMO, loaded, rerun
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -19,11 +19,6 @@ pytestmark = pytest.mark.browser
 RUN = "simulated-A-mwz-en-predicted"
 TIMEOUT = 120_000
 ROW = 35  # Streamlit's grid: a header row, then rows of 35 px
-
-
-def settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
 
 
 @pytest.fixture(scope="module")
@@ -46,15 +41,15 @@ def test_a_first_error_bar_opens_its_dialogues_and_a_row_the_viewer(
 
     query = {"page": "turn_depth", "runs": RUN, "run": RUN, "view": "Where errors come from"}
     page.goto(f"{server}/turn_depth?" + urlencode(query))
-    settle(page)
+    loaded(page)
     chart = page.locator('[data-testid="stPlotlyChart"] .js-plotly-plot').first
     bars = chart.locator(".bars path")
     expect(bars.nth(position)).to_be_attached(timeout=TIMEOUT)
     assert bars.count() == len(bins)
     box = bars.nth(position).bounding_box()
     assert box is not None and box["height"] > 4
-    page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
-    settle(page)
+    with rerun(page):
+        page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
     expect(page.get_by_text(f"Dialogues of {RUN} first wrong at turn {label}: {len(dialogues):,}")).to_be_visible(
         timeout=TIMEOUT
     )
@@ -65,8 +60,8 @@ def test_a_first_error_bar_opens_its_dialogues_and_a_row_the_viewer(
     grid.scroll_into_view_if_needed()
     box = grid.bounding_box()
     assert box is not None
-    page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)  # the first row's selector
-    settle(page)
+    with rerun(page):
+        page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)  # the first row's selector
     expect(page.get_by_role("heading", name="Dialogue viewer")).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_role("heading", name=f"Turn {turn}", exact=True)).to_be_visible(timeout=TIMEOUT)
     assert f"dialogue={expected}" in page.url and f"turn={turn}" in page.url and "page=dialogue" in page.url

@@ -7,7 +7,7 @@ import io
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, IDLE
+from conftest import DEMO, loaded
 from playwright.sync_api import Page, expect
 
 from analysis.workspace import read_manifest
@@ -19,8 +19,7 @@ TIMEOUT = 120_000
 
 def _open_overview(page: Page, server: str) -> None:
     page.goto(server)
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
+    loaded(page)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=TIMEOUT)
 
 

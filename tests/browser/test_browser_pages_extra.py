@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, IDLE, start_server, stop_server
+from conftest import DEMO, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore
@@ -35,11 +35,6 @@ def extra_server(annotations_url: str) -> Iterator[str]:
         stop_server(process)
 
 
-def settle(page: Page) -> None:
-    page.wait_for_timeout(400)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
-
-
 def charts_drawn(page: Page, at_least: int = 1) -> int:
     """Charts with a drawn trace, waiting (on a loaded machine Plotly draws late) for `at_least` of them."""
     drawn = "g.trace, g.hm"
@@ -55,9 +50,9 @@ def test_page_loads_from_the_sidebar_and_draws(browser, extra_server: str, scree
     context = browser.new_context(viewport={"width": 1400, "height": 5600})  # tall: the whole page in one shot
     page = context.new_page()
     page.goto(extra_server)
-    settle(page)
-    page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
-    settle(page)
+    loaded(page)
+    with rerun(page):
+        page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
     expect(page.locator("h1").first).to_be_visible(timeout=TIMEOUT)
     raised = page.locator('[data-testid="stException"]')
     assert raised.count() == 0, f"{title} raised: {raised.first.inner_text()[:2000]}"
@@ -72,20 +67,20 @@ def test_page_loads_from_the_sidebar_and_draws(browser, extra_server: str, scree
 
 def test_reviewer_tags_an_item(page: Page, extra_server: str, annotations_url: str, screenshots: Path):
     page.goto(f"{extra_server}/review?page=review")
-    settle(page)
+    loaded(page)
     save = page.get_by_role("button", name="Save tags")
     expect(save).to_be_disabled(timeout=TIMEOUT)
     name = page.get_by_role("textbox", name="Reviewer name")
     name.fill("ana")
-    name.press("Enter")
-    settle(page)
+    with rerun(page):
+        name.press("Enter")
     expect(save).to_be_enabled(timeout=TIMEOUT)
     form = page.locator('[data-testid="stForm"]')
     form.get_by_role("combobox").first.click()
     page.get_by_role("option", name="wrong value").click()
     page.keyboard.press("Escape")
-    save.click()
-    settle(page)
+    with rerun(page):
+        save.click()
     expect(page.get_by_text("saved (1 tag, version 1)")).to_be_visible(timeout=TIMEOUT)
     stored = AnnotationStore(annotations_url).annotations()
     assert stored["reviewer"].tolist() == ["ana"] and stored["tags"].tolist() == [("wrong value",)]

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, IDLE, start_server, stop_server
+from conftest import DEMO, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.review import AnnotationStore
@@ -46,22 +46,17 @@ def live_server(workspace: Path) -> Iterator[str]:
         stop_server(process)
 
 
-def settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
-
-
 def open_as(browser: Browser, server: str, name: str) -> Page:
     context = browser.new_context(viewport={"width": 1400, "height": 2600})
     page = context.new_page()
     page.goto(f"{server}/review?page=review")
+    loaded(page)
     expect(page.get_by_role("button", name="Save tags").first).to_be_visible(timeout=TIMEOUT)
-    settle(page)
     box = page.get_by_role("textbox", name="Reviewer name")
     box.fill(name)
-    box.press("Enter")
+    with rerun(page):
+        box.press("Enter")
     expect(page.locator("button:not([disabled])", has_text="Save tags").first).to_be_visible(timeout=TIMEOUT)
-    settle(page)
     expect(page.locator('[data-testid="stForm"]')).to_have_count(1, timeout=TIMEOUT)
     return page
 
@@ -127,9 +122,14 @@ def test_the_annotation_export_reads_the_runs_at_the_click(browser: Browser, liv
     form.get_by_role("combobox").first.click()
     page.get_by_role("option", name="missed update", exact=True).click()
     page.keyboard.press("Escape")
+    before = metric(page, "Annotations in the store")
     form.get_by_role("button", name="Save tags").click()
     expect(page.get_by_text("saved (1 tag, version ")).to_be_visible(timeout=TIMEOUT)
-    settle(page)
+    # The save reruns the queue; the summaries catch up with a rerun of the whole page once the reviewer
+    # pauses (CATCH_UP_S), which draws the export buttons anew. Wait for that rerun (the store's count in
+    # the summaries moves on) before clicking: a click that meets it finds its button replaced.
+    page.wait_for_function(STORE_COUNT_IS, arg=str(int(before.replace(",", "")) + 1), timeout=TIMEOUT)
+    loaded(page)
     with page.expect_download(timeout=TIMEOUT) as caught:
         page.get_by_role("button", name="Download CSV").click()
     rows = list(csv.DictReader(io.StringIO(Path(caught.value.path()).read_text(encoding="utf-8"))))

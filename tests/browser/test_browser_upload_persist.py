@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, IDLE, VIEWPORT, start_server, stop_server
+from conftest import DEMO, VIEWPORT, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.workspace import load_entry, read_manifest
@@ -23,16 +23,11 @@ PRED = "simulated/simulated-A-mwz-en-predicted.jsonl.gz"
 GOLD = "multiwoz21/test_subset.json.gz"
 
 
-def settle(page: Page) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
-
-
 def type_into(page: Page, label: str, value: str) -> None:
     box = page.locator('[data-testid="stSidebar"]').get_by_label(label, exact=True)
     box.fill(value)
-    box.press("Enter")  # a text input sends its value on Enter (or blur)
-    settle(page)
+    with rerun(page):
+        box.press("Enter")  # a text input sends its value on Enter (or blur)
 
 
 def test_an_uploaded_run_is_saved_and_its_link_opens_it_for_another_reviewer(
@@ -54,21 +49,20 @@ def test_an_uploaded_run_is_saved_and_its_link_opens_it_for_another_reviewer(
     other = browser.new_context(viewport=VIEWPORT)
     try:
         page.goto(url)
-        settle(page)
-        page.get_by_text("Upload a run").click()
-        settle(page)
+        loaded(page)
+        page.get_by_text("Upload a run").click()  # an expander: opens in the browser, no rerun
         sidebar = page.locator('[data-testid="stSidebar"]')
         for label, path in (("Prediction file", pred), ("Gold file (optional)", gold)):
             uploader = sidebar.get_by_role("region", name=label)
             expect(uploader).to_be_visible(timeout=TIMEOUT)
-            uploader.locator('input[type="file"]').set_input_files(str(path))
-            expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)  # reached the server
-            settle(page)
+            with rerun(page):  # the file reaches the server, whose widget change reruns the page
+                uploader.locator('input[type="file"]').set_input_files(str(path))
+            expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
         type_into(page, "Run name", "browser-run")
         type_into(page, "System", "Browser DST")
         type_into(page, "Seed", "9")
-        sidebar.get_by_role("button", name="Add run").click()
-        settle(page)
+        with rerun(page):
+            sidebar.get_by_role("button", name="Add run").click()
         saved = sidebar.locator('[data-testid="stAlertContentSuccess"]')
         expect(saved).to_contain_text("saved run 'browser-run' into the workspace", timeout=TIMEOUT)
         assert "uploads/my_preds.jsonl.gz" in saved.inner_text()
@@ -85,7 +79,7 @@ def test_an_uploaded_run_is_saved_and_its_link_opens_it_for_another_reviewer(
         # Another reviewer opens the link naming the run: the dialogue viewer on the upload's dialogues.
         fresh = other.new_page()
         fresh.goto(f"{url}/dialogue?" + urlencode({"page": "dialogue", "run": "browser-run"}))
-        settle(fresh)
+        loaded(fresh)
         expect(fresh.get_by_role("combobox", name="Focus run", exact=True)).to_have_value(
             "browser-run", timeout=TIMEOUT
         )

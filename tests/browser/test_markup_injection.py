@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pandas as pd
 import pytest
-from conftest import IDLE, ROOT, start_server, stop_server
+from conftest import ROOT, loaded, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis import export, figures
@@ -120,10 +120,15 @@ def watched(page: Page) -> tuple[Page, list[str]]:
     return page, requests
 
 
-def settle(page: Page) -> None:
-    page.wait_for_timeout(500)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
-    page.wait_for_timeout(800)  # charts draw (and images would load) after the script finishes
+DRAWN = """() => [...document.querySelectorAll('[data-testid="stPlotlyChart"]')].every(
+  (chart) => chart.querySelector('.js-plotly-plot .main-svg')) && [...document.images].every((img) => img.complete)"""
+
+
+def loaded_and_drawn(page: Page) -> None:
+    """The page's first run has finished, its charts are drawn (Plotly draws after the script ends) and every
+    image has loaded or failed: what the checks below read is on screen, not still on its way."""
+    loaded(page, timeout=TIMEOUT)
+    page.wait_for_function(DRAWN, timeout=TIMEOUT)
 
 
 # Every anchor and image of the page, HTML and SVG (Plotly draws `<a>` in chart text as an SVG anchor).
@@ -164,7 +169,7 @@ def test_every_page_shows_injected_text_literally(watched, markup_server: str, s
     for name, views in TABS.items():
         for view in views:
             page.goto(page_url(markup_server, name, **({"view": view} if view else {})))
-            settle(page)
+            loaded_and_drawn(page)
             where = f"{name} {view}".strip()
             assert_no_live_markup(page, requests, where)
             if name == "overview":
@@ -198,7 +203,7 @@ def test_hostile_query_string_is_dropped_with_a_plain_notice(watched, markup_ser
     }
     for name in TABS:
         page.goto(page_url(markup_server, name, **params))
-        settle(page)
+        loaded_and_drawn(page)
         assert_no_live_markup(page, requests, f"{name} with a hostile link")
         sidebar = page.locator('[data-testid="stSidebar"]')
         expect(sidebar.get_by_text("runs in the link that this session does not have", exact=False)).to_be_visible(

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import IDLE, start_server, stop_server
+from conftest import loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore, Item
@@ -69,11 +69,6 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_server(process)
 
 
-def settle(page: Page) -> None:
-    page.wait_for_timeout(500)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT)
-
-
 def assert_nothing_ran(page: Page, dialogs: list[str]) -> None:
     page.wait_for_timeout(500)  # an onerror fires once the broken image fails to load
     assert page.evaluate("typeof window.__xss") == "undefined"
@@ -98,13 +93,13 @@ def watched(page: Page) -> tuple[Page, list[str]]:
 def test_dialogue_viewer_shows_payloads_as_text(watched, xss_server: str, screenshots: Path):
     page, dialogs = watched
     page.goto(f"{xss_server}/dialogue?" + urlencode({"page": "dialogue", "run": RUN, "dialogue": DIALOGUE, "turn": 0}))
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Turn 0", exact=True)).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text(SCRIPT, exact=False).first).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("onerror=", exact=False).first).to_be_visible()
     assert_nothing_ran(page, dialogs)
-    page.get_by_role("button", name="Next ▶", exact=True).click()
-    settle(page)
+    with rerun(page):
+        page.get_by_role("button", name="Next ▶", exact=True).click()
     expect(page.get_by_role("heading", name="Turn 1", exact=True)).to_be_visible(timeout=TIMEOUT)
     assert_nothing_ran(page, dialogs)
     page.screenshot(path=str(screenshots / "xss_dialogue.png"))
@@ -113,7 +108,7 @@ def test_dialogue_viewer_shows_payloads_as_text(watched, xss_server: str, screen
 def test_slots_page_runs_nothing(watched, xss_server: str):
     page, dialogs = watched
     page.goto(f"{xss_server}/slots?" + urlencode({"page": "slots", "run": RUN}))
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Slots", exact=True)).to_be_visible(timeout=TIMEOUT)
     assert_nothing_ran(page, dialogs)
 
@@ -121,15 +116,15 @@ def test_slots_page_runs_nothing(watched, xss_server: str):
 def test_review_page_runs_nothing_and_shows_text(watched, xss_server: str, screenshots: Path):
     page, dialogs = watched
     page.goto(f"{xss_server}/review?" + urlencode({"page": "review", "run": RUN}))
-    settle(page)
+    loaded(page)
     expect(page.get_by_role("heading", name="Review", exact=True)).to_be_visible(timeout=TIMEOUT)
     expect(page.get_by_text("Agreement per tag")).to_be_visible(timeout=TIMEOUT)
     assert_nothing_ran(page, dialogs)
     # the reviewer name with the payload is a choice of the agreement pickers, shown as text
     expect(page.get_by_text("onerror=", exact=False).first).to_be_attached(timeout=TIMEOUT)
     page.get_by_role("textbox", name="Reviewer name").fill(f"me {SCRIPT}")
-    page.get_by_role("textbox", name="Reviewer name").press("Enter")
-    settle(page)
+    with rerun(page):
+        page.get_by_role("textbox", name="Reviewer name").press("Enter")
     expect(page.get_by_text(f"as me {SCRIPT}", exact=False).first).to_be_visible(timeout=TIMEOUT)
     assert_nothing_ran(page, dialogs)
     page.screenshot(path=str(screenshots / "xss_review.png"), full_page=True)
