@@ -5,8 +5,9 @@ PY := $(VENV)/bin/python
 WORKSPACE ?= data/demo/workspace.toml
 PORT ?= 8501
 PYTEST_ARGS ?=
+JOBS ?= auto
 
-.PHONY: run test lint bench demo browser-deps
+.PHONY: run test check lint bench demo browser-deps
 
 $(PY):
 	$(PYTHON_BOOT) -m venv $(VENV)
@@ -28,8 +29,14 @@ run: $(VENV)/.run-deps browser-deps
 	$(PY) scripts/serve.py --workspace $(WORKSPACE) --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
 
 # Lint first: `make test` (and so CI) runs the tests only on code that passes ruff, ruff format and mypy.
+# The whole suite, on every core; a file's tests stay on one worker (they share its servers and fixtures).
 test: $(VENV)/.dev-deps lint browser-deps
-	$(PY) -m pytest $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+
+# Between two changes: lint and every test that needs no browser, server, database or report build
+# (markers, checked by tests/test_markers.py), in a few minutes.
+check: $(VENV)/.dev-deps lint
+	$(PY) -m pytest -n $(JOBS) -m "not browser and not slow and not postgres" $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy
