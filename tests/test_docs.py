@@ -5,6 +5,7 @@ exists, so a file moved or renamed fails here until its documentation follows.""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import re
 from pathlib import Path
 from types import ModuleType
@@ -156,7 +157,7 @@ def test_every_module_and_function_named_exists(page: Path) -> None:
 
 
 def test_every_command_is_documented() -> None:
-    commands = build_parser()._subparsers._group_actions[0].choices  # type: ignore[union-attr]
+    commands = build_parser()._subparsers._group_actions[0].choices
     cli = _text(ROOT / "docs" / "cli.md").split("\n## Commands\n", 1)[1].split("\n## ", 1)[0]
     readme = _text(README)
     for name in commands:
