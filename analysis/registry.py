@@ -80,7 +80,7 @@ METRICS: tuple[Metric, ...] = (
     Metric("slot_precision", "Slot precision (micro)", M.slot_prf_micro, "precision", interval="micro"),
     Metric("slot_recall", "Slot recall (micro)", M.slot_prf_micro, "recall", interval="micro"),
     Metric("slot_f1_micro", "Slot F1 (micro)", M.slot_prf_micro, "f1", interval="micro"),
-    # Robust to compounding (issue 16; definitions in README "Metrics"): they judge a turn's own changes.
+    # Robust to compounding (issue 16; definitions in docs/metrics.md): they judge a turn's own changes.
     Metric("iaga", "IAGA", M.improved_average_goal_accuracy),
     Metric("rsa", "RSA", M.relative_slot_accuracy),
     *(Metric(f"fga_{lam}", f"FGA (λ={lam})", M.FGA_AT[lam], shown=lam == 0.5) for lam in M.FGA_LAMBDAS),

@@ -40,7 +40,7 @@ if by_depth.open:
         if clicked:
             ui.put(depth_pick=views.chart_pick(clicked[0], figures.trace_runs(depth_figure)))
         st.caption(
-            "JGA beside the metrics robust to compounding (README, Metrics): a turn's own changes judged "
+            "JGA beside the metrics robust to compounding (docs/metrics.md): a turn's own changes judged "
             "(turn-level accuracy, FGA at λ 0.5, GCA of the changes at that depth) or partial credit for the "
             "state (IAGA, RSA). Where JGA falls with depth and these hold, the errors are inherited."
         )

@@ -1,5 +1,5 @@
 """`pip install .` into a fresh venv: the package with every subpackage, the `dst-analysis` command, the
-public API and the README's "From a notebook" lines, all used from a folder outside the repository.
+public API and the "From a notebook" lines of docs/cli.md, all used from a folder outside the repository.
 
 Offline and fast: the fresh venv has no packages of its own, a .pth file lets it see this test's
 environment (the pinned dependencies, pip and setuptools), and the project is installed with
@@ -67,7 +67,7 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture
 def outside(tmp_path: Path) -> Path:
-    """A working folder outside the repository, with the demo data at data/ as the README assumes."""
+    """A working folder outside the repository, with the demo data at data/ as docs/cli.md assumes."""
     (tmp_path / "data").symlink_to(ROOT / "data", target_is_directory=True)
     return tmp_path
 
@@ -134,19 +134,19 @@ def _public_names() -> list[str]:
     return list(analysis.__all__)
 
 
-def readme_notebook_code() -> str:
-    """The first Python block under the README's "From a notebook" heading."""
-    text = (ROOT / "README.md").read_text(encoding="utf-8")
+def notebook_code() -> str:
+    """The first Python block under the "From a notebook" heading of docs/cli.md (the README links it)."""
+    text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = text.split("\n## From a notebook\n", 1)[1].split("\n## ", 1)[0]
     match = re.search(r"```python\n(.*?)```", section, re.S)
-    assert match, 'README.md: "From a notebook" has no ```python block'
+    assert match, 'docs/cli.md: "From a notebook" has no ```python block'
     return match.group(1)
 
 
-def test_readme_notebook_lines_run_outside_the_repository(venv: Path, outside: Path) -> None:
+def test_documented_notebook_lines_run_outside_the_repository(venv: Path, outside: Path) -> None:
     script = outside / "notebook.py"
     script.write_text(
-        readme_notebook_code()
+        notebook_code()
         + "\nimport json\n"
         + "print(json.dumps({'type': type(by_domain).__name__, 'columns': list(by_domain.columns),\n"
         + "    'domains': sorted(by_domain['domain']), 'jga': by_domain['jga'].tolist(),\n"
@@ -161,3 +161,32 @@ def test_readme_notebook_lines_run_outside_the_repository(venv: Path, outside: P
     assert result["domains"] == ["attraction", "hotel", "restaurant", "taxi", "train"]
     assert all(0 < jga < 1 for jga in result["jga"]) and all(n > 0 for n in result["n_turns"])
     assert result["figure"] == "Figure" and result["traces"] == 1
+
+
+def readme_commands() -> list[str]:
+    """The command lines of the README's "Open your own file" block, comments removed."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = text.split("\n## Open your own file\n", 1)[1].split("\n## ", 1)[0]
+    match = re.search(r"```sh\n(.*?)```", section, re.S)
+    assert match, 'README.md: "Open your own file" has no ```sh block'
+    return [line.split("#", 1)[0].strip() for line in match.group(1).splitlines() if line.strip()]
+
+
+def test_readme_own_file_command_runs_from_any_folder(venv: Path, outside: Path) -> None:
+    """The README's `pip install .` then `dst-analysis metrics --pred ... --gold ...`, from a folder outside
+    the repository, on a demo run: the same output as `python -m analysis` in the repository."""
+    commands = readme_commands()
+    assert commands[0] == "pip install ."  # what the `venv` fixture did
+    cli = next(c for c in commands if c.startswith("dst-analysis "))
+    pred = "data/demo/simulated/simulated-A-mwz-en-predicted.jsonl.gz"
+    gold = "data/demo/multiwoz21/test_subset.json.gz"
+    argv = cli.replace("preds.jsonl", pred).replace("gold.json", gold).split()
+    assert argv == ["dst-analysis", "metrics", "--pred", pred, "--gold", gold], cli
+    done = _run([str(venv / "bin" / argv[0]), *argv[1:]], outside)
+    here = _run([sys.executable, "-m", "analysis", *argv[1:]], ROOT)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == here.stdout
+    assert re.search(r"^\s+JGA\s+0\.\d{4}$", done.stdout, re.M)
+    make = next(c for c in commands if c.startswith("make run"))
+    assert make == "make run WORKSPACE=path/to/workspace.toml"
+    assert "WORKSPACE ?=" in (ROOT / "Makefile").read_text(encoding="utf-8")

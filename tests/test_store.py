@@ -7,6 +7,7 @@ import errno
 import logging
 import multiprocessing
 import os
+import re
 import shutil
 from pathlib import Path
 
@@ -386,19 +387,25 @@ def test_duckdb_slot_domain_and_picker_tables(demo_runs, root):
             _equal(got_p.astype(want_p.dtypes.to_dict()), want_p)
 
 
+DOCUMENTED_FOLDER = "/shared/dst-cache/scored"
+
+
+def documented_query() -> str:
+    """The first ```sql block of docs/store.md (the README links it), as written there."""
+    text = (ROOT / "docs" / "store.md").read_text(encoding="utf-8")
+    match = re.search(r"```sql\n(.*?)```", text, re.S)
+    assert match, "docs/store.md has no ```sql block"
+    return match.group(1)
+
+
 def test_leaderboard_query_over_the_shared_folder(demo_runs, root):
-    """README's query, as written there: DuckDB over the whole folder, every run of one convention."""
+    """docs/store.md's query, as written there with the store's folder for the shared one: DuckDB over the
+    whole folder, every run of one convention."""
     scoreds, _ = _stored(demo_runs, root, "exact")
+    query = documented_query()
+    assert DOCUMENTED_FOLDER in query
     con = duckdb.connect()
-    board = con.execute(
-        """
-        SELECT run_id, n_turns, jga, slot_f1_micro, fga_0_5
-        FROM read_parquet($glob, hive_partitioning = true)
-        WHERE convention = 'exact'
-        ORDER BY jga DESC
-        """,
-        {"glob": str(root / "runs" / "*" / "*" / "*.parquet")},
-    ).df()
+    board = con.execute(query.replace(DOCUMENTED_FOLDER, str(root))).df()
     want = views.leaderboard(scoreds, sort="jga", resamples=0)
     assert board["run_id"].tolist() == want["run_id"].tolist()
     assert np.allclose(board["jga"], want["jga"], rtol=0, atol=TOL)

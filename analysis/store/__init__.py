@@ -1,6 +1,6 @@
 """The scored-run store: every run scored once per convention, kept as a Parquet dataset on disk, and
 the cross-run tables (leaderboard with intervals, per-slot, per-domain, the dialogue viewer's filters)
-as DuckDB queries over it. See README "The scored store" for the schema and queries from elsewhere.
+as DuckDB queries over it. See docs/store.md for the schema and queries from elsewhere.
 
 `entries` writes, checks and reads entries (`score`, `ensure`, `load`); `parts` builds the small per-run
 tables from the in-memory code; `queries` runs DuckDB over the stored files.
