@@ -10,18 +10,19 @@ from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
-from analysis.formats.more import DELTA_NOTE, UNPARSEABLE_COLUMN, accumulate_deltas, delta_warning
-from analysis.model import INFO_FIELDS, STATE_COLUMNS, AlignmentReport, Run, RunInfo, RunMeta
+from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
+from analysis.model import (
+    INFO_FIELDS,
+    STATE_COLUMNS,
+    UNPARSEABLE_COLUMN,
+    AlignmentReport,
+    Run,
+    RunInfo,
+    RunMeta,
+    dialogue_key,
+)
 
 EXAMPLES = 5
-
-
-def dialogue_key(ids: pd.Series) -> pd.Series:
-    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it).
-    Computed once per distinct id (a dialogue has many turns), then spread back over the rows."""
-    codes, uniques = pd.factorize(ids, use_na_sentinel=False)
-    keys = pd.Series(uniques).astype("str").str.strip().str.lower().str.removesuffix(".json")
-    return pd.Series(keys.to_numpy()[codes], index=ids.index, dtype="str")
 
 
 def load_run(

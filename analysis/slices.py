@@ -41,8 +41,7 @@ import pandas as pd
 
 from analysis import stats, views
 from analysis.errors import InputError
-from analysis.loading import dialogue_key
-from analysis.model import RunInfo
+from analysis.model import RunInfo, dialogue_key
 from analysis.scoring import Scored, combine
 
 __all__ = [

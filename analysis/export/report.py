@@ -56,7 +56,7 @@ from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored, combine, score_run
 from analysis.workspace import Workspace, load_workspace, read_manifest
