@@ -84,5 +84,6 @@ SGD_FORMATS: tuple[dict[str, Any], ...] = (
         '"ReserveRestaurant", "requested_slots": [], "slot_values": {"date": ["the 8th"]}}}]}]}]',
         "detect": detect,
         "parse": parse,
+        "default_convention": "sgd",
     },
 )
