@@ -19,8 +19,8 @@ from analysis.sgd.scoring import (
     UNSEEN_SERVICES,
     SgdResult,
     evaluate,
-    fuzzy_score,
 )
+from analysis.sgd_rules import fuzzy_score
 
 __all__ = [
     "ALL_SERVICES",
