@@ -42,7 +42,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import InputError
-from analysis.sgd.reading import FORMAT, Schema, SgdDialogues, gc_paused, read_dialogues, read_schema
+from analysis.formats.sgd_files import FORMAT, Schema, SgdDialogues, gc_paused, read_dialogues, read_schema
 from analysis.sgd_rules import fuzzy_key, key_score
 
 ALL_SERVICES = "#ALL_SERVICES"
@@ -394,7 +394,7 @@ def add_to_suite(
     values they replace (binary per-slot outcomes over all services of a user turn) move to
     `result["sgd_outcomes"]`. `schema` None looks for `schema.json[.gz]` beside the gold files.
     """
-    from analysis.sgd.reading import schema_beside
+    from analysis.formats.sgd_files import schema_beside
 
     schema_path = Path(schema) if schema is not None else schema_beside(gold)
     if schema_path is None:
