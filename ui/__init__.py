@@ -79,7 +79,7 @@ def workspace_mappings() -> list[dict[str, Any]]:
 
 
 # Inherited vs new errors: one panel per run, beyond four the panels get too small to read.
-ORIGIN_PANELS = 4
+ORIGIN_PANELS = page_registry.ORIGIN_PANELS  # declared there, for the Turn depth page's first views
 
 
 def resolve(
