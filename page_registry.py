@@ -6,14 +6,14 @@ deep links), by the background prefetch (`ui.prefetch`: each page's declared fir
 A page's `first` declaration says what it computes and draws first with its default widgets: the `analysis`
 calls it makes through `ui.compute` (same function, arguments and parameters, hence the same cache key), the
 figures it builds from them through `ui.figure` (same builder and parameters, titles included), and `then`,
-the prefetch job for what it computes next from a first view's result (a default slot, attribute, pair or
-dialogue). The prefetch computes the declarations of the pages after the first one; `tests/test_prefetch.py`
-checks that every declared call and figure is one the page really makes. A page without a declaration is
-not prefetched.
+the prefetch job (named: a job of `ui.prefetch`) for what it computes next from a first view's result (a
+default slot, attribute, pair or dialogue). The prefetch computes the declarations of the pages after the
+first one; `tests/test_prefetch.py` checks that every declared call and figure is one the page really makes.
+A page without a declaration is not prefetched.
 
 This module sits outside `ui/` on purpose: `app.py` needs the page list before it sends the loading
 placeholder, and importing the `ui` package (pandas, `analysis`) takes about 0.8 s. The declarations import
-what they name only when called.
+what they name only when called, and never `ui`, which imports this module.
 """
 
 from __future__ import annotations
@@ -31,6 +31,11 @@ Call = tuple[Callable[..., Any], tuple[Any, ...], dict[str, Any]]
 FigureCall = tuple[Callable[..., Any], Call, tuple[str, ...], dict[str, Any]]
 # A prefetch job: (job function, its arguments, the convention choice last for the jobs that depend on one).
 Job = tuple[Callable[..., Any], tuple[Any, ...]]
+# A page's next step as it declares it: (the name of a job of `ui.prefetch`, e.g. "slot_detail_job", its
+# arguments); `ui.prefetch.then_job` makes it a `Job`.
+Then = tuple[str, tuple[Any, ...]]
+# Inherited vs new errors: one panel per run, beyond four the panels get too small to read (`ui.ORIGIN_PANELS`).
+ORIGIN_PANELS = 4
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,7 @@ class FirstViews(NamedTuple):
 
     views: list[Call]
     figures: list[FigureCall]
-    then: Job | None = None
+    then: Then | None = None
 
 
 @dataclass(frozen=True)
@@ -88,7 +93,6 @@ def overview(d: Defaults) -> FirstViews:
 def slots(d: Defaults) -> FirstViews:
     """The focus run's per-slot table and outcome mix; then its default slot's confusions and examples."""
     from analysis import figures, views
-    from ui import prefetch
 
     table: Call = (views.slot_table, (d.focus,), {})
     mix: Call = (views.outcome_mix, (d.focus,), {"by": "slot"})
@@ -98,14 +102,13 @@ def slots(d: Defaults) -> FirstViews:
             (figures.slot_f1_bar, table, (), {"run_id": d.focus, "colour": d.colours.get(d.focus)}),
             (figures.outcome_mix_bar, mix, (), {"title": f"Error outcomes per slot — {d.focus}"}),
         ],
-        (prefetch.slot_detail_job, (d.focus, d.sources, d.session.get("slot"), d.choice)),
+        ("slot_detail_job", (d.focus, d.sources, d.session.get("slot"), d.choice)),
     )
 
 
 def domains(d: Defaults) -> FirstViews:
     """Per-domain JGA, the focus run's outcome mix per domain, the attributes; then JGA by the default one."""
     from analysis import figures, views
-    from ui import prefetch
 
     per_domain: Call = (views.domain_jga, (d.runs,), {})
     mix: Call = (views.outcome_mix, (d.focus,), {"by": "domain"})
@@ -120,18 +123,16 @@ def domains(d: Defaults) -> FirstViews:
             ),
             (figures.outcome_mix_bar, mix, (), {"title": f"Error outcomes per domain — {d.focus} (focus run)"}),
         ],
-        (prefetch.attribute_job, (d.runs, d.sources, d.colours, d.session.get("attribute"), d.choice)),
+        ("attribute_job", (d.runs, d.sources, d.colours, d.session.get("attribute"), d.choice)),
     )
 
 
 def turn_depth(d: Defaults) -> FirstViews:
     """JGA by depth, inherited vs new errors, first errors, the paired runs; then the default pair's curve."""
-    import ui
     from analysis import figures, views
-    from ui import prefetch
 
     depth: Call = (views.depth_jga, (d.runs,), {})
-    origins: Call = (views.origins_by_depth, (d.runs[: ui.ORIGIN_PANELS],), {})
+    origins: Call = (views.origins_by_depth, (d.runs[:ORIGIN_PANELS],), {})
     first_errors: Call = (views.first_error_distribution, (d.runs,), {})
     return FirstViews(
         [depth, origins, first_errors, (views.history_pairs_of, (d.runs,), {})],
@@ -140,7 +141,7 @@ def turn_depth(d: Defaults) -> FirstViews:
             (figures.first_error_bar, first_errors, (), {"colours": d.colours}),
             (figures.origins_bar, origins, (), {}),
         ],
-        (prefetch.compounding_job, (d.runs, d.sources, d.colours, d.session.get("pair"), d.choice)),
+        ("compounding_job", (d.runs, d.sources, d.colours, d.session.get("pair"), d.choice)),
     )
 
 
@@ -169,36 +170,29 @@ def crosslingual(d: Defaults) -> FirstViews:
 def dialogue(d: Defaults) -> FirstViews:
     """The focus run's dialogue index; then its default dialogue's turns and turn strip."""
     from analysis import views
-    from ui import prefetch
 
     return FirstViews(
         [(views.dialogue_index, (d.focus,), {})],
         [],
-        (prefetch.dialogue_job, (d.focus, d.sources, d.session.get("dialogue"), d.choice)),
+        ("dialogue_job", (d.focus, d.sources, d.session.get("dialogue"), d.choice)),
     )
 
 
 def slices(d: Defaults) -> FirstViews:
     """The search as the page's widgets stand: the features it offers, then the worst slices (a job: which
     features it leaves out depends on what the first call offers)."""
-    from ui import prefetch
-
-    return FirstViews([], [], (prefetch.slices_job, (d.runs, d.focus, d.sources, d.session, d.choice)))
+    return FirstViews([], [], ("slices_job", (d.runs, d.focus, d.sources, d.session, d.choice)))
 
 
 def review(d: Defaults) -> FirstViews:
     """The selected runs' error items and episodes (a job, after every earlier page's views and figures:
     it is the largest)."""
-    from ui import prefetch
-
-    return FirstViews([], [], (prefetch.review_job, (d.runs, d.sources, d.choice)))
+    return FirstViews([], [], ("review_job", (d.runs, d.sources, d.choice)))
 
 
 def reconcile(d: Defaults) -> FirstViews:
     """The focus run reconciled across the page's conventions, and its default pair's flips explained."""
-    from ui import prefetch
-
-    return FirstViews([], [], (prefetch.reconcile_job, (d.focus, d.sources, d.session)))
+    return FirstViews([], [], ("reconcile_job", (d.focus, d.sources, d.session)))
 
 
 PAGES: list[Page] = [

@@ -35,7 +35,7 @@ from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats as S
 from analysis.errors import InputError
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.scoring import Scored
 
 SCOPES: dict[str, list[str]] = {"overall": [], "domain": ["domain"], "slot": ["domain", "slot"]}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, fields, replace
 from types import MappingProxyType
 from typing import Any
@@ -16,11 +16,20 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import mwzeval_rules, sgd_rules
+
 DONTCARE_POLICIES = ("keep", "drop_gold", "drop_both")
 MULTI_VALUE_POLICIES = ("any", "first", "literal", "set", "intersect")
 NORMALISER_STEPS = ("strip", "lower", "delete_whitespace", "synonyms", "time")
-VALUE_RULES = ("", "mwzeval", "sgd")
-SLOT_RULES = ("", "mwzeval")
+# A scorer's slot-dependent value rules, by the name a convention's `value_rules` gives: (slot name under
+# the convention, value) -> the value that scorer compares. Each lives in its own rules module.
+VALUE_RULE_FUNCTIONS: Mapping[str, Callable[[str, str], str]] = MappingProxyType(
+    {"mwzeval": mwzeval_rules.normalise_value, "sgd": sgd_rules.normalise_value}
+)
+# A scorer's own slot-name rules, by the name a convention's `slot_rules` gives.
+SLOT_RULE_FUNCTIONS: Mapping[str, Callable[[str], str]] = MappingProxyType({"mwzeval": mwzeval_rules.slot_name})
+VALUE_RULES = ("", *VALUE_RULE_FUNCTIONS)
+SLOT_RULES = ("", *SLOT_RULE_FUNCTIONS)
 MATCHING = ("exact", "fuzzy", "fuzzy_int")
 SLOT_SCOPES = ("all", "ontology", "gold", "turn_listed")
 ONTOLOGIES = ("listed", "observed", "multiwoz30")
@@ -369,14 +378,8 @@ def normalise_value(value: str, convention: Convention, slot: str = "") -> str:
             match = _TIME.match(value.strip())
             if match:
                 value = f"{int(match.group(1)):02d}:{match.group(2)}"
-    if convention.value_rules == "mwzeval":
-        from analysis import mwzeval_rules
-
-        value = mwzeval_rules.normalise_value(slot, value)
-    elif convention.value_rules == "sgd":
-        from analysis.sgd.scoring import fuzzy_key
-
-        value = fuzzy_key(value)
+    if convention.value_rules:
+        value = VALUE_RULE_FUNCTIONS[convention.value_rules](slot, value)
     return value
 
 
@@ -524,10 +527,8 @@ def _nfc(text: str) -> str:
 
 
 def _slot_name(slot: str, convention: Convention) -> str:
-    if convention.slot_rules == "mwzeval":
-        from analysis import mwzeval_rules
-
-        slot = mwzeval_rules.slot_name(slot)
+    if convention.slot_rules:
+        slot = SLOT_RULE_FUNCTIONS[convention.slot_rules](slot)
     return convention.slot_aliases.get(slot, slot)
 
 

@@ -23,8 +23,8 @@ import pandas as pd
 from analysis import metrics as M
 from analysis.diagnostics import AGREEMENT, agreement
 from analysis.errors import InputError
-from analysis.loading import dialogue_key
 from analysis.metrics import turn_facts
+from analysis.model import dialogue_key
 from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 
@@ -454,7 +454,7 @@ def _dialogue_key_set(scored: Scored) -> set[str]:
 def same_dialogues(scoreds: Sequence[Scored], *, min_share: float = 0.5) -> list[list[str]]:
     """Runs grouped as "the same dialogues": a run joins the first group whose first run shares more than
     `min_share` of the dialogue ids of the smaller of the two (ids compared as the pairing does, through
-    `analysis.loading.dialogue_key`: case-insensitive, `.json` ignored); else it starts a group.
+    `analysis.model.dialogue_key`: case-insensitive, `.json` ignored); else it starts a group.
     Groups and their runs keep the input order.
 
     >>> from analysis.demo.testing import scored_from_states

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 

@@ -8,20 +8,21 @@ import pandas as pd
 
 from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
-from analysis.formats import ParsedFile, parse_file
+from analysis.formats import FORMATS_BY_NAME, ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
-from analysis.formats.more import DELTA_NOTE, UNPARSEABLE_COLUMN, accumulate_deltas, delta_warning
-from analysis.model import INFO_FIELDS, STATE_COLUMNS, AlignmentReport, Run, RunInfo, RunMeta
+from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
+from analysis.model import (
+    INFO_FIELDS,
+    STATE_COLUMNS,
+    UNPARSEABLE_COLUMN,
+    AlignmentReport,
+    Run,
+    RunInfo,
+    RunMeta,
+    dialogue_key,
+)
 
 EXAMPLES = 5
-
-
-def dialogue_key(ids: pd.Series) -> pd.Series:
-    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it).
-    Computed once per distinct id (a dialogue has many turns), then spread back over the rows."""
-    codes, uniques = pd.factorize(ids, use_na_sentinel=False)
-    keys = pd.Series(uniques).astype("str").str.strip().str.lower().str.removesuffix(".json")
-    return pd.Series(keys.to_numpy()[codes], index=ids.index, dtype="str")
 
 
 def load_run(
@@ -114,21 +115,18 @@ def load_run(
     return Run(run_meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
 
 
+# When the two files' formats are scored under different communities' conventions, the first one listed
+# here wins (a TRADE file, gold and predictions in one, decides over a prediction file beside it).
+PRECEDENCE = ("trade", "mwzeval", "dstc9", "risawoz", "convlab3", "sgd")
+
+
 def _default_convention(formats: tuple[str, ...]) -> str:
-    """The convention a file's own community scores it under."""
-    if "trade" in formats:
-        return "trade"
-    if "mwzeval" in formats:
-        return "mwzeval"
-    if {"dstc9", "dstc9-submission"} & set(formats):
-        return "dstc9"
-    if {"risawoz", "dialogues"} & set(formats):
-        return "risawoz"
-    if {"convlab3", "convlab3-dialogues"} & set(formats):
-        return "convlab3"
-    if "sgd" in formats:
-        return "sgd"
-    return "exact"
+    """The convention a file's own community scores it under: what its `FormatSpec` declares."""
+    declared = [spec.default_convention for spec in map(FORMATS_BY_NAME.get, formats) if spec is not None]
+    named = [c for c in declared if c != "exact"]
+    if not named:
+        return "exact"
+    return min(named, key=lambda c: PRECEDENCE.index(c) if c in PRECEDENCE else len(PRECEDENCE))
 
 
 def _default_convention_of(formats: tuple[str, ...], gold_states: pd.DataFrame) -> str:

@@ -12,6 +12,17 @@ from analysis.errors import InputError
 HISTORY_MODES = ("predicted", "gold")
 TURN_KEY = ["dialogue_id", "turn_index"]
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
+# A turns column: True where an LLM's output text held no state that could be read (`analysis.formats.more`
+# sets it; scoring adds it as False to every other run and counts such a turn as wrong).
+UNPARSEABLE_COLUMN = "pred_unparseable"
+
+
+def dialogue_key(ids: pd.Series) -> pd.Series:
+    """Pairing key: case-insensitive, `.json` suffix ignored (TRADE keeps it, mwzeval drops it).
+    Computed once per distinct id (a dialogue has many turns), then spread back over the rows."""
+    codes, uniques = pd.factorize(ids, use_na_sentinel=False)
+    keys = pd.Series(uniques).astype("str").str.strip().str.lower().str.removesuffix(".json")
+    return pd.Series(keys.to_numpy()[codes], index=ids.index, dtype="str")
 
 
 @dataclass(frozen=True)

@@ -21,8 +21,7 @@ from analysis.conventions import (
     normalise_codes,
     resolve_convention,
 )
-from analysis.formats.more import UNPARSEABLE_COLUMN
-from analysis.model import Run, RunMeta
+from analysis.model import UNPARSEABLE_COLUMN, Run, RunMeta
 from analysis.outcomes import MISSED_CODES, OUTCOMES, Outcome
 
 T = TypeVar("T")

@@ -41,8 +41,7 @@ import pandas as pd
 
 from analysis import stats, views
 from analysis.errors import InputError
-from analysis.loading import dialogue_key
-from analysis.model import RunInfo
+from analysis.model import RunInfo, dialogue_key
 from analysis.scoring import Scored, combine
 
 __all__ = [
@@ -51,7 +50,6 @@ __all__ = [
     "describe",
     "find_slices",
     "pooled",
-    "report_tables",
     "searchable",
     "slice_turns",
     "slices_bar",
@@ -626,32 +624,3 @@ def table_frame(report: SliceReport) -> pd.DataFrame:
         columns={"jga": "JGA", "jga_low": "JGA low", "jga_high": "JGA high", "same_turns": "same turns as"}
     )
     return frame.assign(run=report.run_id)[["run", *frame.columns]]
-
-
-def report_tables(scoreds: dict[str, Scored], *, n_resamples: int = RESAMPLES) -> list[Any]:
-    """The report's slice tables (`analysis.export.report.TableItem`): one per run with slices (a run without
-    any, e.g. never wrong, gets none); called by `plan_report`."""
-    from analysis.export.report import TableItem
-
-    items = []
-    for run_id, scored in scoreds.items():
-        if not len(scored.turns):
-            continue
-        report = find_slices(scored, resamples=n_resamples)
-        slug = "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()).strip("-") or "run"
-        if not len(report.slices):
-            continue
-        caption = (
-            f"Worst slices of run {run_id} (sliceline over turn features, at most {report.settings['max_predicates']} "
-            f"feature levels, at least {report.settings['min_support_turns']} turns), ranked by JGA gap to the run's "
-            f"JGA {report.jga:.4f}; {report.settings['interval']}."
-        )
-        items.append(
-            TableItem(
-                f"slices-{slug}",
-                caption,
-                table_frame(report),
-                {"intervals": {"JGA": ("JGA low", "JGA high")}, "best": (), "label": f"tab:slices-{slug}"},
-            )
-        )
-    return items

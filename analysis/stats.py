@@ -14,7 +14,7 @@ dialogue counts: a resampled metric is a ratio of weighted sums, one matrix prod
   GCA is `metrics.gca_from_counts` of the weighted sums.
 
 Intervals are percentile intervals of the resampled estimates; the point estimate is the metrics
-module's own value. Dialogues are identified case-insensitively (`analysis.loading.dialogue_key`), so
+module's own value. Dialogues are identified case-insensitively (`analysis.model.dialogue_key`), so
 runs over the same dialogues (and the runs of one combination) share the resampled dialogues.
 """
 
@@ -33,7 +33,7 @@ import pandas as pd
 from analysis import metrics as M
 from analysis import registry as R
 from analysis.diagnostics import agreement
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.scoring import Scored
 
 TURN_KEY = ["run_id", "dialogue_id", "turn_index"]

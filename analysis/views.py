@@ -18,8 +18,7 @@ from analysis import diagnostics as D
 from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats
-from analysis.loading import dialogue_key
-from analysis.model import INFO_FIELDS, RunMeta
+from analysis.model import INFO_FIELDS, RunMeta, dialogue_key
 from analysis.outcomes import OUTCOMES, Outcome
 from analysis.scoring import COUNT_COLUMNS, Scored
 from analysis.suite import headline_metrics, not_applicable, not_applicable_text
@@ -937,7 +936,7 @@ def _gold_fingerprint(scored: Scored) -> tuple[str, int, int]:
 
 
 def _fingerprint(scored: Scored) -> tuple[str, int, int]:
-    from analysis.loading import dialogue_key
+    from analysis.model import dialogue_key
 
     turns = scored.turns[["dialogue_id", "turn_index"]]
     columns = ["dialogue_id", "turn_index", "domain", "slot", "gold_value"]

@@ -24,7 +24,8 @@ from analysis.cli.main import main
 from analysis.errors import InputError
 from analysis.formats import FORMATS_BY_NAME, detect_format, parse_file
 from analysis.formats.reading import parse_records
-from analysis.loading import dialogue_key, load_run
+from analysis.loading import load_run
+from analysis.model import dialogue_key
 from analysis.scoring import score_run
 from tests.conftest import ROOT, realdata_path
 

@@ -12,8 +12,10 @@ from streamlit.testing.v1 import AppTest
 
 from analysis import views
 from analysis.cli.main import main
+from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
-from analysis.loading import load_run
+from analysis.formats import FORMATS
+from analysis.loading import PRECEDENCE, _default_convention, load_run
 from analysis.metrics import joint_goal_accuracy
 from analysis.model import RunInfo
 from analysis.scoring import score_run
@@ -84,6 +86,21 @@ def run_table(name: str, pred: Path | str, gold: Path | str | None = None, **key
 
 
 # --- the format's own, from the parsed slots --------------------------------------------------------
+
+
+def test_every_format_declares_a_known_convention_and_the_pairs_settle_in_precedence() -> None:
+    """Each `FormatSpec` names its community's convention; two files of different communities settle on the
+    first in `PRECEDENCE` (a TRADE file over whatever lies beside it, mwzeval predictions over DSTC9 gold)."""
+    for spec in FORMATS:
+        assert spec.default_convention in CONVENTIONS, spec.name
+        assert spec.default_convention == "exact" or spec.default_convention in PRECEDENCE, spec.name
+    by_name = {spec.name: spec.default_convention for spec in FORMATS}
+    assert by_name["trade"] == "trade" and by_name["dstc9-submission"] == "dstc9" and by_name["dialogues"] == "risawoz"
+    assert _default_convention(("mwzeval", "trade")) == "trade"
+    assert _default_convention(("mwzeval", "dstc9")) == "mwzeval"
+    assert _default_convention(("dialogues", "risawoz")) == "risawoz"
+    assert _default_convention(("jsonl", "multiwoz")) == "exact"
+    assert _default_convention(("sgd",)) == "sgd"
 
 
 def test_nested_gt_pr_over_trade_slots_defaults_to_trade(tmp_path: Path) -> None:

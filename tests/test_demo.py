@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from analysis.demo.build import DEMO_FILES, RULE_RUN, SOURCES, build_demo, pick_dialogues
+from analysis.demo.build import DEMO_FILES, RULE_RUN, SOURCES, build_demo
+from analysis.demo.simulate import pick_dialogues
 from analysis.loading import load_run
 from analysis.metrics import joint_goal_accuracy
 from analysis.model import RunInfo

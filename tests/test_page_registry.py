@@ -30,3 +30,15 @@ def test_the_first_page_declares_what_a_session_computes_first():
     """The server's warm-up computes the first page's declared views; the prefetch the others'."""
     assert FIRST is PAGES[0] and FIRST.first is not None
     assert FIRST not in PREFETCHED and PREFETCHED
+
+
+def test_every_declared_next_step_names_a_prefetch_job():
+    """A page's `then` names its job (the registry does not import `ui`, which imports it): the name must be
+    one of `ui.prefetch.THEN_JOBS`, and every job there is some page's next step."""
+    from page_registry import Defaults
+    from ui import prefetch
+
+    defaults = Defaults(["a", "b"], "a", pair=("a", "b"))
+    named = [first.then[0] for page in PREFETCHED if page.first and (first := page.first(defaults)).then]
+    assert named and set(named) == set(prefetch.THEN_JOBS)
+    assert prefetch.then_job(("slot_detail_job", (1,))) == (prefetch.slot_detail_job, (1,))

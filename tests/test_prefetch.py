@@ -165,7 +165,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     sources = dict(at.session_state["sources"])
     defaults = Defaults(runs, runs[0], run_colours(list(sources)), sources=sources, choice=data.DECLARED)
     declared = {page.url_path: page.first(defaults).then for page in PREFETCHED if page.first}
-    then = {url: job for url, job in declared.items() if job is not None}  # the pages' next steps, as jobs
+    then = {url: prefetch.then_job(job) for url, job in declared.items() if job is not None}  # next steps, as jobs
     visit_every_tab(at, list(then))
     pages_asked = set(asked)
     job_figures: list[Any] = []

@@ -15,8 +15,8 @@ import pytest
 
 from analysis import export as E
 from analysis.export import report as R
-from analysis.export.safe_csv import FORMULA_TRIGGERS, frame_csv, neutralise_cell, restore_cell
 from analysis.review import AnnotationStore, Item
+from analysis.safe_csv import FORMULA_TRIGGERS, frame_csv, neutralise_cell, restore_cell
 from tests.export_inspect import latex_environments_balanced
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -105,7 +105,7 @@ def test_report_csv_is_neutralised(tmp_path: Path) -> None:
 
 
 def test_no_csv_is_written_around_the_safe_writer() -> None:
-    """Every CSV goes through `analysis.export.safe_csv.frame_csv`: no other `to_csv` or `csv.writer` call
+    """Every CSV goes through `analysis.safe_csv.frame_csv`: no other `to_csv` or `csv.writer` call
     in the code that writes files (analysis/, ui/, pages/, app.py)."""
     offenders = []
     for path in [*ROOT.glob("analysis/**/*.py"), *ROOT.glob("ui/*.py"), *ROOT.glob("pages/*.py"), ROOT / "app.py"]:

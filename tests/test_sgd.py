@@ -22,8 +22,15 @@ from analysis.errors import InputError
 from analysis.formats import detect_format, format_names, parse_file
 from analysis.loading import load_run
 from analysis.scoring import score_run
-from analysis.sgd import ALL_SERVICES, SEEN_SERVICES, UNSEEN_SERVICES, evaluate, fuzzy_score, read_dialogues
-from analysis.sgd.reading import read_schema
+from analysis.sgd import (
+    ALL_SERVICES,
+    SEEN_SERVICES,
+    UNSEEN_SERVICES,
+    evaluate,
+    fuzzy_score,
+    read_dialogues,
+    read_schema,
+)
 from tests.conftest import ROOT, realdata_path
 
 # --- hand-made data ---------------------------------------------------------------------------------

@@ -354,9 +354,10 @@ def test_cli_exit_codes(tmp_path: Path, capsys) -> None:
 
 def test_report_tables_export_the_ranked_slices_with_intervals() -> None:
     from analysis.export import table_bytes
+    from analysis.export.report import slice_tables
 
     scored = planted()
-    items = S.report_tables({"run": scored, "perfect": scored_from_states([{}] * 30, [{}] * 30)})
+    items = slice_tables({"run": scored, "perfect": scored_from_states([{}] * 30, [{}] * 30)})
     assert [item.name for item in items] == ["slices-run"]  # a run without a slice gets no table
     frame = items[0].frame
     columns = ["run", "rank", "slice", "JGA", "JGA low", "JGA high", "gap", "turns", "dialogues"]

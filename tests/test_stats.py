@@ -14,8 +14,8 @@ from analysis import metrics as M
 from analysis import stats as S
 from analysis.conventions import get_convention
 from analysis.demo.testing import run_from_states, scored_from_states
-from analysis.loading import dialogue_key, load_run
-from analysis.model import Run, RunMeta
+from analysis.loading import load_run
+from analysis.model import Run, RunMeta, dialogue_key
 from analysis.scoring import Scored, combine, score_run
 from tests.conftest import realdata_path
 

@@ -19,7 +19,7 @@ from analysis.figures import run_colours
 from analysis.model import RunInfo
 from ui import data, state
 from ui.place import figure, show_figure, show_table
-from ui.state import multiselect, select, tabs, toggle
+from ui.state import multiselect, resolve, select, tabs, toggle
 from ui.text import md
 
 DIALOGUE_PAGE = page_registry.by_url("dialogue").file
@@ -79,26 +79,7 @@ def workspace_mappings() -> list[dict[str, Any]]:
 
 
 # Inherited vs new errors: one panel per run, beyond four the panels get too small to read.
-ORIGIN_PANELS = 4
-
-
-def resolve(
-    args: Sequence[Any], sources: Mapping[str, data.RunSource] | None = None, choice: str | None = None
-) -> tuple[list[Any], str]:
-    """`args` with run ids replaced by (run source, convention choice) pairs, and the choice itself:
-    what `data.compute` takes (and keys its cache on). The session's runs and convention, unless
-    `sources` and `choice` are given (the server's warm-up has no session)."""
-    known = state.sources() if sources is None else sources
-    choice = state.convention_choice() if choice is None else choice
-
-    def one(arg: Any) -> Any:
-        if isinstance(arg, str) and arg in known:
-            return (known[arg], choice)
-        if isinstance(arg, list | tuple):
-            return [one(a) for a in arg]
-        return arg
-
-    return [one(a) for a in args], choice
+ORIGIN_PANELS = page_registry.ORIGIN_PANELS  # declared there, for the Turn depth page's first views
 
 
 def compute(fn: Callable[..., Any], *args: Any, **params: Any) -> Any:

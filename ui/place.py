@@ -173,7 +173,7 @@ def leaderboard_export(
 ) -> TableExport:
     """The report's leaderboard table of these runs (`analysis.export.report.leaderboard_item`), made
     when an export button is clicked: the Overview's LaTeX/Markdown/CSV leaderboard is the report's."""
-    from ui import resolve
+    from ui.state import resolve
 
     resolved, _ = resolve([list(run_ids)], sources, choice)
 

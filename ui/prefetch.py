@@ -41,7 +41,7 @@ import ui
 from analysis import figures, views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
-from page_registry import FIRST, PAGES, PREFETCHED, Call, Defaults, FigureCall, FirstViews, Job
+from page_registry import FIRST, PAGES, PREFETCHED, Call, Defaults, FigureCall, FirstViews, Job, Then
 from ui import data, place, state
 from ui.state import choose
 
@@ -327,6 +327,19 @@ def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) 
     rec.flips(a, b)
 
 
+# The jobs a page's declaration names as its next step (`FirstViews.then`), by name.
+THEN_JOBS: dict[str, Callable[..., None]] = {
+    job.__name__: job
+    for job in (slot_detail_job, attribute_job, compounding_job, dialogue_job, slices_job, review_job, reconcile_job)
+}
+
+
+def then_job(then: Then) -> Job:
+    """A page's declared next step as a job: its named job of this module, with its arguments."""
+    name, args = then
+    return THEN_JOBS[name], args
+
+
 def run_jobs(jobs: list[Job], deadline: float | None = None) -> int:
     """Run `jobs` one by one, each after any running page finishes (at most MAX_WAIT s); failures are
     logged at debug level and skipped. `deadline` (`time.monotonic()`): start no job after it. Returns
@@ -438,12 +451,12 @@ def jobs(
     return [
         *head_views,
         *head_figures,
-        *([head.then] if head.then is not None else []),
+        *([then_job(head.then)] if head.then is not None else []),
         (import_pages_job, ()),
         *interval_jobs,
         *rest_views,
         *rest_figures,
-        *[first.then for first in rest if first.then is not None],
+        *[then_job(first.then) for first in rest if first.then is not None],
     ]
 
 

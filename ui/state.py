@@ -3,7 +3,7 @@ value lives in a plain state key (so it survives page switches and can be set by
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import streamlit as st
@@ -33,6 +33,9 @@ def sources() -> dict[str, RunSource]:
     return dict(st.session_state.get("sources", {}))
 
 
+_session_sources = sources  # `resolve` takes a `sources` argument of its own
+
+
 def selected_runs() -> list[str]:
     known = sources()
     return [r for r in st.session_state.get("runs", []) if r in known]
@@ -46,6 +49,25 @@ def focus_run() -> str | None:
 
 def convention_choice() -> str:
     return str(st.session_state.get("convention") or DECLARED)
+
+
+def resolve(
+    args: Sequence[Any], sources: Mapping[str, RunSource] | None = None, choice: str | None = None
+) -> tuple[list[Any], str]:
+    """`args` with run ids replaced by (run source, convention choice) pairs, and the choice itself:
+    what `data.compute` takes (and keys its cache on). The session's runs and convention, unless
+    `sources` and `choice` are given (the server's warm-up has no session)."""
+    known = _session_sources() if sources is None else sources
+    choice = convention_choice() if choice is None else choice
+
+    def one(arg: Any) -> Any:
+        if isinstance(arg, str) and arg in known:
+            return (known[arg], choice)
+        if isinstance(arg, list | tuple):
+            return [one(a) for a in arg]
+        return arg
+
+    return [one(a) for a in args], choice
 
 
 def _check_link(name: str, label: str, options: Sequence[Any], host: Any) -> None:

@@ -20,10 +20,8 @@ timestamp. ``fewjoint/`` is written by ``analysis.demo.fewjoint`` when absent (t
 from __future__ import annotations
 
 import gzip
-import hashlib
 import json
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,7 +30,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.demo import sgd as sgd_demo
-from analysis.demo.simulate import ErrorProfile, draw_predictions, prepare_gold
+from analysis.demo.simulate import ErrorProfile, draw_predictions, pick_dialogues, prepare_gold
 from analysis.formats import parse_file
 from analysis.formats.reading import read_bytes
 from analysis.metrics import joint_goal_accuracy
@@ -41,7 +39,7 @@ from analysis.sgd import views as sgd_views
 from analysis.sgd.scoring import ALL_SERVICES
 from analysis.workspace import load_workspace
 
-__all__ = ["DEMO_FILES", "N_DIALOGUES", "SYSTEMS", "SimulatedRun", "build_demo", "demo_files", "pick_dialogues"]
+__all__ = ["DEMO_FILES", "N_DIALOGUES", "SYSTEMS", "SimulatedRun", "build_demo", "demo_files"]
 
 N_DIALOGUES = 200
 WORKSPACE_CONVENTION = "exact"
@@ -117,15 +115,6 @@ def demo_files() -> list[str]:
 
 
 DEMO_FILES = tuple(demo_files())
-
-
-def pick_dialogues(ids: Iterable[str], n: int) -> list[str]:
-    """The `n` ids with the smallest SHA-256 digest, in that order (independent of file order).
-
-    >>> pick_dialogues(["a", "b", "c"], 2) == pick_dialogues(["c", "b", "a"], 2)
-    True
-    """
-    return sorted(ids, key=lambda i: hashlib.sha256(str(i).encode("utf-8")).hexdigest())[:n]
 
 
 def _load_json(path: Path) -> Any:

@@ -17,6 +17,8 @@ import random
 from pathlib import Path
 from typing import Any
 
+from analysis.demo.simulate import pick_dialogues
+
 SGD_DIR = "sgd"
 N_DIALOGUES = 120
 SEED = 7
@@ -163,8 +165,6 @@ def simulate_predictions(
 def build_sgd_demo(realdata: Path, out: Path, n_dialogues: int = N_DIALOGUES) -> dict[str, Any]:
     """Write the SGD excerpt, its schemas and the simulated predictions under `out`; returns what was
     picked (dialogue ids, services, which of them are unseen) for the demo's README."""
-    from analysis.demo.build import pick_dialogues  # build imports this module
-
     sgd = Path(realdata) / "sgd"
     dialogues = [d for path in sorted(sgd.glob("test_dialogues_*.json.gz")) for d in _read(path)]
     by_id = {d["dialogue_id"]: d for d in dialogues}

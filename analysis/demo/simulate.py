@@ -46,8 +46,9 @@ True
 
 from __future__ import annotations
 
+import hashlib
 import zlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -389,3 +390,13 @@ def perturb_run(
         )
         for i in range(n_runs)
     ]
+
+
+def pick_dialogues(ids: Iterable[str], n: int) -> list[str]:
+    """The `n` ids with the smallest SHA-256 digest, in that order (independent of file order): the gold
+    dialogues every demo excerpt keeps (`analysis.demo.build`, `analysis.demo.sgd`).
+
+    >>> pick_dialogues(["a", "b", "c"], 2) == pick_dialogues(["c", "b", "a"], 2)
+    True
+    """
+    return sorted(ids, key=lambda i: hashlib.sha256(str(i).encode("utf-8")).hexdigest())[:n]

@@ -1,4 +1,4 @@
-"""Paper-ready files: figures and tables as files, safe CSV, and the report of a whole workspace.
+"""Paper-ready files: figures and tables as files, and the report of a whole workspace.
 
 The package is split by stage:
 
@@ -6,13 +6,13 @@ The package is split by stage:
 - `analysis.export.style`: paper and slides presets, `style_figure`;
 - `analysis.export.figures`: PDF, SVG and PNG through kaleido and Chromium (`figure_bytes`, `write_figures`);
 - `analysis.export.fonts`: the font subsets embedded in SVG files (fontTools);
-- `analysis.export.tables`: LaTeX, Markdown and CSV tables (`table_bytes`);
-- `analysis.export.safe_csv`: CSV cells a spreadsheet will not run as formulas;
+- `analysis.export.tables`: LaTeX, Markdown and CSV tables (`table_bytes`, its CSV through `analysis.safe_csv`);
 - `analysis.export.report`: the report of a whole workspace (`python -m analysis report`).
 
 The names of `__all__` are importable from the package itself; each is loaded from its module on first
-use, so `import analysis.export.safe_csv` (the annotation store) or `analysis.export.tables` does not
-load plotly or the figure code, and nothing here imports kaleido or starts a browser.
+use, so `analysis.export.tables` does not load plotly or the figure code, and nothing here imports
+kaleido or starts a browser. Safe CSV cells (a spreadsheet never runs them as formulas) are
+`analysis.safe_csv`, below every stage: the annotation store writes its CSV through it too.
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored, combine, score_run
 from analysis.workspace import Workspace, load_workspace, read_manifest
@@ -412,6 +412,35 @@ def comparability_notes(board: pd.DataFrame, scoreds: Sequence[Scored]) -> list[
     return notes
 
 
+def slice_tables(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> list[TableItem]:
+    """The report's slice tables (`analysis.slices`): one per run with slices (a run without any, e.g. never
+    wrong, gets none); called by `plan_report`. Built here, so the slices stage knows nothing of reports."""
+    from analysis.slices import find_slices, table_frame  # each run's worst slices (issue 17 req 5)
+
+    items: list[TableItem] = []
+    for run_id, scored in scoreds.items():
+        if not len(scored.turns):
+            continue
+        report = find_slices(scored, resamples=n_resamples)
+        slug = "".join(ch if ch.isalnum() else "-" for ch in run_id.lower()).strip("-") or "run"
+        if not len(report.slices):
+            continue
+        caption = (
+            f"Worst slices of run {run_id} (sliceline over turn features, at most {report.settings['max_predicates']} "
+            f"feature levels, at least {report.settings['min_support_turns']} turns), ranked by JGA gap to the run's "
+            f"JGA {report.jga:.4f}; {report.settings['interval']}."
+        )
+        items.append(
+            TableItem(
+                f"slices-{slug}",
+                caption,
+                table_frame(report),
+                {"intervals": {"JGA": ("JGA low", "JGA high")}, "best": (), "label": f"tab:slices-{slug}"},
+            )
+        )
+    return items
+
+
 def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamples: int = 1000) -> ReportPlan:
     """Everything the report writes for a loaded workspace (no file is written)."""
     scoreds = _score_all(workspace, convention)
@@ -526,9 +555,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 )
             )
 
-    from analysis.slices import report_tables  # each run's worst slices (issue 17 req 5)
-
-    plan.tables += report_tables(scoreds, n_resamples=n_resamples)
+    plan.tables += slice_tables(scoreds, n_resamples=n_resamples)
 
     if workspace.fewjoint:
         from analysis.fewjoint import figures as FF

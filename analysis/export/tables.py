@@ -14,7 +14,7 @@ symmetric) or `0.519 ±0.020` (`"pm"`: half the interval's width). Every LaTeX t
 text is written as UTF-8 as is -- compile with XeLaTeX or LuaLaTeX and `\usepackage{xeCJK}`. Markdown
 is a GitHub pipe table with the same cells. CSV keeps every column (intervals as their own columns) at
 full precision; its text cells are quoted and those a spreadsheet would evaluate as a formula get a
-leading `'` (`analysis.export.safe_csv`; numbers stay numbers).
+leading `'` (`analysis.safe_csv`; numbers stay numbers).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import pandas as pd
 from analysis import registry
 from analysis.escaping import markdown_text
 from analysis.export.files import TABLE_FORMATS
-from analysis.export.safe_csv import frame_csv
+from analysis.safe_csv import frame_csv
 from analysis.views import comparable_groups
 
 INTERVAL_FORMS = ("brackets", "pm")  # `0.519 [0.507, 0.531]` or `0.519 ±0.012`

@@ -11,7 +11,8 @@ from pathlib import Path
 from analysis.errors import InputError
 from analysis.formats import cache
 from analysis.formats.engine import Collector, ParsedFile, json_type_name
-from analysis.formats.reading import directory_records, parse_records
+from analysis.formats.reading import parse_records
+from analysis.formats.sgd_files import directory_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
 
 __all__ = ["FORMATS", "FormatSpec", "ParsedFile", "detect_format", "format_names", "parse_file"]

@@ -319,6 +319,7 @@ CONVLAB3_FORMATS: tuple[dict[str, Any], ...] = (
         '"state": {"hotel": {"area": "east", "name": ""}}, "predictions": {"state": {"hotel": {"area": "east"}}}}]',
         "detect": detect_samples,
         "parse": parse_samples,
+        "default_convention": "convlab3",
     },
     {
         "name": "convlab3-dialogues",
@@ -330,5 +331,6 @@ CONVLAB3_FORMATS: tuple[dict[str, Any], ...] = (
         '"turns": [{"speaker": "user", "utterance": "...", "utt_idx": 0, "state": {"hotel": {"area": ""}}}]}]',
         "detect": detect_dialogues,
         "parse": parse_dialogues,
+        "default_convention": "convlab3",
     },
 )

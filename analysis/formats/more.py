@@ -54,9 +54,9 @@ import pandas as pd
 
 from analysis.formats.engine import Collector, json_type_name
 from analysis.formats.states import EQ, StateProblem, Triple, any_state, coerce_value, triple_strings
+from analysis.model import UNPARSEABLE_COLUMN
 
 UNPARSEABLE_NOTE = "unparseable_turns"
-UNPARSEABLE_COLUMN = "pred_unparseable"
 
 # --- somdst ---------------------------------------------------------------------------------------
 

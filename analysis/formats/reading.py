@@ -469,24 +469,6 @@ def parse_records(path: str | Path, *, fmt: str | None = None, data: bytes | Non
     return "json", value
 
 
-def directory_records(path: str | Path, *, fmt: str | None = None) -> tuple[str, Any]:
-    """A directory read as one file: SGD / MultiWOZ 2.2's `dialogues_*.json[.gz]`, the only format laid
-    out as a directory, as one list of dialogues (a dialogue id in two files is refused)."""
-    if fmt not in (None, "sgd"):
-        raise InputError(
-            str(path), fmt, f"is a directory, not a file: only the sgd format reads a directory, not {fmt}"
-        )
-    from analysis.sgd.reading import DIALOGUE_FILE, records_of
-
-    if not any(DIALOGUE_FILE.search(entry.name) for entry in Path(path).iterdir()):
-        raise InputError(
-            str(path),
-            fmt,
-            "is a directory, not a file (a directory is read only when it holds SGD dialogue files, dialogues_*.json)",
-        )
-    return "json", records_of(path)[0]
-
-
 def _raise_duplicate(marked: Any, name: str, fmt: str | None) -> None:
     """Refuse the first key named twice in one object, at any depth (a dialogue, a turn, a slot of a
     state, ...): json would keep the last silently. The record is the top-level key (a dialogue, in the

@@ -1,7 +1,7 @@
 """SGD / MultiWOZ 2.2 dialogue files as the declared format `sgd` of the generic pipeline.
 
 One file (`dialogues_001.json`, `.gz`, `.zip`) or a directory of `dialogues_*.json[.gz]` (read as one
-list by `analysis.formats.reading.directory_records`). Gold and predictions share the shape: the SGD
+list by `analysis.formats.sgd_files.directory_records`). Gold and predictions share the shape: the SGD
 baseline writes its predictions into copies of the dialogue files, so a prediction file is read as a
 gold-shaped file and the loader takes its states as the prediction (`load_run(pred_dir, gold_dir)`).
 
@@ -18,6 +18,7 @@ from typing import Any
 
 from analysis.errors import InputError
 from analysis.formats.engine import Collector
+from analysis.formats.sgd_files import FORMAT, dialogues_table
 from analysis.formats.states import EQ, Triple
 
 
@@ -36,10 +37,8 @@ def detect(records: Any) -> bool:
 
 
 def parse(records: Any, c: Collector) -> None:
-    """Validated by `analysis.sgd.reading` (one message at the first bad dialogue and turn), then one
+    """Validated by `analysis.formats.sgd_files` (one message at the first bad dialogue and turn), then one
     turn row and one state per user turn."""
-    from analysis.sgd.reading import FORMAT, dialogues_table
-
     if type(records) is not list:
         raise InputError(c.path, FORMAT, "the top level must be a JSON list of dialogues")
     seen: set[Any] = set()
@@ -84,5 +83,6 @@ SGD_FORMATS: tuple[dict[str, Any], ...] = (
         '"ReserveRestaurant", "requested_slots": [], "slot_values": {"date": ["the 8th"]}}}]}]}]',
         "detect": detect,
         "parse": parse,
+        "default_convention": "sgd",
     },
 )

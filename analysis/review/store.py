@@ -116,7 +116,6 @@ from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
 from analysis.errors import InputError
-from analysis.export.safe_csv import frame_csv, restore_cell
 from analysis.review.items import (
     CONTEXT_COLUMNS,
     DEFAULT_TAGS,
@@ -134,6 +133,7 @@ from analysis.review.items import (
     _norm,
     taxonomy,
 )
+from analysis.safe_csv import frame_csv, restore_cell
 
 try:
     import fcntl
@@ -913,7 +913,7 @@ def annotations_json(frame: pd.DataFrame, context: pd.DataFrame | None = None) -
 def annotations_csv(frame: pd.DataFrame, context: pd.DataFrame | None = None) -> str:
     """`AnnotationStore.annotations()` as the CSV export (`FILE_COLUMNS`, run context as in
     `annotations_json`): UTF-8, tags joined by `; `, text neutralised against formula injection by
-    `analysis.export.safe_csv` (and restored by `import_csv`)."""
+    `analysis.safe_csv` (and restored by `import_csv`)."""
     full = _with_context(frame, context)
     return frame_csv(full.assign(tags=full["tags"].map(TAG_SEPARATOR.join)), columns=FILE_COLUMNS)
 

@@ -6,11 +6,11 @@
     result.frames                                            # per-frame scores, seen flag, pred_missing
     result.slots                                             # per (frame, schema slot) scores
 
-`analysis.sgd.reading` reads the files (one file, `.gz`, `.zip` or a directory of `dialogues_*.json`),
+`analysis.formats.sgd_files` reads the files (one file, `.gz`, `.zip` or a directory of `dialogues_*.json`),
 `analysis.sgd.scoring` re-implements google-research `schema_guided_dst` evaluate.py + metrics.py.
 """
 
-from analysis.sgd.reading import Schema, Service, SgdDialogues, read_dialogues, read_schema, schema_beside
+from analysis.formats.sgd_files import Schema, Service, SgdDialogues, read_dialogues, read_schema, schema_beside
 from analysis.sgd.scoring import (
     ALL_SERVICES,
     HEADLINE,
@@ -19,8 +19,8 @@ from analysis.sgd.scoring import (
     UNSEEN_SERVICES,
     SgdResult,
     evaluate,
-    fuzzy_score,
 )
+from analysis.sgd_rules import fuzzy_score
 
 __all__ = [
     "ALL_SERVICES",

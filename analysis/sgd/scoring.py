@@ -17,7 +17,7 @@ Rules (each pinned by a test against the evaluator's own output):
 6. Non-categorical slots: the best fuzzy score of the first predicted value against any gold value,
    fuzzywuzzy's `token_sort_ratio` (with python-Levenshtein) / 100: characters U+0080..U+00FF deleted,
    non-word characters to spaces, lower-cased, words sorted, then the Indel ratio rounded to a whole
-   percent. A frame's joint score is the product of its slots' scores.
+   percent (`analysis.sgd_rules`). A frame's joint score is the product of its slots' scores.
 7. Average accuracies skip frames with nothing active in gold (the evaluator's "NA"); joint
    categorical / non-categorical accuracies skip services without such slots. A metric with no value in
    a collection is absent from it.
@@ -33,7 +33,6 @@ schema), each service (`Restaurants_2`) and each domain (`Restaurants`), as the 
 from __future__ import annotations
 
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,10 +40,10 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-from rapidfuzz.distance import Indel
 
 from analysis.errors import InputError
-from analysis.sgd.reading import FORMAT, Schema, SgdDialogues, gc_paused, read_dialogues, read_schema
+from analysis.formats.sgd_files import FORMAT, Schema, SgdDialogues, gc_paused, read_dialogues, read_schema
+from analysis.sgd_rules import fuzzy_key, key_score
 
 ALL_SERVICES = "#ALL_SERVICES"
 SEEN_SERVICES = "#SEEN_SERVICES"
@@ -76,38 +75,6 @@ HEADLINE = (
     "joint_cat_accuracy",
     "joint_noncat_accuracy",
 )
-
-_HIGH_LATIN1 = dict.fromkeys(range(128, 256))
-_NON_WORD = re.compile(r"(?ui)\W")
-
-
-def fuzzy_key(value: str) -> str:
-    """A value as fuzzywuzzy's `token_sort_ratio` compares it (force_ascii, full_process, words sorted).
-
-    >>> fuzzy_key("The Café, Rome!")
-    'caf rome the'
-    """
-    text = _NON_WORD.sub(" ", value.translate(_HIGH_LATIN1)).lower().strip()
-    return " ".join(sorted(text.split()))
-
-
-def fuzzy_score(ref: str, hyp: str) -> float:
-    """The evaluator's non-categorical score of one pair, in [0, 1], a whole percent.
-
-    >>> fuzzy_score("6 pm", "6 PM"), fuzzy_score("Lan Hong House", "Ian Hong House")
-    (1.0, 0.93)
-    """
-    return _key_score(fuzzy_key(ref), fuzzy_key(hyp))
-
-
-def _key_score(a: str, b: str) -> float:
-    if a == b:
-        return 1.0
-    if not a or not b:
-        return 0.0
-    total = len(a) + len(b)
-    # python-Levenshtein's ratio is (lensum - indel distance) / lensum; fuzzywuzzy rounds 100 * ratio.
-    return round(100 * ((total - Indel.distance(a, b)) / total)) / 100.0
 
 
 @dataclass
@@ -340,7 +307,7 @@ def _slot_scores(merged: pd.DataFrame, schema: Schema, services: list[str]) -> p
             for text in (hyp, *ref):
                 if text not in keys:
                     keys[text] = fuzzy_key(text)
-            value = max(_key_score(keys[r], keys[hyp]) for r in ref)
+            value = max(key_score(keys[r], keys[hyp]) for r in ref)
             cache[(ref, hyp)] = value
         score[i] = value
     return pd.DataFrame(
@@ -427,7 +394,7 @@ def add_to_suite(
     values they replace (binary per-slot outcomes over all services of a user turn) move to
     `result["sgd_outcomes"]`. `schema` None looks for `schema.json[.gz]` beside the gold files.
     """
-    from analysis.sgd.reading import schema_beside
+    from analysis.formats.sgd_files import schema_beside
 
     schema_path = Path(schema) if schema is not None else schema_beside(gold)
     if schema_path is None:

@@ -17,9 +17,9 @@ import numpy as np
 import pandas as pd
 
 from analysis.errors import InputError
+from analysis.formats.sgd_files import schema_beside
 from analysis.model import RunMeta
 from analysis.scoring import Scored
-from analysis.sgd.reading import schema_beside
 from analysis.sgd.scoring import ALL_SERVICES, HEADLINE, SEEN_SERVICES, UNSEEN_SERVICES, SgdResult, evaluate
 
 CONVENTION = "sgd"

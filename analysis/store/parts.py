@@ -33,7 +33,7 @@ import pyarrow as pa
 from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats, views
-from analysis.loading import dialogue_key
+from analysis.model import dialogue_key
 from analysis.scoring import Scored
 
 _SAFE = re.compile(r"[^0-9A-Za-z_]")

@@ -10,6 +10,9 @@ Input may be one file (`.json`, `.json.gz`, a single-member `.zip`) or a directo
 output, is skipped). A dialogue id found twice, in one file or across files, is refused: never merged.
 
 Malformed input raises one `InputError` naming the file, the format `sgd`, the dialogue and the turn.
+
+The readers' stage (`analysis.formats`): the declared format `sgd` (`analysis.formats.sgd`) parses
+through it, and the SGD evaluator (`analysis.sgd`, which re-exports the public names) scores its tables.
 """
 
 from __future__ import annotations
@@ -153,6 +156,22 @@ def records_of(path: str | Path) -> tuple[list[Any], list[str]]:
             dialogues.append(dialogue)
             origin.append(name)
     return dialogues, origin
+
+
+def directory_records(path: str | Path, *, fmt: str | None = None) -> tuple[str, Any]:
+    """A directory read as one file: SGD / MultiWOZ 2.2's `dialogues_*.json[.gz]`, the only format laid
+    out as a directory, as one list of dialogues (a dialogue id in two files is refused)."""
+    if fmt not in (None, "sgd"):
+        raise InputError(
+            str(path), fmt, f"is a directory, not a file: only the sgd format reads a directory, not {fmt}"
+        )
+    if not any(DIALOGUE_FILE.search(entry.name) for entry in Path(path).iterdir()):
+        raise InputError(
+            str(path),
+            fmt,
+            "is a directory, not a file (a directory is read only when it holds SGD dialogue files, dialogues_*.json)",
+        )
+    return "json", records_of(path)[0]
 
 
 def _kind(value: Any) -> str:
