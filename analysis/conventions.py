@@ -97,6 +97,11 @@ MWZ22_BOOKING = MappingProxyType(
 )
 MWZ_BARE_BOOKING = MappingProxyType({"bookday": "day", "bookpeople": "people", "bookstay": "stay", "booktime": "time"})
 
+# DSTC10 track 2 task 1's scores.py `normalize_dict`: a whole (lower-cased) number word to its digit.
+DSTC10_NUMBER_WORDS = {
+    w: str(i) for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine"), start=1)
+}
+
 
 @dataclass(frozen=True)
 class Convention:
@@ -290,6 +295,28 @@ CONVENTIONS: dict[str, Convention] = {
             multi_value="any",
             value_rules="sgd",
             ontology="observed",
+            unicode_nfc=False,
+        ),
+        Convention(
+            "dstc10",
+            "DSTC10 track 2 task 1 (alexa/alexa-with-dstc10-track2-dataset task1/scripts/scores.py): entry and "
+            "labels.json paired by position (a longer file's extra instances are not scored); only its 19 "
+            "restaurant/hotel/attraction slots count, others ignored on both sides; a slot holds a value when "
+            'its key is present, even as an empty list (a predicted [""] is a spurious slot); values '
+            "compared as sets after lower-casing and mapping a whole one..nine to its digit; a slot is right "
+            "when the sets are equal; slot accuracy over 19 slots an instance; also its value and none "
+            "precision/recall/F1 (analysis.dstc10_rules: value precision sums each held slot's pair-count F1 "
+            "over the slots the prediction holds). Not reproduced in JGA and slot accuracy: scores.py counts "
+            "matching pairs, so a list with two spellings of one value (Cheap, cheap) is wrong there and "
+            "right here; never seen in the public labels or entries.",
+            empty_values=frozenset({""}),
+            normaliser=("lower", "synonyms"),
+            synonyms=MappingProxyType(DSTC10_NUMBER_WORDS),
+            multi_value="set",
+            slot_scope="ontology",
+            ontology="listed",
+            score_missing_turns=False,
+            empty_ratio=0.0,
             unicode_nfc=False,
         ),
         Convention(

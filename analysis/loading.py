@@ -128,6 +128,8 @@ def _default_convention(formats: tuple[str, ...]) -> str:
         return "convlab3"
     if "sgd" in formats:
         return "sgd"
+    if "dstc10" in formats:
+        return "dstc10"
     return "exact"
 
 
