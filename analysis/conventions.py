@@ -343,6 +343,20 @@ for _subtask in DSTC9_SUBTASK_MAPS:
         synonyms=DSTC9_SUBTASK_MAPS[_subtask],
     )
 
+# IC-DST and its descendants (Yushi-Hu/IC-DST, cwyoon-99/gpt-DST) score with TRADE's formulas plus one rule.
+CONVENTIONS["icdst"] = replace(
+    CONVENTIONS["trade"],
+    name="icdst",
+    notes="IC-DST's evaluate/evaluate_metrics.py::evaluate (Yushi-Hu/IC-DST; cwyoon-99/gpt-DST), on a running "
+    "log's `pred` against `slot_values`: states as {domain-slot: value} compared literally (JGA: the dicts "
+    "equal; dontcare, none and not mentioned are values like any other), except that a gold value a|b "
+    "accepts a prediction equal to one alternative; slot accuracy is TRADE's compute_acc over a fixed 30 "
+    "slots (with its rsplit('-') quirk), joint F1 TRADE's compute_prf averaged over turns (1 for an "
+    "empty gold with an empty prediction); JGA per turn index is its accuracy of turn k.",
+    empty_values=frozenset({""}),
+    multi_value="any",
+)
+
 
 def resolve_convention(conv: Convention, domains: Iterable[str]) -> Convention:
     """The convention as it applies to one run: DSTC9's subtask chosen from the run's gold domains
