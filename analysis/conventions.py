@@ -106,6 +106,11 @@ MWZ22_BOOKING = MappingProxyType(
 )
 MWZ_BARE_BOOKING = MappingProxyType({"bookday": "day", "bookpeople": "people", "bookstay": "stay", "booktime": "time"})
 
+# DSTC10 track 2 task 1's scores.py `normalize_dict`: a whole (lower-cased) number word to its digit.
+DSTC10_NUMBER_WORDS = {
+    w: str(i) for i, w in enumerate(("one", "two", "three", "four", "five", "six", "seven", "eight", "nine"), start=1)
+}
+
 
 @dataclass(frozen=True)
 class Convention:
@@ -302,6 +307,28 @@ CONVENTIONS: dict[str, Convention] = {
             unicode_nfc=False,
         ),
         Convention(
+            "dstc10",
+            "DSTC10 track 2 task 1 (alexa/alexa-with-dstc10-track2-dataset task1/scripts/scores.py): entry and "
+            "labels.json paired by position (a longer file's extra instances are not scored); only its 19 "
+            "restaurant/hotel/attraction slots count, others ignored on both sides; a slot holds a value when "
+            'its key is present, even as an empty list (a predicted [""] is a spurious slot); values '
+            "compared as sets after lower-casing and mapping a whole one..nine to its digit; a slot is right "
+            "when the sets are equal; slot accuracy over 19 slots an instance; also its value and none "
+            "precision/recall/F1 (analysis.dstc10_rules: value precision sums each held slot's pair-count F1 "
+            "over the slots the prediction holds). Not reproduced in JGA and slot accuracy: scores.py counts "
+            "matching pairs, so a list with two spellings of one value (Cheap, cheap) is wrong there and "
+            "right here; never seen in the public labels or entries.",
+            empty_values=frozenset({""}),
+            normaliser=("lower", "synonyms"),
+            synonyms=MappingProxyType(DSTC10_NUMBER_WORDS),
+            multi_value="set",
+            slot_scope="ontology",
+            ontology="listed",
+            score_missing_turns=False,
+            empty_ratio=0.0,
+            unicode_nfc=False,
+        ),
+        Convention(
             "risawoz",
             "RiSAWOZ / X-RiSAWOZ: states as sets of (domain, slot, relation, set of lower-cased `|` "
             "alternatives); the relation must match too. Only `null` is empty: a predicted value "
@@ -324,6 +351,20 @@ for _subtask in DSTC9_SUBTASK_MAPS:
         subtask=_subtask,
         synonyms=DSTC9_SUBTASK_MAPS[_subtask],
     )
+
+# IC-DST and its descendants (Yushi-Hu/IC-DST, cwyoon-99/gpt-DST) score with TRADE's formulas plus one rule.
+CONVENTIONS["icdst"] = replace(
+    CONVENTIONS["trade"],
+    name="icdst",
+    notes="IC-DST's evaluate/evaluate_metrics.py::evaluate (Yushi-Hu/IC-DST; cwyoon-99/gpt-DST), on a running "
+    "log's `pred` against `slot_values`: states as {domain-slot: value} compared literally (JGA: the dicts "
+    "equal; dontcare, none and not mentioned are values like any other), except that a gold value a|b "
+    "accepts a prediction equal to one alternative; slot accuracy is TRADE's compute_acc over a fixed 30 "
+    "slots (with its rsplit('-') quirk), joint F1 TRADE's compute_prf averaged over turns (1 for an "
+    "empty gold with an empty prediction); JGA per turn index is its accuracy of turn k.",
+    empty_values=frozenset({""}),
+    multi_value="any",
+)
 
 
 def resolve_convention(conv: Convention, domains: Iterable[str]) -> Convention:

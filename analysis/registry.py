@@ -20,6 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from analysis import dstc10_rules as DSTC10
 from analysis import metrics as M
 from analysis.scoring import Scored
 
@@ -86,6 +87,20 @@ METRICS: tuple[Metric, ...] = (
     *(Metric(f"fga_{lam}", f"FGA (λ={lam})", M.FGA_AT[lam], shown=lam == 0.5) for lam in M.FGA_LAMBDAS),
     Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy),
     Metric("gca", "GCA", M.granular_change_accuracy, interval="gca"),
+    # DSTC10 track 2 task 1's scores.py prints these beside JGA and slot accuracy (the `dstc10` convention).
+    *(
+        Metric(
+            f"dstc10_{side}_{part}",
+            f"DSTC10 {side} {'F1' if part == 'f1' else part}",
+            DSTC10.value_prf if side == "value" else DSTC10.none_prf,
+            f"{side}_{part}",
+            interval=None,
+            applies_to=DSTC10.not_dstc10,
+            shown=False,
+        )
+        for side in DSTC10.SIDES
+        for part in DSTC10.PARTS
+    ),
 )
 _BY_NAME = {m.name: m for m in METRICS}
 NAMES: tuple[str, ...] = tuple(_BY_NAME)

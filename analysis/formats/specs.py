@@ -13,6 +13,7 @@ import numpy as np
 import pyarrow as pa
 
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
+from analysis.formats.dstc10 import DSTC10_FORMATS
 from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, expect, split_triples
 from analysis.formats.more import MORE_FORMATS
 from analysis.formats.sgd import SGD_FORMATS
@@ -593,6 +594,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         parse=_parse_dstc9_submission,
         default_convention="dstc9",
     ),
+    *(FormatSpec(**fields) for fields in DSTC10_FORMATS),  # a list of bare states, values as lists
     *(FormatSpec(**fields) for fields in SGD_FORMATS),  # before convlab3-dialogues: both are dialogue lists
     *(FormatSpec(**fields) for fields in CONVLAB3_FORMATS),
 )
