@@ -43,7 +43,7 @@ class ParsedFile:
     gold: pd.DataFrame | None
     pred: pd.DataFrame | None
     listed_slots: frozenset[tuple[str, str]] = frozenset()
-    notes: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, int | str] = field(default_factory=dict)
     # The distinct per-turn gold listings (every (domain, slot) a turn's gold state names, empty ones
     # included); `turns["listing"]` indexes them, -1 for a turn without gold. Set only for files that
     # list empty slots (see `listed_slots`); elsewhere a turn lists exactly its non-empty gold slots.
@@ -113,7 +113,7 @@ class Collector:
         # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
         self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
         self._last_shape: dict[str, _Shape] = {}  # per side, the shape of the last state read
-        self.notes: dict[str, int] = {}
+        self.notes: dict[str, int | str] = {}
         self._seen: set[tuple[str, int]] = set()
         self._dialogues: set[str] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
@@ -434,7 +434,8 @@ class Collector:
         self.listing_of[key] = self.listing_ids.setdefault(listing, len(self.listing_ids))
 
     def note(self, key: str, count: int = 1) -> None:
-        self.notes[key] = self.notes.get(key, 0) + count
+        before = self.notes.get(key, 0)
+        self.notes[key] = (before if isinstance(before, int) else 0) + count
 
     def finish(self) -> ParsedFile:
         if self._turn_columns is not None:
