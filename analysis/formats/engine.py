@@ -15,7 +15,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.errors import InputError
-from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, triple_strings
+from analysis.formats.states import (
+    EQ,
+    MAX_VALUE_CHARS,
+    StateProblem,
+    Triple,
+    predicted_triple_strings,
+    triple_strings,
+)
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
@@ -349,7 +356,9 @@ class Collector:
         """Record TRADE's `["domain-slot-value", ...]` as `add_state(partial(triple_strings, items, field))`
         would, with the checks and appends done by C-level passes over the whole list (`split`, `zip`,
         `compress`) rather than per triple; anything unusual (not a list of strings, a string without two
-        hyphens, an empty name, a very long value) goes through `add_state`, whose checks name the problem."""
+        hyphens, an empty name, a very long value) goes through `add_state`, whose checks name the problem; there
+        a predicted string that is not `domain-slot-value` is kept as an off-vocabulary prediction
+        (`predicted_triple_strings`), a gold one refused."""
         if type(items) is list and _ONLY_STR.issuperset(map(type, items)):
             parts = [item.split("-", 2) for item in items]
             if not parts or {3} == set(map(len, parts)):
@@ -361,7 +370,8 @@ class Collector:
                 ):
                     self._add_triples(side, dialogue_id, turn_index, domains, slots, values)
                     return
-        self.add_state(side, dialogue_id, turn_index, partial(triple_strings, items, field))
+        flatten = predicted_triple_strings if side == "pred" else triple_strings  # gold stays strict
+        self.add_state(side, dialogue_id, turn_index, partial(flatten, items, field))
 
     def add_state_arrays(
         self,

@@ -51,7 +51,7 @@ import pandas as pd
 from analysis.formats.engine import Collector, json_type_name
 from analysis.formats.llm_text import TextTally, read_text
 from analysis.formats.llm_text import accumulate_deltas as accumulate_changes
-from analysis.formats.states import StateProblem, Triple, any_state, triple_strings
+from analysis.formats.states import StateProblem, Triple, any_state, predicted_triple_strings, triple_strings
 
 UNPARSEABLE_NOTE = "unparseable_turns"
 PARSED_NOTE = "parsed_turns"  # an LLM file's turns whose text was read
@@ -100,7 +100,7 @@ def parse_somdst(records: Any, c: Collector) -> None:
                 f"got {json_type_name(value)}" + (f" of {len(value)} items" if type(value) is list else "")
             )
         c.add_turn(dialogue_id, t)
-        c.add_state("pred", dialogue_id, t, partial(triple_strings, value[0], "predicted (item 0)"))
+        c.add_state("pred", dialogue_id, t, partial(predicted_triple_strings, value[0], "predicted (item 0)"))
         c.add_state("gold", dialogue_id, t, partial(triple_strings, value[1], "gold (item 1)"))
 
 
