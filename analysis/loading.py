@@ -10,6 +10,7 @@ from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
 from analysis.errors import InputError
 from analysis.formats import FORMATS_BY_NAME, ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
+from analysis.formats.llm_text import AccumulationTooLarge
 from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
 from analysis.model import (
     INFO_FIELDS,
@@ -94,7 +95,10 @@ def load_run(
         notes["predicted_dialogues_without_turns"] = empty_pred
     deltas = pred_deltas if pred_deltas is not None else bool(meta is not None and meta.pred_deltas)
     if deltas:
-        pred_states = accumulate_deltas(turns, pred_states)
+        try:
+            pred_states = accumulate_deltas(turns, pred_states)
+        except AccumulationTooLarge as problem:
+            raise InputError(str(pred), pred_file.fmt, str(problem)) from None
     else:
         # The gold side of the check is computed once per gold file (its `derived`, shared by the copies
         # the memory cache hands out): only the prediction side is new for each run.

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.outcomes import MISSED_CODES, MISSED_KEYS, OUTCOMES, Outcome
+from analysis.outcomes import MISSED_CODES, MISSED_KEYS, OUTCOMES, SPURIOUS_CODES, SPURIOUS_KEYS, Outcome
 from analysis.scoring import Scored, _sorted_unique
 
 SLOT_LEVEL = ("domain", "slot")
@@ -75,7 +75,7 @@ def _count_slot_groups(slots: pd.DataFrame, slot_keys: tuple[str, ...], pairs: A
             "n_correct": (outcome == Outcome.CORRECT.key).to_numpy(),
             "n_wrong": (outcome == Outcome.WRONG_VALUE.key).to_numpy(),
             "n_missed": outcome.isin(MISSED_KEYS).to_numpy(),
-            "n_spurious": (outcome == Outcome.SPURIOUS.key).to_numpy(),
+            "n_spurious": outcome.isin(SPURIOUS_KEYS).to_numpy(),
         }
     )
     return flags.groupby(["tid", *slot_keys], sort=False, observed=True).sum().reset_index()
@@ -117,7 +117,7 @@ def _counted_outcomes(slots: pd.DataFrame, outcome: np.ndarray, group: np.ndarra
         "n_correct": total(outcome == Outcome.CORRECT),
         "n_wrong": total(outcome == Outcome.WRONG_VALUE),
         "n_missed": total(np.isin(outcome, MISSED_CODES)),
-        "n_spurious": total(outcome == Outcome.SPURIOUS),
+        "n_spurious": total(np.isin(outcome, SPURIOUS_CODES)),
     }
 
 
@@ -314,7 +314,7 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
                 "n_correct": codes == Outcome.CORRECT,
                 "n_wrong": codes == Outcome.WRONG_VALUE,
                 "n_missed": np.isin(codes, MISSED_CODES),
-                "n_spurious": codes == Outcome.SPURIOUS,
+                "n_spurious": np.isin(codes, SPURIOUS_CODES),
                 "n_gold": slots["gold_value"].notna().to_numpy(),
             }
         )
@@ -542,7 +542,7 @@ def _triple_counts(scored: Scored, facts: pd.DataFrame, keys: list[str]) -> tupl
     codes = slots["outcome"].cat.codes.to_numpy()
     derived = {
         "set_tp": codes == Outcome.CORRECT,
-        "set_fp": (codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS),
+        "set_fp": (codes == Outcome.WRONG_VALUE) | np.isin(codes, SPURIOUS_CODES),
         "set_fn": (codes == Outcome.WRONG_VALUE) | np.isin(codes, MISSED_CODES),
     }
     counts = pd.DataFrame(

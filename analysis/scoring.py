@@ -21,8 +21,8 @@ from analysis.conventions import (
     normalise_codes,
     resolve_convention,
 )
-from analysis.model import UNPARSEABLE_COLUMN, Run, RunMeta
-from analysis.outcomes import MISSED_CODES, OUTCOMES, Outcome
+from analysis.model import NOT_TRIPLE_DOMAIN, UNPARSEABLE_COLUMN, Run, RunMeta
+from analysis.outcomes import MISSED_CODES, OUTCOMES, SPURIOUS_CODES, Outcome
 
 T = TypeVar("T")
 
@@ -238,6 +238,20 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
         codes[unparseable[tid] & (gold_common >= 0)] = Outcome.UNPARSEABLE
         slots["outcome"] = pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)
     slots["in_ontology"] = pair_in_ontology[pair]
+    # Off-vocabulary: a predicted pair outside the gold file's pairs and a declared vocabulary (the
+    # convention's fixed ontology, or the slots the gold file lists), or a string the reader could not
+    # split into domain-slot-value at all. Without a declared vocabulary a tiny gold file would call
+    # every slot it happens not to hold off-vocabulary: those stay `spurious`.
+    pair_in_gold = np.zeros(n_pairs, dtype=bool)
+    pair_in_gold[gold_pairs] = True
+    declared = conv.ontology == "multiwoz30" or (conv.ontology == "listed" and bool(run.listed_slots))
+    unsplit = pair_domain == NOT_TRIPLE_DOMAIN
+    off_vocabulary = (~pair_in_gold & ~pair_in_ontology & (declared | unsplit))[pair]
+    if off_vocabulary.any():
+        codes = slots["outcome"].cat.codes.to_numpy().copy()
+        codes[off_vocabulary] = Outcome.OFF_VOCABULARY
+        slots["outcome"] = pd.Categorical.from_codes(codes, dtype=OUTCOME_DTYPE)
+        _note_off_vocabulary(alignment, slots[off_vocabulary])
     # Integer codes for set-based metrics; valid for comparisons within a run (hence within a turn).
     # Numbered in order of first appearance over gold then predicted values, as factorizing the strings would.
     both = np.concatenate([gold_common, pred_common])
@@ -260,6 +274,22 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment})
 
 
+OFF_VOCABULARY_NOTE = "off_vocabulary_predictions"
+OFF_VOCABULARY_EXAMPLES = 5
+
+
+def _note_off_vocabulary(alignment: dict[str, Any], rows: pd.DataFrame) -> None:
+    """The alignment notes' count of off-vocabulary predictions and a warning with the first examples."""
+    names = (rows["domain"].astype(str) + "-" + rows["slot"].astype(str)).unique().tolist()
+    examples = ", ".join(repr(name) for name in names[:OFF_VOCABULARY_EXAMPLES])
+    alignment["notes"] = {**alignment.get("notes", {}), OFF_VOCABULARY_NOTE: len(rows)}
+    alignment["warnings"] = [
+        *alignment.get("warnings", []),
+        f"{len(rows)} predicted slots name a (domain, slot) the gold file and the ontology never use "
+        f"(scored as wrong predictions, outcome off-vocabulary), {len(names)} names, e.g. {examples}",
+    ]
+
+
 def _set_counts(
     slots: pd.DataFrame, key: np.ndarray, gold: _Side, pred: _Side, common: np.ndarray, n_gold_values: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -269,7 +299,7 @@ def _set_counts(
     and one wrong triple)."""
     codes = slots["outcome"].cat.codes.to_numpy()
     tp = (codes == Outcome.CORRECT).astype("int64")
-    fp = ((codes == Outcome.WRONG_VALUE) | (codes == Outcome.SPURIOUS)).astype("int64")
+    fp = ((codes == Outcome.WRONG_VALUE) | np.isin(codes, SPURIOUS_CODES)).astype("int64")
     fn = ((codes == Outcome.WRONG_VALUE) | np.isin(codes, MISSED_CODES)).astype("int64")
     position = {int(k): i for i, k in enumerate(key.tolist())}
 
@@ -556,6 +586,7 @@ def _attach_counts(turns: pd.DataFrame, slots: pd.DataFrame) -> pd.DataFrame:
     correct, wrong, spurious, unparseable = (
         per_outcome[o] for o in (Outcome.CORRECT, Outcome.WRONG_VALUE, Outcome.SPURIOUS, Outcome.UNPARSEABLE)
     )
+    spurious = spurious + per_outcome[Outcome.OFF_VOCABULARY]  # a prediction of a name nothing uses
     missed = per_outcome[Outcome.MISSED] + unparseable  # an unparseable turn's gold slot is not predicted
     errors = outcome != Outcome.CORRECT
     counts = {

@@ -9,6 +9,7 @@ import pandas as pd
 
 from analysis import metrics as M
 from analysis import registry as R
+from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 
 # Kept for callers: the labels (`analysis.registry.LABELS`) and the headline metrics computed by a function
@@ -55,6 +56,26 @@ def _clean(value: Any) -> Any:
     return value
 
 
+def off_vocabulary(scored: Scored, *, examples: int = 5) -> dict[str, Any]:
+    """The predicted slots whose (domain, slot) the gold file and the ontology never use (scored as wrong
+    predictions): how many, and the first `examples` as `domain-slot=value` with their dialogue and turn.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> scored = scored_from_states([{"hotel": {"area": "east"}}], [{"hotel": {"wifi": "yes"}}], convention="trade")
+    >>> off_vocabulary(scored)["count"]
+    1
+    """
+    rows = scored.slots[scored.slots["outcome"] == Outcome.OFF_VOCABULARY.key].head(examples)
+    count = int((scored.slots["outcome"] == Outcome.OFF_VOCABULARY.key).sum())
+    shown = [
+        {"domain": d, "slot": s, "value": v, "dialogue_id": i, "turn_index": int(t)}
+        for d, s, v, i, t in zip(
+            rows["domain"], rows["slot"], rows["pred_display"], rows["dialogue_id"], rows["turn_index"], strict=True
+        )
+    ]
+    return {"count": count, "examples": shown}
+
+
 def headline_metrics(scored: Scored) -> dict[str, float]:
     """Every headline number of one run (or the pooled runs) under its convention, in registry order."""
     return R.values(scored)
@@ -78,6 +99,7 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
     # Turns whose predicted text did not parse (LLM files), and every slot outcome, theirs included.
     result["unparseable_turns"] = int(turns["pred_unparseable"].sum()) if "pred_unparseable" in turns else 0
     result["outcomes"] = {k: int(v) for k, v in scored.slots["outcome"].value_counts(sort=False).items()}
+    result["off_vocabulary"] = off_vocabulary(scored)
     by_turn = M.jga_by_turn_depth(scored)
     result["jga_by_turn"] = {int(t): v for t, v in zip(by_turn["turn_index"], by_turn["jga"], strict=True)}
     per_domain = M.joint_goal_accuracy(scored, by="domain")

@@ -320,8 +320,9 @@ def outcome_mix(scoreds: Scored | Sequence[Scored], *, by: str = "slot", errors_
     if errors_only:
         frame = frame[frame["outcome"] != Outcome.CORRECT.key]
         frame["outcome"] = frame["outcome"].cat.remove_categories([Outcome.CORRECT.key])
-    if not (frame["outcome"] == Outcome.UNPARSEABLE.key).any():  # only LLM text runs have this outcome
-        frame["outcome"] = frame["outcome"].cat.remove_categories([Outcome.UNPARSEABLE.key])
+    for rare in (Outcome.UNPARSEABLE, Outcome.OFF_VOCABULARY):  # only some runs have these outcomes
+        if not (frame["outcome"] == rare.key).any():
+            frame["outcome"] = frame["outcome"].cat.remove_categories([rare.key])
     counts = frame.groupby(["run_id", "group", "outcome"], observed=False).size().rename("n").reset_index()
     totals = counts.groupby(["run_id", "group"])["n"].transform("sum")
     counts["share"] = counts["n"] / totals.where(totals > 0)

@@ -113,9 +113,12 @@ def test_somdst_malformed_is_one_line_naming_the_entry(tmp_path: Path) -> None:
     three = write_json(tmp_path / "b.json", {"MUL0001.json_0": [[], []], "MUL0001.json_1": [[], [], []]})
     error = one_line_error(three)
     assert (error.dialogue_id, error.turn) == ("MUL0001.json", "1") and "[predicted, gold]" in error.problem
-    bad_triple = write_json(tmp_path / "c.json", {"MUL0001.json_0": [["hotel-area"], []]})
+    bad_triple = write_json(tmp_path / "c.json", {"MUL0001.json_0": [[], ["hotel-area"]]})
     error = one_line_error(bad_triple)
-    assert error.field == "predicted (item 0)" and "'hotel-area'" in error.problem and error.turn == 0
+    assert error.field == "gold (item 1)" and "'hotel-area'" in error.problem and error.turn == 0
+    # A predicted string that is not domain-slot-value is a wrong prediction, not a refused file (issue 38.4).
+    odd_prediction = write_json(tmp_path / "c2.json", {"MUL0001.json_0": [["hotel-area"], []]})
+    assert parse_file(odd_prediction, use_cache=False).pred["slot"].tolist() == ["hotel-area"]
     not_string = write_json(
         tmp_path / "d.json", {"MUL0001.json_0": [[], ["hotel-area-east"]], "MUL0001.json_1": [[], [7]]}
     )

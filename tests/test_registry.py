@@ -144,8 +144,14 @@ def test_a_metric_that_does_not_apply_is_nan_with_its_reason() -> None:
 def test_outcome_codes_are_the_categorical_codes(scored) -> None:
     assert list(OUTCOME_DTYPE.categories) == list(OUTCOMES) == [o.key for o in Outcome]
     assert [int(o) for o in Outcome] == list(range(len(Outcome)))
-    assert ERRORS == (Outcome.WRONG_VALUE, Outcome.MISSED, Outcome.SPURIOUS, Outcome.UNPARSEABLE)
-    assert ERROR_OUTCOMES == ("wrong_value", "missed", "spurious", "unparseable")
+    assert ERRORS == (
+        Outcome.WRONG_VALUE,
+        Outcome.MISSED,
+        Outcome.SPURIOUS,
+        Outcome.UNPARSEABLE,
+        Outcome.OFF_VOCABULARY,
+    )
+    assert ERROR_OUTCOMES == ("wrong_value", "missed", "spurious", "unparseable", "off_vocabulary")
     slots = scored.slots
     codes = slots["outcome"].cat.codes.to_numpy()
     for outcome in Outcome:

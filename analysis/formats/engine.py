@@ -15,7 +15,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.errors import InputError
-from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, triple_strings
+from analysis.formats.states import (
+    EQ,
+    MAX_VALUE_CHARS,
+    StateProblem,
+    Triple,
+    predicted_triple_strings,
+    triple_strings,
+)
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
@@ -43,7 +50,7 @@ class ParsedFile:
     gold: pd.DataFrame | None
     pred: pd.DataFrame | None
     listed_slots: frozenset[tuple[str, str]] = frozenset()
-    notes: dict[str, int] = field(default_factory=dict)
+    notes: dict[str, int | str] = field(default_factory=dict)
     # The distinct per-turn gold listings (every (domain, slot) a turn's gold state names, empty ones
     # included); `turns["listing"]` indexes them, -1 for a turn without gold. Set only for files that
     # list empty slots (see `listed_slots`); elsewhere a turn lists exactly its non-empty gold slots.
@@ -113,7 +120,7 @@ class Collector:
         # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
         self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
         self._last_shape: dict[str, _Shape] = {}  # per side, the shape of the last state read
-        self.notes: dict[str, int] = {}
+        self.notes: dict[str, int | str] = {}
         self._seen: set[tuple[str, int]] = set()
         self._dialogues: set[str] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.
@@ -349,7 +356,9 @@ class Collector:
         """Record TRADE's `["domain-slot-value", ...]` as `add_state(partial(triple_strings, items, field))`
         would, with the checks and appends done by C-level passes over the whole list (`split`, `zip`,
         `compress`) rather than per triple; anything unusual (not a list of strings, a string without two
-        hyphens, an empty name, a very long value) goes through `add_state`, whose checks name the problem."""
+        hyphens, an empty name, a very long value) goes through `add_state`, whose checks name the problem; there
+        a predicted string that is not `domain-slot-value` is kept as an off-vocabulary prediction
+        (`predicted_triple_strings`), a gold one refused."""
         if type(items) is list and _ONLY_STR.issuperset(map(type, items)):
             parts = [item.split("-", 2) for item in items]
             if not parts or {3} == set(map(len, parts)):
@@ -361,7 +370,8 @@ class Collector:
                 ):
                     self._add_triples(side, dialogue_id, turn_index, domains, slots, values)
                     return
-        self.add_state(side, dialogue_id, turn_index, partial(triple_strings, items, field))
+        flatten = predicted_triple_strings if side == "pred" else triple_strings  # gold stays strict
+        self.add_state(side, dialogue_id, turn_index, partial(flatten, items, field))
 
     def add_state_arrays(
         self,
@@ -434,7 +444,8 @@ class Collector:
         self.listing_of[key] = self.listing_ids.setdefault(listing, len(self.listing_ids))
 
     def note(self, key: str, count: int = 1) -> None:
-        self.notes[key] = self.notes.get(key, 0) + count
+        before = self.notes.get(key, 0)
+        self.notes[key] = (before if isinstance(before, int) else 0) + count
 
     def finish(self) -> ParsedFile:
         if self._turn_columns is not None:

@@ -16,18 +16,15 @@ as `1_00000` keep theirs); a triple is split at its first two hyphens, as TRADE'
   span, as in our JSONL. Without it the file holds predictions only (pass `--gold`);
 - optionally `user` and `system` utterances.
 
-The text is read, in this order, as:
-
-1. a JSON state: the whole text, else the first ```` ``` ```` fenced block (```` ```json ```` too), else
-   the span from the first `{` to the last `}` (prose around it is ignored). The object is nested
-   `{domain: {slot: value}}` or flat `{"domain-slot": value}` (`{}` is an empty state);
-2. `domain-slot=value` or `domain-slot: value` lines (a `- ` or `* ` bullet allowed in front, quotes
-   around the value dropped). Prose lines before the first and after the last such line are ignored;
-   a line between two of them that is not one is not;
-3. a lone `none`, `null`, `empty` or `{}` (case ignored): an explicitly empty state.
+The text is read by `analysis.formats.llm_text.read_text`: a JSON state (maybe fenced or with prose
+around), IC-DST's SQL, `(domain-slot = value)` groups and `domain-slot: value` lines (several on a line),
+`Changed domain-slots` prose, the linearised form, or an explicitly empty state. A fragment that does not
+give a clean domain and slot name makes the whole text unparseable (never a domain like `(taxi`).
 
 Anything else, an empty text included, is an **unparseable turn**: the turn is kept (turn column
-`pred_unparseable`), holds no predicted slot, and is counted in the note `unparseable_turns`. Scoring
+`pred_unparseable`), holds no predicted slot, and is counted in the note `unparseable_turns`; the notes
+`parsed_turns` and `unparseable_shapes` (the most common shapes, each with its first text) complete the
+file's report. Scoring
 gives its gold slots the outcome `unparseable` (an error, counted with the misses in slot metrics) and
 never counts the turn as joint-correct, even when its gold state is empty. Values are kept as written
 (`none`, `dontcare`): the convention decides what they mean.
@@ -42,7 +39,6 @@ as cumulative looks like deltas (see there).
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -53,10 +49,14 @@ import numpy as np
 import pandas as pd
 
 from analysis.formats.engine import Collector, json_type_name
-from analysis.formats.states import EQ, StateProblem, Triple, any_state, coerce_value, triple_strings
+from analysis.formats.llm_text import TextTally, read_text
+from analysis.formats.llm_text import accumulate_deltas as accumulate_changes
+from analysis.formats.states import StateProblem, Triple, any_state, predicted_triple_strings, triple_strings
 from analysis.model import UNPARSEABLE_COLUMN
 
 UNPARSEABLE_NOTE = "unparseable_turns"
+PARSED_NOTE = "parsed_turns"  # an LLM file's turns whose text was read
+SHAPES_NOTE = "unparseable_shapes"  # the most common shapes of its unparseable texts, with examples
 
 # --- somdst ---------------------------------------------------------------------------------------
 
@@ -100,7 +100,7 @@ def parse_somdst(records: Any, c: Collector) -> None:
                 f"got {json_type_name(value)}" + (f" of {len(value)} items" if type(value) is list else "")
             )
         c.add_turn(dialogue_id, t)
-        c.add_state("pred", dialogue_id, t, partial(triple_strings, value[0], "predicted (item 0)"))
+        c.add_state("pred", dialogue_id, t, partial(predicted_triple_strings, value[0], "predicted (item 0)"))
         c.add_state("gold", dialogue_id, t, partial(triple_strings, value[1], "gold (item 1)"))
 
 
@@ -110,11 +110,7 @@ DIALOGUE_KEYS = ("dialogue_id", "dial_id", "dialog_id")
 TURN_KEYS = ("turn_index", "turn_id", "turn")
 TEXT_KEYS = ("output", "generation", "response", "text")
 GOLD_KEYS = ("gold", "gold_state")
-EMPTY_WORDS = frozenset({"none", "null", "empty", "{}"})
 MAX_TEXT_CHARS = 200_000  # a generation longer than this is a broken file
-
-_FENCE = re.compile(r"```[A-Za-z]*[ \t]*\n?(.*?)```", re.DOTALL)
-_LINE = re.compile(r"^\s*(?:[-*]\s+)?([^\s=:\-][^=:\-]*?)-([^=:]+?)\s*[=:]\s*(.*?)\s*,?\s*$")
 
 
 def _key_of(record: dict[str, Any], keys: tuple[str, ...]) -> str | None:
@@ -134,39 +130,8 @@ def detect_llm(records: Any) -> bool:
     )
 
 
-def _json_state(value: Any) -> list[Triple] | None:
-    """Triples of a parsed JSON state (nested or flat), or None when it is not one."""
-    if type(value) is not dict:
-        return None
-    triples: list[Triple] = []
-    try:
-        for key, inner in value.items():
-            if type(inner) is dict:
-                for slot, v in inner.items():
-                    if type(v) is dict:
-                        return None
-                    text = coerce_value(v, "state")
-                    triples.append((key.strip(), str(slot).strip(), EQ, "" if text is None else text.strip()))
-            else:
-                domain, sep, slot = key.partition("-")
-                if not sep or not domain.strip() or not slot.strip():
-                    return None
-                text = coerce_value(inner, "state")
-                triples.append((domain.strip(), slot.strip(), EQ, "" if text is None else text.strip()))
-    except StateProblem:
-        return None
-    return triples
-
-
-def _load_json(text: str) -> Any:
-    try:
-        return json.loads(text)
-    except (ValueError, RecursionError):
-        return None
-
-
 def parse_generation(text: str) -> list[Triple] | None:
-    """The state an LLM's generated text holds, or None when it does not parse (module docstring).
+    """The state an LLM's generated text holds, or None when it does not parse (`llm_text.read_text`).
 
     >>> parse_generation('Sure! ```json\\n{"hotel": {"area": "east"}}\\n``` Done.')
     [('hotel', 'area', '=', 'east')]
@@ -174,43 +139,11 @@ def parse_generation(text: str) -> list[Triple] | None:
     [('hotel', 'price range', '=', 'cheap'), ('train', 'day', '=', 'monday')]
     >>> parse_generation("NONE"), parse_generation("I am not sure."), parse_generation("")
     ([], None, None)
+    >>> parse_generation("(taxi-departure = x), (taxi-destination = y)")
+    [('taxi', 'departure', '=', 'x'), ('taxi', 'destination', '=', 'y')]
     """
-    stripped = text.strip()
-    if not stripped:
-        return None
-    if stripped.lower() in EMPTY_WORDS:
-        return []
-    candidates = [stripped]
-    fence = _FENCE.search(stripped)
-    if fence is not None:
-        candidates.append(fence.group(1).strip())
-    start, end = stripped.find("{"), stripped.rfind("}")
-    if 0 <= start < end:
-        candidates.append(stripped[start : end + 1])
-    for candidate in candidates:
-        if candidate.startswith("{"):
-            state = _json_state(_load_json(candidate))
-            if state is not None:
-                return state
-    body = fence.group(1) if fence is not None and "{" not in fence.group(1) else stripped
-    return _state_lines(body)
-
-
-def _state_lines(text: str) -> list[Triple] | None:
-    lines = [line for line in text.splitlines() if line.strip() and line.strip() != "```"]
-    matches = [_LINE.match(line) for line in lines]
-    hits = [i for i, m in enumerate(matches) if m is not None]
-    if not hits or len(hits) != hits[-1] - hits[0] + 1:  # none, or prose between two state lines
-        return None
-    triples = []
-    for i in hits:
-        m = matches[i]
-        assert m is not None
-        domain, slot, value = (part.strip() for part in m.groups())
-        if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
-            value = value[1:-1].strip()
-        triples.append((domain, slot, EQ, value))
-    return triples
+    triples = read_text(text).triples
+    return None if triples is None else list(triples)
 
 
 def _where_llm(line: int, record: dict[str, Any], key: str | None) -> Any:
@@ -226,7 +159,7 @@ def parse_llm(records: Any, c: Collector) -> None:
     dialogue_key = _key_of(first, DIALOGUE_KEYS)
     turn_key = _key_of(first, TURN_KEYS)
     assert text_key is not None and dialogue_key is not None and turn_key is not None  # detection checks
-    unparseable = 0
+    tally = TextTally()
     for line, record in enumerate(records, start=1):
         if type(record) is not dict:
             c.at(f"<record {line}>")
@@ -245,17 +178,23 @@ def parse_llm(records: Any, c: Collector) -> None:
             raise c.error(f"record {line}: generated text must be a string, got {json_type_name(text)}", text_key)
         if len(text) > MAX_TEXT_CHARS:
             raise c.error(f"record {line}: generated text of {len(text):,} characters (limit {MAX_TEXT_CHARS:,})")
-        triples = parse_generation(text)
+        reading = read_text(text)
+        tally.add(reading, text)
         attrs = {k: record[k] for k in ("user", "system") if k in record}
-        c.add_turn(dialogue_id, t, **attrs, **{UNPARSEABLE_COLUMN: triples is None})
+        c.add_turn(dialogue_id, t, **attrs, **{UNPARSEABLE_COLUMN: not reading.parsed})
         if gold_key is not None:
             c.add_state("gold", dialogue_id, t, partial(any_state, record[gold_key], gold_key))
-        if triples is None:
-            unparseable += 1
-            triples = []  # no predicted slot; the turn's flag, not an empty state, decides its score
-        c.add_state("pred", dialogue_id, t, partial(_checked, triples, text_key))
-    if unparseable:
-        c.note(UNPARSEABLE_NOTE, unparseable)
+        # An unparseable turn holds no predicted slot; its flag, not an empty state, decides its score.
+        c.add_state("pred", dialogue_id, t, partial(_checked, list(reading.triples or ()), text_key))
+    note_tally(c, tally)
+
+
+def note_tally(c: Collector, tally: TextTally) -> None:
+    """A file's report of its texts: turns parsed, unparseable, and the most common unparseable shapes."""
+    c.note(PARSED_NOTE, tally.parsed)
+    if tally.unparseable:
+        c.note(UNPARSEABLE_NOTE, tally.unparseable)
+        c.notes[SHAPES_NOTE] = tally.summary()
 
 
 def _checked(triples: list[Triple], field: str) -> Iterator[Triple]:
@@ -278,7 +217,8 @@ DENSE_KEYS = 20_000_000  # (slot pair x turn) keys up to which the check uses a 
 
 
 def accumulate_deltas(turns: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
-    """Cumulative predicted states from per-turn updates, over the turns of `turns` (module docstring).
+    """Cumulative predicted states from per-turn updates, over the turns of `turns` (module docstring), laid
+    out by `llm_text.accumulate_deltas` (linear in the updates; refused beyond its row limit).
 
     >>> turns = pd.DataFrame({"dialogue_id": ["d"] * 3, "turn_index": [0, 1, 2]})
     >>> pred = pd.DataFrame({"dialogue_id": ["d", "d", "d"], "turn_index": [0, 1, 2], "domain": ["hotel"] * 3,
@@ -286,27 +226,7 @@ def accumulate_deltas(turns: pd.DataFrame, pred: pd.DataFrame) -> pd.DataFrame:
     >>> accumulate_deltas(turns, pred)[["turn_index", "slot", "value"]].values.tolist()
     [[0, 'area', 'east'], [1, 'area', 'east'], [1, 'stars', '4'], [2, 'stars', '4']]
     """
-    columns = list(pred.columns)
-    if pred.empty:
-        return pred
-    updates = pred.reset_index(drop=True)
-    updates = updates.assign(_order=np.arange(len(updates))).sort_values(
-        ["dialogue_id", "domain", "slot", "turn_index", "_order"], kind="stable"
-    )
-    # A slot updated twice in one turn: the last update wins.
-    updates = updates.drop_duplicates(["dialogue_id", "domain", "slot", "turn_index"], keep="last")
-    same_slot = (
-        updates[["dialogue_id", "domain", "slot"]].shift(-1) == updates[["dialogue_id", "domain", "slot"]]
-    ).all(axis=1)
-    following = updates["turn_index"].shift(-1)
-    updates["_until"] = np.where(same_slot.to_numpy(), following.to_numpy(), np.inf)
-    updates = updates[~updates["value"].astype("str").str.strip().str.lower().isin(DELETE_VALUES)]
-    grid = turns[["dialogue_id", "turn_index"]].drop_duplicates().rename(columns={"turn_index": "_t"})
-    spread = updates.merge(grid, on="dialogue_id", how="inner")
-    t = spread["_t"].to_numpy()
-    spread = spread[(t >= spread["turn_index"].to_numpy()) & (t < spread["_until"].to_numpy())]
-    spread = spread.assign(turn_index=spread["_t"]).sort_values(["dialogue_id", "turn_index", "_order"], kind="stable")
-    return spread[columns].reset_index(drop=True).astype({"turn_index": "int64"})
+    return accumulate_changes(turns, pred, delete_values=DELETE_VALUES)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from analysis.model import NOT_TRIPLE_DOMAIN
+
 Triple = tuple[str, str, str, str]  # domain, slot, relation, value
 
 EQ = "="  # the relation of every ordinary state; RiSAWOZ spans may carry others
@@ -121,6 +123,27 @@ def triple_strings(items: Any, field: str) -> Iterator[Triple]:
         if len(parts) != 3:
             raise StateProblem(f"{item!r} is not of the form 'domain-slot-value'", field)
         yield parts[0], parts[1], EQ, parts[2]
+
+
+def predicted_triple_strings(items: Any, field: str) -> Iterator[Triple]:
+    """`triple_strings` of a prediction: a string that is not `domain-slot-value` (a model's `2-norfolk
+    street`, `arriveby`) is a prediction nothing can match, as TRADE's set comparison counts it, never a
+    reason to refuse the file. It is kept whole as the slot and value of the marker domain
+    NOT_TRIPLE_DOMAIN, so scoring counts it as an off-vocabulary prediction. Gold stays strict.
+
+    >>> list(predicted_triple_strings(["hotel-area-east", "2-norfolk street"], "pred"))
+    [('hotel', 'area', '=', 'east'), ('(not domain-slot-value)', '2-norfolk street', '=', '2-norfolk street')]
+    """
+    if not isinstance(items, list):
+        raise StateProblem(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
+    for item in items:
+        if not isinstance(item, str):
+            raise StateProblem(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
+        parts = item.split("-", 2)
+        if len(parts) == 3 and parts[0] and parts[1]:
+            yield parts[0], parts[1], EQ, parts[2]
+        elif item.strip():
+            yield NOT_TRIPLE_DOMAIN, item, EQ, item
 
 
 def triple_list(items: Any, field: str) -> Iterator[Triple]:

@@ -305,7 +305,8 @@ def _global_ontology(conv: Convention, run: Run) -> bool:
 
 _OUTCOME_BITS = {o.key: 1 << o for o in Outcome}  # correct 1, wrong_value 2, missed 4, spurious 8
 _LABELS = np.array(
-    ["+".join(o for o, bit in _OUTCOME_BITS.items() if code & bit) or IGNORED for code in range(16)], dtype=object
+    ["+".join(o for o, bit in _OUTCOME_BITS.items() if code & bit) or IGNORED for code in range(1 << len(Outcome))],
+    dtype=object,
 )
 
 
