@@ -246,8 +246,15 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.loading",),  # files to a Run
     ("analysis.conventions", "analysis.mwzeval_rules", "analysis.sgd_rules"),  # conventions, scorers' rules
     ("analysis.scoring",),
-    # measures of a scored run
-    ("analysis.metrics", "analysis.registry", "analysis.suite", "analysis.diagnostics", "analysis.stats"),
+    # measures of a scored run (dstc10_rules: the DSTC10 scorer's own metrics over scored tables)
+    (
+        "analysis.metrics",
+        "analysis.registry",
+        "analysis.suite",
+        "analysis.diagnostics",
+        "analysis.stats",
+        "analysis.dstc10_rules",
+    ),
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs
     (
