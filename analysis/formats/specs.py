@@ -14,6 +14,8 @@ import pyarrow as pa
 
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
 from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, expect, split_triples
+from analysis.formats.families import FAMILY_FORMATS
+from analysis.formats.mapping import Mapping
 from analysis.formats.more import MORE_FORMATS
 from analysis.formats.sgd import SGD_FORMATS
 from analysis.formats.states import (
@@ -46,6 +48,8 @@ class FormatSpec:
     parse: Callable[[Any, Collector], None]
     # Predictions name only the slots a system emitted, so a predicted "" is kept (see Collector).
     keep_empty_pred: bool = False
+    # A format declared as a mapping (`analysis.formats.mapping`): its declaration, read by the one engine.
+    mapping: Mapping | None = None
 
 
 def _dialogue_id(c: Collector, raw: Any) -> str:
@@ -480,6 +484,7 @@ def _parse_csv(records: Any, c: Collector) -> None:
 
 
 FORMATS: tuple[FormatSpec, ...] = (
+    *(FormatSpec(**fields) for fields in FAMILY_FORMATS),  # real files' families, declared as mappings
     *(FormatSpec(**fields) for fields in MORE_FORMATS),  # before jsonl: an LLM record has its two keys
     FormatSpec(
         "risawoz",
