@@ -373,7 +373,7 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
     pred_get = _getter(m.pred) if m.pred else None
     user_get = _getter(m.user) if m.user else None
     pattern = re.compile(m.id_pattern) if m.id else None
-    id_get = _getter(m.id) if m.id else None
+    id_get = _getter(m.id) if m.id and m.id != KEY else None
     dialogue_get = _getter(m.dialogue) if m.dialogue and m.dialogue != KEY else None
     turn_get = _getter(m.turn) if m.turn and m.turn not in (KEY, INDEX) else None
     turns_get = _getter(m.turns) if m.turns and m.turns != SELF else None
@@ -409,9 +409,8 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
                 _here(c, known if known is not None else f"<{at}>")
                 raise c.error(f"{at} must be an object, got {json_type_name(turn)}")
             if pattern is not None:
-                assert id_get is not None
                 _here(c, f"<{at}>")
-                raw_id = _field(c, id_get, turn, m.id, at)
+                raw_id = turn_key if m.id == KEY else _field(c, id_get, turn, m.id, at)
                 match = pattern.match(raw_id) if type(raw_id) is str else None
                 if match is None:
                     _here(c, str(raw_id))
