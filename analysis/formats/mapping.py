@@ -49,7 +49,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, fields, replace
+from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
 from typing import Any
 
@@ -276,10 +276,24 @@ def flat_state(state: Any, field: str, separator: str = "-", undomained: list[in
 
 @dataclass(frozen=True)
 class Linearised:
+    """The rules of a linearised state (module docstring); `follows`, derived: each multi-word slot's
+    first word -> the words that may follow it, longest first."""
+
     domains: frozenset[str] = frozenset()
     multiword: frozenset[tuple[str, ...]] = frozenset()
     open_marks: frozenset[str] = frozenset()
     close_mark: str = ""
+    follows: dict[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict, compare=False)
+    # Each piece read so far -> its triple, or None when ignored: a cumulative state repeats most of its
+    # pieces from turn to turn, so most are one lookup.
+    pieces: dict[str, Triple | None] = field(default_factory=dict, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        grouped: dict[str, list[tuple[str, ...]]] = {}
+        for words in self.multiword:
+            if len(words) > 1:
+                grouped.setdefault(words[0], []).append(words[1:])
+        self.follows.update({k: tuple(sorted(v, key=len, reverse=True)) for k, v in grouped.items()})
 
 
 def split_linearised(text: str, rules: Linearised) -> tuple[list[Triple], int]:
@@ -296,21 +310,34 @@ def split_linearised(text: str, rules: Linearised) -> tuple[list[Triple], int]:
         words = words[: words.index(rules.close_mark)]
     pieces = " ".join(words).split(",")
     if pieces[-1] == "":
-        pieces = pieces[:-1]
-    triples: list[Triple] = []
-    seen: set[Triple] = set()
+        pieces.pop()
+    known = rules.pieces
+    found: dict[Triple, None] = {}  # ordered, and a slot given twice with one value is one (a set)
     ignored = 0
     for piece in pieces:
-        parts = piece.split()
-        if len(parts) <= 2 or (rules.domains and parts[0] not in rules.domains):
-            ignored += bool(parts)
-            continue
-        width = next((len(m) for m in rules.multiword if tuple(parts[1 : 1 + len(m)]) == m), 1)
-        triple = (parts[0], " ".join(parts[1 : 1 + width]), EQ, " ".join(parts[1 + width :]))
-        if triple not in seen:
-            seen.add(triple)
-            triples.append(triple)
-    return triples, ignored
+        triple = known.get(piece, _UNSEEN)
+        if triple is _UNSEEN:
+            triple = known[piece] = _piece(piece, rules)
+        if triple is None:
+            ignored += bool(piece.strip())
+        else:
+            found[triple] = None
+    return list(found), ignored
+
+
+_UNSEEN: Any = object()
+
+
+def _piece(piece: str, rules: Linearised) -> Triple | None:
+    """One comma-separated piece as `domain slot value...`, or None when CheckDST's rule ignores it."""
+    parts = piece.split()
+    if len(parts) <= 2 or (rules.domains and parts[0] not in rules.domains):
+        return None
+    width = 1
+    rests = rules.follows.get(parts[1])  # the declared multi-word slots starting with this word
+    if rests is not None:
+        width += next((len(rest) for rest in rests if tuple(parts[2 : 2 + len(rest)]) == rest), 0)
+    return parts[0], " ".join(parts[1 : 1 + width]), EQ, " ".join(parts[1 + width :])
 
 
 def _linearised_state(text: Any, field: str, rules: Linearised, counter: list[int]) -> Iterator[Triple]:
@@ -530,7 +557,17 @@ def _state_reader(
     if encoding == "triple_strings":
         return lambda c, d, t, state: c.add_triple_strings(side, d, t, state, name)
     if encoding == "linearised":
-        return lambda c, d, t, state: c.add_state(side, d, t, partial(_linearised_state, state, name, rules, ignored))
+
+        def linearised(c: Collector, dialogue_id: str, t: int, text: Any) -> None:
+            if type(text) is str and len(text) <= MAX_VALUE_CHARS:  # no value can be too long: appended at once
+                triples, dropped = split_linearised(text, rules)
+                ignored[0] += dropped
+                domains, slots, _, values = zip(*triples, strict=True) if triples else ((), (), (), ())
+                c._add_triples(side, dialogue_id, t, domains, slots, values)
+            else:
+                c.add_state(side, dialogue_id, t, partial(_linearised_state, text, name, rules, ignored))
+
+        return linearised
     if encoding == "span":
         return lambda c, d, t, state: c.add_state(side, d, t, partial(_span_state, state, name))
     flatten = _FLATTENERS[encoding]
