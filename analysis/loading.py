@@ -11,6 +11,7 @@ from analysis.errors import InputError
 from analysis.formats import FORMATS_BY_NAME, ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
 from analysis.formats.llm_text import AccumulationTooLarge
+from analysis.formats.mapping import Mapping
 from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
 from analysis.model import (
     INFO_FIELDS,
@@ -37,6 +38,8 @@ def load_run(
     gold_data: bytes | None = None,
     pred_deltas: bool | None = None,
     cache_pred: bool = True,
+    pred_mapping: Mapping | None = None,
+    gold_field: str | None = None,
 ) -> Run:
     """Load one run. With `gold`, predictions pair with that file; otherwise the prediction file must
     carry gold itself (TRADE, nested, RiSAWOZ, our JSONL/CSV), or be a gold-shaped file scored against
@@ -47,8 +50,12 @@ def load_run(
     (`analysis.formats.more`); otherwise a prediction that looks like deltas is noted in the report.
     `cache_pred=False`: the prediction file's parse is not added to the parse cache (batch scoring into
     the score store, which keeps what is read from it).
+    `pred_mapping` reads the prediction file by a declared mapping instead of a format, and `gold_field`
+    names the field read as gold in it, for files that hold more than one (`analysis.formats.mapping`).
     """
-    pred_file = parse_file(pred, fmt=pred_format, data=pred_data, store_cache=cache_pred)
+    pred_file = parse_file(
+        pred, fmt=pred_format, data=pred_data, store_cache=cache_pred, mapping=pred_mapping, gold_field=gold_field
+    )
     gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
     notes: dict[str, object] = dict(pred_file.notes)
     if gold_file is None:

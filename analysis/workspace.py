@@ -21,6 +21,10 @@ Manifest shape (all paths relative to the manifest)::
     gold = "crosswoz/test.json.zip" # optional when the prediction file carries gold
     format = "nested"               # optional: forced prediction format
     gold_format = "crosswoz"        # optional: forced gold format
+    mapping = { id = "dial_id", gold = "gold", pred = "pred", encoding = "linearised" }
+                                    # optional, instead of format: a declared mapping for a shape no
+                                    # format reads (analysis.formats.mapping; `python -m analysis sniff`)
+    gold_field = "ground_truth_m24" # optional: the field read as gold where a file holds several
     pred_deltas = false             # optional: each predicted turn holds only the slots it changed
     schema = "sgd/test/schema.json" # SGD / MultiWOZ 2.2 (convention sgd): the split's schema (default:
     train_schema = "sgd/train.json" #   one beside the gold files); the training schema: seen / unseen
@@ -78,11 +82,12 @@ from typing import Any, get_args, get_type_hints
 
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
+from analysis.formats.mapping import Mapping, mapping_from
 from analysis.loading import load_run
 from analysis.model import HISTORY_MODES, INFO_FIELDS, Run, RunInfo
 
 # A run's keys: its name (the `RunInfo.run_id`), its files, and one key per other `RunInfo` field.
-FILE_KEYS = ("pred", "gold", "format", "gold_format", "description")
+FILE_KEYS = ("pred", "gold", "format", "gold_format", "description", "mapping", "gold_field")
 INFO_KEYS = tuple(name for name in INFO_FIELDS if name != "run_id")
 RUN_KEYS = {"name", *FILE_KEYS, *INFO_KEYS}
 WORKSPACE_KEYS = {"name", "convention", "allow_outside_root"}
@@ -104,6 +109,8 @@ class RunEntry:
     format: str | None = None
     gold_format: str | None = None
     description: str = ""
+    mapping: Mapping | None = None  # the prediction file read by a declared mapping (`analysis.formats.mapping`)
+    gold_field: str | None = None
 
     @property
     def name(self) -> str:
@@ -316,9 +323,17 @@ def _entry(
     seen.add(name)
     if not isinstance(raw.get("pred"), str):
         raise InputError(manifest, "workspace", f"run {name!r} needs a pred file")
-    for key in ("gold", "format", "gold_format", "description"):  # `pred` is checked above
+    for key in ("gold", "format", "gold_format", "description", "gold_field"):  # `pred` is checked above
         if key in raw:
             _typed(manifest, f"run {name!r}: {key}", raw[key], str)
+    mapping = None
+    if "mapping" in raw:
+        if "format" in raw:
+            raise InputError(manifest, "workspace", f"run {name!r}: give format or mapping, not both")
+        try:
+            mapping = mapping_from(raw["mapping"], f"run {name!r}: mapping")
+        except InputError as exc:
+            raise InputError(manifest, "workspace", f"run {name!r}: mapping: {exc.problem}") from None
     if raw.get("history", "predicted") not in HISTORY_MODES:
         raise InputError(manifest, "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
     declared = {key: raw[key] for key in INFO_KEYS if key in raw}
@@ -345,6 +360,8 @@ def _entry(
         format=raw.get("format"),
         gold_format=raw.get("gold_format"),
         description=raw.get("description", ""),
+        mapping=mapping,
+        gold_field=raw.get("gold_field"),
     )
 
 
@@ -373,6 +390,8 @@ def load_entry(
         pred_data=pred_data,
         gold_data=gold_data,
         cache_pred=cache_pred,
+        pred_mapping=entry.mapping,
+        gold_field=entry.gold_field,
     )
 
 

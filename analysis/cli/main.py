@@ -34,6 +34,11 @@ def _metrics(args: argparse.Namespace) -> int:
     from analysis.scoring import score_run
     from analysis.suite import LABELS, metric_suite
 
+    mapping = None
+    if args.mapping is not None:
+        from analysis.formats.mapping import parse_mapping_option
+
+        mapping = parse_mapping_option(args.mapping)
     run = load_run(
         args.pred,
         args.gold,
@@ -41,6 +46,8 @@ def _metrics(args: argparse.Namespace) -> int:
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
         pred_deltas=args.pred_deltas,
+        pred_mapping=mapping,
+        gold_field=args.gold_field,
     )
     try:
         scored = score_run(run, args.convention)
@@ -107,6 +114,14 @@ def _formats(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sniff(args: argparse.Namespace) -> int:
+    from analysis.formats.sniff import sniff, sniff_text
+
+    found = sniff(args.file)
+    print(json.dumps(found, ensure_ascii=False, indent=2) if args.json else sniff_text(found))
+    return 0
+
+
 def _conventions(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps({n: c.describe() for n, c in CONVENTIONS.items()}, ensure_ascii=False, indent=2))
@@ -116,7 +131,7 @@ def _conventions(args: argparse.Namespace) -> int:
     return 0
 
 
-BUILT_IN = ("metrics", "formats", "conventions")
+BUILT_IN = ("metrics", "formats", "conventions", "sniff")
 # Sub-commands living in their own modules, each exposing register(subparsers); a module is imported only
 # for its own command (or for --help and a mistyped command, which list them all).
 COMMAND_MODULES = {
@@ -138,6 +153,16 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
     m.add_argument("--format", choices=format_names(), help="force the prediction file's format")
     m.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
+    m.add_argument(
+        "--mapping",
+        metavar="KEY=VALUE,...",
+        help="read the prediction file by a declared mapping instead of a format, e.g. "
+        "'id=dial_id,gold=gold,pred=pred,encoding=linearised' (keys: python -m analysis sniff FILE proposes them)",
+    )
+    m.add_argument(
+        "--gold-field",
+        help="the field read as gold where the file holds several (llm-dst-eval: ground_truth or ground_truth_m24)",
+    )
     m.add_argument("--convention", choices=list(CONVENTIONS), help="default: the format's own community's")
     m.add_argument("--history", choices=["predicted", "gold"], default="predicted")
     m.add_argument(
@@ -152,6 +177,10 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.set_defaults(func=_metrics)
     f = sub.add_parser("formats", help="list the supported formats with an example each")
     f.set_defaults(func=_formats)
+    s = sub.add_parser("sniff", help="show a file's structure and propose a mapping that reads it")
+    s.add_argument("file", help="a JSON or JSONL file (plain, .gz, .zip or archive.zip::member)")
+    s.add_argument("--json", action="store_true", help="the structure and the proposal as one JSON object")
+    s.set_defaults(func=_sniff)
     c = sub.add_parser("conventions", help="list the scoring conventions")
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_conventions)

@@ -5,17 +5,22 @@ from __future__ import annotations
 import gc
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 from pathlib import Path
+from typing import Any
 
 from analysis.errors import InputError
 from analysis.formats import cache
 from analysis.formats.engine import Collector, ParsedFile, json_type_name
+from analysis.formats.mapping import Mapping, mapping_summary, read_mapping
 from analysis.formats.reading import parse_records
 from analysis.formats.sgd_files import directory_records
 from analysis.formats.specs import FORMATS, FORMATS_BY_NAME, FormatSpec
 
-__all__ = ["FORMATS", "FormatSpec", "ParsedFile", "detect_format", "format_names", "parse_file"]
+__all__ = ["FORMATS", "FormatSpec", "Mapping", "ParsedFile", "detect_format", "format_names", "parse_file"]
+MAPPING_FORMAT = "mapping"  # the format name of a file read by a user's declared mapping
 
 
 _MEMORY: OrderedDict[str, ParsedFile] = OrderedDict()
@@ -69,8 +74,12 @@ def parse_file(
     data: bytes | None = None,
     use_cache: bool = True,
     store_cache: bool = True,
+    mapping: Mapping | None = None,
+    gold_field: str | None = None,
 ) -> ParsedFile:
-    """Read one file (plain, .gz or .zip) as `fmt`, or as the format detected from its content.
+    """Read one file (plain, .gz, .zip or `archive.zip::member`) as `fmt`, or as a declared `mapping`
+    (`analysis.formats.mapping`), or as the format detected from its content. `gold_field` names the
+    field read as gold in a format declared as a mapping (or in `mapping`) that offers a choice.
 
     Any problem, from a missing file to a wrong type deep inside a state, is an `InputError` whose
     message names the file, the format and the first offending record. Files on disk are cached as
@@ -80,21 +89,24 @@ def parse_file(
     """
     if data is None and Path(path).is_dir():
         use_cache = False  # a directory (SGD's dialogues_*.json) keeps its stat when a file in it changes
+    if mapping is not None and fmt is not None:
+        raise InputError(str(path), fmt, "give a format or a mapping, not both")
     if data is None and use_cache:
         # Runs of one workspace share gold files: the last few parsed files are also kept in memory, keyed
         # like the disk cache (path, size, mtime, format, parser digest), so each is read once per process.
-        key = cache.memory_key(Path(path), fmt)
+        how = fmt if mapping is None and gold_field is None else f"{fmt}\0{mapping and mapping.digest()}\0{gold_field}"
+        key = cache.memory_key(Path(path), how)
         if key is not None:
             with _MEMORY_LOCK:
                 remembered = _MEMORY.get(key)
             if remembered is not None:
                 return _shallow(remembered)
-        cached = cache.load_cached(Path(path), fmt)
+        cached = cache.load_cached(Path(path), how)
         if cached is None:
-            cached = parse_file(path, fmt=fmt, use_cache=False)
+            cached = parse_file(path, fmt=fmt, use_cache=False, mapping=mapping, gold_field=gold_field)
             if not store_cache:
                 return cached
-            cache.store(Path(path), fmt, cached)
+            cache.store(Path(path), how, cached)
         if key is not None and store_cache:
             _remember(key, cached)
         return cached
@@ -105,16 +117,20 @@ def parse_file(
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _parse_uncached(path, fmt, data)
+        return _parse_uncached(path, fmt, data, mapping, gold_field)
     finally:
         if collecting:
             gc.enable()
 
 
-def _parse_uncached(path: str | Path, fmt: str | None, data: bytes | None) -> ParsedFile:
+def _parse_uncached(
+    path: str | Path, fmt: str | None, data: bytes | None, mapping: Mapping | None, gold_field: str | None
+) -> ParsedFile:
     name = str(path)
     if fmt is not None and fmt not in FORMATS_BY_NAME:
         raise InputError(name, fmt, f"unknown format {fmt!r}; known formats: {', '.join(format_names())}")
+    if mapping is not None:
+        return _parse_mapped(name, data, mapping, gold_field)
     if data is None and Path(path).is_dir():
         container, records = directory_records(path, fmt=fmt)
     else:
@@ -143,8 +159,42 @@ def _parse_uncached(path: str | Path, fmt: str | None, data: bytes | None) -> Pa
         sides=("gold", "pred") if spec.sides == "both" else (spec.sides,),
         keep_empty_pred=spec.keep_empty_pred,
     )
+    parse = spec.parse
+    if gold_field is not None:
+        if spec.mapping is None or not spec.mapping.gold:
+            raise InputError(name, spec.name, f"the {spec.name} format has no choice of gold field (--gold-field)")
+        parse = partial(read_mapping, mapping=replace(spec.mapping, gold=gold_field), gold_chosen=True)
+    box = [records]
+    del records  # held by `box` alone, so that `_walk` frees them before building the tables
+    return _walk(parse, box, collector)
+
+
+def _parse_mapped(name: str, data: bytes | None, mapping: Mapping, gold_field: str | None) -> ParsedFile:
+    """A file read by a user's declared mapping: JSON or JSONL, whatever its shape."""
+    problems = mapping.problems()
+    if problems:
+        raise InputError(name, MAPPING_FORMAT, "unusable mapping: " + "; ".join(problems))
+    _, records = parse_records(name, fmt=MAPPING_FORMAT, data=data)
+    chosen = gold_field is not None
+    if gold_field is not None:
+        mapping = replace(mapping, gold=gold_field)
+    collector = Collector(
+        name,
+        f"{MAPPING_FORMAT} ({mapping_summary(mapping)})",
+        sides=tuple(s for s in ("gold", "pred") if getattr(mapping, s)),
+    )
+    box = [records]
+    del records
+    parsed = _walk(partial(read_mapping, mapping=mapping, gold_chosen=chosen), box, collector)
+    parsed.fmt = MAPPING_FORMAT
+    return parsed
+
+
+def _walk(parse: Callable[[Any, Collector], None], box: list[Any], collector: Collector) -> ParsedFile:
+    """Parse the records `box` holds (its only reference to them) into tables."""
+    records = box.pop()
     try:
-        spec.parse(records, collector)
+        parse(records, collector)
     except InputError:
         raise
     except (KeyError, TypeError, AttributeError, ValueError, IndexError, RecursionError) as exc:

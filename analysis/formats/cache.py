@@ -40,8 +40,11 @@ def _parser_digest() -> str:
 
 
 def _key(path: Path, fmt: str | None) -> str | None:
+    from analysis.formats.reading import split_member
+
+    archive, _ = split_member(path)  # a member of an archive (`a.zip::x.json`) changes with its archive
     try:
-        stat = path.stat()
+        stat = Path(archive).stat()
     except OSError:
         return None
     text = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}\0{fmt}\0{_parser_digest()}"

@@ -50,7 +50,7 @@ class ParsedFile:
     gold: pd.DataFrame | None
     pred: pd.DataFrame | None
     listed_slots: frozenset[tuple[str, str]] = frozenset()
-    notes: dict[str, int | str] = field(default_factory=dict)
+    notes: dict[str, Any] = field(default_factory=dict)  # counts, and a few words (the gold field read)
     # The distinct per-turn gold listings (every (domain, slot) a turn's gold state names, empty ones
     # included); `turns["listing"]` indexes them, -1 for a turn without gold. Set only for files that
     # list empty slots (see `listed_slots`); elsewhere a turn lists exactly its non-empty gold slots.
@@ -120,7 +120,7 @@ class Collector:
         # `add_plain_state`, each with its names laid out flat: most turns of a file share a few shapes.
         self._shapes: dict[tuple[tuple[str, tuple[str, ...]], ...], _Shape] = {}
         self._last_shape: dict[str, _Shape] = {}  # per side, the shape of the last state read
-        self.notes: dict[str, int | str] = {}
+        self.notes: dict[str, Any] = {}
         self._seen: set[tuple[str, int]] = set()
         self._dialogues: set[str] = set()
         # Files that list every slot (empty ones included) give slot accuracy its per-turn denominator.

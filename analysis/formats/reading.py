@@ -164,15 +164,44 @@ _ZIP_METHOD_NAMES = {
 }
 
 
-def _unzip(data: bytes, name: str, fmt: str | None) -> bytes:
+MEMBER_SEPARATOR = "::"  # `archive.zip::path/inside.json` names one member of an archive of several
+
+
+def split_member(path: str | Path) -> tuple[str, str | None]:
+    """(the archive's path, the member named after `::`) for `archive.zip::path/inside.json`, else
+    (the path, None).
+
+    >>> split_member("runs/a.zip::out/pred.json"), split_member("runs/pred.json")
+    (('runs/a.zip', 'out/pred.json'), ('runs/pred.json', None))
+    """
+    text = str(path)
+    archive, sep, member = text.partition(MEMBER_SEPARATOR)
+    if sep and archive.lower().endswith(".zip") and member:
+        return archive, member
+    return text, None
+
+
+def _unzip(data: bytes, name: str, fmt: str | None, chosen: str | None = None) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as zf:
         members = [m for m in zf.infolist() if not m.is_dir() and not m.filename.startswith("__MACOSX")]
+        if chosen is not None:
+            named = [m for m in members if m.filename == chosen]
+            if not named:
+                listed = ", ".join(m.filename for m in members) or "none"
+                raise InputError(name, fmt, f"zip archive has no member {chosen!r}; its members: {listed}")
+            members = named
         # A ConvLab-3 unified dataset's data.zip holds data/dialogues.json beside ontology.json.
         dialogues = [m for m in members if m.filename.rsplit("/", 1)[-1] == "dialogues.json"]
         members = dialogues if len(members) > 1 and len(dialogues) == 1 else members
         if len(members) != 1:
-            listed = ", ".join(m.filename for m in members[:5]) or "none"
-            raise InputError(name, fmt, f"zip archive must hold exactly one file, found: {listed}")
+            archive = name.rsplit("/", 1)[-1]
+            found = (
+                f"found {len(members)}: {', '.join(m.filename for m in members)} "
+                f"(name one as {archive}{MEMBER_SEPARATOR}<member>)"
+                if members
+                else "found: none"
+            )
+            raise InputError(name, fmt, f"zip archive must hold exactly one file, {found}")
         member = members[0]
         what = f"zip member {member.filename!r}"
         if member.flag_bits & 0x1:
@@ -198,8 +227,9 @@ def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None =
     for spec in LIMITS:  # a mistyped variable is reported whatever the file, not only when its limit applies
         limit(spec.name, name, fmt)
     cap = limit("file_bytes", name, fmt)
+    archive, member = split_member(path)
     if data is None:
-        data = _read_disk(path, name, fmt, cap)
+        data = _read_disk(archive, name, fmt, cap)
     elif len(data) > cap:
         raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
     if data[:2] == b"\x1f\x8b":
@@ -209,9 +239,11 @@ def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None =
                 return _unpack(gz.read, packed.tell, name, fmt, "gzip archive")
         except (OSError, EOFError, zlib.error) as exc:
             raise InputError(name, fmt, f"corrupt or truncated gzip archive ({exc})") from None
+    if member is not None and data[:4] != b"PK\x03\x04":
+        raise InputError(name, fmt, f"{archive} is not a zip archive, so it has no member {member!r}")
     if data[:4] == b"PK\x03\x04" or name.endswith(".zip"):
         try:
-            return _unzip(data, name, fmt)
+            return _unzip(data, name, fmt, member)
         except zipfile.BadZipFile as exc:
             raise InputError(name, fmt, f"corrupt or truncated zip archive ({exc})") from None
         except InputError:

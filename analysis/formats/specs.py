@@ -15,6 +15,8 @@ import pyarrow as pa
 from analysis.formats.convlab3 import CONVLAB3_FORMATS
 from analysis.formats.dstc10 import DSTC10_FORMATS
 from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, expect, split_triples
+from analysis.formats.families import FAMILY_FORMATS
+from analysis.formats.mapping import Mapping
 from analysis.formats.more import MORE_FORMATS
 from analysis.formats.sgd import SGD_FORMATS
 from analysis.formats.states import (
@@ -50,6 +52,8 @@ class FormatSpec:
     # The convention the format's own community scores it under (`analysis.loading` reads it when a run
     # declares none): a file written by a scorer's pipeline is scored by that scorer's rules.
     default_convention: str = "exact"
+    # A format declared as a mapping (`analysis.formats.mapping`): its declaration, read by the one engine.
+    mapping: Mapping | None = None
 
 
 def _dialogue_id(c: Collector, raw: Any) -> str:
@@ -484,6 +488,7 @@ def _parse_csv(records: Any, c: Collector) -> None:
 
 
 FORMATS: tuple[FormatSpec, ...] = (
+    *(FormatSpec(**fields) for fields in FAMILY_FORMATS),  # real files' families, declared as mappings
     *(FormatSpec(**fields) for fields in MORE_FORMATS),  # before jsonl: an LLM record has its two keys
     FormatSpec(
         name="risawoz",

@@ -67,6 +67,9 @@ FAMILIES = (
     "csv",
     "convlab3",
     "convlab3-dialogues",
+    "icdst",
+    "checkdst",
+    "llm-dst-eval",
 )
 
 
@@ -162,6 +165,18 @@ def ours(dialogue_id: Any, turn: Any, gold: Any, pred: Any) -> dict[str, Any]:
 
 
 CSV_HEAD = "dialogue_id,turn_index,side,domain,slot,value\n"
+
+
+def icdst(dialogue_id: Any, turn: Any, gold: Any, pred: Any) -> dict[str, Any]:
+    return {"ID": dialogue_id, "turn_id": turn, "slot_values": gold, "pred": pred, "completion": "..."}
+
+
+def checkdst(dial_id: Any, gold: Any, pred: Any) -> dict[str, Any]:
+    return {"context": "<user> ...", "dial_id": dial_id, "gold": gold, "pred": pred}
+
+
+def llm_eval(flag: Any, gold: Any, pred: Any) -> dict[str, Any]:
+    return {"flag": flag, "predict": pred, "ground_truth": gold, "ground_truth_m24": gold}
 
 
 def cl3_sample(utt_idx: int, area: str, pred: Any, dialogue_id: Any = "MUL0001.json") -> dict[str, Any]:
@@ -1147,6 +1162,121 @@ def cases() -> list[Case]:
         contains="no user turn holds a state",
         role="gold",
         pred_with=f"{PARTNERS}/ok_mwzeval_pred.json",
+    )
+    # real files' families declared as mappings (issue 38) ----------------------------------------
+    taxi = {"taxi-leaveat": "17:15"}
+    add(
+        "icdst_pred_list.json",
+        "wrong_types",
+        "icdst",
+        js([icdst("SNG0073.json", 0, taxi, taxi), icdst("SNG0073.json", 1, taxi, ["taxi-leaveat-17:15"])]),
+        format="icdst",
+        contains="state must be an object {'domain-slot': value}, got a JSON array",
+        dialogue_id="SNG0073.json",
+        turn=1,
+        field="pred",
+    )
+    second = icdst("SNG0073.json", 1, taxi, taxi)
+    del second["pred"]
+    add(
+        "icdst_missing_pred.json",
+        "wrong_types",
+        "icdst",
+        js([icdst("SNG0073.json", 0, taxi, taxi), second]),
+        format="icdst",
+        contains="record 2 lacks the pred field 'pred'",
+        dialogue_id="SNG0073.json",
+        turn=1,
+        field="pred",
+    )
+    add(
+        "icdst_gold_key_without_domain.json",
+        "wrong_types",
+        "icdst",
+        js([icdst("SNG0073.json", 0, taxi, taxi), icdst("SNG0073.json", 1, {"leaveat": "17:15"}, taxi)]),
+        format="icdst",
+        contains="key 'leaveat' is not 'domain-slot'",
+        dialogue_id="SNG0073.json",
+        turn=1,
+        field="slot_values",
+    )
+    add(
+        "icdst_duplicate_turn.json",
+        "duplicate_turns",
+        "icdst",
+        js([icdst("SNG0073.json", 0, taxi, taxi), icdst("SNG0073.json", 0, taxi, {})]),
+        format="icdst",
+        contains="record 2: duplicate turn",
+        dialogue_id="SNG0073.json",
+        turn=0,
+    )
+    add(
+        "icdst_turn_text.json",
+        "bad_turn_index",
+        "icdst",
+        js([icdst("SNG0073.json", 0, taxi, taxi), icdst("SNG0073.json", "one", taxi, taxi)]),
+        format="icdst",
+        contains="turn index must be an integer",
+        dialogue_id="SNG0073.json",
+        turn="one",
+        field="turn_id",
+    )
+    line = "hotel internet yes, hotel type guesthouse,"
+    add(
+        "checkdst_dial_id_without_turn.jsonl",
+        "bad_turn_index",
+        "checkdst",
+        jl(checkdst("mul0003-0", line, line), checkdst("mul0003", line, line)),
+        format="checkdst",
+        contains="record 2: id 'mul0003' does not match id_pattern",
+        dialogue_id="mul0003",
+        field="dial_id",
+    )
+    add(
+        "checkdst_pred_number.jsonl",
+        "wrong_types",
+        "checkdst",
+        jl(checkdst("mul0003-0", line, line), checkdst("mul0003-1", line, 5)),
+        format="checkdst",
+        contains="a linearised state must be a string, got a JSON number",
+        dialogue_id="mul0003",
+        turn=1,
+        field="pred",
+    )
+    add(
+        "llm_dst_eval_gold_object_value.json",
+        "wrong_types",
+        "llm-dst-eval",
+        js(
+            [
+                llm_eval("SNG0073.json-0", taxi, taxi),
+                llm_eval("SNG0073.json-1", {"taxi-leaveat": {"at": "17:15"}}, taxi),
+            ]
+        ),
+        format="llm-dst-eval",
+        contains="slot value must be a string, number or list, got an object",
+        dialogue_id="SNG0073.json",
+        turn=1,
+        field="ground_truth.taxi-leaveat",
+    )
+    add(
+        "llm_dst_eval_record_not_object.json",
+        "wrong_types",
+        "llm-dst-eval",
+        js([llm_eval("SNG0073.json-0", taxi, taxi), ["SNG0073.json-1"]]),
+        format="llm-dst-eval",
+        contains="record 2 must be an object, got a JSON array",
+        dialogue_id="<record 2>",
+    )
+    add(
+        "ten_members.zip",
+        "archive",
+        "checkdst",
+        zipped(*((f"run{i}/pred.jsonl", jl(checkdst("mul0003-0", line, line))) for i in range(10))),
+        format="unknown",
+        contains="found 10: run0/pred.jsonl, run1/pred.jsonl, run2/pred.jsonl, run3/pred.jsonl, run4/pred.jsonl, "
+        "run5/pred.jsonl, run6/pred.jsonl, run7/pred.jsonl, run8/pred.jsonl, run9/pred.jsonl "
+        "(name one as ten_members.zip::<member>)",
     )
     return out + hostile_cases()
 
