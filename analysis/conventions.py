@@ -367,6 +367,22 @@ CONVENTIONS["icdst"] = replace(
 )
 
 
+# CheckDST (wise-east/CheckDST) scores linearised states (ParlAI BART, SimpleTOD/PPTOD-style outputs).
+CONVENTIONS["checkdst"] = Convention(
+    name="checkdst",
+    notes="CheckDST's src/checkdst/utils.py::extract_slot_from_string, then set equality of the triples (JGA "
+    "as checkdst_class.py counts it): a value equal to 'centre' becomes 'center' and 'N-star' (N 0-5) becomes "
+    "'N' (whole values only, as written: no lower-casing); a dontcare triple is dropped on both sides; 'none' "
+    "and 'not mentioned' are values like any other. The split itself (a domain from its list, 'book day' "
+    "style two-word slots, the <bs> markers) is the checkdst reader's.",
+    empty_values=frozenset({""}),
+    dontcare="drop_both",
+    dontcare_values=frozenset({"dontcare"}),
+    normaliser=("synonyms",),
+    synonyms=MappingProxyType({"centre": "center", **{f"{n}-star": str(n) for n in range(6)}}),
+)
+
+
 def resolve_convention(conv: Convention, domains: Iterable[str]) -> Convention:
     """The convention as it applies to one run: DSTC9's subtask chosen from the run's gold domains
     (crosswoz when they include a Metro domain, which every CrossWOZ turn lists; else multiwoz).

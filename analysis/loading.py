@@ -128,7 +128,7 @@ def load_run(
 
 # When the two files' formats are scored under different communities' conventions, the first one listed
 # here wins (a TRADE file, gold and predictions in one, decides over a prediction file beside it).
-PRECEDENCE = ("trade", "mwzeval", "dstc9", "risawoz", "convlab3", "sgd", "dstc10")
+PRECEDENCE = ("trade", "mwzeval", "dstc9", "risawoz", "convlab3", "sgd", "dstc10", "icdst", "checkdst")
 
 
 def _default_convention(formats: tuple[str, ...]) -> str:

@@ -100,10 +100,14 @@ def test_icdst_excerpt_is_detected_and_scored_as_gpt_dst_scores_it() -> None:
 def test_gptdst_wild_log_reproduces_its_score_txt(capsys: pytest.CaptureFixture[str]) -> None:
     score = (WILD / "gptdst_gpt35_ours_score.txt").read_text()
     assert score.startswith("correct 28/50")
-    result = cli_json(capsys, "--pred", str(GPTDST), "--convention", "exact")
-    assert result["runs"][0]["formats"] == ["icdst"]
+    result = cli_json(capsys, "--pred", str(GPTDST))  # no flag: the family's own convention, icdst
+    assert result["runs"][0]["formats"] == ["icdst"] and result["convention"] == "icdst"
     assert (result["n_turns"], result["n_dialogues"]) == (50, 6)
+    # score.txt: "correct 28/50", "Slot Acc 0.9846666666666667", "Joint F1 0.9408852813852815"
     assert result["jga"] == pytest.approx(28 / 50)
+    assert result["slot_accuracy_trade"] == pytest.approx(0.9846666666666667, abs=1e-12)
+    assert result["joint_f1_trade"] == pytest.approx(0.9408852813852815, abs=1e-12)
+    assert "correct 28/50" in score and "Slot Acc 0.9846666666666667" in score and "Joint F1 0.94088528138528" in score
     assert gptdst_jga(json.loads(GPTDST.read_text())) == 28
 
 
@@ -173,8 +177,8 @@ def test_checkdst_excerpt_scores_as_checkdst_compares_sets() -> None:
 @pytest.mark.realdata
 @needs_wild
 def test_checkdst_wild_file_gives_its_jga_11_of_30(capsys: pytest.CaptureFixture[str]) -> None:
-    result = cli_json(capsys, "--pred", str(CHECKDST), "--convention", "exact")
-    assert result["runs"][0]["formats"] == ["checkdst"]
+    result = cli_json(capsys, "--pred", str(CHECKDST))  # no flag: the family's own convention, checkdst
+    assert result["runs"][0]["formats"] == ["checkdst"] and result["convention"] == "checkdst"
     assert result["n_turns"] == 30
     assert result["jga"] == pytest.approx(11 / 30)
 

@@ -126,6 +126,7 @@ FAMILY_FORMATS: tuple[dict[str, Any], ...] = (
         "detect": detect_icdst,
         "parse": partial(read_mapping, mapping=ICDST),
         "mapping": ICDST,
+        "default_convention": "icdst",
     },
     {
         "name": "checkdst",
@@ -138,6 +139,7 @@ FAMILY_FORMATS: tuple[dict[str, Any], ...] = (
         "detect": detect_checkdst,
         "parse": partial(read_mapping, mapping=CHECKDST),
         "mapping": CHECKDST,
+        "default_convention": "checkdst",
     },
     {
         "name": "llm-dst-eval",
