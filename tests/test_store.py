@@ -136,22 +136,107 @@ def test_changed_scorer_version_is_never_read_stale(demo_entries, demo_runs, roo
     assert calls == [1]
 
 
-def test_scorer_version_digests_the_scoring_source(monkeypatch, tmp_path):
-    package = tmp_path / "analysis"
-    (package / "store").mkdir(parents=True)
-    for name in ("scoring.py", "metrics.py"):
-        (package / name).write_text("x = 1\n")
-    (package / "store" / "entries.py").write_text("")
+def _package(base: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return base / "analysis"
+
+
+PACKAGE = {
+    "analysis/__init__.py": "",
+    "analysis/store/__init__.py": "from analysis.store.entries import save\n",
+    "analysis/store/entries.py": "def save():\n    from analysis.scoring import score  # imported when called\n",
+    "analysis/store/parts.py": (
+        "from typing import TYPE_CHECKING\nfrom .. import metrics\nif TYPE_CHECKING:\n    from analysis import figures\n"
+    ),
+    "analysis/store/runs.py": "import json\n",
+    "analysis/scoring.py": "from analysis.rules.outcomes import OUTCOMES\n",
+    "analysis/rules/__init__.py": "",
+    "analysis/rules/outcomes.py": "OUTCOMES = ('correct',)\n",
+    "analysis/metrics.py": "x = 1\n",
+    "analysis/figures.py": "y = 1\n",  # only for type checkers: not run when scoring
+    "analysis/unrelated.py": "z = 1\n",
+}
+
+
+def test_scorer_modules_follow_the_imports_not_paths(tmp_path):
+    """The scorer's version covers the modules the scoring code imports, at the top or inside a function,
+    with their packages: a module moved to another folder (or renamed) is followed through the import
+    that names it; what only type checkers import, or nothing imports, is not covered."""
+    package = _package(tmp_path, PACKAGE)
+    found = entries.scorer_modules(package=package)
+    assert set(found) == {
+        "analysis",
+        "analysis.store",
+        "analysis.store.entries",
+        "analysis.store.parts",
+        "analysis.store.runs",
+        "analysis.scoring",
+        "analysis.metrics",
+        "analysis.rules",
+        "analysis.rules.outcomes",
+    }
+    assert found["analysis.rules.outcomes"] == package / "rules" / "outcomes.py"
+    # Moved and renamed: the import that names it is followed to its new place.
+    (package / "rules" / "outcomes.py").rename(package / "labels.py")
+    (package / "scoring.py").write_text("from analysis import labels\n")
+    moved = entries.scorer_modules(package=package)
+    assert "analysis.labels" in moved and "analysis.rules.outcomes" not in moved
+
+
+def test_scorer_version_changes_with_a_covered_module_only(monkeypatch, tmp_path):
+    package = _package(tmp_path / "code", PACKAGE)
     monkeypatch.setattr(entries, "__file__", str(package / "store" / "entries.py"))
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))  # where the module list is remembered
     entries.scorer_version.cache_clear()
     try:
         first = entries.scorer_version()
-        (package / "metrics.py").write_text("x = 2\n")
+        assert list((tmp_path / "cache" / "scored" / "digests").glob("modules-*"))
+        (package / "unrelated.py").write_text("z = 2\n")
+        (package / "figures.py").write_text("y = 2\n")
         entries.scorer_version.cache_clear()
-        assert entries.scorer_version() != first
+        assert entries.scorer_version() == first
+        (package / "rules" / "outcomes.py").write_text("OUTCOMES = ('correct', 'missed')\n")
+        entries.scorer_version.cache_clear()
+        second = entries.scorer_version()
+        assert second != first
+        (package / "rules" / "outcomes.py").rename(package / "labels.py")  # moved, same source
+        (package / "scoring.py").write_text("from analysis import labels\n")
+        entries.scorer_version.cache_clear()
+        assert entries.scorer_version() not in (first, second)
     finally:
         monkeypatch.undo()
         entries.scorer_version.cache_clear()
+
+
+def test_the_scorer_version_covers_every_module_scoring_imports(tmp_path):
+    """In a fresh interpreter, a demo run loaded, scored and stored (every stored table built): each
+    `analysis` module it imported is one the scorer's version digests."""
+    probe = (
+        "import json, sys\n"
+        "from analysis.store import entries, runs\n"
+        "from analysis.workspace import read_manifest\n"
+        f"for entry in read_manifest({str(DEMO)!r}).entries:\n"
+        "    runs.scored(entry, entry.meta.convention)\n"
+        "    runs.scored(entry, 'dstc9')\n"
+        "print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] == 'analysis'), "
+        "list(entries.scorer_modules())]))\n"
+    )
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported, covered = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(list((tmp_path / "cache" / "scored" / "entries").glob("*.json"))) >= 10  # every table built
+    assert {"analysis.scoring", "analysis.store.parts", "analysis.formats.specs", "analysis.sgd.views"} <= set(imported)
+    assert set(imported) <= set(covered), sorted(set(imported) - set(covered))
 
 
 def test_a_remembered_digest_follows_the_file(tmp_path):
