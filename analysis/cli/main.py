@@ -29,27 +29,26 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from analysis.loading import load_run
     from analysis.model import RunInfo
-    from analysis.scoring import score_run
+    from analysis.store.runs import scored_files
     from analysis.suite import LABELS, metric_suite
 
-    run = load_run(
+    # Read back from the score store when it holds this run (the same files, options and convention),
+    # else parsed, scored and stored.
+    scored = scored_files(
         args.pred,
         args.gold,
+        convention=args.convention,
         pred_format=args.format,
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
         pred_deltas=args.pred_deltas,
     )
-    try:
-        scored = score_run(run, args.convention)
-    except ValueError as exc:  # an unknown --group-by or convention is the user's input too
-        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+    fmt = scored.metas[0].formats[0]
     try:
         result = metric_suite(scored, group_by=args.group_by)
     except ValueError as exc:
-        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+        raise InputError(args.pred, fmt, str(exc)) from None
     if result["convention"] == "sgd":  # the SGD evaluator's own numbers, from the schema
         from analysis.sgd.scoring import add_to_suite
 
@@ -57,7 +56,7 @@ def _metrics(args: argparse.Namespace) -> int:
             result, pred=args.pred, gold=args.gold or args.pred, schema=args.schema, train_schema=args.train_schema
         )
     elif args.schema or args.train_schema:
-        raise InputError(args.pred, run.meta.formats[0], "--schema and --train-schema apply to the sgd convention only")
+        raise InputError(args.pred, fmt, "--schema and --train-schema apply to the sgd convention only")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -185,7 +184,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # What `_metrics` imports on first use (the other built-in commands need nothing beyond this module's).
-COMMAND_IMPORTS = {"metrics": ("analysis.loading", "analysis.model", "analysis.scoring", "analysis.suite")}
+COMMAND_IMPORTS = {"metrics": ("analysis.store.runs", "analysis.model", "analysis.suite")}
 
 
 def _settle(command: str) -> None:

@@ -24,10 +24,12 @@ import json
 import math
 from typing import Any
 
-from analysis.conventions import CONVENTIONS
+from analysis.conventions import CONVENTIONS, Convention
 from analysis.errors import InputError
 from analysis.formats import format_names
+from analysis.model import Run
 from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
+from analysis.scoring import Scored
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
 
@@ -77,10 +79,24 @@ def parse_conventions(text: str, *, path: str, fmt: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.loading import load_run
+    from analysis.store.runs import scored_files
 
     names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
+    # The flips' causes need the parsed run; its tables under each convention are read back from the score
+    # store when it holds them, else scored and stored.
     loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
-    rec = reconcile(loaded, names)
+
+    def score(run: Run, convention: Convention) -> Scored:
+        return scored_files(
+            args.pred,
+            args.gold,
+            convention=convention.name,
+            pred_format=args.format,
+            gold_format=args.gold_format,
+            run=lambda: run,
+        )
+
+    rec = reconcile(loaded, names, score=score)
     result = rec.to_dict(causes=not args.no_causes, examples=max(args.examples, 0))
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))

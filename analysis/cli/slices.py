@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
-from analysis.errors import InputError
 from analysis.formats import format_names
 
 __all__ = ["register", "run"]
@@ -101,23 +100,22 @@ def _text(report: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.loading import load_run
-    from analysis.scoring import score_run
     from analysis.slices import find_slices
+    from analysis.store.runs import scored_files
 
-    loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
-    fmt = loaded.meta.formats[0]
-    try:
-        scored = score_run(loaded, args.convention)
-    except ValueError as exc:
-        raise InputError(args.pred, fmt, str(exc)) from None
+    # Each read back from the score store when it holds the run, else parsed, scored and stored.
+    scored = scored_files(
+        args.pred, args.gold, convention=args.convention, pred_format=args.format, gold_format=args.gold_format
+    )
     train = None
     if args.train:
-        train_run = load_run(args.train, args.train, pred_format=args.gold_format, gold_format=args.gold_format)
-        try:
-            train = score_run(train_run, scored.convention.name)
-        except ValueError as exc:
-            raise InputError(args.train, train_run.meta.formats[0], str(exc)) from None
+        train = scored_files(
+            args.train,
+            args.train,
+            convention=scored.convention.name,
+            pred_format=args.gold_format,
+            gold_format=args.gold_format,
+        )
     report = find_slices(
         scored,
         train,
