@@ -395,11 +395,12 @@ def load_entry(
     )
 
 
-def load_workspace(path: str | Path) -> Workspace:
+def load_workspace(path: str | Path, *, runs: bool = True) -> Workspace:
     """Read the manifest and load every run; a run whose file is missing or malformed is recorded in
-    `failed` with its one-line error, and the other runs still load."""
+    `failed` with its one-line error, and the other runs still load. `runs=False`: the DST runs are left
+    to the score store (`analysis.store.runs.score_workspace`), which reads back those it holds."""
     workspace = read_manifest(path)
-    for entry in workspace.entries:
+    for entry in workspace.entries if runs else ():
         try:
             workspace.runs[entry.name] = load_entry(entry)
         except InputError as exc:

@@ -64,6 +64,10 @@ def _counting(run, convention):
     return compute, calls
 
 
+def _nan_as_none(values: dict) -> dict:
+    return {k: None if isinstance(v, float) and v != v else v for k, v in values.items()}
+
+
 @pytest.mark.parametrize("convention", ["exact", "trade", "mwzeval"])
 def test_round_trip_equals_in_memory_scoring(demo_runs, root, convention):
     run = demo_runs["simulated-A-mwz-en-predicted"]
@@ -72,7 +76,8 @@ def test_round_trip_equals_in_memory_scoring(demo_runs, root, convention):
     back = entries.load(root, "k")
     assert back is not None
     _same(fresh, back)
-    assert R.values(back) == R.values(fresh)  # exactly: the same tables give the same numbers
+    # exactly: the same tables give the same numbers (n/a metrics are NaN on both sides)
+    assert _nan_as_none(R.values(back)) == _nan_as_none(R.values(fresh))
     # The layout: Hive partitions by convention and run, one file each.
     assert (root / "turns" / f"convention={fresh.convention.name}" / "run=k" / "part.parquet").is_file()
 
@@ -137,22 +142,107 @@ def test_changed_scorer_version_is_never_read_stale(demo_entries, demo_runs, roo
     assert calls == [1]
 
 
-def test_scorer_version_digests_the_scoring_source(monkeypatch, tmp_path):
-    package = tmp_path / "analysis"
-    (package / "store").mkdir(parents=True)
-    for name in ("scoring.py", "metrics.py"):
-        (package / name).write_text("x = 1\n")
-    (package / "store" / "entries.py").write_text("")
+def _package(base: Path, files: dict[str, str]) -> Path:
+    for name, text in files.items():
+        path = base / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return base / "analysis"
+
+
+PACKAGE = {
+    "analysis/__init__.py": "",
+    "analysis/store/__init__.py": "from analysis.store.entries import save\n",
+    "analysis/store/entries.py": "def save():\n    from analysis.scoring import score  # imported when called\n",
+    "analysis/store/parts.py": (
+        "from typing import TYPE_CHECKING\nfrom .. import metrics\nif TYPE_CHECKING:\n    from analysis import figures\n"
+    ),
+    "analysis/store/runs.py": "import json\n",
+    "analysis/scoring.py": "from analysis.rules.outcomes import OUTCOMES\n",
+    "analysis/rules/__init__.py": "",
+    "analysis/rules/outcomes.py": "OUTCOMES = ('correct',)\n",
+    "analysis/metrics.py": "x = 1\n",
+    "analysis/figures.py": "y = 1\n",  # only for type checkers: not run when scoring
+    "analysis/unrelated.py": "z = 1\n",
+}
+
+
+def test_scorer_modules_follow_the_imports_not_paths(tmp_path):
+    """The scorer's version covers the modules the scoring code imports, at the top or inside a function,
+    with their packages: a module moved to another folder (or renamed) is followed through the import
+    that names it; what only type checkers import, or nothing imports, is not covered."""
+    package = _package(tmp_path, PACKAGE)
+    found = entries.scorer_modules(package=package)
+    assert set(found) == {
+        "analysis",
+        "analysis.store",
+        "analysis.store.entries",
+        "analysis.store.parts",
+        "analysis.store.runs",
+        "analysis.scoring",
+        "analysis.metrics",
+        "analysis.rules",
+        "analysis.rules.outcomes",
+    }
+    assert found["analysis.rules.outcomes"] == package / "rules" / "outcomes.py"
+    # Moved and renamed: the import that names it is followed to its new place.
+    (package / "rules" / "outcomes.py").rename(package / "labels.py")
+    (package / "scoring.py").write_text("from analysis import labels\n")
+    moved = entries.scorer_modules(package=package)
+    assert "analysis.labels" in moved and "analysis.rules.outcomes" not in moved
+
+
+def test_scorer_version_changes_with_a_covered_module_only(monkeypatch, tmp_path):
+    package = _package(tmp_path / "code", PACKAGE)
     monkeypatch.setattr(entries, "__file__", str(package / "store" / "entries.py"))
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))  # where the module list is remembered
     entries.scorer_version.cache_clear()
     try:
         first = entries.scorer_version()
-        (package / "metrics.py").write_text("x = 2\n")
+        assert list((tmp_path / "cache" / "scored" / "digests").glob("modules-*"))
+        (package / "unrelated.py").write_text("z = 2\n")
+        (package / "figures.py").write_text("y = 2\n")
         entries.scorer_version.cache_clear()
-        assert entries.scorer_version() != first
+        assert entries.scorer_version() == first
+        (package / "rules" / "outcomes.py").write_text("OUTCOMES = ('correct', 'missed')\n")
+        entries.scorer_version.cache_clear()
+        second = entries.scorer_version()
+        assert second != first
+        (package / "rules" / "outcomes.py").rename(package / "labels.py")  # moved, same source
+        (package / "scoring.py").write_text("from analysis import labels\n")
+        entries.scorer_version.cache_clear()
+        assert entries.scorer_version() not in (first, second)
     finally:
         monkeypatch.undo()
         entries.scorer_version.cache_clear()
+
+
+def test_the_scorer_version_covers_every_module_scoring_imports(tmp_path):
+    """In a fresh interpreter, a demo run loaded, scored and stored (every stored table built): each
+    `analysis` module it imported is one the scorer's version digests."""
+    probe = (
+        "import json, sys\n"
+        "from analysis.store import entries, runs\n"
+        "from analysis.workspace import read_manifest\n"
+        f"for entry in read_manifest({str(DEMO)!r}).entries:\n"
+        "    runs.scored(entry, entry.meta.convention)\n"
+        "    runs.scored(entry, 'dstc9')\n"
+        "print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] == 'analysis'), "
+        "list(entries.scorer_modules())]))\n"
+    )
+    import json
+    import subprocess
+    import sys
+
+    env = {**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True, timeout=600, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    imported, covered = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(list((tmp_path / "cache" / "scored" / "entries").glob("*.json"))) >= 10  # every table built
+    assert {"analysis.scoring", "analysis.store.parts", "analysis.formats.specs", "analysis.sgd.views"} <= set(imported)
+    assert set(imported) <= set(covered), sorted(set(imported) - set(covered))
 
 
 def test_a_remembered_digest_follows_the_file(tmp_path):
@@ -265,7 +355,7 @@ def test_full_disk_falls_back_to_memory(demo_runs, root, caplog, monkeypatch):
     monkeypatch.setattr(entries, "_write_atomic", full)
     with caplog.at_level(logging.WARNING, logger="analysis.store"):
         got = entries.score("k", lambda: score_run(run, "exact"), root=root)
-    assert R.values(got) == R.values(score_run(run, "exact"))
+    assert _nan_as_none(R.values(got)) == _nan_as_none(R.values(score_run(run, "exact")))
     messages = [r.getMessage() for r in caplog.records if r.name == "analysis.store"]
     assert len(messages) == 1 and "disk is full" in messages[0] and "stays in memory" in messages[0]
     assert entries.lookup(root, "k") is None
@@ -282,7 +372,7 @@ def test_read_only_folder_falls_back_to_memory(demo_runs, tmp_path, caplog):
             got = entries.score("k", lambda: score_run(run, "exact"), root=root)
     finally:
         root.chmod(0o755)
-    assert R.values(got) == R.values(score_run(run, "exact"))
+    assert _nan_as_none(R.values(got)) == _nan_as_none(R.values(score_run(run, "exact")))
     assert len([r for r in caplog.records if r.name == "analysis.store"]) == 1
 
 
@@ -295,7 +385,7 @@ def test_read_only_file_system_falls_back_to_memory(demo_runs, root, caplog, mon
     monkeypatch.setattr(entries.Path, "mkdir", read_only)
     with caplog.at_level(logging.WARNING, logger="analysis.store"):
         got = entries.score("k", lambda: score_run(run, "exact"), root=root)
-    assert R.values(got) == R.values(score_run(run, "exact"))
+    assert _nan_as_none(R.values(got)) == _nan_as_none(R.values(score_run(run, "exact")))
     messages = [r.getMessage() for r in caplog.records if r.name == "analysis.store"]
     assert len(messages) == 1 and "Read-only" in messages[0]
 
@@ -326,8 +416,8 @@ def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, co
     _equal(queries.depth_jga(stored), views.depth_jga(scoreds))  # JGA per depth and its intervals
     _equal(queries.depth_metrics(stored), views.depth_metrics(scoreds))
     # Every metric's interval, against the stats module's bootstrap of each run.
-    bounds = queries.intervals_of(stored, R.NAMES)
-    for name in R.NAMES:
+    bounds = queries.intervals_of(stored, R.INTERVAL_METRICS)
+    for name in R.INTERVAL_METRICS:
         for i, scored in enumerate(scoreds):
             ci = stats.bootstrap_ci(scored, name, n_resamples=1000)
             assert isinstance(ci, dict)
@@ -350,7 +440,7 @@ def test_duckdb_leaderboard_on_real_files(root):
 def _board_all(scoreds: list[Scored], sort: str) -> pd.DataFrame:
     """The in-memory leaderboard with every metric's interval (columns as the DuckDB path orders them)."""
     board = views.leaderboard(scoreds)
-    for name in R.NAMES:
+    for name in R.INTERVAL_METRICS:
         cis = [stats.bootstrap_ci(s, name, n_resamples=1000) for s in scoreds]
         board[f"{name}_low"] = [c["low"] for c in cis]  # type: ignore[index]
         board[f"{name}_high"] = [c["high"] for c in cis]  # type: ignore[index]
@@ -610,7 +700,7 @@ def test_tables_only_duckdb_reads_are_written_bare_and_read_back_alike(demo_runs
         kept = pq.ParquetFile(entry.path(table)).metadata
         assert b"pandas" in kept.metadata and kept.row_group(0).column(0).is_stats_set
     # What the bootstrap reads from them is what the in-memory bootstrap computes.
-    bounds = queries.intervals_of([entry], R.NAMES)
+    bounds = queries.intervals_of([entry], R.INTERVAL_METRICS)
     for name in ("jga", "slot_f1_micro", "gca", "rsa"):
         ci = stats.bootstrap_ci(scored, name, n_resamples=1000)
         assert bounds[name][0][0] == pytest.approx(ci["low"], abs=1e-12)
@@ -623,9 +713,9 @@ def test_intervals_of_runs_whose_parts_are_all_alike(demo_runs, root):
     scored = score_run(demo_runs["simulated-A-mwz-en-predicted"], "trade")
     entry = entries.save(root, "a" * 32, scored)
     assert entry is not None
-    once = queries.intervals_of([entry], R.NAMES)
-    twice = queries.intervals_of([entry, entry], R.NAMES)
-    for name in R.NAMES:
+    once = queries.intervals_of([entry], R.INTERVAL_METRICS)
+    twice = queries.intervals_of([entry, entry], R.INTERVAL_METRICS)
+    for name in R.INTERVAL_METRICS:
         for side in (0, 1):
             assert np.array_equal(twice[name][side], np.repeat(once[name][side], 2), equal_nan=True), name
     # Every query lists such an entry once per position, never its rows twice under each.
@@ -643,13 +733,13 @@ def test_the_leaderboard_reads_each_runs_stored_intervals(demo_runs, root, monke
     dialogues. The same numbers as resampling the parts over all runs at once, and as the in-memory
     bootstrap; another resample count, or a row without them, is resampled from the parts."""
     scoreds, stored = _stored(demo_runs, root, "trade")
-    computed = queries.intervals_of(stored, R.NAMES)
+    computed = queries.intervals_of(stored, R.INTERVAL_METRICS)
     sql = "SELECT run, bounds_resamples, unnest(bounds, recursive := true) FROM t"
     rows = queries._read(queries.connect(), stored, "runs", sql)
     assert (rows["bounds_resamples"] == views.INTERVAL_RESAMPLES).all()
     assert sorted(set(rows["metric"])) == sorted(stats.METRICS)
     assert (rows.groupby("run")["metric"].count() == len(stats.METRICS)).all()  # each run lists each once
-    for name in R.NAMES:
+    for name in R.INTERVAL_METRICS:
         kept = rows[rows["metric"] == name].sort_values("run")
         assert kept["run"].tolist() == list(range(len(stored)))
         for side, values in zip(("low", "high"), computed[name], strict=True):

@@ -22,11 +22,11 @@ def store(monkeypatch, tmp_path):
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     data._score.clear()
     data._load.clear()
-    data._stored_board.clear()
+    data._stored_views.clear()
     yield tmp_path / "cache" / "scored"
     data._score.clear()
     data._load.clear()
-    data._stored_board.clear()
+    data._stored_views.clear()
 
 
 def test_restart_reads_the_store_and_the_overview_queries_it(store, monkeypatch):

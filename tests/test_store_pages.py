@@ -1,6 +1,6 @@
 """The Slots, Domains and Dialogue viewer pages read the score store (issue 21 requirement 2): with every run
 they show stored, the per-slot table, per-domain JGA with intervals, the dialogue picker's filters and the
-captions and warnings beside them are DuckDB queries over the stored Parquet files (`ui.data.stored_view`),
+captions and warnings beside them are DuckDB queries over the stored Parquet files (`analysis.store.views`, through `ui.data.stored_view`),
 equal to the in-memory views (same columns, order and values), and opening Slots or Domains parses and
 scores no run."""
 
@@ -20,6 +20,7 @@ from analysis import views
 from analysis.errors import InputError
 from analysis.scoring import Scored
 from analysis.store import entries, queries
+from analysis.store import views as store_views
 from analysis.workspace import read_manifest
 from tests.conftest import ROOT
 from ui import data, prefetch, review
@@ -38,25 +39,13 @@ FILTERS: list[dict[str, Any]] = [
     {"min_run": 3, "sort": "compounding run (longest first)"},
     {"search": "no such text anywhere"},
 ]
-CACHES = (
-    data._score,
-    data._load,
-    data._view,
-    data._stored_board,
-    data._stored_slot_table,
-    data._stored_domains,
-    data._stored_depth,
-    data._stored_depth_metrics,
-    data._stored_review,
-    data._stored_pick,
-    data._stored_run_table,
-)
+CACHES = (data._score, data._load, data._view, data._stored_views)
 
 pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
 
 
 def _clear() -> None:
-    for cache in (*CACHES, *data.STORED_RUNS_CACHES, data._stored_attribute_jga):
+    for cache in CACHES:
         cache.clear()
 
 
@@ -79,9 +68,13 @@ def _scored_and_stored(pairs: list[tuple[data.RunSource, str]]) -> list[Scored]:
     return scoreds
 
 
-def _equal(got: Any, want: pd.DataFrame) -> None:
-    """Same columns, order and values (to TOL), and dtypes; an empty table only its columns (the in-memory
-    picker's empty result happens to type `dialogue_id` as pandas strings, the query's as objects)."""
+def _equal(got: Any, want: Any) -> None:
+    """Frames: same columns, order and values (to TOL), and dtypes; an empty table only its columns (the
+    in-memory picker's empty result happens to type `dialogue_id` as pandas strings, the query's as
+    objects). Anything else (captions, lists): equal."""
+    if not isinstance(want, pd.DataFrame):
+        assert got == want
+        return
     assert isinstance(got, pd.DataFrame)
     if not len(want):
         assert not len(got) and list(got.columns) == list(want.columns)
@@ -94,63 +87,81 @@ def _in_memory(fn: Any, args: list[Any], params: dict[str, Any]) -> Any:
     return data._view_now(f"{fn.__module__}.{fn.__qualname__}", tuple(sorted(params.items())), tuple(args))
 
 
+Call = tuple[list[Any], dict[str, Any]]
+
+
+def _calls(
+    exact: list[tuple[data.RunSource, str]], every: list[tuple[data.RunSource, str]], attributes: list[str]
+) -> dict[Any, list[Call]]:
+    """Each view of the store's registry with the calls the pages make of it: of the runs the store answers
+    (`exact`), and with the SGD run beside them (`every`: the views whose numbers are the SGD evaluator's
+    there are computed in memory)."""
+    runs = [exact, every]
+    return {
+        views.leaderboard: [([r], {"sort": sort}) for r in runs for sort in ("jga", None, "slot_f1_micro", "gca")],
+        views.slot_table: [([pair], {}) for pair in every],
+        views.domain_jga: [([r], {}) for r in runs] + [([exact], {"resamples": 200})],
+        views.depth_jga: [([r], {}) for r in runs] + [([exact], {"resamples": 200})],
+        views.depth_metrics: [([r], {}) for r in runs],
+        review.review_errors: [([r], {}) for r in runs],
+        review.review_episodes: [([r], {}) for r in runs],
+        views.first_error_distribution: [([r], {}) for r in runs],
+        views.attribute_columns: [([r], {}) for r in runs],
+        views.jga_by_attribute: [([r], {"attribute": a}) for r in runs for a in [*attributes, "no such attribute"]],
+        views.history_pairs_of: [([r], {}) for r in runs],
+        views.pick_dialogues: [([pair], dict(filters)) for pair in every for filters in FILTERS],
+        views.scope_caption: [([exact[0]], {}), ([exact], {}), ([every], {})],
+        views.comparability_warnings: [([r], {"about": ("convention",)}) for r in runs],
+    }
+
+
 @pytest.mark.parametrize("choice", [data.DECLARED, "trade"])
 def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None:
+    """Every view of `analysis.store.views.REGISTRY`, as the dashboard asks it (`data.compute`) and as the
+    CLI and the report do (`store_views.answer` of manifest entries), equals the view of the scored runs."""
     sources = _sources()
     exact = [(sources[name], choice) for name in EXACT]
     every = [*exact, (sources[SGD], choice)]
-    assert data.stored_slot_table(*exact[0]) is None  # nothing stored yet: the pages compute them
-    assert data.stored_domain_jga(exact) is None and data.stored_picker(*exact[0]) is None
+    for fn in store_views.REGISTRY:  # nothing stored yet: the pages compute them
+        assert data.stored_query(fn, [exact], {}) is None and data.stored_query(fn, [exact[0]], {}) is None
     scoreds = _scored_and_stored(every)
-    by_run = dict(zip([s.run_id for s, _ in every], scoreds, strict=True))
     assert sum(1 for _ in store.rglob("*.parquet")) > 0
+    attributes = views.attribute_columns(scoreds)
+    assert attributes == ["type"]  # CrossWOZ's dialogue type
 
-    # Slots: the per-slot table of each run, the SGD run's too (no evaluator number in it).
-    for pair in every:
-        _equal(data.stored_slot_table(*pair), views.slot_table(by_run[pair[0].run_id]))
-        _equal(data.compute(views.slot_table, [pair], {}, choice), views.slot_table(by_run[pair[0].run_id]))
+    calls = _calls(exact, every, attributes)
+    assert set(calls) == set(store_views.REGISTRY), "a registered view without a call here, or a call of none"
+    for fn, made in calls.items():
+        answered = 0
+        for args, params in made:
+            want = _in_memory(fn, args, params)
+            query = data.stored_query(fn, args, params)
+            answered += query is not None
+            _equal(data.compute(fn, args, params, choice), want)
+            manifest_args = [_as_manifest(a) for a in args]
+            got = store_views.answer(fn, manifest_args, params)
+            assert (got is None) == (query is None), fn
+            if got is not None:
+                _equal(got, want)
+        assert answered, f"the store answered no call of {fn.__qualname__}"
+    # The SGD evaluator's numbers (per-domain and per-depth JGA, the leaderboard's JGA) are computed in memory.
+    if choice == data.DECLARED:
+        for fn in (views.leaderboard, views.domain_jga, views.depth_jga, views.depth_metrics):
+            assert data.stored_query(fn, [every], {}) is None
 
-    # Domains: per-domain JGA with its intervals across runs; with the SGD run (the evaluator's per-service
-    # JGA under its own convention) the page computes it.
+    # A few numbers worth seeing: intervals stored, errors many, the picker's filters narrowing.
+    by_run = dict(zip([s.run_id for s, _ in every], scoreds, strict=True))
     want = views.domain_jga([by_run[name] for name in EXACT])
     assert {"jga_low", "jga_high"} <= set(want.columns) and want["jga_low"].notna().any()
-    _equal(data.stored_domain_jga(exact), want)
-    _equal(data.compute(views.domain_jga, [exact], {}, choice), want)
-    if choice == data.DECLARED:
-        assert data.stored_domain_jga(every) is None
-    _equal(data.compute(views.domain_jga, [every], {}, choice), views.domain_jga(list(by_run.values())))
-
-    # Turn depth: JGA per depth with its intervals, and the metrics beside it; with the SGD run (the
-    # evaluator's JGA per depth) the page computes them.
-    want = views.depth_jga([by_run[name] for name in EXACT])
-    assert {"jga_low", "jga_high"} <= set(want.columns) and want["jga_low"].notna().any()
-    _equal(data.stored_depth_jga(exact), want)
-    _equal(data.compute(views.depth_jga, [exact], {}, choice), want)
     want_m = views.depth_metrics([by_run[name] for name in EXACT])
     assert {"iaga", "rsa", "fga_0.5", "turn_accuracy", "gca"} <= set(want_m.columns) and len(want_m) > 10
-    _equal(data.stored_depth_metrics(exact), want_m)
-    _equal(data.compute(views.depth_metrics, [exact], {}, choice), want_m)
-    if choice == data.DECLARED:
-        assert data.stored_depth_jga(every) is None and data.stored_depth_metrics(every) is None
-    _equal(data.compute(views.depth_jga, [every], {}, choice), views.depth_jga(list(by_run.values())))
-    _equal(data.compute(views.depth_metrics, [every], {}, choice), views.depth_metrics(list(by_run.values())))
+    want_e = review.review_errors(scoreds)
+    assert len(want_e) > 100 and set(want_e["outcome"]) > {"wrong_value"}
+    assert (review.review_episodes(scoreds)["n_turns"] > 1).any()
+    assert set(views.first_error_distribution(scoreds)["label"]) >= {"none", "0"}
+    if choice == data.DECLARED:  # exact and sgd side by side: the warning names both
+        assert len(data.compute(views.comparability_warnings, [every], {"about": ("convention",)}, choice)) == 1
 
-    # What the Turn depth and Domains pages (and the prefetch) ask of every run: first errors per turn,
-    # the dialogue attributes (CrossWOZ's type), the predicted/gold history pairs.
-    for pairs in (exact, every):
-        scored_of = [by_run[source.run_id] for source, _ in pairs]
-        want_f = views.first_error_distribution(scored_of)
-        assert set(want_f["label"]) >= {"none", "0"}
-        _equal(data.compute(views.first_error_distribution, [pairs], {}, choice), want_f)
-        attributes = views.attribute_columns(scored_of)
-        assert attributes and data.compute(views.attribute_columns, [pairs], {}, choice) == attributes
-        for attribute in [*attributes, "no such attribute"]:  # JGA by each, from four stored turn columns
-            want_a = views.jga_by_attribute(scored_of, attribute=attribute)
-            got_a = data.compute(views.jga_by_attribute, [pairs], {"attribute": attribute}, choice)
-            _equal(got_a, want_a)
-            assert len(want_a) or attribute == "no such attribute"
-        history = views.history_pairs_of(scored_of)
-        assert data.compute(views.history_pairs_of, [pairs], {}, choice) == history
     gold_history = next(e for e in read_manifest(DEMO).entries if e.name == "simulated-A-mwz-en-gold")
     paired = [exact[1], (data.source_from_entry(gold_history), choice)]
     paired_scored = _scored_and_stored(paired)
@@ -158,34 +169,14 @@ def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None
     assert want_h == [("simulated-A-mwz-en-predicted", "simulated-A-mwz-en-gold")]
     assert data.compute(views.history_pairs_of, [paired], {}, choice) == want_h
 
-    # Review: the error items and their episodes across runs, the SGD run's too (slot rows, no evaluator).
-    for pairs in (exact, every):
-        scored_of = [by_run[source.run_id] for source, _ in pairs]
-        want_e = review.review_errors(scored_of)
-        assert len(want_e) > 100 and set(want_e["outcome"]) > {"wrong_value"}
-        _equal(data.stored_review_errors(pairs), want_e)
-        _equal(data.compute(review.review_errors, [pairs], {}, choice), want_e)
-        want_ep = review.review_episodes(scored_of)
-        assert (want_ep["n_turns"] > 1).any()
-        _equal(data.stored_review_errors(pairs, episodes=True), want_ep)
-        _equal(data.compute(review.review_episodes, [pairs], {}, choice), want_ep)
 
-    # The dialogue picker, every filter the page offers.
-    for pair in every:
-        for filters in FILTERS:
-            want_p = views.pick_dialogues(by_run[pair[0].run_id], **filters)
-            _equal(data.stored_picker(*pair, **filters), want_p)
-            _equal(data.compute(views.pick_dialogues, [pair], dict(filters), choice), want_p)
-
-    # Captions and the mixed-convention warning, from the stored runs table.
-    for args in ([exact[0]], [exact], [every]):
-        assert data.compute(views.scope_caption, args, {}, choice) == _in_memory(views.scope_caption, args, {})
-    for pairs in (exact, every):
-        params = {"about": ("convention",)}
-        got = data.compute(views.comparability_warnings, [pairs], params, choice)
-        assert got == _in_memory(views.comparability_warnings, [pairs], params)
-    if choice == data.DECLARED:  # exact and sgd side by side: the warning names both
-        assert len(data.compute(views.comparability_warnings, [every], {"about": ("convention",)}, choice)) == 1
+def _as_manifest(arg: Any) -> Any:
+    """A dashboard argument (run source, convention choice) as the CLI and the report give runs to the
+    store: (manifest entry, convention)."""
+    if isinstance(arg, list):
+        return [_as_manifest(a) for a in arg]
+    source, choice = arg
+    return (source.entry, data.effective_convention(source, choice))
 
 
 def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:

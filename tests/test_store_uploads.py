@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason=f
 def _clear() -> None:
     data._score.clear()
     data._load.clear()
-    data._stored_board.clear()
+    data._stored_views.clear()
 
 
 @pytest.fixture

@@ -31,6 +31,7 @@ from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
 from analysis.store import runs as store_runs
+from analysis.store import views as store_views
 from analysis.workspace import RunEntry, Workspace, load_entry, read_manifest
 from ui import errors
 
@@ -265,7 +266,7 @@ def compute(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any],
     upload = next((u for u in _uploads_in(args)), None)
     if upload is not None:  # kept by the session's upload, not in the process-wide cache
         return upload.memo(("view", name, keys, frozen), lambda: _view_now(name, frozen, tuple(args)))
-    stored = stored_view(name, args, params)  # DuckDB over the score store when it holds every run read
+    stored = stored_view(fn, args, params)  # DuckDB over the score store when it holds every run read
     if stored is not None:
         return stored
     return _view(name, keys, frozen, tuple(args))
@@ -458,330 +459,70 @@ def with_convention(source: RunSource, convention: str | None) -> RunSource:
     return replace(source, entry=replace(source.entry, meta=replace(source.meta, convention=convention)))
 
 
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_board(keys: tuple[str, ...], sort: str | None, _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
+def _found(pair: Any, tables: tuple[str, ...]) -> Any | None:
+    """The score store's entry of a (run source, convention choice) pair with `tables` whole, or None (an
+    upload, a run not stored, a store that cannot be read)."""
+    source, choice = pair
+    if source.uploaded:
+        return None
+    try:
+        return store_runs.stored(source.entry, effective_convention(source, choice), tables=tables)
+    except OSError:
+        return None
 
-    return queries.leaderboard(list(_entries), sort=sort)
+
+def _is_source(arg: Any) -> bool:
+    return isinstance(arg, tuple) and bool(arg) and isinstance(arg[0], RunSource)
+
+
+def stored_query(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> store_views.Query | None:
+    """`fn(*args, **params)` as a query over the score store (`analysis.store.views`: only headers read),
+    or None when the store does not answer it."""
+    return store_views.query(fn, args, params, find=_found, is_run=_is_source)
+
+
+@st.cache_data(show_spinner=False, max_entries=1024)
+def _stored_views(name: str, keys: tuple[str, ...], params: tuple, _query: store_views.Query) -> Any:
+    return _query.answer(base=_stored_answer)
+
+
+def _stored_answer(query: store_views.Query) -> Any:
+    """The query's answer, cached on its stored answer's name, its entries' store keys and parameters."""
+    return _stored_views(query.name, query.keys, query.params, query)
+
+
+def stored_view(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> Any | None:
+    """`fn(*args, **params)` from the score store when it answers it (`analysis.store.views.REGISTRY`: DuckDB
+    over the stored runs, no run parsed or scored), cached; else None and the caller computes it from the
+    scored runs. A store that cannot be queried (a file damaged after its check) is None too, logged."""
+    query = stored_query(fn, args, params)
+    if query is None:
+        return None
+    try:
+        return _stored_answer(query)
+    except InputError as exc:
+        errors.log.warning("%s", exc)
+        return None
+
+
+def stores(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any] | None = None) -> bool:
+    """Whether the score store answers `fn(*args, **params)` (headers checked, nothing queried): the
+    prefetch then warms nothing in memory for it."""
+    return stored_query(fn, args, params or {}) is not None
 
 
 def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None) -> tuple[Any, str] | None:
     """`views.leaderboard` of the runs and its scope caption as DuckDB queries over the score store, when
     it holds every run (no upload, no SGD evaluator run): no run's turns are read. None otherwise: the
     caller computes them from the scored runs."""
-    from analysis.views import board_caption
+    from analysis.views import board_caption, leaderboard
 
-    found = _stored_entries(pairs, ("runs", "dialogues"), sgd=False)
-    if found is None:
-        return None
-    board = _stored_board(tuple(e.key for e in found), sort, tuple(found))
-    return board, board_caption(board, [e.convention for e in found])
-
-
-# --- views the score store answers (issue 21 requirement 2) -------------------------------------------
-# A view below reads only its few columns of the stored runs' Parquet files (DuckDB, `analysis.store.queries`)
-# when the store holds every run it covers, so a page showing it parses and scores no run; `compute` asks
-# `stored_view` first, so the pages, the prefetch and the page registry keep one call (and one cache key
-# contract) for both paths. Each equals the in-memory view (tests/test_store_pages.py).
-
-
-def _stored_entries(
-    pairs: Sequence[tuple[RunSource, str]], tables: tuple[str, ...], *, sgd: bool = True
-) -> list[Any] | None:
-    """The store's entries of `pairs` (run source, convention choice) with `tables` whole, or None when
-    one is an upload or not stored (or, unless `sgd`, scored under the SGD convention: views whose numbers
-    are the SGD evaluator's there)."""
-    found = []
-    for source, choice in pairs:
-        if source.uploaded:
-            return None
-        try:
-            entry = store_runs.stored(source.entry, effective_convention(source, choice), tables=tables)
-        except OSError:
-            return None
-        if entry is None or (not sgd and entry.convention == "sgd"):
-            return None
-        found.append(entry)
-    return found or None
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _stored_slot_table(key: str, _entry: Any) -> Any:
-    from analysis.store import queries
-
-    return queries.slot_tables([_entry]).drop(columns=["run_id"])
-
-
-def stored_slot_table(source: RunSource, choice: str) -> Any | None:
-    """`views.slot_table` of the run from the score store, or None when it does not hold the run."""
-    found = _stored_entries([(source, choice)], ("slot_table",))
-    return None if found is None else _stored_slot_table(found[0].key, found[0])
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_domains(keys: tuple[str, ...], resamples: int, _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
-
-    return queries.domain_jga(list(_entries), resamples=resamples)
-
-
-def stored_domain_jga(pairs: Sequence[tuple[RunSource, str]], resamples: int | None = None) -> Any | None:
-    """`views.domain_jga` of the runs (intervals included) from the score store, or None when it does not
-    hold every run, or one is scored under the SGD convention (its per-service JGA is the SGD evaluator's)."""
-    from analysis.views import INTERVAL_RESAMPLES
-
-    found = _stored_entries(pairs, ("runs", "domains", "domain_parts"), sgd=False)
-    if found is None:
-        return None
-    n = INTERVAL_RESAMPLES if resamples is None else int(resamples)
-    return _stored_domains(tuple(e.key for e in found), n, tuple(found))
-
-
-def stores_domain_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
-    """Whether `stored_domain_jga` answers for these runs (the store's headers checked, nothing queried):
-    the prefetch then warms no per-run domain interval in memory."""
-    return _stored_entries(pairs, ("runs", "domains", "domain_parts"), sgd=False) is not None
-
-
-DEPTH_TABLES = ("runs", "depth", "depth_parts")
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_depth(keys: tuple[str, ...], resamples: int, _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
-
-    return queries.depth_jga(list(_entries), resamples=resamples)
-
-
-def stored_depth_jga(pairs: Sequence[tuple[RunSource, str]], resamples: int | None = None) -> Any | None:
-    """`views.depth_jga` of the runs (intervals included) from the score store, or None when it does not
-    hold every run, or one is scored under the SGD convention (its JGA per depth is the SGD evaluator's)."""
-    from analysis.views import INTERVAL_RESAMPLES
-
-    found = _stored_entries(pairs, DEPTH_TABLES, sgd=False)
-    if found is None:
-        return None
-    n = INTERVAL_RESAMPLES if resamples is None else int(resamples)
-    return _stored_depth(tuple(e.key for e in found), n, tuple(found))
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_depth_metrics(keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
-
-    return queries.depth_metrics(list(_entries))
-
-
-def stored_depth_metrics(pairs: Sequence[tuple[RunSource, str]]) -> Any | None:
-    """`views.depth_metrics` of the runs from the score store, or None as for `stored_depth_jga`."""
-    found = _stored_entries(pairs, ("depth_metrics",), sgd=False)
-    return None if found is None else _stored_depth_metrics(tuple(e.key for e in found), tuple(found))
-
-
-def stores_depth_jga(pairs: Sequence[tuple[RunSource, str]]) -> bool:
-    """Whether `stored_depth_jga` answers for these runs (headers checked, nothing queried)."""
-    return _stored_entries(pairs, DEPTH_TABLES, sgd=False) is not None
-
-
-@st.cache_data(show_spinner=False, max_entries=16)
-def _stored_review(keys: tuple[str, ...], episodes: bool, _entries: tuple[Any, ...]) -> Any:
-    from analysis.review.analysis import error_episodes
-    from analysis.store import queries
-
-    if episodes:  # from the cached items: one query for both
-        return error_episodes(_stored_review(keys, False, _entries))
-    return queries.error_items(list(_entries))
-
-
-def stored_review_errors(pairs: Sequence[tuple[RunSource, str]], *, episodes: bool = False) -> Any | None:
-    """The Review page's error items of the runs (`ui.review.review_errors`), or their episodes
-    (`review_episodes`), from the score store's `slots` tables (only the error rows and the columns the
-    review reads), or None when the store does not hold every run."""
-    found = _stored_entries(pairs, ("slots",))
-    return None if found is None else _stored_review(tuple(e.key for e in found), episodes, tuple(found))
-
-
-@st.cache_data(show_spinner=False, max_entries=256)
-def _stored_pick(key: str, filters: tuple[tuple[str, Any], ...], _entry: Any) -> Any:
-    from analysis.store import queries
-
-    return queries.pick_dialogues(_entry, **dict(filters))
-
-
-def stored_picker(source: RunSource, choice: str, **filters: Any) -> Any | None:
-    """`views.pick_dialogues(run, **filters)` (search, sort, first-error range, minimum error turns and
-    compounding run) from the score store, or None when it does not hold the run."""
-    tables = ("picker", "turns", "slots") if str(filters.get("search", "")).strip() else ("picker",)
-    found = _stored_entries([(source, choice)], tables)
-    if found is None:
-        return None
-    frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in filters.items()))
-    return _stored_pick(found[0].key, frozen, found[0])
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_run_table(keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
-
-    return queries.run_table(list(_entries))
-
-
-def stored_run_table(pairs: Sequence[tuple[RunSource, str]]) -> Any | None:
-    """`views.run_table` of the runs plus `n_turns` and `n_dialogues` from the score store (its `runs`
-    table: one row per run), or None when it does not hold every run."""
-    found = _stored_entries(pairs, ("runs",))
-    return None if found is None else _stored_run_table(tuple(e.key for e in found), tuple(found))
-
-
-def _pairs(arg: Any) -> list[tuple[RunSource, str]] | None:
-    """A `compute` argument as (run source, choice) pairs: one run, or a list of runs; else None."""
-    if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
-        return [arg]
-    if isinstance(arg, list) and all(isinstance(a, tuple) and a and isinstance(a[0], RunSource) for a in arg):
-        return list(arg)
-    return None
-
-
-def _one(args: Sequence[Any]) -> tuple[RunSource, str] | None:
-    return args[0] if len(args) == 1 and isinstance(args[0], tuple) and _pairs(args[0]) else None
-
-
-def _stored_scope_caption(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    from analysis.views import board_caption
-
-    pairs = _pairs(args[0]) if len(args) == 1 and not params else None
-    table = stored_run_table(pairs) if pairs else None
-    return None if table is None else board_caption(table, list(table["convention"]))
-
-
-def _stored_comparability(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    from analysis.views import comparability_warnings, run_table
-
-    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"about"} else None
-    table = stored_run_table(pairs) if pairs else None
-    if table is None:
-        return None
-    return comparability_warnings(table[list(run_table([]).columns)], **params)
-
-
-def _stored_slots(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    one = _one(args)
-    return stored_slot_table(*one) if one is not None and not params else None
-
-
-def _stored_domain_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"resamples"} else None
-    return stored_domain_jga(pairs, params.get("resamples")) if pairs else None
-
-
-def _stored_depth_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and set(params) <= {"resamples"} else None
-    return stored_depth_jga(pairs, params.get("resamples")) if pairs else None
-
-
-def _stored_depth_metrics_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
-    return stored_depth_metrics(pairs) if pairs else None
-
-
-def _stored_review_view(episodes: bool) -> Callable[[Sequence[Any], dict[str, Any]], Any | None]:
-    def answer(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-        pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
-        return stored_review_errors(pairs, episodes=episodes) if pairs else None
-
-    return answer
-
-
-STORED_RUNS_CACHES: list[Any] = []  # the caches of `_stored_runs_view`'s views (cleared together by the tests)
-
-
-def _stored_runs_view(
-    tables: tuple[str, ...], answer: Callable[[list[Any]], Any]
-) -> Callable[[Sequence[Any], dict[str, Any]], Any | None]:
-    """The store path of a view of a list of runs and no parameters: `answer(entries)`, cached on the
-    entries' keys, when the store holds every run's `tables`."""
-
-    @st.cache_data(show_spinner=False, max_entries=32)
-    def cached(name: str, keys: tuple[str, ...], _entries: tuple[Any, ...]) -> Any:
-        return answer(list(_entries))
-
-    STORED_RUNS_CACHES.append(cached)
-
-    def view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-        pairs = _pairs(args[0]) if len(args) == 1 and isinstance(args[0], list) and not params else None
-        found = _stored_entries(pairs, tables) if pairs else None
-        return None if found is None else cached(answer.__name__, tuple(e.key for e in found), tuple(found))
-
-    return view
-
-
-def _first_errors(entries: list[Any]) -> Any:
-    from analysis.store import queries
-
-    return queries.first_error_distribution(entries)
-
-
-def _attributes(entries: list[Any]) -> Any:
-    from analysis.store import queries
-
-    return queries.attribute_columns(entries)
-
-
-def _history_pairs(entries: list[Any]) -> Any:
-    from analysis.views import history_pairs
-
-    return history_pairs([e.header["meta"] for e in entries])
-
-
-@st.cache_data(show_spinner=False, max_entries=64)
-def _stored_attribute_jga(keys: tuple[str, ...], attribute: str, _entries: tuple[Any, ...]) -> Any:
-    from analysis.store import queries
-
-    return queries.jga_by_attribute(list(_entries), attribute=attribute)
-
-
-def _stored_attribute_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    from analysis.metrics import SLOT_LEVEL
-
-    attribute = params.get("attribute")
-    ok = len(args) == 1 and isinstance(args[0], list) and set(params) == {"attribute"}
-    pairs = _pairs(args[0]) if ok and isinstance(attribute, str) and attribute not in SLOT_LEVEL else None
-    found = _stored_entries(pairs, ("turns",)) if pairs else None
-    return None if found is None else _stored_attribute_jga(tuple(e.key for e in found), attribute, tuple(found))
-
-
-def _stored_pick_view(args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    one = _one(args)
-    return stored_picker(*one, **params) if one is not None else None
-
-
-# `module.qualname` of a view -> its store path: (`compute`'s args, params) -> the view's result, or None.
-_STORED_VIEWS: dict[str, Callable[[Sequence[Any], dict[str, Any]], Any | None]] = {
-    "analysis.views.slot_table": _stored_slots,
-    "analysis.views.domain_jga": _stored_domain_view,
-    "analysis.views.depth_jga": _stored_depth_view,
-    "analysis.views.depth_metrics": _stored_depth_metrics_view,
-    "ui.review.review_errors": _stored_review_view(episodes=False),
-    "ui.review.review_episodes": _stored_review_view(episodes=True),
-    "analysis.views.first_error_distribution": _stored_runs_view(("picker",), _first_errors),
-    "analysis.views.attribute_columns": _stored_runs_view(("turns",), _attributes),
-    "analysis.views.jga_by_attribute": _stored_attribute_view,
-    "analysis.views.history_pairs_of": _stored_runs_view(("runs",), _history_pairs),
-    "analysis.views.pick_dialogues": _stored_pick_view,
-    "analysis.views.scope_caption": _stored_scope_caption,
-    "analysis.views.comparability_warnings": _stored_comparability,
-}
-
-
-def stored_view(name: str, args: Sequence[Any], params: dict[str, Any]) -> Any | None:
-    """The view `name` (`module.qualname`) of `args` from the score store when it answers it (see
-    `_STORED_VIEWS`), else None: the caller computes it from the scored runs. A store that cannot be
-    queried (a file damaged after its check) is None too, logged, and the caller computes it."""
-    answer = _STORED_VIEWS.get(name)
-    if answer is None:
+    query = stored_query(leaderboard, [list(pairs)], {"sort": sort})
+    if query is None:
         return None
     try:
-        return answer(args, dict(params))
+        board = _stored_answer(query)
     except InputError as exc:
         errors.log.warning("%s", exc)
         return None
+    return board, board_caption(board, [e.convention for e in query.entries])

@@ -417,7 +417,7 @@ def jobs(
 ) -> list[Job]:
     """The prefetch's jobs for these runs and focus under convention `choice`; `session`: the selections
     the Cross-lingual page remembers (`run_a`, `run_b`, `cell`), any mapping. Views the score store answers
-    (`data.stored_view`) come from it; the per-run domain intervals are not warmed when it holds per-domain JGA."""
+    (`analysis.store.views`) come from it; the per-run domain intervals are not warmed when it holds per-domain JGA."""
     pair = crosslingual_choice(runs, mappings, session)
     overrides: tuple[tuple[str, str], ...] = ()
     if pair is not None:
@@ -444,7 +444,7 @@ def jobs(
     rest_views, rest_figures = as_jobs(rest)
     warm = warmups(runs)
     pairs = ui.resolve([runs], sources, choice)[0][0]
-    stored = {"domain": data.stores_domain_jga(pairs), "turn_index": data.stores_depth_jga(pairs)}
+    stored = {"domain": data.stores(views.domain_jga, [pairs]), "turn_index": data.stores(views.depth_jga, [pairs])}
     warm = [call for call in warm if not stored[call[2]["by"]]]  # the store answers these intervals
     interval_jobs, _ = _to_jobs(sources, choice, warm, [])
     # The next page in the sidebar (Slots) first, then the slow intervals, then the rest.

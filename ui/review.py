@@ -34,7 +34,10 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.outcomes import ERROR_OUTCOMES
-from analysis.review.analysis import annotation_context, error_episodes, error_items
+from analysis.review.analysis import annotation_context
+from analysis.review.analysis import error_items_empty as error_items_empty
+from analysis.review.analysis import review_episodes as review_episodes  # the Review page's views, in `analysis`
+from analysis.review.analysis import review_errors as review_errors
 from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, _check_reviewer, taxonomy
 from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
 from analysis.scoring import Scored
@@ -334,25 +337,6 @@ def item_of(row: dict[str, Any]) -> Item:
 
 
 # --- data of the review page ----------------------------------------------------------------------
-
-
-def review_errors(scoreds: list[Scored]) -> pd.DataFrame:
-    """The error items of several scored runs (each under its own convention), one frame; called
-    through `ui.compute(review_errors, runs)` so it is cached on the runs' files and convention."""
-    frames = [error_items(s) for s in scoreds]
-    return pd.concat(frames, ignore_index=True) if frames else error_items_empty()
-
-
-def review_episodes(scoreds: list[Scored]) -> pd.DataFrame:
-    """The error episodes of several scored runs (`analysis.review.analysis.error_episodes`), one frame;
-    through `ui.compute(review_episodes, runs)`, cached like `review_errors`."""
-    return error_episodes(review_errors(scoreds))
-
-
-def error_items_empty() -> pd.DataFrame:
-    columns = ["run_id", "dataset", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display",
-               "pred_display", "item_key", "tid"]  # fmt: skip
-    return pd.DataFrame({c: pd.Series([], dtype="int64" if c in ("turn_index", "tid") else "str") for c in columns})
 
 
 def options(errors: pd.DataFrame, *, domain: str | None = None) -> dict[str, list[str]]:

@@ -36,6 +36,12 @@ def register(subparsers: Any) -> None:
         ),
     )
     parser.add_argument(
+        "--store",
+        action="store_true",
+        help="keep the scored runs in the score store (DST_CACHE_DIR) so that the next command on the same files "
+        "reads them back; without it a run the store holds is read, nothing written",
+    )
+    parser.add_argument(
         "--pred", action="append", required=True, help="a prediction file; give two or more (--pred A --pred B)"
     )
     parser.add_argument("--gold", help="gold file, when the prediction files do not carry gold (shared by all)")
@@ -89,9 +95,8 @@ def _metrics(text: str, path: str, fmt: str | None) -> tuple[str, ...] | None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.compare import compare, text_report
-    from analysis.loading import load_run
     from analysis.model import RunInfo
-    from analysis.scoring import score_run
+    from analysis.store.runs import scored_files
 
     paths: list[str] = args.pred
     if len(paths) < 2:
@@ -103,15 +108,17 @@ def run(args: argparse.Namespace) -> int:
         raise InputError(paths[0], args.format, f"--resamples has to be a positive number, got {args.resamples}")
     if not 0 < args.alpha < 1:
         raise InputError(paths[0], args.format, f"--alpha has to be strictly between 0 and 1, got {args.alpha}")
-    scored = {}
+    scored = {}  # each read back from the score store when it holds the run, else parsed, scored and stored
     for name, path in zip(_names(paths), paths, strict=True):
-        loaded = load_run(
-            path, args.gold, pred_format=args.format, gold_format=args.gold_format, meta=RunInfo(run_id=name)
+        scored[name] = scored_files(
+            path,
+            args.gold,
+            convention=args.convention,
+            pred_format=args.format,
+            gold_format=args.gold_format,
+            meta=RunInfo(run_id=name),
+            store=args.store,
         )
-        try:
-            scored[name] = score_run(loaded, args.convention)
-        except ValueError as exc:
-            raise InputError(path, loaded.meta.formats[0], str(exc)) from None
     metrics = _metrics(args.metrics, paths[0], args.format)
     result = compare(scored, metrics=metrics, n_resamples=args.resamples, seed=args.seed, alpha=args.alpha)
     if args.json:

@@ -29,9 +29,8 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _metrics(args: argparse.Namespace) -> int:
-    from analysis.loading import load_run
     from analysis.model import RunInfo
-    from analysis.scoring import score_run
+    from analysis.store.runs import scored_files
     from analysis.suite import LABELS, metric_suite
 
     mapping = None
@@ -39,24 +38,25 @@ def _metrics(args: argparse.Namespace) -> int:
         from analysis.formats.mapping import parse_mapping_option
 
         mapping = parse_mapping_option(args.mapping)
-    run = load_run(
+    # Read back from the score store when it holds this run (the same files, options and convention),
+    # else parsed and scored (and stored with --store).
+    scored = scored_files(
         args.pred,
         args.gold,
+        convention=args.convention,
         pred_format=args.format,
         gold_format=args.gold_format,
         meta=RunInfo(history=args.history),
         pred_deltas=args.pred_deltas,
         pred_mapping=mapping,
         gold_field=args.gold_field,
+        store=args.store,
     )
-    try:
-        scored = score_run(run, args.convention)
-    except ValueError as exc:  # an unknown --group-by or convention is the user's input too
-        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+    fmt = scored.metas[0].formats[0]
     try:
         result = metric_suite(scored, group_by=args.group_by)
     except ValueError as exc:
-        raise InputError(args.pred, run.meta.formats[0], str(exc)) from None
+        raise InputError(args.pred, fmt, str(exc)) from None
     if result["convention"] == "sgd":  # the SGD evaluator's own numbers, from the schema
         from analysis.sgd.scoring import add_to_suite
 
@@ -64,7 +64,7 @@ def _metrics(args: argparse.Namespace) -> int:
             result, pred=args.pred, gold=args.gold or args.pred, schema=args.schema, train_schema=args.train_schema
         )
     elif args.schema or args.train_schema:
-        raise InputError(args.pred, run.meta.formats[0], "--schema and --train-schema apply to the sgd convention only")
+        raise InputError(args.pred, fmt, "--schema and --train-schema apply to the sgd convention only")
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -149,6 +149,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     parser = _Parser(prog="python -m analysis", description="DST and few-shot joint NLU evaluation")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     m = sub.add_parser("metrics", help="every DST metric of one prediction file")
+    m.add_argument(
+        "--store",
+        action="store_true",
+        help="keep the scored runs in the score store (DST_CACHE_DIR) so that the next command on the same files "
+        "reads them back; without it a run the store holds is read, nothing written",
+    )
     m.add_argument("--pred", required=True, help="prediction file (or a file holding gold and prediction)")
     m.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
     m.add_argument("--format", choices=format_names(), help="force the prediction file's format")
@@ -214,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 # What `_metrics` imports on first use (the other built-in commands need nothing beyond this module's).
-COMMAND_IMPORTS = {"metrics": ("analysis.loading", "analysis.model", "analysis.scoring", "analysis.suite")}
+COMMAND_IMPORTS = {"metrics": ("analysis.store.runs", "analysis.model", "analysis.suite")}
 
 
 def _settle(command: str) -> None:

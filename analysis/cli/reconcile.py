@@ -24,10 +24,12 @@ import json
 import math
 from typing import Any
 
-from analysis.conventions import CONVENTIONS
+from analysis.conventions import CONVENTIONS, Convention
 from analysis.errors import InputError
 from analysis.formats import format_names
+from analysis.model import Run
 from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
+from analysis.scoring import Scored
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
 
@@ -42,6 +44,12 @@ def register(subparsers: Any) -> None:
             "the turns whose joint correctness flips with the responsible slots grouped by cause "
             "(dontcare policy, value normaliser, multiple gold values, fuzzy matching, slot alias, slot scope)."
         ),
+    )
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="keep the scored runs in the score store (DST_CACHE_DIR) so that the next command on the same files "
+        "reads them back; without it a run the store holds is read, nothing written",
     )
     parser.add_argument("--pred", required=True, help="prediction file (or a file holding gold and prediction)")
     parser.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
@@ -77,10 +85,25 @@ def parse_conventions(text: str, *, path: str, fmt: str | None) -> list[str]:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.loading import load_run
+    from analysis.store.runs import scored_files
 
     names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
+    # The flips' causes need the parsed run; its tables under each convention are read back from the score
+    # store when it holds them, else scored and stored.
     loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
-    rec = reconcile(loaded, names)
+
+    def score(run: Run, convention: Convention) -> Scored:
+        return scored_files(
+            args.pred,
+            args.gold,
+            convention=convention.name,
+            pred_format=args.format,
+            gold_format=args.gold_format,
+            run=lambda: run,
+            store=args.store,
+        )
+
+    rec = reconcile(loaded, names, score=score)
     result = rec.to_dict(causes=not args.no_causes, examples=max(args.examples, 0))
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))

@@ -18,7 +18,6 @@ import json
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
-from analysis.errors import InputError
 from analysis.formats import format_names
 
 __all__ = ["register", "run"]
@@ -36,6 +35,13 @@ def register(subparsers: Any) -> None:
             "ranked by the gap between the run's JGA and the slice's, with support and a 95% dialogue-bootstrap "
             "interval of the slice's JGA."
         ),
+    )
+
+    parser.add_argument(
+        "--store",
+        action="store_true",
+        help="keep the scored runs in the score store (DST_CACHE_DIR) so that the next command on the same files "
+        "reads them back; without it a run the store holds is read, nothing written",
     )
     parser.add_argument("--pred", required=True, help="prediction file (or a file holding gold and prediction)")
     parser.add_argument("--gold", help="gold file, when the prediction file does not carry gold")
@@ -101,23 +107,28 @@ def _text(report: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.loading import load_run
-    from analysis.scoring import score_run
     from analysis.slices import find_slices
+    from analysis.store.runs import scored_files
 
-    loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
-    fmt = loaded.meta.formats[0]
-    try:
-        scored = score_run(loaded, args.convention)
-    except ValueError as exc:
-        raise InputError(args.pred, fmt, str(exc)) from None
+    # Each read back from the score store when it holds the run, else parsed and scored (stored with --store).
+    scored = scored_files(
+        args.pred,
+        args.gold,
+        convention=args.convention,
+        pred_format=args.format,
+        gold_format=args.gold_format,
+        store=args.store,
+    )
     train = None
     if args.train:
-        train_run = load_run(args.train, args.train, pred_format=args.gold_format, gold_format=args.gold_format)
-        try:
-            train = score_run(train_run, scored.convention.name)
-        except ValueError as exc:
-            raise InputError(args.train, train_run.meta.formats[0], str(exc)) from None
+        train = scored_files(
+            args.train,
+            args.train,
+            convention=scored.convention.name,
+            pred_format=args.gold_format,
+            gold_format=args.gold_format,
+            store=args.store,
+        )
     report = find_slices(
         scored,
         train,

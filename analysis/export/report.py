@@ -58,7 +58,8 @@ from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
 from analysis.model import dialogue_key
 from analysis.registry import LABELS, REPORT_METRICS
-from analysis.scoring import Scored, combine, score_run
+from analysis.scoring import Scored, combine
+from analysis.store import runs as store_runs
 from analysis.workspace import Workspace, load_workspace, read_manifest
 
 CI_METRICS = REPORT_METRICS  # the leaderboard table's metrics, with intervals
@@ -253,13 +254,8 @@ def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
 
 
 def _score_all(workspace: Workspace, convention: str | None) -> dict[str, Scored]:
-    scoreds = {}
-    for run_id, run in workspace.runs.items():
-        try:
-            scoreds[run_id] = score_run(run, convention or run.meta.convention)
-        except ValueError as exc:
-            raise InputError(str(workspace.path), "workspace", f"run {run_id}: {exc}") from None
-    return scoreds
+    """Every run scored, through the score store: a warm store is read back, no run parsed or scored."""
+    return store_runs.score_workspace(workspace, convention)
 
 
 def _cis_by_run(scoreds: dict[str, Scored], *, n_resamples: int) -> pd.DataFrame:
@@ -1065,7 +1061,7 @@ def build_report(
     if pdf is None:
         pdf = latex_engine() is not None
     with browser_starting() as browser_ready:  # the browser starts while the runs load and are planned
-        loaded = load_workspace(workspace)
+        loaded = load_workspace(workspace, runs=False)  # the runs: from the score store when it holds them
         plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
         browser_ready()
         return write_report(

@@ -626,8 +626,14 @@ def _json_float(value: Any) -> float | None:
     return None if math.isnan(value) else value
 
 
-def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVENTIONS) -> Reconciliation:
-    """Score `run` under each convention (`score_run`) and tabulate headline metrics and flips.
+def reconcile(
+    run: Run,
+    conventions: Sequence[str | Convention] = DEFAULT_CONVENTIONS,
+    *,
+    score: Callable[[Run, Convention], Scored] = score_run,
+) -> Reconciliation:
+    """Score `run` under each convention (`score(run, convention)`: `score_run`, or the command line's
+    read of the score store) and tabulate headline metrics and flips.
 
     >>> from analysis.demo.testing import run_from_states
     >>> run = run_from_states([{"hotel": {"price range": "cheap"}}], [{"hotel": {"pricerange": "cheap"}}])
@@ -643,7 +649,7 @@ def reconcile(run: Run, conventions: Sequence[str | Convention] = DEFAULT_CONVEN
         raise ValueError(f"reconcile needs at least one convention, one of {', '.join(CONVENTIONS)}")
     if len(set(names)) != len(names):
         raise ValueError(f"conventions must be distinct, got {list(names)}")
-    scored = {c.name: score_run(run, c) for c in convs}
+    scored = {c.name: score(run, c) for c in convs}
     metrics = pd.DataFrame.from_dict({n: _headline(s) for n, s in scored.items()}, orient="index")
     metrics.index.name = "convention"
     # Turns keyed as `_raw_triples` numbers them (positions in run.turns); a convention that scores only

@@ -85,6 +85,25 @@ def as_error_items(rows: pd.DataFrame, datasets: dict[str, str]) -> pd.DataFrame
     return errors[[*keep[:1], "dataset", *keep[1:], "item_key", "tid"]]
 
 
+def review_errors(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """The error items of several scored runs (each under its own convention), one frame: the Review
+    page's queue (`ui.compute(review_errors, runs)`; the score store answers it, `analysis.store.views`)."""
+    frames = [error_items(s) for s in scoreds]
+    return pd.concat(frames, ignore_index=True) if frames else error_items_empty()
+
+
+def review_episodes(scoreds: Sequence[Scored]) -> pd.DataFrame:
+    """The error episodes of several scored runs (`error_episodes` of `review_errors`), one frame."""
+    return error_episodes(review_errors(scoreds))
+
+
+def error_items_empty() -> pd.DataFrame:
+    """`error_items` of no run: its columns, no row."""
+    columns = ["run_id", "dataset", "dialogue_id", "turn_index", "domain", "slot", "outcome", "gold_display",
+               "pred_display", "item_key", "tid"]  # fmt: skip
+    return pd.DataFrame({c: pd.Series([], dtype="int64" if c in ("turn_index", "tid") else "str") for c in columns})
+
+
 _ABSENT = "\x00absent"  # a missing gold or predicted value, as compared between turns (never a real value)
 
 

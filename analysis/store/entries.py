@@ -51,26 +51,12 @@ TABLES = (
     "slot_table",
     "picker",
 )
-# The scorer's version is a digest of the source of everything a stored number depends on: parsing and
-# alignment, conventions, scoring, the metrics, the bootstrap parts and the views whose rows are stored.
-_SCORER_SOURCES = (
-    "scoring.py",
-    "conventions.py",
-    "outcomes.py",
-    "metrics.py",
-    "registry.py",
-    "stats.py",
-    "suite.py",
-    "views.py",
-    "diagnostics.py",
-    "mwzeval_rules.py",
-    "model.py",
-    "loading.py",
-    "formats/*.py",
-    "sgd/*.py",
-    "store/parts.py",
-    "store/entries.py",
-)
+# The scorer's version is a digest of the source of every module a stored number depends on: the modules
+# that load and score a run and build its stored tables (`SCORER_ROOTS`) and every `analysis` module they
+# import, at the top or inside a function, followed through their import statements (`scorer_modules`): a
+# module moved, renamed or split is still covered, where a list of paths would silently drop it.
+SCORER_ROOTS = ("analysis.store.entries", "analysis.store.parts", "analysis.store.runs")
+_PACKAGE = "analysis"
 
 
 def store_root() -> Path | None:
@@ -86,14 +72,107 @@ def store_root() -> Path | None:
 
 @cache
 def scorer_version() -> str:
-    """Digest of the scoring code's source (`_SCORER_SOURCES`) and `SCHEMA_VERSION`."""
-    package = Path(__file__).resolve().parents[1]
+    """Digest of `SCHEMA_VERSION` and the source of every module of `scorer_modules()`, by module name."""
     digest = hashlib.sha256(f"schema {SCHEMA_VERSION}".encode())
-    for pattern in _SCORER_SOURCES:
-        for source in sorted(package.glob(pattern)):
-            digest.update(source.name.encode())
-            digest.update(source.read_bytes())
+    for name, path in _scorer_modules_remembered().items():
+        digest.update(f"\0{name}\0".encode())
+        digest.update(path.read_bytes())
     return digest.hexdigest()[:16]
+
+
+def scorer_modules(roots: tuple[str, ...] = SCORER_ROOTS, package: Path | None = None) -> dict[str, Path]:
+    """The modules of the `analysis` package (at `package`, default this one) that `roots` import, directly
+    or through one another, at the top of a module or inside a function, with their packages' `__init__`
+    (run by any import of a module inside): name -> source file, sorted by name. Read from the source
+    (`ast`), nothing imported: a function's import counts though the function has not run yet."""
+    base = package if package is not None else _package_dir()
+    found: dict[str, Path] = {}
+    pending = list(roots)
+    while pending:
+        name = pending.pop()
+        if name in found:
+            continue
+        path = _module_file(base, name)
+        if path is None:
+            continue
+        found[name] = path
+        parent = name.rpartition(".")[0]
+        if parent:
+            pending.append(parent)
+        pending += _imported(path, name, is_package=path.name == "__init__.py")
+    return dict(sorted(found.items()))
+
+
+def _package_dir() -> Path:
+    return Path(__file__).resolve().parents[1]
+
+
+def _scorer_modules_remembered() -> dict[str, Path]:
+    """`scorer_modules()`, its names remembered in the store's folder per the identity (path, size,
+    modification time) of every source file of the package: reading their imports takes about 0.5 s,
+    which a start with nothing changed need not spend."""
+    base = _package_dir()
+    root = store_root()
+    if root is None:
+        return scorer_modules()
+    files = sorted((str(p.relative_to(base)), p.stat()) for p in base.rglob("*.py"))
+    stamp = "\0".join(f"{name}\0{st.st_size}\0{st.st_mtime_ns}" for name, st in files)
+    memo = root / "digests" / f"modules-{hashlib.sha256(f'{base}{stamp}'.encode()).hexdigest()[:32]}"
+    with contextlib.suppress(OSError, ValueError):
+        names = json.loads(memo.read_text(encoding="utf-8"))
+        found = {name: _module_file(base, name) for name in names}
+        if all(path is not None for path in found.values()):
+            return {name: path for name, path in found.items() if path is not None}
+    modules = scorer_modules()
+    with contextlib.suppress(OSError):
+        _write_atomic(memo, json.dumps(list(modules)).encode())
+    return modules
+
+
+def _module_file(base: Path, name: str) -> Path | None:
+    """The source file of module `name` of the package at `base`, or None (not one of its modules)."""
+    parts = name.split(".")
+    if parts[0] != _PACKAGE:
+        return None
+    folder = base.joinpath(*parts[1:])
+    for path in (folder / "__init__.py", folder.with_suffix(".py")):
+        if path.is_file():
+            return path
+    return None
+
+
+def _imported(path: Path, name: str, *, is_package: bool) -> list[str]:
+    """Every module name an import statement of the file names (for `from m import x`: `m` and `m.x`, which
+    is a module when `x` is one), relative imports resolved against `name`; not those under `if
+    TYPE_CHECKING:`, which never run."""
+    import ast
+
+    here = name if is_package else name.rpartition(".")[0]
+    names: list[str] = []
+    pending: list[ast.AST] = [ast.parse(path.read_bytes(), filename=str(path))]
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.If) and _type_checking(node.test):
+            pending += node.orelse
+            continue
+        if isinstance(node, ast.Import):
+            names += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            origin = here.split(".")
+            origin = origin[: len(origin) - node.level + 1] if node.level else []
+            module = ".".join([*origin, *([node.module] if node.module else [])])
+            names.append(module)
+            names += [f"{module}.{alias.name}" for alias in node.names if alias.name != "*"]
+        pending += ast.iter_child_nodes(node)
+    return [n for n in names if n == _PACKAGE or n.startswith(_PACKAGE + ".")]
+
+
+def _type_checking(test: Any) -> bool:
+    import ast
+
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
 
 
 # This process's digests per file identity (device, inode, size, modification time): the pages look the
@@ -470,11 +549,16 @@ def load(root: Path, key: str) -> Scored | None:
 
 
 def score(
-    key: str | None, compute: Callable[[], Scored], *, root: Path | None = None, background: bool = False
+    key: str | None,
+    compute: Callable[[], Scored],
+    *,
+    root: Path | None = None,
+    background: bool = False,
+    save_new: bool = True,
 ) -> Scored:
     """The stored scored run of `key`, else `compute()`, saved for next time (`background`: by a thread,
-    so the caller does not wait for the writing; the dashboard). Without a store folder
-    (`DST_CACHE_DIR=""`) or a key, `compute()`."""
+    so the caller does not wait for the writing; the dashboard; `save_new=False`: read only, as a one-off
+    command line does by default). Without a store folder (`DST_CACHE_DIR=""`) or a key, `compute()`."""
     root = store_root() if root is None else root
     if root is None or key is None:
         return compute()
@@ -482,6 +566,8 @@ def score(
     if stored is not None:
         return stored
     scored = compute()
+    if not save_new:
+        return scored
     if background:
         _writer().put((root, key, scored))
     else:

@@ -105,6 +105,8 @@ def dialogue_parts(scored: Scored) -> pd.DataFrame:
     micro = _micro_parts(scored, dialogues, order)
     for name in R.NAMES:
         metric = R.get(name)
+        if metric.interval is None:  # no dialogue bootstrap (DSTC10's value/none P/R/F1): no per-dialogue parts
+            continue
         col = METRIC_COLUMNS[name]
         if metric.interval == "micro":
             parts = micro[metric.column]

@@ -106,7 +106,9 @@ def leaderboard(
     each metric of `intervals` too (e.g. `registry.NAMES` for all). Runs under the SGD convention are
     not computed here (their JGA/AGA are the SGD evaluator's)."""
     con = con or connect()
+    # A metric without a dialogue bootstrap (DSTC10's value/none P/R/F1) has no interval columns.
     names = list(dict.fromkeys([*([sort] if sort in stats.METRICS else []), *(intervals or [])]))
+    names = [name for name in names if name in stats.METRICS or name not in R.NAMES]
     stored = resamples == INTERVAL_RESAMPLES and bool(names) and all(n in stats.METRICS for n in names)
     # The intervals asked for, out of each run's stored `bounds` (listed in `stats.METRICS` order, checked;
     # DuckDB counts from 1): the rest of that column is not fetched. Picked by position, not by a filter
