@@ -138,7 +138,7 @@ def test_the_checker_flags_a_test_without_its_marker() -> None:
     class Item:
         nodeid = "tests/test_fake.py::test_starts_a_server"
         fspath = Path(__file__).resolve().parent / "test_fake.py"
-        fixturenames = ["tmp_path"]
+        fixturenames = ("tmp_path",)
 
         def iter_markers(self):
             return iter(())
