@@ -34,6 +34,7 @@ from analysis.export import figures as E
 from analysis.export import report as R
 from analysis.export.style import PX_PER_PT, preset, style_figure
 from analysis.fewjoint import figures as FF
+from analysis.figures.style import _empty as empty_figure
 from analysis.review import figures as RF
 from tests.export_inspect import png_info
 
@@ -118,7 +119,7 @@ def figure_kinds(demo: dict[str, Any]) -> dict[str, tuple[str, go.Figure]]:
     add("delta", F.delta_bar, F.delta_bar(views.pair_deltas(group[0], group[1], scope="domain")))
     lang = language_matrix(matrix_runs, by="domain", pivot=matrix_runs[0].metas[0].run_id)
     add("language", F.language_heatmap, F.language_heatmap(lang, by="domain", pivot=matrix_runs[0].metas[0].run_id))
-    add("empty", F._empty, F._empty("no turns", "screen"))
+    add("empty", empty_figure, empty_figure("no turns", "screen"))
     # FewJoint
     from analysis.fewjoint.scoring import fewjoint_leaderboard
 

@@ -14,7 +14,8 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
-from analysis.figures import OKABE_ITO, apply_style
+from analysis.figures import apply_style
+from analysis.palette import OKABE_ITO
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, METRIC_LABELS
 from analysis.review.analysis import Agreement, TagAgreement
 

@@ -61,7 +61,7 @@ _SCORER_SOURCES = (
     "registry.py",
     "stats.py",
     "suite.py",
-    "views.py",
+    "views/*.py",
     "diagnostics.py",
     "mwzeval_rules.py",
     "model.py",
