@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
-from analysis.figures.style import _blank_zeros, _empty, apply_style, metric_label
+from analysis.figures.style import _blank_zeros, apply_style, empty_figure, metric_label
 from analysis.palette import (
     COUNT_SCALE,
     DIVERGING_SCALE,
@@ -60,7 +60,7 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
 def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, style: str = "screen") -> go.Figure:
     """Cross-lingual gap (A − B) per slot, domain or turn depth; positive means A is better."""
     if not len(gaps) or value not in gaps.columns:
-        return _empty("nothing to compare", style)
+        return empty_figure("nothing to compare", style)
     label_col = by if by in gaps.columns else gaps.columns[0]
     frame = gaps.dropna(subset=[value])
     if by != "turn_index":
@@ -107,7 +107,7 @@ def language_heatmap(
     below the pivot), its text the value and the gap; hover adds the run's own name and what the value
     counts. Blank where a language has no counterpart or no turn."""
     if not len(matrix):
-        return _empty(f"no {by} to compare", style)
+        return empty_figure(f"no {by} to compare", style)
     labels = language_labels(matrix)
     runs = list(dict.fromkeys(matrix["run_id"].astype(str)))
     keys = list(dict.fromkeys(matrix.sort_values(["domain", "key"], kind="stable")["key"].astype(str)))

@@ -12,7 +12,15 @@ import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
 from analysis.escaping import literal_text, plotly_text
-from analysis.figures.style import ORIGIN_COLOURS, ORIGIN_PATTERNS, _blank_zeros, _by_run, _colours, _empty, apply_style
+from analysis.figures.style import (
+    ORIGIN_COLOURS,
+    ORIGIN_PATTERNS,
+    _blank_zeros,
+    _by_run,
+    _colours,
+    apply_style,
+    empty_figure,
+)
 from analysis.palette import (
     COUNT_SCALE,
     MUTED_OPACITY,
@@ -53,7 +61,7 @@ def depth_lines(
     fewer runs are all drawn alike. Beyond `MERGED_RUNS` runs the muted ones share traces (legend group
     `OTHERS`; each point's run is its `customdata[1]`: `trace_runs`)."""
     if not len(frame):
-        return _empty("no turns", style)
+        return empty_figure("no turns", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     palette = _colours(runs, colours)
     dashes = ("solid", "dash", "dot", "dashdot")
@@ -199,7 +207,7 @@ def compounding_figure(
 ) -> go.Figure:
     """JGA (predicted history) against GJGA (gold history) by turn, the gap between them shaded."""
     if not len(curve):
-        return _empty("the two runs share no turns", style)
+        return empty_figure("the two runs share no turns", style)
     palette = _colours([predicted_run, gold_run], colours)
     fig = go.Figure()
     fig.add_scatter(
@@ -233,7 +241,7 @@ def compounding_figure(
 def origins_bar(frame: pd.DataFrame, *, style: str = "screen") -> go.Figure:
     """New vs inherited errors by turn depth, one panel per run (stacked bars with patterns)."""
     if not len(frame):
-        return _empty("no errors", style)
+        return empty_figure("no errors", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     spacing = min(0.08, 0.4 / len(runs))
     fig = make_subplots(rows=len(runs), cols=1, shared_xaxes=True, subplot_titles=runs, vertical_spacing=spacing)
@@ -262,7 +270,7 @@ def first_error_bar(
     """Share of dialogues whose first error is at each turn ("none": never wrong), one colour per run;
     beyond four runs a run x turn heatmap of the same shares."""
     if not len(frame):
-        return _empty("no dialogues", style)
+        return empty_figure("no dialogues", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     palette = _colours(runs, colours)
     order = [*sorted({lab for lab in frame["label"] if lab != "none"}, key=int), "none"]

@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.figures.style import ORIGIN_COLOURS, ORIGIN_PATTERNS, _empty, apply_style
+from analysis.figures.style import ORIGIN_COLOURS, ORIGIN_PATTERNS, apply_style, empty_figure
 from analysis.outcomes import Outcome
 
 
@@ -14,7 +14,7 @@ def turn_strip(turns: pd.DataFrame, *, current: int | None = None, style: str = 
     """One marker per turn of a dialogue: errors as bars (new vs inherited), the current turn outlined."""
     fig = go.Figure()
     if not len(turns):
-        return _empty("no turns", style)
+        return empty_figure("no turns", style)
     for origin, column in (("new", "n_new"), ("inherited", "n_inherited")):
         fig.add_bar(
             name=f"{origin} errors",

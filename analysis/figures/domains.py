@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
-from analysis.figures.style import _colours, _empty, apply_style
+from analysis.figures.style import _colours, apply_style, empty_figure
 from analysis.palette import (
     SCORE_SCALE,
 )
@@ -29,7 +29,7 @@ def grouped_jga_bar(
     where the row of `highlight` (the run being looked at) is outlined; up to four runs every bar keeps
     its full colour (a comparison of a few runs mutes none)."""
     if not len(frame):
-        return _empty(f"no {by} to show", style)
+        return empty_figure(f"no {by} to show", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     if len(runs) > 4:
         return jga_heatmap(frame, by=by, title=title, highlight=highlight, style=style)
@@ -71,7 +71,7 @@ def jga_heatmap(
     """JGA per run (rows) and value of `by` (columns); blank where a run has no such value; the row of
     `highlight` (the run being looked at) outlined."""
     if not len(frame):
-        return _empty(f"no {by} to show", style)
+        return empty_figure(f"no {by} to show", style)
     runs = list(dict.fromkeys(frame["run_id"]))
     values = list(dict.fromkeys(frame[by].astype(str)))
     jga = frame.pivot_table(index="run_id", columns=frame[by].astype(str), values="jga", aggfunc="first")

@@ -9,7 +9,7 @@ import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
-from analysis.figures.style import _colours, _empty, apply_style, metric_label
+from analysis.figures.style import _colours, apply_style, empty_figure, metric_label
 from analysis.palette import (
     DIVERGING_SCALE,
     OKABE_ITO,
@@ -27,7 +27,7 @@ def leaderboard_bar(
     are one trace (each bar its run's colour): a browser draws one trace of 100 bars in a quarter of the time
     of 100 one-bar traces (benchmarks/README.md). Runs named twice get a trace each, side by side."""
     if not len(board):
-        return _empty("no runs", style)
+        return empty_figure("no runs", style)
     if metric not in board.columns:
         raise ValueError(f"metric has to be a leaderboard column, got {metric!r}")
     runs = list(board["run_id"])
@@ -79,7 +79,7 @@ def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Fi
     """Runs x runs: the overall delta row run − column run where it is significant after Holm's
     correction (blank otherwise), its interval and p on hover; a caption line says how p was corrected."""
     if not len(table):
-        return _empty("fewer than two runs on the same gold", style)
+        return empty_figure("fewer than two runs on the same gold", style)
     runs = list(table.attrs.get("runs") or dict.fromkeys([*table["row"], *table["column"]]))
     cell = table.set_index(["row", "column"])
     z: list[list[float | None]] = []
@@ -143,7 +143,7 @@ def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> 
     deltas (Holm over the groups) solid, the others pale. Largest |delta| first (up to `top`)."""
     frame = deltas.dropna(subset=["delta"]) if len(deltas) else deltas
     if not len(frame):
-        return _empty("no delta to show", style)
+        return empty_figure("no delta to show", style)
     frame = frame.reindex(frame["delta"].abs().sort_values(ascending=False).index).head(top)
     frame = frame.iloc[::-1]  # largest at the top of a horizontal bar chart
     significant = frame["significant"].to_numpy(dtype=bool)

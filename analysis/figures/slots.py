@@ -6,7 +6,7 @@ import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
-from analysis.figures.style import _blank_zeros, _empty, apply_style
+from analysis.figures.style import _blank_zeros, apply_style, empty_figure
 from analysis.outcomes import Outcome
 from analysis.palette import (
     COUNT_SCALE,
@@ -20,7 +20,7 @@ def slot_f1_bar(
     """Per-slot F1 as horizontal bars (worst at the top, the `top` worst slots), with precision,
     recall and support on hover."""
     if not len(table):
-        return _empty("no slots", style)
+        return empty_figure("no slots", style)
     worst = table.sort_values(["f1", "support"], ascending=[True, False], na_position="first").head(top)
     frame = worst.sort_values(["f1", "support"], ascending=[False, True], na_position="last")
     fig = go.Figure(
@@ -53,7 +53,7 @@ def outcome_mix_bar(
     """Stacked horizontal bars of error outcomes per group (slot or domain), most errors on top; each
     outcome has a colour and a pattern."""
     if not len(mix):
-        return _empty("no errors", style)
+        return empty_figure("no errors", style)
     totals = mix.groupby("group", sort=False)["n"].sum()
     groups = list(totals.sort_values(ascending=False).index[:top])
     frame = mix[mix["group"].isin(groups)]
@@ -83,7 +83,7 @@ def confusion_heatmap(confusions: pd.DataFrame, *, title: str = "Gold → predic
     """Gold values (rows) against predicted values (columns), counts of the top confusions. The colour
     scale starts at 0; a pair never confused is a blank cell, a pair confused once already coloured."""
     if not len(confusions):
-        return _empty("no errors on this slot", style)
+        return empty_figure("no errors on this slot", style)
     table = confusions.pivot_table(index="gold", columns="predicted", values="n", aggfunc="sum", fill_value=0)
     counts = table.to_numpy(dtype=float)
     fig = go.Figure(

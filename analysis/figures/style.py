@@ -128,7 +128,8 @@ def metric_label(metric: str) -> str:
     return LABELS.get(metric, metric.replace("_", " "))
 
 
-def _empty(message: str, style: str) -> go.Figure:
+def empty_figure(message: str, style: str) -> go.Figure:
+    """A figure that says `message` where its chart would be (no data, nothing to compare, ...)."""
     fig = go.Figure()
     fig.add_annotation(text=message, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
     fig.update_xaxes(visible=False)

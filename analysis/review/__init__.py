@@ -10,7 +10,8 @@ By stage:
   one item), `episode_turns`, `confusion_counts`, `review_queue`, `review_progress`, `tag_counts`,
   `cohens_kappa`, `tag_agreement` (per tag: Cohen's kappa or Krippendorff's alpha), `annotation_context`
   (gold, predicted and outcome of annotated items, for the export);
-* `analysis.review.figures`: their figures and display tables.
+* `analysis.review.figures`: their figures and display tables (convention reconciliation's are
+  `analysis.reconcile.figures`).
 
 The names below are imported from their module on first use, so ``from analysis.review import Item``
 does not load SQLAlchemy; only the store needs it.
