@@ -73,7 +73,8 @@ PAGE_DRAWN = """(title) => {
 PROFILED_SERVE = """import functools, os, sys, threading, time
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {scripts!r})
-LOG = open(os.environ["DST_BENCH_PROFILE"], "a", buffering=1, encoding="utf-8")
+from analysis.settings import raw
+LOG = open(raw("DST_BENCH_PROFILE"), "a", buffering=1, encoding="utf-8")
 
 def timed(label, fn):
     @functools.wraps(fn)

@@ -78,7 +78,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import random
 import threading
 import time
@@ -115,6 +114,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
+from analysis import settings as environment
 from analysis.errors import InputError
 from analysis.export.safe_csv import frame_csv, restore_cell
 from analysis.review.items import (
@@ -192,7 +192,7 @@ def default_url(workspace_path: str | Path, settings: Mapping[str, Any] | None =
     """
     manifest = _manifest_path(workspace_path)
     root = manifest.parent.resolve()
-    url = os.environ.get(ENV_URL, "").strip()
+    url = environment.text(ENV_URL)
     if not url:
         if settings is None and manifest.is_file():
             try:
