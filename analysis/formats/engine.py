@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.errors import InputError
-from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, triple_strings
+from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateError, Triple, triple_strings
 
 STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "value"]
 _ONLY_STR = frozenset({str})
@@ -196,9 +196,9 @@ class Collector:
         try:
             for domain, slot, relation, value in triples():
                 if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
-                    raise StateProblem(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", where)
+                    raise StateError(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", where)
                 if len(value) > MAX_VALUE_CHARS:
-                    raise StateProblem(
+                    raise StateError(
                         f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where
                     )
                 if gold:
@@ -207,7 +207,7 @@ class Collector:
                     self.saw_empty_gold |= gold
                     continue
                 rows.append((domain, slot, value, relation))
-        except StateProblem as problem:
+        except StateError as problem:
             raise self.error(problem.problem, problem.field) from None
         if rows:
             domains, slots, values, relations = zip(*rows, strict=True)

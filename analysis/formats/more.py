@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 
 from analysis.formats.engine import Collector, json_type_name
-from analysis.formats.states import EQ, StateProblem, Triple, any_state, coerce_value, triple_strings
+from analysis.formats.states import EQ, StateError, Triple, any_state, coerce_value, triple_strings
 
 UNPARSEABLE_NOTE = "unparseable_turns"
 UNPARSEABLE_COLUMN = "pred_unparseable"
@@ -153,7 +153,7 @@ def _json_state(value: Any) -> list[Triple] | None:
                     return None
                 text = coerce_value(inner, "state")
                 triples.append((domain.strip(), slot.strip(), EQ, "" if text is None else text.strip()))
-    except StateProblem:
+    except StateError:
         return None
     return triples
 
@@ -261,7 +261,7 @@ def parse_llm(records: Any, c: Collector) -> None:
 def _checked(triples: list[Triple], field: str) -> Iterator[Triple]:
     for domain, slot, relation, value in triples:
         if len(value) > 10_000:
-            raise StateProblem(f"value of {len(value):,} characters is too long", field)
+            raise StateError(f"value of {len(value):,} characters is too long", field)
         yield domain, slot, relation, value
 
 

@@ -263,7 +263,7 @@ class Entry:
         return str(self.header["meta"]["run_id"])
 
 
-class StoreWarning(Exception):
+class StoreEntryError(Exception):
     """Why an entry could not be used or written (logged as one line, never raised to the pages)."""
 
 
