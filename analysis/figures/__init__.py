@@ -36,7 +36,6 @@ from analysis.figures.overview import delta_bar, leaderboard_bar, significance_h
 from analysis.figures.slots import confusion_heatmap, outcome_mix_bar, slot_f1_bar
 from analysis.figures.style import (
     DRAWN_TRACES,
-    EXTRA,
     ORIGIN_COLOURS,
     ORIGIN_PATTERNS,
     OUTCOME_COLOURS,
@@ -52,7 +51,6 @@ from analysis.figures.style import (
 __all__ = [
     "AGREEMENT_NAMES",
     "DRAWN_TRACES",
-    "EXTRA",
     "HIGHLIGHT_RUNS",
     "LANGUAGE_METRIC_NAMES",
     "MARKED_RUNS",

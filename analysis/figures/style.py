@@ -17,12 +17,10 @@ from analysis.outcomes import Outcome
 from analysis.palette import (
     CATEGORICAL,
     OKABE_ITO,
-    TINTS,
 )
 from analysis.suite import LABELS
 
 # The palette lives in analysis.palette (Okabe-Ito, its tints, greys and three continuous scales).
-EXTRA = TINTS
 
 
 OUTCOME_COLOURS = {o.key: o.colour for o in Outcome}

@@ -253,10 +253,6 @@ def item_key(
     return _KEY_SEPARATOR.join([_KEY_VERSION, *(_escape(p) for p in parts)])
 
 
-def _norm_series(values: pd.Series) -> pd.Series:
-    return values.astype("str").fillna("").str.normalize("NFC").str.strip()
-
-
 def _key_part(values: pd.Series) -> pa.Array:
     """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an Arrow string array.
     Each distinct value is normalised once, by `item_key`'s own functions: a column holds few of them

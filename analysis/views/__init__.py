@@ -25,7 +25,7 @@ from analysis.views.common import (
     scope,
     scope_caption,
 )
-from analysis.views.crosslingual import agreement_turns, crosslingual_summary, crosslingual_turns, default_pair
+from analysis.views.crosslingual import crosslingual_summary, crosslingual_turns, default_pair
 from analysis.views.depth import (
     DEPTH_METRICS,
     TURN_LIST_COLUMNS,
@@ -90,7 +90,6 @@ __all__ = [
     "PICKER_SORTS",
     "STANDARD_TURN_COLUMNS",
     "TURN_LIST_COLUMNS",
-    "agreement_turns",
     "aligned_slot",
     "attribute_columns",
     "board_caption",

@@ -58,13 +58,3 @@ def crosslingual_turns(
     alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None) if slot_a else None
     turns = X.drill_down(a, b, cell, alignment=alignment, slot_a=slot_a)
     return turns.head(limit).reset_index(drop=True)
-
-
-def agreement_turns(a: Scored, b: Scored, *, cell: str | None = None, limit: int = 500) -> pd.DataFrame:
-    """The paired turns of two runs with their agreement cell, optionally one cell only (drill-down)."""
-    paired, _ = D.agreement(a, b)
-    if cell is not None:
-        paired = paired[paired["agreement"] == cell]
-    out = paired[["dialogue_id", "turn_index", "agreement", "joint_correct_a", "joint_correct_b"]]
-    out = out.assign(agreement=out["agreement"].astype(str))
-    return out.head(limit).reset_index(drop=True)
