@@ -16,7 +16,7 @@ edited, without ever losing an edit someone made to the file meanwhile.
   data, then checked by `analysis.workspace.read_manifest` (the same rules as every manifest: types,
   history modes, conventions, paths inside the root), written to a temporary file in the same folder and
   moved over the manifest with `os.replace`: a reader sees the old file or the new one, never half of one.
-- **A read-only root** (or a full disk) is `NotSaved`, an `InputError` the dashboard turns into a warning
+- **A read-only root** (or a full disk) is `NotSavedError`, an `InputError` the dashboard turns into a warning
   while it keeps the upload for the session.
 """
 
@@ -55,7 +55,7 @@ UNWRITABLE = {errno.EACCES, errno.EPERM, errno.EROFS, errno.ENOSPC, errno.EDQUOT
 _BIDI = set("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f")
 
 
-class NotSaved(InputError):
+class NotSavedError(InputError):
     """The workspace root cannot be written (read-only, no permission, full disk): nothing was saved."""
 
 
@@ -361,13 +361,13 @@ def _edited(text: str, index: int, changes: dict[str, Any]) -> str:
 # --- locking and writing ---------------------------------------------------------------------------
 
 
-def _unwritable(manifest: Path, exc: OSError) -> NotSaved:
+def _unwritable(manifest: Path, exc: OSError) -> NotSavedError:
     reason = {
         errno.ENOSPC: "the disk is full",
         errno.EDQUOT: "the disk quota is used up",
         errno.EROFS: "the workspace's file system is read-only",
     }.get(exc.errno or 0, "the workspace root is not writable")
-    return NotSaved(str(manifest), "workspace", f"not saved: {reason} ({manifest.parent})")
+    return NotSavedError(str(manifest), "workspace", f"not saved: {reason} ({manifest.parent})")
 
 
 @contextlib.contextmanager
@@ -516,7 +516,7 @@ def save_upload(
 ) -> Saved:
     """An uploaded run saved into the workspace: its prediction file (and gold file) copied under the
     root's `uploads/` folder and a `[[runs]]` table naming them, with `metadata` (`check_metadata`'s
-    keys, `name` required), appended to the manifest. Raises `NotSaved` when the root cannot be written,
+    keys, `name` required), appended to the manifest. Raises `NotSavedError` when the root cannot be written,
     `InputError` for anything refused (nothing is then written)."""
     manifest = Path(manifest)
     table = check_metadata(manifest, metadata)

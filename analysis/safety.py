@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from analysis import settings as environment
 from analysis.errors import InputError
+from analysis.settings import DEFAULT_UPLOAD_MB
 
-DEFAULT_UPLOAD_LIMIT_MB = 200
+DEFAULT_UPLOAD_LIMIT_MB = DEFAULT_UPLOAD_MB
 
 
 def resolve_inside(root: str | Path, typed: str) -> Path:
@@ -37,7 +39,7 @@ def resolve_inside(root: str | Path, typed: str) -> Path:
 
 def workspace_root() -> Path:
     """Where typed paths may lead: `DST_WORKSPACE_ROOT`, else the folder the server was started in."""
-    return Path(os.environ.get("DST_WORKSPACE_ROOT") or os.getcwd()).resolve()
+    return Path(environment.raw("DST_WORKSPACE_ROOT") or os.getcwd()).resolve()
 
 
 def upload_limit_bytes(settings: dict | None = None) -> int:
@@ -45,7 +47,9 @@ def upload_limit_bytes(settings: dict | None = None) -> int:
     configured: object = None
     if settings and isinstance(settings.get("dashboard"), dict):
         configured = settings["dashboard"].get("max_upload_mb")
-    configured = os.environ.get("DST_MAX_UPLOAD_MB", configured)
+    set_here = environment.raw("DST_MAX_UPLOAD_MB")
+    if set_here is not None:
+        configured = set_here
     try:
         megabytes = float(str(configured)) if configured is not None else DEFAULT_UPLOAD_LIMIT_MB
     except (TypeError, ValueError):

@@ -93,7 +93,7 @@ def seed_bar(
             if not np.isfinite(std)
             else {"type": "data", "array": [std], "color": "#444444", "thickness": 1.2, "width": 4},
             customdata=[[row.n_seeds, row.seeds, std]],
-            hovertemplate=f"{F._label(metric)}: %{{y:.4f}} ± %{{customdata[2]:.4f}} (sample std)<br>"
+            hovertemplate=f"{F.metric_label(metric)}: %{{y:.4f}} ± %{{customdata[2]:.4f}} (sample std)<br>"
             "%{customdata[0]} seed(s): %{customdata[1]}<extra></extra>",
         )
         per_seed = getattr(row, f"{metric}_per_seed")
@@ -107,7 +107,9 @@ def seed_bar(
                 showlegend=False,
                 hovertemplate="seed value %{y:.4f}<extra></extra>",
             )
-    fig.update_layout(yaxis_title=f"{F._label(metric)} (mean ± std over seeds)", xaxis_title="system", showlegend=False)
+    fig.update_layout(
+        yaxis_title=f"{F.metric_label(metric)} (mean ± std over seeds)", xaxis_title="system", showlegend=False
+    )
     return F.apply_style(fig, style)
 
 

@@ -573,6 +573,7 @@ def slices_bar(
     import plotly.graph_objects as go
 
     from analysis import figures as F
+    from analysis.palette import OKABE_ITO
 
     if not len(slices):
         fig = go.Figure()
@@ -585,7 +586,7 @@ def slices_bar(
             x=jgas,
             y=labels,
             orientation="h",
-            marker_color=colour or F.OKABE_ITO[0],
+            marker_color=colour or OKABE_ITO[0],
             name=run_id or "JGA",
             error_x={
                 "type": "data",

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from analysis.export.figures import ExportUnavailable, check_export  # noqa: E402
+from analysis.export.figures import ExportUnavailableError, check_export  # noqa: E402
 from analysis.export.report import (  # noqa: E402
     CompileError,
     browser_starting,
@@ -139,7 +139,7 @@ def bench(label: str, manifest: Path, out: Path) -> bool:
 def main() -> int:
     try:
         check_export()
-    except ExportUnavailable as exc:
+    except ExportUnavailableError as exc:
         print(f"skipped: {exc}")
         return 0
     with tempfile.TemporaryDirectory() as tmp:

@@ -4,7 +4,7 @@
 
 1. Writes perturbed MultiWOZ 2.1 test runs (7,372 turns each, perturbed as `bench_core.py` does:
    `analysis.demo.simulate`, seeds [7, i]) to disk as JSONL, once, in `--runs-dir` (default
-   /work/tmp/scale_runs, outside the repository), and reuses them.
+   benchmarks/results/scale_runs, git-ignored), and reuses them.
 2. For each size: scores that many runs into an EMPTY store (a fresh `DST_CACHE_DIR`; the parse cache
    too, so every prediction file is parsed), `--workers` processes each scoring one run at a time.
    Reports the time and the peak memory of the whole process tree: the largest sum of the RSS of this
@@ -36,6 +36,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+RUNS_DIR = ROOT / "benchmarks" / "results" / "scale_runs"  # the written runs, reused (git-ignored)
 sys.path.insert(0, str(ROOT))
 
 from analysis import registry as R  # noqa: E402
@@ -288,7 +289,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("--sizes", type=int, nargs="+", default=[100, 300, 1000])
     parser.add_argument("--workers", type=int, default=2)
-    parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
+    parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--keep", action="store_true", help="keep the last store (printed) for a later warm run")
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process (internal)
     parser.add_argument("--reference", action="store_true", help=argparse.SUPPRESS)  # the machine's speed (internal)

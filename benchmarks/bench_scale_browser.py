@@ -4,8 +4,8 @@
         [--land TITLE] [--floor N]
 
 1. Writes (or reuses) `--runs` perturbed MultiWOZ 2.1 test runs in `--runs-dir` (`bench_scale.write_runs`,
-   default /work/tmp/scale_runs) and a workspace manifest over them in `--cache-dir` (default
-   /work/tmp/scale_browser), and scores them into the score store there (`DST_CACHE_DIR`; reused by the
+   default benchmarks/results/scale_runs) and a workspace manifest over them in `--cache-dir` (default
+   benchmarks/results/scale_browser; both git-ignored), and scores them into the score store there (`DST_CACHE_DIR`; reused by the
    next invocation, so "warm" is the store of the previous start, as on a researcher's machine).
 2. `--starts` times: starts the server as `make run` does (`scripts/serve.py`, tests/browser/conftest.py's
    `start_server`) with that `DST_CACHE_DIR`: seconds from the process start to the server answering
@@ -73,7 +73,8 @@ PAGE_DRAWN = """(title) => {
 PROFILED_SERVE = """import functools, os, sys, threading, time
 sys.path.insert(0, {root!r})
 sys.path.insert(0, {scripts!r})
-LOG = open(os.environ["DST_BENCH_PROFILE"], "a", buffering=1, encoding="utf-8")
+from analysis.settings import raw
+LOG = open(raw("DST_BENCH_PROFILE"), "a", buffering=1, encoding="utf-8")
 
 def timed(label, fn):
     @functools.wraps(fn)
@@ -298,8 +299,8 @@ def main() -> int:
     parser.add_argument("--starts", type=int, default=3)
     parser.add_argument("--read", type=float, default=0.0, help="seconds on the Overview before the first click")
     parser.add_argument("--workers", type=int, default=2, help="processes scoring runs into the store")
-    parser.add_argument("--runs-dir", type=Path, default=Path("/work/tmp/scale_runs"))
-    parser.add_argument("--cache-dir", type=Path, default=Path("/work/tmp/scale_browser"))
+    parser.add_argument("--runs-dir", type=Path, default=ROOT / "benchmarks" / "results" / "scale_runs")
+    parser.add_argument("--cache-dir", type=Path, default=ROOT / "benchmarks" / "results" / "scale_browser")
     parser.add_argument("--profile", action="store_true", help="log the server's slow views per visit")
     parser.add_argument("--pages", nargs="+", help="only these pages after the first (sidebar titles)")
     parser.add_argument(

@@ -3,7 +3,7 @@
     .venv/bin/python benchmarks/bench_store_pages.py [--repeats 3]
 
 Stores the demo workspace's runs that are not under the SGD convention (data/demo/workspace.toml) in a
-fresh score store under /work/tmp (or $TMPDIR), then, in a fresh process per measurement (empty process
+fresh score store in a temporary folder ($TMPDIR), then, in a fresh process per measurement (empty process
 caches, as after a restart with the store warm), computes what each page shows first, as `data.compute`
 does for the pages: Slots (caption and per-slot table of the first run), Domains (caption, convention
 warning and per-domain JGA with intervals of every run), Dialogue picker (a search of the first run).
@@ -88,8 +88,7 @@ def main() -> None:
     if args.child:
         print(json.dumps(child(args.child)))
         return
-    base = Path("/work/tmp") if Path("/work/tmp").is_dir() else Path(tempfile.gettempdir())
-    with tempfile.TemporaryDirectory(prefix="bench-store-pages-", dir=base) as cache:
+    with tempfile.TemporaryDirectory(prefix="bench-store-pages-") as cache:
         env = {**os.environ, "DST_CACHE_DIR": cache, "PYTHONPATH": str(ROOT)}
         os.environ.update(env)
         n = warm()

@@ -5,8 +5,8 @@ import streamlit as st
 
 import ui
 from analysis.conventions import CONVENTIONS
+from analysis.reconcile import figures as figures_reconcile
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
-from analysis.review import figures as figures_review
 from analysis.suite import not_applicable, not_applicable_text
 from ui import reconcile as data
 
@@ -35,7 +35,7 @@ st.caption(
 table = rec.table()
 left, right = st.columns(2)
 with left:
-    ui.show_figure(figures_review.convention_bar(table), key="reconcile_bar", name=f"conventions {run}")
+    ui.show_figure(figures_reconcile.convention_bar(table), key="reconcile_bar", name=f"conventions {run}")
 with right:
     ui.show_table(
         table,
@@ -81,10 +81,10 @@ st.caption(
     "responsible when its error status differs between a and b; its cause is the first switch group that, "
     "toggled alone from a to b, gives b's result (combined: no single switch does)."
 )
-ui.show_figure(figures_review.cause_bar(causes, a=a, b=b), key="reconcile_causes", name=f"causes {a} {b}")
+ui.show_figure(figures_reconcile.cause_bar(causes, a=a, b=b), key="reconcile_causes", name=f"causes {a} {b}")
 
 st.subheader("Responsible slots, by cause")
-responsible = figures_review.responsible_table(rec.responsible(a, b), cause=cause or None)
+responsible = figures_reconcile.responsible_table(rec.responsible(a, b), cause=cause or None)
 picked_slot = ui.show_table(
     responsible,
     key="reconcile_responsible",

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from analysis import settings as environment
+
 ROOT = Path(__file__).resolve().parents[1]
 
 # Tests parse for real at least once per session and never touch the user's parse cache.
@@ -16,7 +18,7 @@ os.environ.setdefault("DST_CACHE_DIR", tempfile.mkdtemp(prefix="dst-test-cache-"
 os.environ.setdefault(
     "DST_ANNOTATIONS_URL", f"sqlite:///{tempfile.mkdtemp(prefix='dst-test-annotations-')}/annotations.sqlite"
 )
-REALDATA = Path(os.environ.get("DST_REALDATA", ROOT.parent / "shared" / "realdata")).resolve()
+REALDATA = Path(environment.raw("DST_REALDATA") or ROOT.parent / "shared" / "realdata").resolve()
 
 
 def realdata_path(*parts: str) -> Path:

@@ -35,11 +35,11 @@ from analysis.review import (
     MAX_COMPONENT,
     MAX_REVIEWER,
     AnnotationStore,
-    InvalidAnnotation,
+    InvalidAnnotationError,
     Item,
     StoreError,
-    StoreLocked,
-    StoreUnavailable,
+    StoreLockedError,
+    StoreUnavailableError,
     taxonomy,
 )
 
@@ -165,7 +165,7 @@ def test_values_are_refused_alike_on_both_backends(
     url: str, field: str, who: str, comment: str, item: Item, expected: str
 ) -> None:
     with AnnotationStore(url) as store:
-        with pytest.raises(InvalidAnnotation) as caught:
+        with pytest.raises(InvalidAnnotationError) as caught:
             store.annotate(item, ["other"], comment, reviewer=who)
         assert polite(caught.value).startswith(expected), caught.value
         assert isinstance(caught.value, ValueError)  # callers that catch ValueError keep working
@@ -173,20 +173,20 @@ def test_values_are_refused_alike_on_both_backends(
 
 
 def test_item_components_are_checked_before_the_database(url: str) -> None:
-    with pytest.raises(InvalidAnnotation, match="dialogue_id holds a NUL character"):
+    with pytest.raises(InvalidAnnotationError, match="dialogue_id holds a NUL character"):
         Item("MultiWOZ 2.1", "MUL\x00", 0)
-    with pytest.raises(InvalidAnnotation, match=f"dataset is 201 characters long; the limit is {MAX_COMPONENT}"):
+    with pytest.raises(InvalidAnnotationError, match=f"dataset is 201 characters long; the limit is {MAX_COMPONENT}"):
         Item("d" * (MAX_COMPONENT + 1), "MUL0001", 0)
-    with pytest.raises(InvalidAnnotation, match="turn_index 2147483648 is over the limit"):
+    with pytest.raises(InvalidAnnotationError, match="turn_index 2147483648 is over the limit"):
         Item("d", "MUL0001", 2**31)
-    with pytest.raises(InvalidAnnotation, match=r"the item's key is \d[\d,]* characters long; the limit is 1,024"):
+    with pytest.raises(InvalidAnnotationError, match=r"the item's key is \d[\d,]* characters long; the limit is 1,024"):
         Item("%" * MAX_COMPONENT, "|" * MAX_COMPONENT, 0, domain="%" * 100, slot="s")
     with pytest.raises(ValueError, match="a tag is 65 characters long; the limit is 64"):
         taxonomy({"review": {"extra_tags": ["t" * 65]}})
     with AnnotationStore(url) as store:
-        with pytest.raises(InvalidAnnotation, match="the item key holds a NUL character"):
+        with pytest.raises(InvalidAnnotationError, match="the item key holds a NUL character"):
             store.remove("v1|x\x00", reviewer="ana")
-        with pytest.raises(InvalidAnnotation, match="the reviewer name holds a NUL character"):
+        with pytest.raises(InvalidAnnotationError, match="the reviewer name holds a NUL character"):
             store.annotations(reviewer="ana\x00")
 
 
@@ -224,16 +224,16 @@ def test_postgres_down_gives_a_short_message_then_recovers(server: Server) -> No
     server.stop()
     try:
         started = time.monotonic()
-        with pytest.raises(StoreUnavailable) as caught:
+        with pytest.raises(StoreUnavailableError) as caught:
             within(15, lambda: store.annotate(ITEM, ["other"], "while down", reviewer="ana"))
         elapsed = time.monotonic() - started
         message = polite(caught.value)
         assert "cannot be reached" in message and "tried 3 times" in message, message
         assert f"127.0.0.1:{server.port}" in message  # where, without the password
         assert 0.5 < elapsed < 6, elapsed  # retried with backoff, bounded
-        with pytest.raises(StoreUnavailable):
+        with pytest.raises(StoreUnavailableError):
             within(15, store.annotations)
-        with pytest.raises(StoreUnavailable, match="connection refused"):
+        with pytest.raises(StoreUnavailableError, match="connection refused"):
             within(15, lambda: AnnotationStore(url))  # opening while down: the same short error
     finally:
         server.start()
@@ -246,7 +246,7 @@ def test_postgres_down_gives_a_short_message_then_recovers(server: Server) -> No
 def test_connection_refused_is_short_and_bounded() -> None:
     port = _free_port()  # nothing listens there
     started = time.monotonic()
-    with pytest.raises(StoreUnavailable) as caught:
+    with pytest.raises(StoreUnavailableError) as caught:
         within(15, lambda: AnnotationStore(f"postgresql://ana:{PASSWORD}@127.0.0.1:{port}/annotations"))
     assert time.monotonic() - started < 6
     assert polite(caught.value) == (
@@ -355,7 +355,7 @@ def test_sqlite_writer_holding_the_lock_gives_a_clear_error_within_the_timeout(t
     holder = _holder(HOLD_SQLITE, str(path))  # another tool's write transaction, left open
     try:
         started = time.monotonic()
-        with pytest.raises(StoreLocked) as caught:
+        with pytest.raises(StoreLockedError) as caught:
             within(20, lambda: store.annotate(ITEM, ["other"], "blocked", reviewer="ana"))
         assert 4.5 < time.monotonic() - started < 9
         assert str(caught.value) == LOCKED_MESSAGE == "the annotation database is locked by another writer; try again"
@@ -377,7 +377,7 @@ def test_a_stopped_writer_holding_the_queue_lock_cannot_block_the_others(tmp_pat
     os.kill(holder.pid, signal.SIGSTOP)
     try:
         started = time.monotonic()
-        with pytest.raises(StoreLocked, match="locked by another writer; try again"):
+        with pytest.raises(StoreLockedError, match="locked by another writer; try again"):
             within(10, lambda: store.annotate(ITEM, ["other"], "blocked", reviewer="ana"))
         assert time.monotonic() - started < 3
     finally:
@@ -395,7 +395,7 @@ def test_postgres_row_lock_held_gives_a_clear_error_within_the_timeout(server: S
     other.execute(text("SELECT * FROM annotations WHERE reviewer = 'ana' FOR UPDATE"))
     try:
         started = time.monotonic()
-        with pytest.raises(StoreLocked) as caught:
+        with pytest.raises(StoreLockedError) as caught:
             within(10, lambda: store.annotate(ITEM, ["other"], "blocked", reviewer="ana"))
         assert time.monotonic() - started < 3
         assert polite(caught.value) == LOCKED_MESSAGE
@@ -408,5 +408,5 @@ def test_postgres_row_lock_held_gives_a_clear_error_within_the_timeout(server: S
 
 
 def test_store_errors_share_one_base() -> None:
-    assert issubclass(StoreLocked, StoreError) and issubclass(StoreUnavailable, StoreError)
-    assert issubclass(InvalidAnnotation, ValueError)
+    assert issubclass(StoreLockedError, StoreError) and issubclass(StoreUnavailableError, StoreError)
+    assert issubclass(InvalidAnnotationError, ValueError)

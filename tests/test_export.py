@@ -254,7 +254,7 @@ def test_file_names_and_mime_types() -> None:
 
 def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(export_figures, "browser_path", lambda: None)
-    with pytest.raises(E.ExportUnavailable, match="apt-get install chromium") as info:
+    with pytest.raises(E.ExportUnavailableError, match="apt-get install chromium") as info:
         E.figure_bytes(_figures()["bar"], "pdf")
     assert isinstance(info.value, RuntimeError)
     assert "make test" in str(info.value)

@@ -256,16 +256,16 @@ def test_counted_jga_parts_equal_the_stats_path(demo_scored, monkeypatch):
 def test_counted_picker_equals_the_group_by(demo_scored, monkeypatch):
     for key, scored in demo_scored.items():
         counted = views.compounding_runs(scored)
-        assert views._compounding_counted(scored.turns) is not None, key
+        assert views.dialogue._compounding_counted(scored.turns) is not None, key
         with monkeypatch.context() as patch:
-            patch.setattr(views, "_compounding_counted", lambda turns: None)
+            patch.setattr(views.dialogue, "_compounding_counted", lambda turns: None)
             general = views.compounding_runs(scored)
         _same(counted, general)
         assert counted["compounding_run"].sum() > 0, key
     # Turns out of order: the group-by path.
     scored = demo_scored[("simulated-A-mwz-en-predicted", None)]
-    assert views._compounding_counted(scored.turns.iloc[::-1]) is None
-    assert views._compounding_counted(scored.turns.sort_values("turn_index", kind="stable")) is None
+    assert views.dialogue._compounding_counted(scored.turns.iloc[::-1]) is None
+    assert views.dialogue._compounding_counted(scored.turns.sort_values("turn_index", kind="stable")) is None
 
 
 # --- grouped means of 0/1 values counted per integer group code ------------------------------------------

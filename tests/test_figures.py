@@ -6,7 +6,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import pytest
 
-from analysis import figures, views
+from analysis import figures, palette, views
 from analysis.demo.testing import scored_from_states
 from analysis.escaping import plotly_text
 
@@ -58,7 +58,7 @@ def test_a_run_keeps_its_colour_across_figures(runs):
     line_colour = {t.name: t.line.color for t in made["depth"].data}
     domain_colour = {t.name: t.marker.color for t in made["domains"].data}
     assert bar_colour == line_colour == domain_colour == {"a": colours["a"], "b": colours["b"]}
-    assert colours["b"] == figures.OKABE_ITO[0]
+    assert colours["b"] == palette.OKABE_ITO[0]
 
 
 def test_leaderboard_bar_shows_the_metric(runs):

@@ -1,4 +1,4 @@
-"""analysis.review.figures: the review and reconcile figures draw exactly the counts and metrics that
+"""analysis.review.figures and analysis.reconcile.figures: the review and reconcile figures draw exactly the counts and metrics that
 analysis.review.analysis and analysis.reconcile.core compute; display tables keep every row and the item."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import plotly.graph_objects as go
 import pytest
 
 from analysis.demo.testing import run_from_states, scored_from_states
+from analysis.reconcile import figures as RF
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, reconcile
 from analysis.review import AnnotationStore, Item, cohens_kappa, error_items, review_queue, tag_counts
 from analysis.review import figures as F
@@ -109,37 +110,37 @@ def reconciliation():
 
 def test_convention_bar_draws_the_table(reconciliation):
     table = reconciliation.table()
-    fig = F.convention_bar(table)
+    fig = RF.convention_bar(table)
     assert [t.name for t in fig.data] == ["JGA", "Slot F1 (micro)"]
     assert list(fig.data[0].x) == list(table["convention"])
     assert list(fig.data[0].y) == pytest.approx(table["jga"].tolist())
     assert list(fig.data[1].y) == pytest.approx(table["slot_f1_micro"].tolist())
     with pytest.raises(ValueError, match="not in the table"):
-        F.convention_bar(table, metrics=["nope"])
+        RF.convention_bar(table, metrics=["nope"])
 
 
 def test_cause_bar_and_responsible_table(reconciliation):
     a, b = "exact", "mwzeval"
     causes = reconciliation.causes(a, b)
     assert causes, "the example must flip"
-    fig = F.cause_bar(causes, a=a, b=b)
+    fig = RF.cause_bar(causes, a=a, b=b)
     assert list(fig.data[0].x) == [CAUSE_LABELS[c] for c in CAUSES if c in causes]
     assert sum(fig.data[0].y) == sum(causes.values())
     responsible = reconciliation.responsible(a, b)
-    table = F.responsible_table(responsible)
+    table = RF.responsible_table(responsible)
     assert len(table) == len(responsible)
     ranks = table["cause_id"].map(CAUSES.index)
     assert set(table["cause"]) == {CAUSE_LABELS[c] for c in causes}
     assert ranks.is_monotonic_increasing
     one = next(iter(causes))
-    assert set(F.responsible_table(responsible, cause=one)["cause_id"]) == {one}
-    assert len(F.responsible_table(responsible, cause=one)) == causes[one]
+    assert set(RF.responsible_table(responsible, cause=one)["cause_id"]) == {one}
+    assert len(RF.responsible_table(responsible, cause=one)) == causes[one]
     with pytest.raises(ValueError, match="cause has to be one of"):
-        F.responsible_table(responsible, cause="luck")
+        RF.responsible_table(responsible, cause="luck")
 
 
 def test_cause_bar_without_flips():
-    fig = F.cause_bar({}, a="exact", b="exact2")
+    fig = RF.cause_bar({}, a="exact", b="exact2")
     assert not fig.data and "No turn flips" in fig.layout.annotations[0].text
 
 

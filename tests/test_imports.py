@@ -241,6 +241,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.palette",
         "analysis.outcomes",
         "analysis.model",
+        "analysis.settings",
     ),
     ("analysis.formats",),  # readers
     ("analysis.loading",),  # files to a Run

@@ -34,6 +34,7 @@ from analysis.export import figures as E
 from analysis.export import report as R
 from analysis.export.style import PX_PER_PT, preset, style_figure
 from analysis.fewjoint import figures as FF
+from analysis.reconcile import figures as CF
 from analysis.review import figures as RF
 from tests.export_inspect import png_info
 
@@ -118,7 +119,7 @@ def figure_kinds(demo: dict[str, Any]) -> dict[str, tuple[str, go.Figure]]:
     add("delta", F.delta_bar, F.delta_bar(views.pair_deltas(group[0], group[1], scope="domain")))
     lang = language_matrix(matrix_runs, by="domain", pivot=matrix_runs[0].metas[0].run_id)
     add("language", F.language_heatmap, F.language_heatmap(lang, by="domain", pivot=matrix_runs[0].metas[0].run_id))
-    add("empty", F._empty, F._empty("no turns", "screen"))
+    add("empty", F.empty_figure, F.empty_figure("no turns", "screen"))
     # FewJoint
     from analysis.fewjoint.scoring import fewjoint_leaderboard
 
@@ -138,12 +139,12 @@ def figure_kinds(demo: dict[str, Any]) -> dict[str, tuple[str, go.Figure]]:
     )
     add("tag_counts", RF.tag_counts_bar, RF.tag_counts_bar(counts))
     rec = reconcile(demo["ws"].runs[en_pred], ["exact", "mwzeval", "trade"])
-    add("conventions", RF.convention_bar, RF.convention_bar(rec.table()))
-    add("causes", RF.cause_bar, RF.cause_bar(rec.causes("exact", "mwzeval"), a="exact", b="mwzeval"))
+    add("conventions", CF.convention_bar, CF.convention_bar(rec.table()))
+    add("causes", CF.cause_bar, CF.cause_bar(rec.causes("exact", "mwzeval"), a="exact", b="mwzeval"))
     if hasattr(RF, "confusion_heatmap"):  # the review queue's gold -> predicted counts (episodes or turns)
         pairs = confusions.rename(columns={"gold": "row"}).assign(gold=confusions["gold"], domain="d", slot="s")
         add("review_confusion", RF.confusion_heatmap, RF.confusion_heatmap(pairs))
-    add("message", RF._message, RF._message("No annotations yet: tag error turns to see counts here.", "screen"))
+    add("message", F.empty_figure, F.empty_figure("No annotations yet: tag error turns to see counts here.", "screen"))
     # the report's own figures (intervals) and the seed chart
     cis = R._cis_by_run({n: scoreds[n] for n in names[:3]}, n_resamples=50)
     add("report_leaderboard", R.leaderboard_figure, R.leaderboard_figure(board.head(3), cis, colours=colours))
@@ -269,7 +270,7 @@ NOT_KINDS = {"analysis.figures.apply_style", "analysis.export.report._add_error_
 def _figure_builders() -> set[str]:
     """Every function of the figure modules (and the report's figure functions) that returns a go.Figure."""
     found = set()
-    for module in (F, FF, RF, R, seeds):
+    for module in (F, FF, RF, CF, R, seeds):
         for name, function in inspect.getmembers(module, inspect.isfunction):
             if function.__module__ != module.__name__:
                 continue

@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 import pytest
 
-from analysis.review.store import StoreUnavailable
+from analysis.review.store import StoreUnavailableError
 from ui import review
 
 
@@ -29,7 +29,7 @@ class FakeStore:
 
     def change_marker(self) -> tuple[int, int]:
         if self.marker is None:
-            raise StoreUnavailable("the annotation database (sqlite x) cannot be reached: connection refused")
+            raise StoreUnavailableError("the annotation database (sqlite x) cannot be reached: connection refused")
         return self.marker
 
 

@@ -291,6 +291,13 @@ def test_store_moves_with_cache_dir(monkeypatch, tmp_path):
     assert entries.store_root() is None
 
 
+def test_the_split_views_and_figures_are_covered_by_the_scorer_version():
+    """The views and figures are packages now (one module per page): the stored views' modules are followed
+    through their imports, so each module a stored answer depends on is in the digest."""
+    covered = set(entries.scorer_modules())
+    assert {"analysis.views.slots", "analysis.views.overview", "analysis.views.depth"} <= covered
+
+
 def _write_entry(root: str, key: str, entry, barrier) -> None:
     scored = score_run(load_entry(entry), "exact")
     barrier.wait()  # both processes write at the same moment

@@ -91,7 +91,7 @@ def _depth_both_ways(scored: Scored, monkeypatch: pytest.MonkeyPatch) -> tuple[p
 
     fast = views.depth_metrics([scored])
     with monkeypatch.context() as m:
-        m.setattr(views, "_depth_from_turns", lambda scored, keys: None)
+        m.setattr(views.depth, "_depth_from_turns", lambda scored, keys: None)
         slow = views.depth_metrics([scored])
     return fast, slow
 
@@ -119,8 +119,8 @@ def test_depth_metrics_of_a_turn_id_named_twice_take_the_group_by(demo_entries):
     turns = scored.turns.copy()
     turns.loc[turns.index[1], "tid"] = turns["tid"].iloc[0]
     twice = Scored(scored.convention, scored.metas, turns, scored.slots, scored.ontology, scored.alignment)
-    assert views._depth_from_turns(twice, ["run_id", "turn_index"]) is None
-    assert views._depth_from_turns(scored, ["run_id", "turn_index"]) is not None
+    assert views.depth._depth_from_turns(twice, ["run_id", "turn_index"]) is None
+    assert views.depth._depth_from_turns(scored, ["run_id", "turn_index"]) is not None
 
 
 @pytest.mark.parametrize(("name", "convention"), CASES)

@@ -362,7 +362,10 @@ def read_only(folder: Path) -> Iterator[None]:
 def test_a_read_only_root_is_not_saved(manifest: Path) -> None:
     before = manifest.read_bytes()
     pred, _ = files(manifest)
-    with read_only(manifest.parent), pytest.raises(mw.NotSaved, match="not saved: the workspace root is not writable"):
+    with (
+        read_only(manifest.parent),
+        pytest.raises(mw.NotSavedError, match="not saved: the workspace root is not writable"),
+    ):
         mw.save_upload(manifest, {"name": "ro"}, "ro.jsonl.gz", pred)
     assert manifest.read_bytes() == before
 

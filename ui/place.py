@@ -62,7 +62,7 @@ def _figure_file(fig: go.Figure, fmt: str, style_key: str, width_key: str) -> by
     width = st.session_state.get(width_key, "single")
     try:
         return export.figure_bytes(fig, fmt, style=style, width=width)
-    except export.ExportUnavailable as exc:  # the button still downloads something that says why
+    except export.ExportUnavailableError as exc:  # the button still downloads something that says why
         return str(exc).encode("utf-8")
 
 

@@ -308,7 +308,7 @@ def _on_save(annotations: AnnotationStore, item: Item, widgets: tuple[str, str],
 
 def save(annotations: AnnotationStore, item: Item, tags: list[str], comment: str, who: str) -> tuple[str, str]:
     """Write (or, with no tags, remove) the reviewer's annotation; ("ok" | "error", message): a value
-    the store refuses (`InvalidAnnotation`) or a database failure (`StoreError`) is one short message."""
+    the store refuses (`InvalidAnnotationError`) or a database failure (`StoreError`) is one short message."""
     try:
         if not tags:
             removed = annotations.remove(item, reviewer=who)

@@ -204,7 +204,7 @@ def _try_upload() -> None:
                 gold.getvalue() if gold is not None else None,
                 expected_digest=workspace.digest,
             )
-        except manifest_write.NotSaved as exc:  # a read-only root: today's session upload, with a warning
+        except manifest_write.NotSavedError as exc:  # a read-only root: today's session upload, with a warning
             warnings = [f"{exc.problem}: run {name!r} is kept for this session only", *warnings]
         except InputError as exc:
             if source.upload is not None:

@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from analysis import settings as environment
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import FORMATS, format_names
@@ -267,7 +268,7 @@ def _unforeseen(command: str, exc: BaseException) -> int:
     """An error no check anticipated: one line on stderr (exit 2, as input it could not read), the
     traceback only where asked for: on stderr with DST_DEBUG=1, appended to the file DST_LOG names."""
     line = f"python -m analysis {command}: unexpected error reading the input ({_summary(exc)})"
-    log = os.environ.get("DST_LOG", "").strip()
+    log = environment.text("DST_LOG")
     if log:
         try:
             with open(log, "a", encoding="utf-8") as handle:
@@ -275,7 +276,7 @@ def _unforeseen(command: str, exc: BaseException) -> int:
             line += f"; traceback in {log}"
         except OSError as err:
             line += f"; cannot write DST_LOG {log}: {err.strerror or err}"
-    if os.environ.get("DST_DEBUG", "").strip() not in ("", "0"):
+    if environment.flag("DST_DEBUG"):
         traceback.print_exception(exc, file=sys.stderr)
     elif not log:
         line += "; set DST_DEBUG=1 for the traceback"

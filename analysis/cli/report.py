@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.conventions import CONVENTIONS
-from analysis.export.figures import ExportUnavailable
+from analysis.export.figures import ExportUnavailableError
 from analysis.export.files import FIGURE_FORMATS
 from analysis.export.style import STYLES, WIDTHS
 
@@ -111,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
             intervals=args.intervals,
             pdf=args.pdf,
         )
-    except ExportUnavailable as exc:
+    except ExportUnavailableError as exc:
         print(f"report: {exc}", file=sys.stderr)
         return EXIT_NO_BROWSER
     except CompileError as exc:

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from analysis.export.figures import (
         BATCH_TABS,
         INSTALL_HINT,
-        ExportUnavailable,
+        ExportUnavailableError,
         browser_path,
         check_export,
         export_session,
@@ -42,7 +42,7 @@ _HOMES = {
     "figures": (
         "BATCH_TABS",
         "INSTALL_HINT",
-        "ExportUnavailable",
+        "ExportUnavailableError",
         "browser_path",
         "check_export",
         "export_session",
@@ -65,7 +65,7 @@ __all__ = [
     "STYLES",
     "TABLE_FORMATS",
     "WIDTHS",
-    "ExportUnavailable",
+    "ExportUnavailableError",
     "Preset",
     "browser_path",
     "check_export",

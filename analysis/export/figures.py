@@ -33,7 +33,7 @@ INSTALL_HINT = (
 )
 
 
-class ExportUnavailable(RuntimeError):
+class ExportUnavailableError(RuntimeError):
     """Figure export cannot run here (no Chromium); the message says how to install it."""
 
 
@@ -54,10 +54,10 @@ def browser_path() -> str | None:
 
 
 def check_export() -> str:
-    """The browser path, or `ExportUnavailable` with the install hint."""
+    """The browser path, or `ExportUnavailableError` with the install hint."""
     found = browser_path()
     if not found:
-        raise ExportUnavailable(f"no Chromium found: {INSTALL_HINT}")
+        raise ExportUnavailableError(f"no Chromium found: {INSTALL_HINT}")
     return found
 
 
@@ -148,7 +148,7 @@ def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
 def figure_bytes(fig: go.Figure, fmt: str, *, style: str = "paper", width: str = "single") -> bytes:
     """The file for one figure: `fmt` is pdf, svg or png (what the dashboard's buttons download).
 
-    Raises `ExportUnavailable` when no Chromium is installed.
+    Raises `ExportUnavailableError` when no Chromium is installed.
     """
     if fmt not in FIGURE_FORMATS:
         raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")

@@ -1055,7 +1055,7 @@ def build_report(
     `pdf`: compile main.tex into main.pdf (None: when LaTeX is installed, `latex_engine`); a failed
     compile is a `CompileError` once every other file is written. The browser for the figures starts first
     and comes up while the runs load and are planned: without Chromium the report stops at once, and a
-    browser that fails or does not start within `BROWSER_START_SECONDS` is an `ExportUnavailable` (the
+    browser that fails or does not start within `BROWSER_START_SECONDS` is an `ExportUnavailableError` (the
     CLI's exit 3) before any figure is written, not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
     if pdf is None:
@@ -1077,7 +1077,7 @@ BROWSER_START_SECONDS = 20.0
 @contextlib.contextmanager
 def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
     """Keep kaleido's browser open for the block (the figures' batch then uses it), once it has rendered
-    an empty figure; raise `ExportUnavailable` within `timeout` s when it fails to start or hangs."""
+    an empty figure; raise `ExportUnavailableError` within `timeout` s when it fails to start or hangs."""
     with browser_starting(timeout) as ready:
         ready()
         yield
@@ -1086,7 +1086,7 @@ def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
 @contextlib.contextmanager
 def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callable[[], None]]:
     """Start kaleido's browser for the block and yield `ready` at once: `ready()` returns when the browser
-    has rendered an empty figure and raises `ExportUnavailable` when it failed to start or has not within
+    has rendered an empty figure and raises `ExportUnavailableError` when it failed to start or has not within
     `timeout` s of its start. What the block does before calling it (loading, planning) overlaps the
     browser's start (1-3 s; 6-11 s on a busy machine). A browser without Chromium is refused at once."""
     import kaleido
@@ -1126,7 +1126,7 @@ def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callabl
 
     def ready() -> None:
         if not wait():
-            raise E.ExportUnavailable(f"the browser for figure export ({path}) {failure[0]}; {E.INSTALL_HINT}")
+            raise E.ExportUnavailableError(f"the browser for figure export ({path}) {failure[0]}; {E.INSTALL_HINT}")
 
     try:
         yield ready

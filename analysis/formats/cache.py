@@ -2,7 +2,7 @@
 
 Entries are Parquet tables plus a small JSON header (never pickle), keyed by the file's absolute path,
 size, modification time, the forced format and a digest of the parser's own source, so an edited file
-or an edited parser never reads a stale entry. `DST_CACHE_DIR` moves the cache; setting it to an empty
+or an edited parser never reads a stale entry. `DST_CACHE_DIR` moves the cache (to its `parsed/` folder); setting it to an empty
 string turns caching off. Uploads (bytes without a file) are never cached.
 """
 
@@ -18,17 +18,15 @@ from pathlib import Path
 import pandas as pd
 
 from analysis.formats.engine import ParsedFile
+from analysis.settings import cache_root
 
 TABLES = ("turns", "gold", "pred")
 
 
 def cache_dir() -> Path | None:
-    configured = os.environ.get("DST_CACHE_DIR")
-    if configured == "":
-        return None
-    if configured:
-        return Path(configured)
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dst-analysis" / "parsed"
+    """`parsed` in the cache folder (`analysis.settings.cache_root`: `DST_CACHE_DIR`), None when caching is off."""
+    root = cache_root()
+    return None if root is None else root / "parsed"
 
 
 @cache

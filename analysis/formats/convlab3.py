@@ -31,7 +31,7 @@ from typing import Any
 
 from analysis.errors import InputError
 from analysis.formats.engine import Collector, json_type_name
-from analysis.formats.states import EQ, StateProblem, Triple, coerce_value
+from analysis.formats.states import EQ, StateError, Triple, coerce_value
 
 MAX_UTT_IDX = 20_000  # two utterances per turn, within the engine's 10,000 turns per dialogue
 TEST_SPLIT = "test"  # the split merge_predict_res.py predicts
@@ -81,22 +81,22 @@ def _state_triples(state: Any, field: str, where: str, gold: dict[str, Any] | No
     strings at the slots the gold state lists; elsewhere the scorer ignores the slot, so lists and
     numbers are read as usual (`a|b` alternatives, decimal text)."""
     if type(state) is not dict:
-        raise StateProblem(f"{where}: state must be an object {{domain: {{slot: value}}}}, got {_kind(state)}", field)
+        raise StateError(f"{where}: state must be an object {{domain: {{slot: value}}}}, got {_kind(state)}", field)
     for domain, slots in state.items():
         if type(slots) is not dict:
-            raise StateProblem(f"{where}: state of domain {domain!r} must be an object, got {_kind(slots)}", field)
+            raise StateError(f"{where}: state of domain {domain!r} must be an object, got {_kind(slots)}", field)
         for slot, value in slots.items():
             if type(value) is not str:
                 at = f"{field}.{domain}.{slot}"
                 if gold is None:
-                    raise StateProblem(
+                    raise StateError(
                         f"{where}: slot value must be a string (ConvLab-3's scorer splits it on '|'), "
                         f"got {_kind(value)}",
                         at,
                     )
                 listed = gold.get(domain)
                 if isinstance(listed, dict) and slot in listed:
-                    raise StateProblem(
+                    raise StateError(
                         f"{where}: predicted value of a slot the gold state lists must be a string "
                         f"(ConvLab-3's scorer splits it), got {_kind(value)}",
                         at,

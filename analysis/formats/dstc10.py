@@ -20,7 +20,7 @@ from functools import partial
 from typing import Any
 
 from analysis.formats.engine import Collector, expect
-from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateProblem, Triple, _json_type
+from analysis.formats.states import EQ, MAX_VALUE_CHARS, StateError, Triple, _json_type
 
 # The 19 (domain, part, slot) keys `scores.py` scores, in its order (the task's output schema).
 DSTC10_SLOTS: tuple[tuple[str, str, str], ...] = (
@@ -77,32 +77,32 @@ def slot_name(domain: str, part: str, slot: str) -> str:
 def state_triples(state: Any, field: str = "state") -> list[Triple]:
     """One instance's state as rows; every value a list of strings, as the task's output schema says."""
     if not isinstance(state, dict):
-        raise StateProblem(
+        raise StateError(
             f"an instance must be an object {{domain: {{semi/book: {{slot: [values]}}}}}}, got {_json_type(state)}",
             field,
         )
     rows: list[Triple] = []
     for domain, parts in state.items():
         if not isinstance(parts, dict):
-            raise StateProblem(
+            raise StateError(
                 f"domain {domain!r} must be an object {{semi/book: {{...}}}}, got {_json_type(parts)}", field
             )
         for part, slots in parts.items():
             where = f"{field}.{domain}.{part}"
             if not isinstance(slots, dict):
-                raise StateProblem(
+                raise StateError(
                     f"{domain}.{part} must be an object {{slot: [values]}}, got {_json_type(slots)}", where
                 )
             for slot, values in slots.items():
                 at = f"{where}.{slot}"
                 if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
                     what = _json_type(values) if not isinstance(values, list) else "a list holding a non-string"
-                    raise StateProblem(
+                    raise StateError(
                         f"a value must be a list of strings (task1/data/output_schema.json), got {what}", at
                     )
                 text = encode_values(values)
                 if len(text) > MAX_VALUE_CHARS:
-                    raise StateProblem(f"value of {len(text):,} characters is too long (limit {MAX_VALUE_CHARS:,})", at)
+                    raise StateError(f"value of {len(text):,} characters is too long (limit {MAX_VALUE_CHARS:,})", at)
                 rows.append((str(domain), slot_name(str(domain), str(part), str(slot)), EQ, text))
     return rows
 

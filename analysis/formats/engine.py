@@ -18,7 +18,7 @@ from analysis.errors import InputError
 from analysis.formats.states import (
     EQ,
     MAX_VALUE_CHARS,
-    StateProblem,
+    StateError,
     Triple,
     predicted_triple_strings,
     triple_strings,
@@ -203,9 +203,9 @@ class Collector:
         try:
             for domain, slot, relation, value in triples():
                 if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
-                    raise StateProblem(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", where)
+                    raise StateError(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", where)
                 if len(value) > MAX_VALUE_CHARS:
-                    raise StateProblem(
+                    raise StateError(
                         f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where
                     )
                 if gold:
@@ -214,7 +214,7 @@ class Collector:
                     self.saw_empty_gold |= gold
                     continue
                 rows.append((domain, slot, value, relation))
-        except StateProblem as problem:
+        except StateError as problem:
             raise self.error(problem.problem, problem.field) from None
         if rows:
             domains, slots, values, relations = zip(*rows, strict=True)

@@ -39,7 +39,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.formats.states import EQ, StateProblem, Triple, coerce_value
+from analysis.formats.states import EQ, StateError, Triple, coerce_value
 
 # Why a text is unparseable: the closed list of shapes a file's report counts.
 EMPTY_TEXT = "empty text"
@@ -122,7 +122,7 @@ def _json_state(value: Any) -> list[Triple] | None:
                     return None
                 text = coerce_value(inner, "state")
                 triples.append((domain.strip(), slot.strip(), EQ, "" if text is None else text.strip()))
-    except StateProblem:
+    except StateError:
         return None
     if any(not d or not s for d, s, _, _ in triples):
         return None

@@ -58,7 +58,7 @@ from analysis.formats.engine import Collector, json_type_name
 from analysis.formats.states import (
     EQ,
     MAX_VALUE_CHARS,
-    StateProblem,
+    StateError,
     Triple,
     any_state,
     coerce_value,
@@ -260,14 +260,14 @@ def flat_state(state: Any, field: str, separator: str = "-", undomained: list[in
     if state is None:
         return
     if type(state) is not dict:
-        raise StateProblem(
+        raise StateError(
             f"state must be an object {{'domain{separator}slot': value}}, got {json_type_name(state)}", field
         )
     for key, value in state.items():
         domain, sep, slot = key.partition(separator)
         if not sep or not domain.strip() or not slot.strip():
             if undomained is None or not key.strip():
-                raise StateProblem(f"key {key!r} is not 'domain{separator}slot'", field)
+                raise StateError(f"key {key!r} is not 'domain{separator}slot'", field)
             domain, slot = NO_DOMAIN, key
             undomained[0] += 1
         text = coerce_value(value, f"{field}.{key}")
@@ -344,9 +344,9 @@ def _linearised_state(text: Any, field: str, rules: Linearised, counter: list[in
     if text is None:
         return iter(())
     if type(text) is not str:
-        raise StateProblem(f"a linearised state must be a string, got {json_type_name(text)}", field)
+        raise StateError(f"a linearised state must be a string, got {json_type_name(text)}", field)
     if len(text) > 50 * MAX_VALUE_CHARS:
-        raise StateProblem(f"state text of {len(text):,} characters is too long", field)
+        raise StateError(f"state text of {len(text):,} characters is too long", field)
     triples, ignored = split_linearised(text, rules)
     counter[0] += ignored
     return iter(triples)
@@ -365,7 +365,7 @@ def _span_state(state: Any, field: str) -> Iterator[Triple]:
     if state is None:
         return iter(())
     if type(state) is not str:
-        raise StateProblem(f"a span state must be a string, got {json_type_name(state)}", field)
+        raise StateError(f"a span state must be a string, got {json_type_name(state)}", field)
     return iter(parse_span(state, field))
 
 

@@ -51,7 +51,7 @@ import pandas as pd
 from analysis.formats.engine import Collector, json_type_name
 from analysis.formats.llm_text import TextTally, read_text
 from analysis.formats.llm_text import accumulate_deltas as accumulate_changes
-from analysis.formats.states import StateProblem, Triple, any_state, predicted_triple_strings, triple_strings
+from analysis.formats.states import StateError, Triple, any_state, predicted_triple_strings, triple_strings
 from analysis.model import UNPARSEABLE_COLUMN
 
 UNPARSEABLE_NOTE = "unparseable_turns"
@@ -200,7 +200,7 @@ def note_tally(c: Collector, tally: TextTally) -> None:
 def _checked(triples: list[Triple], field: str) -> Iterator[Triple]:
     for domain, slot, relation, value in triples:
         if len(value) > 10_000:
-            raise StateProblem(f"value of {len(value):,} characters is too long", field)
+            raise StateError(f"value of {len(value):,} characters is too long", field)
         yield domain, slot, relation, value
 
 

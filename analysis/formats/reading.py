@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from analysis import settings as environment
 from analysis.errors import InputError
 
 MiB = 1024**2
@@ -37,30 +38,25 @@ RATIO_FLOOR = 16 * MiB  # the unpacking ratio is judged only past this much outp
 @dataclass(frozen=True)
 class Limit:
     name: str
-    env: str
-    default: int
-    what: str
+    env: str  # its environment variable: type, default and meaning in `analysis.settings.SETTINGS`
 
 
-# The defaults keep a refused file's peak memory under 1.5 GB: parsed JSON takes up to ~20x its text (a 63 MiB
-# JSONL file refused at its last line peaks at 1.3 GB), and the largest real file is 39 MB unpacked.
 LIMITS = (
-    Limit("file_bytes", "DST_MAX_FILE_BYTES", 64 * MiB, "bytes read from disk or upload"),
-    Limit("unpacked_bytes", "DST_MAX_BYTES", 64 * MiB, "bytes after unpacking .gz / .zip"),
-    Limit("ratio", "DST_MAX_RATIO", 200, "unpacked / packed size of an archive"),
-    Limit("depth", "DST_MAX_DEPTH", 200, "nesting depth of JSON arrays and objects"),
+    Limit("file_bytes", "DST_MAX_FILE_BYTES"),
+    Limit("unpacked_bytes", "DST_MAX_BYTES"),
+    Limit("ratio", "DST_MAX_RATIO"),
+    Limit("depth", "DST_MAX_DEPTH"),
 )
 
 
 def limit(name: str, path: str = "", fmt: str | None = None) -> int:
-    """The limit in force: its environment variable when set to a positive integer, else its default."""
+    """The limit in force: its environment variable when set to a positive integer, else its default
+    (`analysis.settings`); a variable set to anything else is an `InputError` naming it."""
     spec = next(s for s in LIMITS if s.name == name)
-    raw = os.environ.get(spec.env, "").strip()
-    if not raw:
-        return spec.default
-    if not raw.isascii() or not raw.isdigit() or int(raw) <= 0:
-        raise InputError(path, fmt, f"environment variable {spec.env}={raw!r} must be a positive integer")
-    return int(raw)
+    try:
+        return environment.positive_int(spec.env)
+    except ValueError as exc:
+        raise InputError(path, fmt, str(exc)) from None
 
 
 def _size(n: int) -> str:

@@ -14,7 +14,7 @@ Triple = tuple[str, str, str, str]  # domain, slot, relation, value
 EQ = "="  # the relation of every ordinary state; RiSAWOZ spans may carry others
 
 
-class StateProblem(Exception):
+class StateError(Exception):
     """Raised inside a flattener; the engine adds file, format, dialogue and turn before re-raising."""
 
     def __init__(self, problem: str, field: str | None = None) -> None:
@@ -36,21 +36,21 @@ def coerce_value(value: Any, where: str) -> str | None:
         return None
     if isinstance(value, str):
         if len(value) > MAX_VALUE_CHARS:
-            raise StateProblem(f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where)
+            raise StateError(f"value of {len(value):,} characters is too long (limit {MAX_VALUE_CHARS:,})", where)
         return value
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, float) and not math.isfinite(value):
         # Python's json reads NaN and Infinity, which JSON does not have: most likely a missing value
         # written by json.dumps. Refused, not kept as the value "nan" (a false prediction) nor dropped.
-        raise StateProblem(f"slot value {value} is not JSON (a missing value is null or absent)", where)
+        raise StateError(f"slot value {value} is not JSON (a missing value is null or absent)", where)
     if isinstance(value, int | float):
         return str(value)
     if isinstance(value, list):
         parts = [coerce_value(v, where) for v in value]
         kept = [p for p in parts if p]
         return "|".join(kept) if kept else None
-    raise StateProblem(f"slot value must be a string, number or list, got {_json_type(value)}", where)
+    raise StateError(f"slot value must be a string, number or list, got {_json_type(value)}", where)
 
 
 def _json_type(value: Any) -> str:
@@ -76,10 +76,10 @@ def nested_state(state: Any, field: str, *, skip_slots: frozenset[str] = frozens
     if state is None:
         return
     if not isinstance(state, dict):
-        raise StateProblem(f"state must be an object {{domain: {{slot: value}}}}, got {_json_type(state)}", field)
+        raise StateError(f"state must be an object {{domain: {{slot: value}}}}, got {_json_type(state)}", field)
     for domain, slots in state.items():
         if not isinstance(slots, dict):
-            raise StateProblem(
+            raise StateError(
                 f"state of domain {domain!r} must be an object {{slot: value}}, got {_json_type(slots)}",
                 field,
             )
@@ -97,14 +97,14 @@ def multiwoz_metadata(metadata: Any, field: str) -> Iterator[Triple]:
     no MultiWOZ domain has a `semi` and a `book` slot of the same name, so nothing collides.
     """
     if not isinstance(metadata, dict):
-        raise StateProblem(f"metadata must be an object, got {_json_type(metadata)}", field)
+        raise StateError(f"metadata must be an object, got {_json_type(metadata)}", field)
     for domain, parts in metadata.items():
         if not isinstance(parts, dict):
-            raise StateProblem(f"metadata of domain {domain!r} must be an object", field)
+            raise StateError(f"metadata of domain {domain!r} must be an object", field)
         for part in ("semi", "book"):
             slots = parts.get(part, {})
             if not isinstance(slots, dict):
-                raise StateProblem(f"metadata {domain}.{part} must be an object", f"{field}.{domain}.{part}")
+                raise StateError(f"metadata {domain}.{part} must be an object", f"{field}.{domain}.{part}")
             for slot, value in slots.items():
                 if slot == "booked":
                     continue
@@ -115,13 +115,13 @@ def multiwoz_metadata(metadata: Any, field: str) -> Iterator[Triple]:
 def triple_strings(items: Any, field: str) -> Iterator[Triple]:
     """TRADE's `["domain-slot-value", ...]`: split at the first two hyphens (slot names hold none)."""
     if not isinstance(items, list):
-        raise StateProblem(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
+        raise StateError(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
     for item in items:
         if not isinstance(item, str):
-            raise StateProblem(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
+            raise StateError(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
         parts = item.split("-", 2)
         if len(parts) != 3:
-            raise StateProblem(f"{item!r} is not of the form 'domain-slot-value'", field)
+            raise StateError(f"{item!r} is not of the form 'domain-slot-value'", field)
         yield parts[0], parts[1], EQ, parts[2]
 
 
@@ -135,10 +135,10 @@ def predicted_triple_strings(items: Any, field: str) -> Iterator[Triple]:
     [('hotel', 'area', '=', 'east'), ('(not domain-slot-value)', '2-norfolk street', '=', '2-norfolk street')]
     """
     if not isinstance(items, list):
-        raise StateProblem(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
+        raise StateError(f"expected a list of 'domain-slot-value' strings, got {_json_type(items)}", field)
     for item in items:
         if not isinstance(item, str):
-            raise StateProblem(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
+            raise StateError(f"expected 'domain-slot-value' strings, got {_json_type(item)}", field)
         parts = item.split("-", 2)
         if len(parts) == 3 and parts[0] and parts[1]:
             yield parts[0], parts[1], EQ, parts[2]
@@ -149,13 +149,13 @@ def predicted_triple_strings(items: Any, field: str) -> Iterator[Triple]:
 def triple_list(items: Any, field: str) -> Iterator[Triple]:
     """`[[domain, slot, value], ...]` (our JSONL's alternative to a state object)."""
     if not isinstance(items, list):
-        raise StateProblem(f"expected a list of [domain, slot, value] triples, got {_json_type(items)}", field)
+        raise StateError(f"expected a list of [domain, slot, value] triples, got {_json_type(items)}", field)
     for item in items:
         if not (isinstance(item, list) and len(item) in (3, 4)):
-            raise StateProblem("each triple must be a list [domain, slot, value] (or with a relation)", field)
+            raise StateError("each triple must be a list [domain, slot, value] (or with a relation)", field)
         domain, slot, *rest = item
         if not (isinstance(domain, str) and domain and isinstance(slot, str) and slot):
-            raise StateProblem(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", field)
+            raise StateError(f"domain and slot must be non-empty strings, got {domain!r} / {slot!r}", field)
         relation, value = (EQ, rest[0]) if len(rest) == 1 else (str(rest[0]), rest[1])
         text = coerce_value(value, field)
         yield str(domain), str(slot), relation, "" if text is None else text
@@ -195,7 +195,7 @@ def parse_span(span: str, field: str, *, lenient: bool = False) -> list[Triple]:
     def fail(problem: str) -> list[Triple]:
         if lenient:
             return triples
-        raise StateProblem(f"{problem} in span state {text[:80]!r}", field)
+        raise StateError(f"{problem} in span state {text[:80]!r}", field)
 
     while i < len(tokens):
         token = tokens[i]

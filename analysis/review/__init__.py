@@ -3,14 +3,15 @@
 By stage:
 
 * `analysis.review.items`: what is annotated (`Item`, `item_key`, `item_keys`, `split_slot`), the tag
-  taxonomy, and the checks every value passes before it is written (`InvalidAnnotation`);
+  taxonomy, and the checks every value passes before it is written (`InvalidAnnotationError`);
 * `analysis.review.store`: `AnnotationStore` in any SQLAlchemy database, its errors (`StoreError`,
-  `StoreUnavailable`, `StoreLocked`), migrations, retries, and CSV/JSON export and import;
+  `StoreUnavailableError`, `StoreLockedError`), migrations, retries, and CSV/JSON export and import;
 * `analysis.review.analysis`: `error_items`, `error_episodes` (an error carried over consecutive turns as
   one item), `episode_turns`, `confusion_counts`, `review_queue`, `review_progress`, `tag_counts`,
   `cohens_kappa`, `tag_agreement` (per tag: Cohen's kappa or Krippendorff's alpha), `annotation_context`
   (gold, predicted and outcome of annotated items, for the export);
-* `analysis.review.figures`: their figures and display tables.
+* `analysis.review.figures`: their figures and display tables (convention reconciliation's are
+  `analysis.reconcile.figures`).
 
 The names below are imported from their module on first use, so ``from analysis.review import Item``
 does not load SQLAlchemy; only the store needs it.
@@ -55,7 +56,7 @@ if TYPE_CHECKING:
         MAX_TAG,
         MAX_TURN_INDEX,
         SPAN_COLUMNS,
-        InvalidAnnotation,
+        InvalidAnnotationError,
         Item,
         item_key,
         item_keys,
@@ -74,8 +75,8 @@ if TYPE_CHECKING:
         TAG_SEPARATOR,
         AnnotationStore,
         StoreError,
-        StoreLocked,
-        StoreUnavailable,
+        StoreLockedError,
+        StoreUnavailableError,
         annotations_csv,
         annotations_json,
         default_url,
@@ -105,11 +106,11 @@ __all__ = [
     "TAG_SEPARATOR",
     "Agreement",
     "AnnotationStore",
-    "InvalidAnnotation",
+    "InvalidAnnotationError",
     "Item",
     "StoreError",
-    "StoreLocked",
-    "StoreUnavailable",
+    "StoreLockedError",
+    "StoreUnavailableError",
     "TagAgreement",
     "annotation_context",
     "annotations_csv",
@@ -142,7 +143,7 @@ _ITEMS = (
     "MAX_TAG",
     "MAX_TURN_INDEX",
     "SPAN_COLUMNS",
-    "InvalidAnnotation",
+    "InvalidAnnotationError",
     "Item",
     "item_key",
     "item_keys",

@@ -1,31 +1,25 @@
 """Team-review results -> Plotly figures and display tables (pure: frames in, figure or frame out).
 
-Two parts of the "Team review" work: reviewers' tags (`analysis.review.analysis`: tag counts, the review
-queue, disagreements between two reviewers) and convention reconciliation (`analysis.reconcile.core`:
-metrics per convention, causes of flipped turns, the responsible slots). No Streamlit here, so the CLI
-can export what the dashboard shows.
+Reviewers' tags (`analysis.review.analysis`: tag counts, the review queue, disagreements between
+reviewers). No Streamlit here, so the CLI can export what the dashboard shows. (Convention
+reconciliation's figures are `analysis.reconcile.figures`.)
 """
 
 from __future__ import annotations
-
-from collections.abc import Mapping, Sequence
 
 import pandas as pd
 import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
-from analysis.figures import OKABE_ITO, apply_style
-from analysis.reconcile.core import CAUSE_LABELS, CAUSES, METRIC_LABELS
+from analysis.figures import apply_style, empty_figure
+from analysis.palette import OKABE_ITO
 from analysis.review.analysis import Agreement, TagAgreement
 
 __all__ = [
     "TURN_LEVEL",
-    "cause_bar",
     "confusion_heatmap",
-    "convention_bar",
     "disagreement_table",
     "queue_table",
-    "responsible_table",
     "reviewer_disagreement_table",
     "tag_agreement_table",
     "tag_counts_bar",
@@ -38,14 +32,6 @@ _BY = ("domain", "slot")
 def _joined(values: pd.Series, sep: str = "; ") -> pd.Series:
     """Tuples of strings -> one readable string per row (empty tuple: empty string)."""
     return pd.Series([sep.join(map(str, v)) for v in values], index=values.index, dtype="str")
-
-
-def _message(text: str, style: str) -> go.Figure:
-    fig = go.Figure()
-    fig.add_annotation(text=text, showarrow=False, xref="paper", yref="paper", x=0.5, y=0.5)
-    fig.update_xaxes(visible=False)
-    fig.update_yaxes(visible=False)
-    return apply_style(fig, style, height=200)
 
 
 def _group_labels(counts: pd.DataFrame, by: str) -> pd.Series:
@@ -71,7 +57,7 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
     if by not in _BY:
         raise ValueError(f"by has to be one of {', '.join(_BY)}, got {by!r}")
     if counts.empty:
-        return _message("No annotations yet: tag error turns to see counts here.", style)
+        return empty_figure("No annotations yet: tag error turns to see counts here.", style)
     frame = counts.assign(group=_group_labels(counts, by).to_numpy())
     sums = frame.groupby(["group", "tag"], sort=True, observed=True)["n"].sum().reset_index()
     order = sums.groupby("group", sort=True)["n"].sum().sort_values(ascending=False, kind="stable")
@@ -144,7 +130,7 @@ def confusion_heatmap(counts: pd.DataFrame, *, unit: str = "episodes", style: st
     from analysis.figures import confusion_heatmap as count_heatmap
 
     if not len(counts):
-        return _message("No error in the queue: nothing to count.", style)
+        return empty_figure("No error in the queue: nothing to count.", style)
     frame = counts.rename(columns={"gold": "gold_value", "row": "gold"})
     what = "episodes" if unit == "episodes" else "error turns"
     fig = count_heatmap(frame, title=f"Gold → predicted in the queue ({what}, top {len(counts)} pairs)", style=style)
@@ -207,91 +193,3 @@ def reviewer_disagreement_table(result: TagAgreement) -> pd.DataFrame:
     )
     out["disputed"] = _joined(rows["disputed"])
     return out.reset_index(drop=True)
-
-
-def convention_bar(
-    table: pd.DataFrame, *, metrics: Sequence[str] = ("jga", "slot_f1_micro"), style: str = "screen"
-) -> go.Figure:
-    """Grouped bars: x = convention (in the order given), one bar per metric; `table` is
-    `Reconciliation.table()`.
-
-    >>> table = pd.DataFrame({"convention": ["exact", "mwzeval"], "jga": [0.5, 0.6], "slot_f1_micro": [0.8, 0.9]})
-    >>> [t.name for t in convention_bar(table).data]
-    ['JGA', 'Slot F1 (micro)']
-    """
-    unknown = [m for m in metrics if m not in table.columns]
-    if unknown:
-        raise ValueError(f"metrics {unknown} are not in the table; columns: {list(table.columns)}")
-    fig = go.Figure()
-    for i, metric in enumerate(metrics):
-        label = METRIC_LABELS.get(metric, metric)
-        fig.add_bar(
-            name=label,
-            x=table["convention"].astype("str"),
-            y=table[metric].to_numpy(dtype=float),
-            marker_color=OKABE_ITO[i % len(OKABE_ITO)],
-            text=[f"{v:.4f}" for v in table[metric].to_numpy(dtype=float)],
-            textposition="outside",
-            hovertemplate="%{x}: %{y:.4f}<extra>" + label + "</extra>",
-        )
-    fig.update_layout(
-        barmode="group",
-        title="One run under each convention",
-        xaxis_title="convention",
-        yaxis={"title": "score", "range": [0, 1.1]},
-    )
-    return apply_style(fig, style)
-
-
-def cause_bar(causes: Mapping[str, int], *, a: str, b: str, style: str = "screen") -> go.Figure:
-    """Responsible slots per cause for the pair (a, b), causes in attribution order; `causes` is
-    `Reconciliation.causes(a, b)`.
-
-    >>> list(cause_bar({"normaliser": 3, "dontcare": 1}, a="exact", b="trade").data[0].y)
-    [1, 3]
-    """
-    present = [c for c in CAUSES if causes.get(c)]
-    if not present:
-        return _message(f"No turn flips between {a} and {b}.", style)
-    labels = [CAUSE_LABELS[c] for c in present]
-    fig = go.Figure(
-        go.Bar(
-            x=labels,
-            y=[int(causes[c]) for c in present],
-            marker_color=OKABE_ITO[0],
-            hovertemplate="%{x}: %{y} responsible slot(s)<extra></extra>",
-        )
-    )
-    fig.update_layout(
-        title=f"Why turns flip between {a} and {b}: responsible slots per cause",
-        xaxis_title="cause (the one switch that alone gives b's result)",
-        yaxis_title="responsible slots",
-    )
-    return apply_style(fig, style)
-
-
-def responsible_table(responsible: pd.DataFrame, *, cause: str | None = None) -> pd.DataFrame:
-    """`Reconciliation.responsible(a, b)` grouped by cause for display: rows ordered by cause (in
-    attribution order) then turn, `cause` as people read it (`cause_id`: one of `CAUSES`) and `slot_name`
-    (`domain-slot`); `cause` keeps the rows of one cause.
-    """
-    if cause is not None and cause not in CAUSES:
-        raise ValueError(f"cause has to be one of {', '.join(CAUSES)}, got {cause!r}")
-    rows = responsible if cause is None else responsible[responsible["cause"] == cause]
-    order = rows["cause"].map({c: i for i, c in enumerate(CAUSES)})
-    rows = rows.assign(_order=order.to_numpy()).sort_values(["_order", "tid"], kind="stable")
-    return pd.DataFrame(
-        {
-            "cause": rows["cause"].map(CAUSE_LABELS).astype("str"),
-            "dialogue_id": rows["dialogue_id"].astype("str"),
-            "turn_index": rows["turn_index"].astype("int64"),
-            "slot_name": rows["domain"].astype("str") + "-" + rows["slot"].astype("str"),
-            "gold": rows["gold"].astype("str"),
-            "pred": rows["pred"].astype("str"),
-            "outcome_a": rows["outcome_a"].astype("str"),
-            "outcome_b": rows["outcome_b"].astype("str"),
-            "cause_id": rows["cause"].astype("str"),
-            "domain": rows["domain"].astype("str"),
-            "slot": rows["slot"].astype("str"),
-        }
-    ).reset_index(drop=True)

@@ -11,7 +11,7 @@ turn item are the same item) and carries its span: `last_turn` (the turn index o
 `n_turns` (how many turns it covers); both default to a one-turn span. The span is stored with the
 annotation (`SPAN_COLUMNS`), never part of the key: tagging the item tags the span.
 
-Values are checked before they are written (`InvalidAnnotation`, a ValueError): reviewer name at most
+Values are checked before they are written (`InvalidAnnotationError`, a ValueError): reviewer name at most
 `MAX_REVIEWER` (100) characters, a tag `MAX_TAG` (64), a comment `MAX_COMMENT` (4,000), dataset,
 dialogue id, domain, slot and run id `MAX_COMPONENT` (200) each and the item key 1,024, turn index
 below 2**31; no NUL anywhere, no other control character (a comment may hold tabs and line breaks),
@@ -67,7 +67,7 @@ MAX_TURN_INDEX = 2**31 - 1  # PostgreSQL's integer
 # ------------------------------------------------------------------------------------------- checks
 
 
-class InvalidAnnotation(ValueError):
+class InvalidAnnotationError(ValueError):
     """A value refused before it is written (too long, a NUL or control character, not valid Unicode):
     the same rule on SQLite and PostgreSQL, one short message naming the field and the limit."""
 
@@ -81,23 +81,23 @@ def _check_text(value: object, what: str, limit: int, *, multiline: bool = False
     >>> _check_text("a\x00b", "comment", 10, multiline=True)
     Traceback (most recent call last):
     ...
-    analysis.review.items.InvalidAnnotation: comment holds a NUL character (\x00), which is refused: remove it
+    analysis.review.items.InvalidAnnotationError: comment holds a NUL character (\x00), which is refused: remove it
     """
     text_value = _norm(value)
     if "\x00" in text_value:
-        raise InvalidAnnotation(f"{what} holds a NUL character (\\x00), which is refused: remove it")
+        raise InvalidAnnotationError(f"{what} holds a NUL character (\\x00), which is refused: remove it")
     allowed = "\t\n\r" if multiline else ""
     bad = next((ch for ch in text_value if unicodedata.category(ch) == "Cc" and ch not in allowed), None)
     if bad is not None:
         kind = "a line break or tab" if bad in "\t\n\r" else f"a control character (U+{ord(bad):04X})"
         rule = "" if multiline else "; it must be one line of printable text"
-        raise InvalidAnnotation(f"{what} holds {kind}, which is refused{rule}")
+        raise InvalidAnnotationError(f"{what} holds {kind}, which is refused{rule}")
     try:
         text_value.encode("utf-8")
     except UnicodeEncodeError:
-        raise InvalidAnnotation(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
+        raise InvalidAnnotationError(f"{what} is not valid Unicode (it holds a lone surrogate)") from None
     if len(text_value) > limit:
-        raise InvalidAnnotation(f"{what} is {len(text_value):,} characters long; the limit is {limit:,}")
+        raise InvalidAnnotationError(f"{what} is {len(text_value):,} characters long; the limit is {limit:,}")
     return text_value
 
 
@@ -138,7 +138,7 @@ class Item:
         if int(self.turn_index) < 0:
             raise ValueError(f"turn_index must be >= 0, got {self.turn_index}")
         if int(self.turn_index) > MAX_TURN_INDEX:
-            raise InvalidAnnotation(f"turn_index {self.turn_index} is over the limit of {MAX_TURN_INDEX:,}")
+            raise InvalidAnnotationError(f"turn_index {self.turn_index} is over the limit of {MAX_TURN_INDEX:,}")
         for name in ("dataset", "dialogue_id", "domain", "slot", "run_id"):
             _check_text(getattr(self, name), name, MAX_COMPONENT)
         if not _norm(self.dialogue_id):
@@ -146,7 +146,9 @@ class Item:
         if _norm(self.domain) and not _norm(self.slot):
             raise ValueError("an item with a domain needs a slot")
         if len(self.key) > MAX_KEY:
-            raise InvalidAnnotation(f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}")
+            raise InvalidAnnotationError(
+                f"the item's key is {len(self.key):,} characters long; the limit is {MAX_KEY:,}"
+            )
         for name in SPAN_COLUMNS:
             value = getattr(self, name)
             if value is not None and (isinstance(value, bool) or not isinstance(value, int | np.integer)):
@@ -251,10 +253,6 @@ def item_key(
     return _KEY_SEPARATOR.join([_KEY_VERSION, *(_escape(p) for p in parts)])
 
 
-def _norm_series(values: pd.Series) -> pd.Series:
-    return values.astype("str").fillna("").str.normalize("NFC").str.strip()
-
-
 def _key_part(values: pd.Series) -> pa.Array:
     """A key component of every row (normalised, escaped: `_escape(_norm(v))`), as an Arrow string array.
     Each distinct value is normalised once, by `item_key`'s own functions: a column holds few of them
@@ -333,7 +331,7 @@ def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
     for raw in tags:
         tag = by_fold.get(_norm(raw).casefold())
         if tag is None:
-            raise InvalidAnnotation(f"tag {_shown(raw)} is not in the taxonomy; allowed: {', '.join(allowed)}")
+            raise InvalidAnnotationError(f"tag {_shown(raw)} is not in the taxonomy; allowed: {', '.join(allowed)}")
         if tag not in checked:
             checked.append(tag)
     if not checked:
@@ -344,7 +342,7 @@ def _check_tags(tags: Iterable[str] | str, allowed: Sequence[str]) -> list[str]:
 def _check_reviewer(reviewer: object) -> str:
     name = _check_text(reviewer, "the reviewer name", MAX_REVIEWER)
     if not name:
-        raise InvalidAnnotation("an annotation needs a reviewer name (non-empty)")
+        raise InvalidAnnotationError("an annotation needs a reviewer name (non-empty)")
     return name
 
 
@@ -353,7 +351,7 @@ def _check_comment(comment: object) -> str:
     raw = "" if comment is None else str(comment)
     _check_text(raw, "the comment", MAX_COMMENT, multiline=True)
     if len(raw) > MAX_COMMENT:
-        raise InvalidAnnotation(f"the comment is {len(raw):,} characters long; the limit is {MAX_COMMENT:,}")
+        raise InvalidAnnotationError(f"the comment is {len(raw):,} characters long; the limit is {MAX_COMMENT:,}")
     return raw
 
 

@@ -48,12 +48,12 @@ Concurrency rule (documented, tested with 8 processes on SQLite and PostgreSQL):
 
 Failing politely (the same rules on every backend):
 
-* Values are checked before they are written (`InvalidAnnotation`, a ValueError; the limits are in
+* Values are checked before they are written (`InvalidAnnotationError`, a ValueError; the limits are in
   `analysis.review.items`).
 * A database failure leaves as a `StoreError` with one short line naming the backend, host, port and
   database (never the URL's password, the SQL or its parameters, which go to the log):
-  `StoreUnavailable` when it is down or refuses the connection (after the retries; pooled connections
-  are checked before use, so the same store works again when the server is back), `StoreLocked`
+  `StoreUnavailableError` when it is down or refuses the connection (after the retries; pooled connections
+  are checked before use, so the same store works again when the server is back), `StoreLockedError`
   ("the annotation database is locked by another writer; try again") when another writer held a lock
   longer than `lock_timeout` (default 5 s: SQLite's busy timeout and the writers' file lock; PostgreSQL's
   `lock_timeout`, with `statement_timeout` 6x and `idle_in_transaction_session_timeout` 12x that).
@@ -78,7 +78,6 @@ from __future__ import annotations
 import io
 import json
 import logging
-import os
 import random
 import threading
 import time
@@ -115,6 +114,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import DBAPIError, InterfaceError, OperationalError
 from sqlalchemy.pool import StaticPool
 
+from analysis import settings as environment
 from analysis.errors import InputError
 from analysis.review.items import (
     CONTEXT_COLUMNS,
@@ -150,7 +150,7 @@ EXPORT_COLUMNS = ["item_key", *ITEM_COLUMNS, *SPAN_COLUMNS, *_REVIEW_COLUMNS]
 # it. An episode's context is its first turn's: every turn of an episode has the same gold, predicted value
 # and outcome (that is what makes it one episode).
 FILE_COLUMNS = ["item_key", *ITEM_COLUMNS, *SPAN_COLUMNS, *CONTEXT_COLUMNS, *_REVIEW_COLUMNS]
-LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLocked
+LOCK_TIMEOUT_S = 5.0  # a writer waits this long for another's lock, then StoreLockedError
 LOCKED_MESSAGE = "the annotation database is locked by another writer; try again"
 _TRIES = 3  # transient failures (a dropped connection, a server restarting): 3 tries over about 1.5 s
 _BACKOFF_S = 0.5
@@ -167,11 +167,11 @@ class StoreError(RuntimeError):
     """The annotation database failed; the message is one short line (no SQL, parameters or password)."""
 
 
-class StoreUnavailable(StoreError):
+class StoreUnavailableError(StoreError):
     """The database is down, refuses the connection, or dropped it (after bounded retries)."""
 
 
-class StoreLocked(StoreError):
+class StoreLockedError(StoreError):
     """Another writer held the lock longer than the store's lock timeout."""
 
 
@@ -192,7 +192,7 @@ def default_url(workspace_path: str | Path, settings: Mapping[str, Any] | None =
     """
     manifest = _manifest_path(workspace_path)
     root = manifest.parent.resolve()
-    url = os.environ.get(ENV_URL, "").strip()
+    url = environment.text(ENV_URL)
     if not url:
         if settings is None and manifest.is_file():
             try:
@@ -357,17 +357,17 @@ def _classify(exc: DBAPIError, where: str) -> tuple[StoreError, bool]:
     message = str(original).lower()
     state = getattr(original, "sqlstate", None) or getattr(original, "pgcode", None)
     if state in _PG_LOCKED or "database is locked" in message or "database table is locked" in message:
-        return StoreLocked(LOCKED_MESSAGE), False
+        return StoreLockedError(LOCKED_MESSAGE), False
     if state in _PG_RETRY or "could not serialize" in message or "deadlock" in message:
-        return StoreUnavailable(f"the annotation database ({where}) was busy or restarting; try again"), True
+        return StoreUnavailableError(f"the annotation database ({where}) was busy or restarting; try again"), True
     if isinstance(exc, OperationalError | InterfaceError) or exc.connection_invalidated:
         if "unable to open database file" in message or "readonly" in message or "disk i/o" in message:
-            return StoreUnavailable(f"the annotation database ({where}) cannot be opened or written"), False
+            return StoreUnavailableError(f"the annotation database ({where}) cannot be opened or written"), False
         reason, transient = next(
             ((said, again) for needle, said, again in _CONNECTION_FAILURES if needle in message),
             ("the database did not answer", True),
         )
-        return StoreUnavailable(f"the annotation database ({where}) cannot be reached: {reason}"), transient
+        return StoreUnavailableError(f"the annotation database ({where}) cannot be reached: {reason}"), transient
     return StoreError(f"the annotation database ({where}) refused the operation ({type(original).__name__})"), False
 
 
@@ -384,8 +384,8 @@ def _retrying(action: Callable[[], T], where: str = "database", *, tries: int = 
             error, transient = _classify(exc, where)
             log.warning("annotation store: %s (attempt %d of %d): %s", error, attempt + 1, tries, exc.orig)
             if not transient or attempt == tries - 1:
-                if isinstance(error, StoreUnavailable) and transient:
-                    error = StoreUnavailable(f"{error}; tried {tries} times")
+                if isinstance(error, StoreUnavailableError) and transient:
+                    error = StoreUnavailableError(f"{error}; tried {tries} times")
                 raise error from None
             time.sleep(_BACKOFF_S * 2**attempt * (0.75 + 0.5 * random.random()))
     raise AssertionError("unreachable")  # pragma: no cover
@@ -495,7 +495,7 @@ class AnnotationStore:
 
     def _lock_file(self, path: Path) -> Any:
         """The writers' file lock, held through the returned handle, waited for at most `lock_timeout` (a
-        writer stopped while holding it must not block the others for ever), else `StoreLocked`.
+        writer stopped while holding it must not block the others for ever), else `StoreLockedError`.
 
         A free lock is taken at once; a busy one is waited for by a helper thread blocked in `flock`, so
         the kernel wakes the next writer as soon as the lock is free (no polling). A waiter that gave up
@@ -525,7 +525,7 @@ class AnnotationStore:
             if state["got"]:
                 return handle
             state["abandoned"] = True
-        raise StoreLocked(LOCKED_MESSAGE)
+        raise StoreLockedError(LOCKED_MESSAGE)
 
     def ping(self) -> None:
         """One round trip to the database (no retry): returns, or raises the `StoreError` a user sees."""

@@ -34,6 +34,7 @@ import pyarrow.parquet as pq
 from analysis.conventions import get_convention, resolve_convention
 from analysis.model import RunInfo, RunMeta
 from analysis.scoring import Scored
+from analysis.settings import cache_root
 
 log = logging.getLogger("analysis.store")
 
@@ -62,12 +63,8 @@ _PACKAGE = "analysis"
 def store_root() -> Path | None:
     """The store's folder: `scored` under `DST_CACHE_DIR` (the parse cache's folder), else under
     `~/.cache/dst-analysis`; None (memory only) when `DST_CACHE_DIR` is set to an empty string."""
-    configured = os.environ.get("DST_CACHE_DIR")
-    if configured == "":
-        return None
-    if configured:
-        return Path(configured) / "scored"
-    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "dst-analysis" / "scored"
+    root = cache_root()
+    return None if root is None else root / "scored"
 
 
 @cache
@@ -345,7 +342,7 @@ class Entry:
         return str(self.header["meta"]["run_id"])
 
 
-class StoreWarning(Exception):
+class StoreEntryError(Exception):
     """Why an entry could not be used or written (logged as one line, never raised to the pages)."""
 
 
