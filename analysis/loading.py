@@ -11,6 +11,7 @@ from analysis.errors import InputError
 from analysis.formats import ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
 from analysis.formats.more import DELTA_NOTE, UNPARSEABLE_COLUMN, accumulate_deltas, delta_warning
+from analysis.formats.vectors import FORMAT as VECTORS
 from analysis.model import INFO_FIELDS, STATE_COLUMNS, AlignmentReport, Run, RunInfo, RunMeta
 
 EXAMPLES = 5
@@ -69,6 +70,15 @@ def load_run(
                 "(to score it against itself, pass it as both --pred and --gold)",
             )
     else:
+        for side, parsed in ((pred, pred_file), (gold, gold_file)):
+            if parsed.fmt == VECTORS:
+                # Its states are placeholders standing for right and wrong: only its own pair means anything.
+                raise InputError(
+                    str(side),
+                    parsed.fmt,
+                    "a correctness-vector file carries its own gold (0/1 per slot, no values) and is scored "
+                    "alone: pass it without a second file",
+                )
         if gold_file.gold is None:
             raise InputError(str(gold), gold_file.fmt, "this file holds predictions only and cannot serve as gold")
         # A gold-shaped file given as predictions contributes its states (e.g. scored against itself).
@@ -130,6 +140,8 @@ def _default_convention(formats: tuple[str, ...]) -> str:
         return "sgd"
     if "dstc10" in formats:
         return "dstc10"
+    if VECTORS in formats:
+        return "fga-trippy"
     return "exact"
 
 

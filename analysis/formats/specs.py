@@ -23,6 +23,7 @@ from analysis.formats.states import (
     nested_state,
     parse_span,
 )
+from analysis.formats.vectors import VECTOR_FORMATS
 
 # CrossWOZ's Chinese dialogue types and the short codes CrossWOZ-en and the paper use.
 CROSSWOZ_TYPES = {
@@ -586,6 +587,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         _parse_dstc9_submission,
     ),
     *(FormatSpec(**fields) for fields in DSTC10_FORMATS),  # a list of bare states, values as lists
+    *(FormatSpec(**fields) for fields in VECTOR_FORMATS),  # dialogues of turns of 0/1 per slot, no values
     *(FormatSpec(**fields) for fields in SGD_FORMATS),  # before convlab3-dialogues: both are dialogue lists
     *(FormatSpec(**fields) for fields in CONVLAB3_FORMATS),
 )
