@@ -18,6 +18,8 @@ from analysis import diagnostics as D
 from analysis import metrics as M
 from analysis import registry as R
 from analysis import stats
+from analysis.formats.vectors import VALUE as VECTOR_VALUE
+from analysis.formats.vectors import WRONG as VECTOR_WRONG
 from analysis.loading import dialogue_key
 from analysis.model import INFO_FIELDS, RunMeta
 from analysis.outcomes import OUTCOMES, Outcome
@@ -270,6 +272,24 @@ def comparability_warnings(runs: pd.DataFrame | Sequence[Scored], *, about: Sequ
             f"History modes differ: {_groups(board, 'history', history.get)}. Their numbers are not comparable."
         )
     return lines
+
+
+def values_note(scored: Scored) -> str:
+    """What a page showing slot values says of a run read from a per-slot correctness file, which holds
+    right/wrong per slot and no values ("" for any other run).
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> values_note(scored_from_states([{"hotel": {"area": "east"}}], [{}]))
+    ''
+    """
+    if not M.valueless_runs(scored):
+        return ""
+    return (
+        "This run comes from a per-slot correctness file (0/1 per slot and turn): it holds no values and no "
+        f"gold state. Gold shows {VECTOR_VALUE!r} on every slot, the prediction {VECTOR_VALUE!r} where the slot "
+        f"was right and {VECTOR_WRONG!r} where it was wrong; slot precision, recall and F1, value confusions, AGA "
+        "and the change-based metrics are n/a. Per-slot accuracy is right / (right + wrong value)."
+    )
 
 
 # --- slots ---------------------------------------------------------------------------------------

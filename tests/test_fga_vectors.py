@@ -24,6 +24,7 @@ import pytest
 
 from analysis import metrics as M
 from analysis import registry as R
+from analysis import views
 from analysis.demo.testing import scored_from_states
 from analysis.errors import InputError
 from analysis.formats import parse_file
@@ -233,3 +234,24 @@ def test_bad_vectors_give_one_line_naming_the_record(
     e = err.value
     assert e.fmt == FORMAT and problem in e.problem and "\n" not in str(e)
     assert (e.dialogue_id, e.turn, e.field) == (dialogue, turn, field)
+
+
+# --- pages ---------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("page", ["pages/dialogue.py", "pages/slots.py"])
+def test_pages_showing_values_say_a_vector_file_has_none(tmp_path: Path, page: str) -> None:
+    from streamlit.testing.v1 import AppTest
+
+    (tmp_path / "trippy_result.json").write_bytes(EXCERPT.read_bytes())
+    (tmp_path / "workspace.toml").write_text(
+        '[workspace]\nname = "vectors"\n\n[[runs]]\nname = "trippy"\npred = "trippy_result.json"\n', encoding="utf-8"
+    )
+    at = AppTest.from_file(str(Path(__file__).resolve().parents[1] / "app.py"), default_timeout=180)
+    at.session_state["workspace_path"] = str(tmp_path / "workspace.toml")
+    at.run()
+    at.switch_page(page).run()
+    assert not at.exception, [e.value for e in at.exception]
+    notes = [i.value for i in at.info if "per-slot correctness file" in i.value]
+    assert len(notes) == 1 and VALUE in notes[0] and WRONG in notes[0]
+    assert views.values_note(score_run(load_run(EXCERPT)))  # the same sentence the page shows
