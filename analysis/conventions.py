@@ -151,6 +151,9 @@ class Convention:
     # DSTC9: value maps per subtask; `subtask` is the one in force ("" = chosen from the data at scoring).
     subtask_synonyms: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
     subtask: str = ""
+    # Dialogue ids (exactly as written) a scorer leaves out, and why: its turns are not scored, and the
+    # alignment report says so (the FGA repository's compute_accuracy_trippy.py skips PMUL1455.json).
+    unscored_dialogues: Mapping[str, str] = field(default_factory=dict)
     # Unicode NFC before any comparison (values and names): `é` typed as e + combining accent equals `é`.
     # Off under the conventions named after a scorer: their scorers compare code points as written,
     # so normalising would print numbers they do not print on a file that mixes the two forms.
@@ -194,6 +197,7 @@ class Convention:
         out["slot_aliases"] = dict(self.slot_aliases)
         out["gold_slot_renames"] = {f"{d}-{s}": n for (d, s), n in self.gold_slot_renames.items()}
         out["subtask_synonyms"] = {k: dict(v) for k, v in self.subtask_synonyms.items()}
+        out["unscored_dialogues"] = dict(self.unscored_dialogues)
         return out
 
 
@@ -326,6 +330,21 @@ CONVENTIONS: dict[str, Convention] = {
             ontology="listed",
             score_missing_turns=False,
             empty_ratio=0.0,
+            unicode_nfc=False,
+        ),
+        Convention(
+            "fga-trippy",
+            "The FGA repository (SuvodipDey/FGA compute_accuracy_trippy.py) on TripPy's per-slot correctness "
+            "vectors (trippy_result.json: per turn a 0/1 per slot, no values): PMUL1455.json is not scored "
+            "(not part of the official MultiWOZ test data, as the script says); a turn is right when every "
+            "slot is 1 (JGA); slot accuracy is its 1s over the 30 slots, averaged over turns; FGA as the "
+            "script computes it from the sets of wrong slots (the fga_sets metrics). Its average goal "
+            "accuracy needs the gold states of som-dst_result.json, which the vectors do not carry: n/a, as "
+            "is every metric that needs values.",
+            ontology="multiwoz30",
+            unscored_dialogues=MappingProxyType(
+                {"PMUL1455.json": "compute_accuracy_trippy.py skips it: not part of the official MultiWOZ test data"}
+            ),
             unicode_nfc=False,
         ),
         Convention(

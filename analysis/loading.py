@@ -13,6 +13,7 @@ from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
 from analysis.formats.llm_text import AccumulationTooLarge
 from analysis.formats.mapping import Mapping
 from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
+from analysis.formats.vectors import FORMAT as VECTORS
 from analysis.model import (
     INFO_FIELDS,
     STATE_COLUMNS,
@@ -78,6 +79,15 @@ def load_run(
                 "(to score it against itself, pass it as both --pred and --gold)",
             )
     else:
+        for side, parsed in ((pred, pred_file), (gold, gold_file)):
+            if parsed.fmt == VECTORS:
+                # Its states are placeholders standing for right and wrong: only its own pair means anything.
+                raise InputError(
+                    str(side),
+                    parsed.fmt,
+                    "a correctness-vector file carries its own gold (0/1 per slot, no values) and is scored "
+                    "alone: pass it without a second file",
+                )
         if gold_file.gold is None:
             raise InputError(str(gold), gold_file.fmt, "this file holds predictions only and cannot serve as gold")
         # A gold-shaped file given as predictions contributes its states (e.g. scored against itself).
@@ -128,7 +138,7 @@ def load_run(
 
 # When the two files' formats are scored under different communities' conventions, the first one listed
 # here wins (a TRADE file, gold and predictions in one, decides over a prediction file beside it).
-PRECEDENCE = ("trade", "mwzeval", "dstc9", "risawoz", "convlab3", "sgd", "dstc10", "icdst", "checkdst")
+PRECEDENCE = ("trade", "mwzeval", "dstc9", "risawoz", "convlab3", "sgd", "dstc10", "icdst", "checkdst", "fga-trippy")
 
 
 def _default_convention(formats: tuple[str, ...]) -> str:

@@ -9,12 +9,15 @@ never 0. Grouping by a slot-level column restricts each turn to that group's slo
 
 from __future__ import annotations
 
+import functools
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from analysis.formats.vectors import FORMAT as VECTOR_FORMAT
 from analysis.outcomes import MISSED_CODES, MISSED_KEYS, OUTCOMES, SPURIOUS_CODES, SPURIOUS_KEYS, Outcome
 from analysis.scoring import Scored, _sorted_unique
 
@@ -33,6 +36,68 @@ def _check_by(scored: Scored, by: list[str]) -> None:
     unknown = [c for c in by if c not in known]
     if unknown:
         raise ValueError(f"cannot group by {unknown}: by has to name columns of turns or slots, one of {sorted(known)}")
+
+
+# --- Runs without values ------------------------------------------------------------------------------
+# A per-slot correctness file (`analysis.formats.vectors`) says only whether each slot was right: its
+# states are placeholders. Metrics that need values or the gold state (which slots hold a value, which
+# triples are new) are NaN for such a run, with the reason `values_missing` gives, never a number
+# computed from the placeholders.
+VALUELESS_FORMATS = frozenset({VECTOR_FORMAT})
+
+
+def valueless_runs(scored: Scored) -> list[str]:
+    """The runs read from a file that holds no values (per-slot correctness vectors)."""
+    return [m.run_id for m in scored.metas if VALUELESS_FORMATS.intersection(m.formats)]
+
+
+def values_missing(scored: Scored) -> str | None:
+    """Why a metric that needs slot values or the gold state does not apply to these runs, or None.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> values_missing(scored_from_states([{"hotel": {"area": "east"}}], [{}])) is None
+    True
+    """
+    runs = valueless_runs(scored)
+    if not runs:
+        return None
+    which = "" if len(scored.metas) == 1 else f" (run{'s' if len(runs) > 1 else ''} {', '.join(runs)})"
+    return (
+        f"it needs slot values or the gold state, and a per-slot correctness file{which} says only whether "
+        "each slot was right (0/1 per slot)"
+    )
+
+
+def _blank_valueless(result: Any, scored: Scored, keys: list[str], columns: tuple[str, ...]) -> Any:
+    """`result` with `columns` NaN for the runs without values: per run when `keys` holds `run_id`,
+    else the whole result (a pooled number over such a run is no number either)."""
+    runs = valueless_runs(scored)
+    if not runs:
+        return result
+    if isinstance(result, dict):
+        return {k: (float("nan") if k in columns else v) for k, v in result.items()}
+    if not isinstance(result, pd.DataFrame):
+        return float("nan")
+    result = result.copy()
+    rows = result["run_id"].isin(runs).to_numpy() if "run_id" in keys else np.ones(len(result), dtype=bool)
+    for column in columns:
+        if column in result.columns:
+            result[column] = result[column].astype(float).where(~rows)
+    return result
+
+
+def _needs_values(*columns: str) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """A metric function that needs values: its `columns` (keys of a dict, columns of a frame; a float
+    result is the value) are NaN for runs without values (`values_missing`)."""
+
+    def wrap(function: Callable[..., Any]) -> Callable[..., Any]:
+        @functools.wraps(function)
+        def blanked(scored: Scored, *, by: By = None) -> Any:
+            return _blank_valueless(function(scored, by=by), scored, _by_list(by), columns)
+
+        return blanked
+
+    return wrap
 
 
 def turn_facts(scored: Scored, *, by: By = None) -> pd.DataFrame:
@@ -268,6 +333,7 @@ def _prf(tp: Any, fp: Any, fn: Any, *, empty: float | None = None) -> tuple[Any,
     return precision, recall, f1
 
 
+@_needs_values("precision", "recall", "f1", "tp", "fp", "fn")
 def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.DataFrame:
     """Micro precision, recall and F1 over triples pooled across turns; a wrong value is one FP and
     one FN. `support` is the number of gold triples. Undefined ratios (no gold, no prediction) are NaN.
@@ -393,6 +459,7 @@ def per_slot_prf(scored: Scored, *, by: By = None) -> pd.DataFrame:
     return result.sort_values(["f1", "support"], ascending=[True, False], na_position="first", kind="stable")
 
 
+@_needs_values("slot_f1_seed")
 def slot_f1_seed(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """Slot F1 exactly as the crosswoz-dst-eval recipe: per turn, for each slot *name* in the gold
     state, F1 of the value sets (slot names pool across domains: `hotel-area` and `restaurant-area`
@@ -412,6 +479,7 @@ def slot_f1_seed(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     return _set_f1(scored, by=by, key="slot", name="slot_f1_seed")
 
 
+@_needs_values("slot_f1_domain_slot")
 def slot_f1_domain_slot(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """The seed recipe keyed by (domain, slot): per turn, the share of gold domain-slots predicted with
     the right value; 0 for empty gold; mean over turns."""
@@ -518,6 +586,7 @@ def _set_f1_scores(scored: Scored, key: str, slot_keys: list[str]) -> tuple[np.n
     return score, groups, n_s, s_values
 
 
+@_needs_values("joint_f1_trade")
 def joint_f1_trade(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """TRADE's `compute_prf`: per-turn F1 over triples, averaged over turns; empty gold with empty
     prediction scores 1, empty gold with any prediction 0, and a turn with no true positive 0."""
@@ -778,6 +847,7 @@ def slot_accuracy_trade(scored: Scored, *, by: By = None) -> float | pd.DataFram
     return _blank_unfit(scored, result, keys, "slot_accuracy_trade")
 
 
+@_needs_values("aga")
 def average_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """AGA: over turns with non-empty gold, the mean share of gold triples that are predicted."""
     keys = _by_list(by)
@@ -985,6 +1055,7 @@ def _compute_gca_events(scored: Scored) -> pd.DataFrame:
     )
 
 
+@_needs_values("iaga")
 def improved_average_goal_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """IAGA: over AGA's turns (non-empty gold), the mean of |gold ∩ predicted| / |gold ∪ predicted| over
     triples: AGA with false positives counted. A wrong value is one gold and one predicted triple.
@@ -1002,6 +1073,7 @@ def improved_average_goal_accuracy(scored: Scored, *, by: By = None) -> float | 
     return _aggregate(facts[keys][has_gold], value, keys, "iaga", universe=_universe(scored, keys))
 
 
+@_needs_values("rsa")
 def relative_slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """RSA: per turn (T* - missed - wrong) / T* over the T* slots in gold or prediction, i.e. the share of
     those slots predicted right; a turn with neither scores 0 (as the GCA repository computes it); mean over
@@ -1020,6 +1092,7 @@ def relative_slot_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataF
     return _aggregate(facts, value, keys, "rsa")
 
 
+@_needs_values(*(f"fga_{lam}" for lam in FGA_LAMBDAS))
 def flexible_goal_accuracy(scored: Scored, *, by: By = None) -> dict[str, float] | pd.DataFrame:
     """FGA at each penalty λ of `FGA_LAMBDAS` (keys `fga_0.25` ... `fga_1.0`): a right turn scores 1, a
     turn with its own error (type 1) 0, and a turn whose only errors are inherited (type 2: the previous
@@ -1046,25 +1119,32 @@ def flexible_goal_accuracy(scored: Scored, *, by: By = None) -> dict[str, float]
     return out.reset_index()
 
 
-def _fga_at(lam: float) -> Callable[..., float | pd.DataFrame]:
-    column = _fga_column(lam)
+def _fga_at(
+    lam: float, function: Callable[..., Any] | None = None, prefix: str = "fga"
+) -> Callable[..., float | pd.DataFrame]:
+    """One penalty's column of an FGA function that computes all four (`flexible_goal_accuracy`, or
+    `flexible_goal_accuracy_sets` with prefix `fga_sets`)."""
+    column = f"{prefix}_{lam}"
+    whole = function if function is not None else flexible_goal_accuracy
+    name = whole.__name__
 
     def fga(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
         # The four penalties come from one pass: computed once per run and grouping, then each takes its column.
-        key = ("flexible_goal_accuracy", tuple(_by_list(by)))
-        result = scored.memoised(key, lambda: flexible_goal_accuracy(scored, by=by))
+        key = (name, tuple(_by_list(by)))
+        result = scored.memoised(key, lambda: whole(scored, by=by))
         if isinstance(result, dict):
             return result[column]
         return result[[*_by_list(by), column, "n_turns"]]
 
-    fga.__name__ = fga.__qualname__ = f"flexible_goal_accuracy_{str(lam).replace('.', '_')}"
-    fga.__doc__ = f"FGA at λ = {lam} alone (`flexible_goal_accuracy`): a float, or a frame with `{column}`."
+    fga.__name__ = fga.__qualname__ = f"{name}_{str(lam).replace('.', '_')}"
+    fga.__doc__ = f"FGA at λ = {lam} alone (`{name}`): a float, or a frame with `{column}`."
     return fga
 
 
 FGA_AT = {lam: _fga_at(lam) for lam in FGA_LAMBDAS}  # one function per penalty, as the registry holds them
 
 
+@_needs_values("turn_accuracy")
 def turn_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """Turn-level accuracy: the share of turns whose own changes are right, whatever they inherited (no
     type-1 error in FGA's sense: a right turn, or one whose errors all come from earlier turns).
@@ -1082,6 +1162,130 @@ def turn_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     return _aggregate(facts, value, keys, "turn_accuracy")
 
 
+# FGA as the FGA repository scores TripPy's per-slot correctness vectors (SuvodipDey/FGA
+# compute_accuracy_trippy.py), which carry no values: the existing FGA above judges a turn by its new
+# triples (the Granular_Change_Accuracy repository's code, and the FGA repository's own script for states,
+# compute_accuracy_trade_somdst.py), this one by the set of wrong slots.
+FGA_SETS_PREFIX = "fga_sets"
+# The script decides "the previous turn was right" by that turn's score at its last penalty (1.0) equalling
+# 1, and a type-2 score 1 - e^(-d) rounds to exactly 1.0 from this distance on: the next wrong turn is then
+# a type-1 error again. Reproduced; it takes a run of 38 turns with one unchanged set of wrong slots.
+_SATURATED = next(d for d in range(1, 100) if 1 - math.exp(-FGA_LAMBDAS[-1] * d) == 1.0)
+
+
+def _fga_sets_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
+    """FGA by wrong-slot sets per unit (a turn, or with slot-level keys a turn restricted to one group's
+    slots, as `_fga_facts`); memoised."""
+    return scored.memoised(("fga_sets_facts", slot_keys), lambda: _compute_fga_sets_facts(scored, slot_keys))
+
+
+def _compute_fga_sets_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
+    turns, slots, r = scored.turns, scored.slots, _rows(scored)
+    wrong = ~r.correct
+    if not slot_keys:
+        n = len(turns)
+        unit_of_row = r.turn_pos
+        unit_pos = np.arange(n)
+        joint = turns["joint_correct"].to_numpy(dtype=bool)
+        prev_tid = r.prev_tid_of_turn
+        prev_unit = r.turn_index.get_indexer(prev_tid)
+        labels = pd.DataFrame(index=range(n))
+    else:
+        g_code, g_values = _codes(slots, list(slot_keys))
+        n_t = int(r.tid.max()) + 1 if len(r.tid) else 1
+        unit_key = g_code * n_t + r.tid  # units sorted by (group, tid), as in `_compute_fga_facts`
+        units, unit_of_row = np.unique(unit_key, return_inverse=True)
+        n = len(units)
+        unit_tid, unit_g = units % n_t, units // n_t
+        unit_pos = r.turn_index.get_indexer(unit_tid)
+        joint = np.bincount(unit_of_row, weights=wrong, minlength=n) == 0
+        prev_tid = r.prev_tid_of_turn[unit_pos]
+        where = np.searchsorted(units, unit_g * n_t + prev_tid)
+        found = (prev_tid >= 0) & (where < n) & (units[np.minimum(where, n - 1)] == unit_g * n_t + prev_tid)
+        prev_unit = np.where(found, where, -1)  # no unit: the group had no slot there, so it was right
+        labels = g_values.iloc[unit_g].reset_index(drop=True)
+    # The unit's set of wrong slots equals its previous unit's when both hold as many wrong slots and each
+    # of this unit's is wrong there too (one sorted lookup of (unit, slot) keys, no per-unit sets).
+    wrong_unit = unit_of_row[wrong]
+    wrong_pair = slots["pair_code"].to_numpy()[wrong]
+    n_wrong = np.bincount(wrong_unit, minlength=n)
+    wrong_keys = np.sort(wrong_unit.astype("int64") * r.n_pair + wrong_pair)
+    prev_of_row = prev_unit[wrong_unit]
+    wanted = prev_of_row.astype("int64") * r.n_pair + wrong_pair
+    at = np.searchsorted(wrong_keys, wanted)
+    hit = np.zeros(len(wanted), dtype=bool)
+    if len(wrong_keys):
+        hit = (prev_of_row >= 0) & (at < len(wrong_keys)) & (wrong_keys[np.minimum(at, len(wrong_keys) - 1)] == wanted)
+    n_shared = np.bincount(wrong_unit[hit], minlength=n)
+    has_prev = prev_unit >= 0
+    prev = np.maximum(prev_unit, 0)
+    same_set = has_prev & (n_wrong == np.where(has_prev, n_wrong[prev], -1)) & (n_shared == n_wrong)
+    # A wrong unit is a type-1 error (FGA 0) in the dialogue's first turn, after a right unit, or when its
+    # set of wrong slots differs from the previous unit's (in a run of wrong units, each type-2 unit has the
+    # set of the type-1 error that began the run, which the script compares with).
+    prev_right = np.where(has_prev, joint[prev], True)
+    first = prev_tid < 0
+    type1 = ~joint & (first | prev_right | ~same_set)
+    turn_index = turns["turn_index"].to_numpy()[unit_pos]
+    distance = _distances(type1, joint, turn_index)
+    saturated = ~joint & ~type1 & (distance >= _SATURATED)
+    while saturated.any():
+        # Rare (see `_SATURATED`): the unit after the first saturated one starts a new run, if it continues it.
+        u = int(np.flatnonzero(saturated)[0])
+        after = np.flatnonzero(prev_unit == u)
+        if len(after) and not joint[after[0]] and not type1[after[0]]:
+            type1[after[0]] = True
+            distance = _distances(type1, joint, turn_index)
+        saturated[: u + 1] = False
+        saturated &= ~joint & ~type1 & (distance >= _SATURATED)
+    facts = labels.assign(tid=turns["tid"].to_numpy()[unit_pos], fga_sets_type1=type1)
+    for lam in FGA_LAMBDAS:
+        facts[f"{FGA_SETS_PREFIX}_{lam}"] = np.where(joint, 1.0, np.where(type1, 0.0, 1 - np.exp(-lam * distance)))
+    return facts
+
+
+def _distances(type1: np.ndarray, joint: np.ndarray, turn_index: np.ndarray) -> np.ndarray:
+    """Per unit, turns since the last type-1 error before it (0 for right and type-1 units): a type-2 unit
+    follows a contiguous chain of wrong units that starts with a type-1 one."""
+    n = len(type1)
+    last_error = np.maximum.accumulate(np.where(type1, np.arange(n), -1)) if n else np.zeros(0, dtype="int64")
+    return np.where(joint | type1, 0, turn_index - turn_index[np.maximum(last_error, 0)]).astype(float)
+
+
+def flexible_goal_accuracy_sets(scored: Scored, *, by: By = None) -> dict[str, float] | pd.DataFrame:
+    """FGA as the FGA repository computes it on per-slot correctness (SuvodipDey/FGA
+    compute_accuracy_trippy.py), at each penalty λ of `FGA_LAMBDAS` (keys `fga_sets_0.25` ...): a right
+    turn scores 1; a wrong turn is a type-1 error (0) when it is the dialogue's first turn, follows a right
+    turn, or its set of wrong slots differs from the set at the last type-1 error; otherwise (type 2: the
+    same slots still wrong) it scores 1 - exp(-λ·d), d turns after that error. Mean over turns. It needs
+    no values, so it applies to every run (a slot is wrong when its outcome is not `correct`). Grouped by a
+    slot-level column, each turn is restricted to the group's slots (turns where it occurs). Unlike
+    `flexible_goal_accuracy`, a turn that keeps an old error and fixes or adds nothing is type 2 even when
+    a new gold value arrived right; a turn that fixes one of two inherited errors is a type-1 error.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> s = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}],
+    ...                        [{"hotel": {"area": "west"}}, {"hotel": {"area": "west", "stars": "4"}}])
+    >>> round(flexible_goal_accuracy_sets(s)["fga_sets_1.0"], 4)  # turn 1: 0; turn 2, area still wrong: 1 - e^-1
+    0.3161
+    """
+    keys = _by_list(by)
+    _check_by(scored, keys)
+    facts = _fga_sets_facts(scored, tuple(k for k in keys if k in SLOT_LEVEL))
+    columns = [f"{FGA_SETS_PREFIX}_{lam}" for lam in FGA_LAMBDAS]
+    if not keys:
+        return {c: float(facts[c].mean()) if len(facts) else float("nan") for c in columns}
+    frame = _with_turn_keys(scored, facts, keys)
+    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)
+    out = grouped[columns].mean()
+    out["n_turns"] = grouped.size()
+    return out.reset_index()
+
+
+# One function per penalty, as the registry holds them.
+FGA_SETS_AT = {lam: _fga_at(lam, flexible_goal_accuracy_sets, FGA_SETS_PREFIX) for lam in FGA_LAMBDAS}
+
+
 def gca_from_counts(correct: Any, wrong: Any, overpred: Any, missed: Any) -> Any:
     """GCA from its four label counts: the weighted harmonic mean of value precision and recall (weight
     α = 10/11) and label precision and recall (1 - α), each weighted by its denominator; 0 when any of
@@ -1094,6 +1298,7 @@ def gca_from_counts(correct: Any, wrong: Any, overpred: Any, missed: Any) -> Any
     return float(value) if value.ndim == 0 else value
 
 
+@_needs_values(*GCA_COUNTS)
 def gca_counts(scored: Scored, *, by: By = None) -> pd.DataFrame:
     """Per `by` group: GCA's four label counts (`GCA_COUNTS`) and `n_turns` (turns, or with a slot-level
     column turns where the group has a judged change); the dialogue bootstrap resamples them per turn."""
@@ -1129,6 +1334,7 @@ def gca_counts(scored: Scored, *, by: By = None) -> pd.DataFrame:
     return out.reset_index()
 
 
+@_needs_values("gca")
 def granular_change_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
     """GCA: judges only what changes. Per dialogue, each label (domain-slot) seen so far holds a value,
     or "none" once dropped; in each turn the labels whose gold state changed are judged against the

@@ -66,9 +66,9 @@ class Metric:
 
 METRICS: tuple[Metric, ...] = (
     Metric("jga", "JGA", M.joint_goal_accuracy),
-    Metric("slot_f1_seed", "Slot F1 (CrossWOZ-en recipe)", M.slot_f1_seed),
-    Metric("slot_f1_domain_slot", "Slot F1 (domain-slot keyed)", M.slot_f1_domain_slot),
-    Metric("joint_f1_trade", "Joint F1 (TRADE)", M.joint_f1_trade),
+    Metric("slot_f1_seed", "Slot F1 (CrossWOZ-en recipe)", M.slot_f1_seed, applies_to=M.values_missing),
+    Metric("slot_f1_domain_slot", "Slot F1 (domain-slot keyed)", M.slot_f1_domain_slot, applies_to=M.values_missing),
+    Metric("joint_f1_trade", "Joint F1 (TRADE)", M.joint_f1_trade, applies_to=M.values_missing),
     Metric("slot_accuracy", "Slot accuracy", M.slot_accuracy, interval="cells", applies_to=M.ontology_mismatch),
     Metric(
         "slot_accuracy_trade",
@@ -76,17 +76,38 @@ METRICS: tuple[Metric, ...] = (
         M.slot_accuracy_trade,
         applies_to=M.ontology_mismatch,
     ),
-    Metric("aga", "AGA", M.average_goal_accuracy),
+    Metric("aga", "AGA", M.average_goal_accuracy, applies_to=M.values_missing),
     Metric("final_turn_jga", "Final-turn JGA", M.final_turn_jga),
-    Metric("slot_precision", "Slot precision (micro)", M.slot_prf_micro, "precision", interval="micro"),
-    Metric("slot_recall", "Slot recall (micro)", M.slot_prf_micro, "recall", interval="micro"),
-    Metric("slot_f1_micro", "Slot F1 (micro)", M.slot_prf_micro, "f1", interval="micro"),
+    Metric(
+        "slot_precision",
+        "Slot precision (micro)",
+        M.slot_prf_micro,
+        "precision",
+        interval="micro",
+        applies_to=M.values_missing,
+    ),
+    Metric(
+        "slot_recall", "Slot recall (micro)", M.slot_prf_micro, "recall", interval="micro", applies_to=M.values_missing
+    ),
+    Metric("slot_f1_micro", "Slot F1 (micro)", M.slot_prf_micro, "f1", interval="micro", applies_to=M.values_missing),
     # Robust to compounding (issue 16; definitions in docs/metrics.md): they judge a turn's own changes.
-    Metric("iaga", "IAGA", M.improved_average_goal_accuracy),
-    Metric("rsa", "RSA", M.relative_slot_accuracy),
-    *(Metric(f"fga_{lam}", f"FGA (λ={lam})", M.FGA_AT[lam], shown=lam == 0.5) for lam in M.FGA_LAMBDAS),
-    Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy),
-    Metric("gca", "GCA", M.granular_change_accuracy, interval="gca"),
+    Metric("iaga", "IAGA", M.improved_average_goal_accuracy, applies_to=M.values_missing),
+    Metric("rsa", "RSA", M.relative_slot_accuracy, applies_to=M.values_missing),
+    # Two FGA rules (Dey et al. 2022). `fga_*` judges a wrong turn by its new triples: it reproduces the
+    # Granular_Change_Accuracy repository's numbers (its src/compute_accuracies.py; the FGA repository's
+    # compute_accuracy_trade_somdst.py has the same rule) and needs values. `fga_sets_*` judges it by its
+    # set of wrong slots, as the FGA repository's compute_accuracy_trippy.py scores TripPy's per-slot
+    # correctness vectors; it needs no values (the `fga-trippy` convention's FGA).
+    *(
+        Metric(f"fga_{lam}", f"FGA (λ={lam})", M.FGA_AT[lam], shown=lam == 0.5, applies_to=M.values_missing)
+        for lam in M.FGA_LAMBDAS
+    ),
+    *(
+        Metric(f"fga_sets_{lam}", f"FGA by wrong-slot sets (λ={lam})", M.FGA_SETS_AT[lam], shown=False)
+        for lam in M.FGA_LAMBDAS
+    ),
+    Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy, applies_to=M.values_missing),
+    Metric("gca", "GCA", M.granular_change_accuracy, interval="gca", applies_to=M.values_missing),
     # DSTC10 track 2 task 1's scores.py prints these beside JGA and slot accuracy (the `dstc10` convention).
     *(
         Metric(
@@ -109,7 +130,10 @@ INTERVAL_METRICS: tuple[str, ...] = tuple(m.name for m in METRICS if m.interval)
 LEADERBOARD_SHOWN: tuple[str, ...] = tuple(m.name for m in METRICS if m.shown)  # the Overview's default columns
 # Metrics whose function returns several (a dict without `by`): the suite's JSON also groups them under one
 # key, e.g. "fga": {"0.25": ..., "1.0": ...}.
-GROUPED: dict[str, tuple[str, ...]] = {"fga": tuple(f"fga_{lam}" for lam in M.FGA_LAMBDAS)}
+GROUPED: dict[str, tuple[str, ...]] = {
+    "fga": tuple(f"fga_{lam}" for lam in M.FGA_LAMBDAS),
+    "fga_sets": tuple(f"fga_sets_{lam}" for lam in M.FGA_LAMBDAS),
+}
 
 # The selections of views that show some of the metrics, in their column order.
 # The report's leaderboard, with CIs: the headline numbers, and the metrics that judge a turn's own changes.

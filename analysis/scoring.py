@@ -89,6 +89,31 @@ class Scored:
         )
 
 
+def _drop_unscored(turns: pd.DataFrame, alignment: dict, conv: Convention) -> tuple[pd.DataFrame, dict]:
+    """The turns without the dialogues the convention's scorer leaves out (ids as written), and the alignment
+    report with a note and a warning naming them: left out, never dropped silently."""
+    ids = turns["dialogue_id"].astype("str")
+    skipped = ids.isin(list(conv.unscored_dialogues)).to_numpy(dtype=bool)
+    if not skipped.any():
+        return turns, alignment
+    found = sorted(set(ids[skipped]))
+    reasons = "; ".join(f"{d} ({conv.unscored_dialogues[d]})" for d in found)
+    alignment = {
+        **alignment,
+        "notes": {
+            **alignment.get("notes", {}),
+            "dialogues_not_scored": len(found),
+            "turns_of_unscored_dialogues": int(skipped.sum()),
+        },
+        "warnings": [
+            *alignment.get("warnings", []),
+            f"{len(found)} dialogue{'s' if len(found) > 1 else ''} ({int(skipped.sum())} turns) not scored under "
+            f"{conv.name}: {reasons}",
+        ],
+    }
+    return turns[~skipped], alignment
+
+
 @dataclass
 class _Side:
     """One side's state rows during scoring: integer codes into short string lists (see
@@ -133,6 +158,8 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
             f"{n_missing} gold turns without a prediction are not scored under {conv.name} "
             "(its scorer scores only the turns the prediction file holds)",
         ]
+    if conv.unscored_dialogues:
+        turns, alignment = _drop_unscored(turns, alignment, conv)
     # A dialogue's turns are consecutive rows, in turn order: the metrics of what changed between turns
     # (FGA, turn-level accuracy, GCA) read the previous turn as the previous row. Files are read that
     # way, so their order stays; only a Run built in another order (a test, a notebook) is reordered.

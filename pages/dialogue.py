@@ -125,6 +125,9 @@ st.caption(
     f"{len(views.filter_turns(turns, diff, errors_only=True))} with errors · markers: ✓ correct, "
     "≠ wrong value, − missed, + spurious; origin: new error, or inherited from the previous turn"
 )
+values_note = ui.compute(views.values_note, run)
+if values_note:  # a per-slot correctness file: the values shown are placeholders
+    st.info(ui.md(values_note), icon=":material/info:")
 clicked = ui.show_figure(ui.figure(figures.turn_strip, turns), key="turn_strip", name="turn strip", select=True)
 if clicked and "x" in clicked[0]:
     ui.put(turn=int(clicked[0]["x"]))  # a click on a turn's bar or marker opens that turn

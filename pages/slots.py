@@ -20,6 +20,9 @@ table = ui.compute(views.slot_table, run)
 st.caption(
     ui.md(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")
 )
+values_note = ui.compute(views.values_note, run)
+if values_note:  # a per-slot correctness file: no values, so no P/R/F1 and no value confusions
+    st.info(ui.md(values_note), icon=":material/info:")
 scores_tab, mix_tab, confusions_tab = ui.tabs(["Per-slot scores", "Outcomes per slot", CONFUSIONS], page="slots")
 
 if scores_tab.open:

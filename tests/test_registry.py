@@ -124,18 +124,35 @@ def test_reconciliation_table_reads_the_registry() -> None:
             assert table.loc[convention, name] == pytest.approx(suite[name], nan_ok=True)
 
 
-def test_a_metric_that_does_not_apply_is_nan_with_its_reason() -> None:
-    scored = scored_from_states([{"景点": {"名称": "故宫"}}], [{}], convention="trade")
-    reasons = not_applicable(scored)
-    limited = [m.name for m in R.METRICS if m.applies_to is not None]
-    assert sorted(reasons) == sorted(limited)
-    values = headline_metrics(scored)
-    assert all(math.isnan(values[name]) for name in limited)
-    # One clause per reason, each naming its metrics as labelled.
-    by_reason: dict[str, list[str]] = {}
-    for name in limited:
-        by_reason.setdefault(reasons[name], []).append(R.LABELS[name])
-    assert not_applicable_text(reasons) == "; ".join(f"{', '.join(n)} n/a: {r}" for r, n in by_reason.items())
+def _not_applying_cases(tmp_path: Path) -> list:
+    """Runs where some metrics do not apply: CrossWOZ slots under TRADE's 30-slot ontology, and a per-slot
+    correctness file (no values) under its own convention."""
+    from analysis.loading import load_run
+    from analysis.scoring import score_run
+
+    vectors = tmp_path / "vectors.json"
+    vectors.write_text('{"MUL0001.json": {"0": [1, 0, 1], "1": [1, 0, 1]}}', encoding="utf-8")
+    return [
+        scored_from_states([{"景点": {"名称": "故宫"}}], [{}], convention="trade"),
+        score_run(load_run(vectors)),
+    ]
+
+
+def test_a_metric_that_does_not_apply_is_nan_with_its_reason(tmp_path: Path) -> None:
+    seen: set[str] = set()
+    for scored in _not_applying_cases(tmp_path):
+        reasons = not_applicable(scored)
+        limited = [m.name for m in R.METRICS if m.applies_to is not None and m.applies_to(scored)]
+        assert sorted(reasons) == sorted(limited)
+        seen.update(limited)
+        values = headline_metrics(scored)
+        assert all(math.isnan(values[name]) for name in limited)
+        # One clause per reason, each naming its metrics as labelled.
+        by_reason: dict[str, list[str]] = {}
+        for name in limited:
+            by_reason.setdefault(reasons[name], []).append(R.LABELS[name])
+        assert not_applicable_text(reasons) == "; ".join(f"{', '.join(n)} n/a: {r}" for r, n in by_reason.items())
+    assert seen == {m.name for m in R.METRICS if m.applies_to is not None}  # every check is exercised
 
 
 # --- outcomes --------------------------------------------------------------------------------------

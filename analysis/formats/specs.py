@@ -25,6 +25,7 @@ from analysis.formats.states import (
     nested_state,
     parse_span,
 )
+from analysis.formats.vectors import VECTOR_FORMATS
 
 # CrossWOZ's Chinese dialogue types and the short codes CrossWOZ-en and the paper use.
 CROSSWOZ_TYPES = {
@@ -600,6 +601,7 @@ FORMATS: tuple[FormatSpec, ...] = (
         default_convention="dstc9",
     ),
     *(FormatSpec(**fields) for fields in DSTC10_FORMATS),  # a list of bare states, values as lists
+    *(FormatSpec(**fields) for fields in VECTOR_FORMATS),  # dialogues of turns of 0/1 per slot, no values
     *(FormatSpec(**fields) for fields in SGD_FORMATS),  # before convlab3-dialogues: both are dialogue lists
     *(FormatSpec(**fields) for fields in CONVLAB3_FORMATS),
 )

@@ -24,6 +24,7 @@ from analysis.views.common import (
     jga_interval,
     scope,
     scope_caption,
+    values_note,
 )
 from analysis.views.crosslingual import crosslingual_summary, crosslingual_turns, default_pair
 from analysis.views.depth import (
@@ -141,6 +142,7 @@ __all__ = [
     "turns_at_depth",
     "turns_listing",
     "value_confusions",
+    "values_note",
 ]
 
 # A public function's home is the package (as numpy's `set_module` does): its `module.qualname` is

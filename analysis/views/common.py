@@ -8,7 +8,10 @@ from typing import Any
 
 import pandas as pd
 
+from analysis import metrics as M
 from analysis import stats
+from analysis.formats.vectors import VALUE as VECTOR_VALUE
+from analysis.formats.vectors import WRONG as VECTOR_WRONG
 from analysis.model import INFO_FIELDS, RunMeta
 from analysis.scoring import COUNT_COLUMNS, Scored
 
@@ -127,3 +130,21 @@ def chart_pick(point: dict[str, Any], trace_names: Sequence[Any]) -> tuple[str |
         return (str(name) if name else None), point.get("x")
     run = name if name else point.get("y")
     return (str(run) if run is not None else None), point.get("x")
+
+
+def values_note(scored: Scored) -> str:
+    """What a page showing slot values says of a run read from a per-slot correctness file, which holds
+    right/wrong per slot and no values ("" for any other run).
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> values_note(scored_from_states([{"hotel": {"area": "east"}}], [{}]))
+    ''
+    """
+    if not M.valueless_runs(scored):
+        return ""
+    return (
+        "This run comes from a per-slot correctness file (0/1 per slot and turn): it holds no values and no "
+        f"gold state. Gold shows {VECTOR_VALUE!r} on every slot, the prediction {VECTOR_VALUE!r} where the slot "
+        f"was right and {VECTOR_WRONG!r} where it was wrong; slot precision, recall and F1, value confusions, AGA "
+        "and the change-based metrics are n/a. Per-slot accuracy is right / (right + wrong value)."
+    )

@@ -70,6 +70,7 @@ FAMILIES = (
     "icdst",
     "checkdst",
     "llm-dst-eval",
+    "correctness-vectors",
 )
 
 
@@ -1277,6 +1278,38 @@ def cases() -> list[Case]:
         contains="found 10: run0/pred.jsonl, run1/pred.jsonl, run2/pred.jsonl, run3/pred.jsonl, run4/pred.jsonl, "
         "run5/pred.jsonl, run6/pred.jsonl, run7/pred.jsonl, run8/pred.jsonl, run9/pred.jsonl "
         "(name one as ten_members.zip::<member>)",
+    )
+    # Per-slot correctness vectors (the FGA repository's trippy_result.json): 0/1 per slot and turn.
+    add(
+        "vectors_entry_two.json",
+        "wrong_types",
+        "correctness-vectors",
+        js({"MUL0001.json": {"0": [1, 1, 0], "1": [1, 2, 0]}}),
+        format="correctness-vectors",
+        contains="each entry must be 1 (slot right) or 0 (slot wrong), got 2",
+        dialogue_id="MUL0001.json",
+        turn="1",
+        field="[1]",
+    )
+    add(
+        "vectors_length_changes.json",
+        "wrong_types",
+        "correctness-vectors",
+        js({"MUL0001.json": {"0": [1, 1, 0]}, "MUL0002.json": {"0": [1, 1, 0], "1": [1, 1]}}),
+        format="correctness-vectors",
+        contains="every turn must list the same slots: 2 entries here, 3 in the file's first turn",
+        dialogue_id="MUL0002.json",
+        turn="1",
+    )
+    add(
+        "vectors_turns_out_of_order.json",
+        "bad_turn_index",
+        "correctness-vectors",
+        js({"MUL0001.json": {"0": [1, 1, 0], "2": [1, 1, 0], "1": [1, 1, 1]}}),
+        format="correctness-vectors",
+        contains="turns must be listed in increasing order",
+        dialogue_id="MUL0001.json",
+        turn="1",
     )
     return out + hostile_cases()
 
