@@ -298,7 +298,8 @@ def cases() -> list[Case]:
         field="turn_belief",
     )
     bad = json.loads(json.dumps(TRADE_OK))
-    bad["MUL0001.json"]["1"]["pred_bs_ptr"] = ["hotel_area_east"]
+    # Gold stays strict; a predicted string that does not split is an off-vocabulary prediction (issue 38).
+    bad["MUL0001.json"]["1"]["turn_belief"] = ["hotel_area_east"]
     add(
         "trade_bad_triple.json",
         "wrong_types",
@@ -308,7 +309,7 @@ def cases() -> list[Case]:
         contains="'domain-slot-value'",
         dialogue_id="MUL0001.json",
         turn=1,
-        field="pred_bs_ptr",
+        field="turn_belief",
     )
     bad = json.loads(json.dumps(TRADE_OK))
     del bad["MUL0001.json"]["1"]["pred_bs_ptr"]
