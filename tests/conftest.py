@@ -34,3 +34,19 @@ def realdata() -> Path:
     if not REALDATA.is_dir():
         pytest.skip(f"{REALDATA} is absent: tests on real files need ../shared/realdata beside the project")
     return REALDATA
+
+
+@pytest.fixture(autouse=True)
+def _background_work_ends_with_its_test():
+    """A dashboard test's background work (the prefetch of the other pages, the score store's writer) ends
+    before the next test starts: on a busy machine it would otherwise run into the next test's caches and
+    patches. Nothing is imported for a test that never loaded the dashboard."""
+    yield
+    import sys
+
+    prefetch = sys.modules.get("ui.prefetch")
+    if prefetch is not None and hasattr(prefetch, "wait"):
+        prefetch.wait(120)
+    entries = sys.modules.get("analysis.store.entries")
+    if entries is not None:
+        entries.flush()

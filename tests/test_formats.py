@@ -35,7 +35,11 @@ REAL_FILES = [
 ]
 
 
-@pytest.mark.parametrize(("parts", "fmt", "n_turns", "n_dialogues", "sides"), REAL_FILES, ids=lambda p: str(sorted(p)) if isinstance(p, set) else str(p))
+@pytest.mark.parametrize(
+    ("parts", "fmt", "n_turns", "n_dialogues", "sides"),
+    REAL_FILES,
+    ids=lambda p: str(sorted(p)) if isinstance(p, set) else str(p),
+)
 def test_real_file_is_detected_and_parsed(parts, fmt, n_turns, n_dialogues, sides) -> None:
     parsed = parse_file(realdata_path(*parts))
     assert parsed.fmt == fmt

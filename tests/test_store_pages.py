@@ -112,6 +112,7 @@ def _calls(
         views.pick_dialogues: [([pair], dict(filters)) for pair in every for filters in FILTERS],
         views.scope_caption: [([exact[0]], {}), ([exact], {}), ([every], {})],
         views.comparability_warnings: [([r], {"about": ("convention",)}) for r in runs],
+        views.values_note: [([pair], {}) for pair in every],
     }
 
 

@@ -15,7 +15,7 @@ from analysis.store import entries
 from analysis.store import runs as store_runs
 from analysis.workspace import load_entry, read_manifest
 from tests.test_upload_persist import DEMO, app, manifest, no_exception, upload  # noqa: F401 (fixture)
-from ui import data
+from ui import data, prefetch
 
 pytestmark = pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason=f"the demo workspace {DEMO} is absent")
 
@@ -82,7 +82,11 @@ def test_a_saved_upload_is_scored_once_into_the_store_and_read_back_on_restart(
     assert Path(found.path("runs")).is_relative_to(store), found.path("runs")
     assert len(scorings) == 1, scorings
 
-    # A restart: empty process caches. The run loads from the store: nothing parsed, nothing scored.
+    # A restart: empty process caches. The run loads from the store: nothing parsed, nothing scored. The
+    # first session's background work (its prefetch of the other pages, the store's writer) ends first: on a
+    # busy machine the prefetch was still loading the run when the restart began.
+    assert prefetch.wait(120), "the first session's prefetch did not finish"
+    entries.flush()
     _clear()
     parsed: list[str] = []
     monkeypatch.setattr(data, "_load_entry", lambda source, *a, **k: parsed.append(source.run_id))

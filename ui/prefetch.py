@@ -29,6 +29,7 @@ import logging
 import threading
 import time
 import tokenize
+import weakref
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -481,5 +482,20 @@ def start(delay: float = 0.0) -> bool:
     workspace = st.session_state.get("workspace")
     mappings = list(workspace.mappings) if workspace is not None else []
     planned = jobs(runs, focus, sources, state.convention_choice(), mappings, st.session_state)
-    threading.Thread(target=_after, args=(delay, planned), name="dst-prefetch", daemon=True).start()
+    thread = threading.Thread(target=_after, args=(delay, planned), name="dst-prefetch", daemon=True)
+    _STARTED.add(thread)
+    thread.start()
     return True
+
+
+_STARTED: weakref.WeakSet[threading.Thread] = weakref.WeakSet()  # prefetch threads not yet collected
+
+
+def wait(timeout: float | None = None) -> bool:
+    """Wait for every prefetch started so far to finish (at most `timeout` s in all); whether they did. For
+    tests and tools that read what a prefetch computes or loads: a restart must not meet the previous
+    session's prefetch still at work."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    for thread in list(_STARTED):
+        thread.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
+    return not any(thread.is_alive() for thread in list(_STARTED))

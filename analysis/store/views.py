@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from analysis import views
 from analysis.errors import InputError
-from analysis.metrics import SLOT_LEVEL
+from analysis.metrics import SLOT_LEVEL, VALUELESS_FORMATS
 from analysis.review import analysis as review
 from analysis.store import queries
 from analysis.store import runs as store_runs
@@ -213,6 +213,12 @@ def _run_table(entries: list[Entry]) -> Any:
     return queries.run_table(entries)
 
 
+def _values_note(entry: Entry) -> str:
+    """From the run's header: whether its file holds values (its formats), no table read."""
+    formats = set(entry.header["meta"].get("formats") or ())
+    return views.values_note_for(bool(VALUELESS_FORMATS & formats))
+
+
 def _history_pairs(entries: list[Entry]) -> Any:
     return views.history_pairs([e.header["meta"] for e in entries])
 
@@ -258,6 +264,7 @@ REGISTRY: dict[Callable[..., Any], Stored] = {
         _jga_by_attribute, ("turns",), params=frozenset({"attribute"}), accepts=_an_attribute
     ),
     views.history_pairs_of: Stored(_history_pairs, ("runs",)),
+    views.values_note: Stored(_values_note, ("runs",), runs="one"),
     views.pick_dialogues: Stored(
         _pick_dialogues,
         _picker_tables,

@@ -25,6 +25,7 @@ from analysis.views.common import (
     scope,
     scope_caption,
     values_note,
+    values_note_for,
 )
 from analysis.views.crosslingual import crosslingual_summary, crosslingual_turns, default_pair
 from analysis.views.depth import (
@@ -143,6 +144,7 @@ __all__ = [
     "turns_listing",
     "value_confusions",
     "values_note",
+    "values_note_for",
 ]
 
 # A public function's home is the package (as numpy's `set_module` does): its `module.qualname` is

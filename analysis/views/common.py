@@ -140,7 +140,12 @@ def values_note(scored: Scored) -> str:
     >>> values_note(scored_from_states([{"hotel": {"area": "east"}}], [{}]))
     ''
     """
-    if not M.valueless_runs(scored):
+    return values_note_for(bool(M.valueless_runs(scored)))
+
+
+def values_note_for(valueless: bool) -> str:
+    """`values_note` of runs of which some (`valueless`) come from a file without values."""
+    if not valueless:
         return ""
     return (
         "This run comes from a per-slot correctness file (0/1 per slot and turn): it holds no values and no "
