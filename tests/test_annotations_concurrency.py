@@ -227,6 +227,7 @@ def pg_url(postgres_server: str) -> str:
     return postgres_server.rsplit("/", 1)[0] + f"/{name}"
 
 
+@pytest.mark.postgres
 def test_postgres_store_round_trip(pg_url: str, tmp_path: Path) -> None:
     with AnnotationStore(pg_url) as store:
         assert store.backend == "postgresql" and store.schema_version() == 3
@@ -250,6 +251,7 @@ def test_postgres_store_round_trip(pg_url: str, tmp_path: Path) -> None:
         ]
 
 
+@pytest.mark.postgres
 def test_postgres_eight_writers_lose_nothing_and_last_write_wins(pg_url: str) -> None:
     _run_processes(pg_url)
     _check_many(pg_url)

@@ -27,6 +27,7 @@ def _json(capsys, *argv: str) -> dict:
     return json.loads(capsys.readouterr().out)
 
 
+@pytest.mark.realdata
 def test_metrics_json_has_every_key_and_the_published_values(capsys) -> None:
     result = _json(capsys, "--pred", str(realdata_path("mlcsg", "all_prediction_TRADE.json")))
     assert result.keys() >= JSON_KEYS
@@ -50,6 +51,7 @@ def test_metrics_json_has_every_key_and_the_published_values(capsys) -> None:
     assert result["alignment"]["ok"] is True
 
 
+@pytest.mark.realdata
 def test_metrics_group_by_dialogue_type_matches_the_library(capsys) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")
     gold = realdata_path("crosswoz", "test.json.zip")
@@ -62,6 +64,7 @@ def test_metrics_group_by_dialogue_type_matches_the_library(capsys) -> None:
     )
 
 
+@pytest.mark.realdata
 def test_metrics_group_by_an_unknown_column_is_bad_input(capsys) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")
     assert main(["metrics", "--pred", str(pred), "--group-by", "colour"]) == 2
@@ -69,6 +72,7 @@ def test_metrics_group_by_an_unknown_column_is_bad_input(capsys) -> None:
     assert len(err) == 1 and "cannot group by ['colour']" in err[0] and "[format: nested]" in err[0]
 
 
+@pytest.mark.realdata
 def test_metrics_table_is_readable(capsys) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")
     assert main(["metrics", "--pred", str(pred)]) == 0
@@ -76,6 +80,7 @@ def test_metrics_table_is_readable(capsys) -> None:
     assert "convention: exact" in out and "JGA  " in out and "0.7133" in out and "Per-domain JGA:" in out
 
 
+@pytest.mark.realdata
 def test_alignment_warnings_reach_the_json(capsys) -> None:
     result = _json(
         capsys,

@@ -85,6 +85,7 @@ def jga(run: Any) -> float:
 # --- the real AuGPT file ---------------------------------------------------------------------------
 
 
+@pytest.mark.realdata
 def test_real_file_is_detected_with_every_turn_in_order() -> None:
     parsed = parse_file(realdata_path(*REAL))
     turns = parsed.turns
@@ -101,6 +102,7 @@ def test_real_file_is_detected_with_every_turn_in_order() -> None:
     assert ("hotel", "book stay") in parsed.listed_slots and ("police", "name") not in parsed.listed_slots
 
 
+@pytest.mark.realdata
 def test_real_file_lines_up_with_raw_multiwoz_turn_for_turn() -> None:
     samples = parse_file(realdata_path(*REAL)).turns
     raw = parse_file(realdata_path("multiwoz21", "test.json.zip")).turns
@@ -110,6 +112,7 @@ def test_real_file_lines_up_with_raw_multiwoz_turn_for_turn() -> None:
     assert run.alignment.ok and run.alignment.notes == {"embedded_gold_replaced_by": "test.json.zip"}
 
 
+@pytest.mark.realdata
 def test_real_file_scores_the_official_numbers_under_its_own_convention() -> None:
     run = load_run(realdata_path(*REAL))
     assert run.meta.convention == "convlab3" and run.alignment.ok
@@ -119,6 +122,7 @@ def test_real_file_scores_the_official_numbers_under_its_own_convention() -> Non
     assert (prf["precision"], prf["recall"], prf["f1"]) == pytest.approx((0.909029, 0.864493, 0.886202), abs=1e-6)
 
 
+@pytest.mark.realdata
 def test_plain_gzip_and_zip_containers_give_the_same_tables(tmp_path: Path) -> None:
     text = gzip.decompress(realdata_path(*REAL).read_bytes())
     plain = tmp_path / "predictions.json"
@@ -133,6 +137,7 @@ def test_plain_gzip_and_zip_containers_give_the_same_tables(tmp_path: Path) -> N
         assert parsed.turns.equals(reference.turns) and parsed.gold.equals(reference.gold)
 
 
+@pytest.mark.realdata
 def test_official_one_sample_cases() -> None:
     run = load_run(realdata_path("scorer_oracles", "convlab3_cases.json"))
     assert run.meta.formats == ("convlab3",) and run.meta.convention == "convlab3"

@@ -118,6 +118,7 @@ def _pairs(alignment: pd.DataFrame) -> dict[str, str]:
 # --- alignment on real parallel gold ------------------------------------------------------------
 
 
+@pytest.mark.realdata
 def test_multiwoz_en_zh_alignment_is_inferred_exactly(multiwoz: tuple[Scored, Scored]) -> None:
     en, zh = multiwoz
     alignment = align_ontologies(en, zh)
@@ -146,11 +147,13 @@ def test_multiwoz_en_zh_alignment_is_inferred_exactly(multiwoz: tuple[Scored, Sc
     assert domains.loc["hotel", "n_slots"] == 10
 
 
+@pytest.mark.realdata
 def test_multiwoz_alignment_is_symmetric(multiwoz: tuple[Scored, Scored]) -> None:
     en, zh = multiwoz
     assert _pairs(align_ontologies(zh, en)) == {v: k for k, v in MULTIWOZ_EN_ZH.items()}
 
 
+@pytest.mark.realdata
 def test_crosswoz_zh_en_alignment() -> None:
     zh = _gold_run("crosswoz", "test.json.zip", run_id="cw-zh")
     en = _gold_run("crosswoz_en", "test.json.zip", run_id="cw-en")
@@ -163,6 +166,7 @@ def test_crosswoz_zh_en_alignment() -> None:
     assert rows.loc["出租-出发地", "score"] > rows.loc["出租-出发地", "alternative_score"]
 
 
+@pytest.mark.realdata
 def test_overrides_win_and_keep_one_to_one(multiwoz: tuple[Scored, Scored]) -> None:
     en, zh = multiwoz
     overrides = {"restaurant-area": "餐厅-食物", "hotel-stars": ""}
@@ -175,6 +179,7 @@ def test_overrides_win_and_keep_one_to_one(multiwoz: tuple[Scored, Scored]) -> N
     assert rows.loc["hotel-area", "slot_b"] == "旅馆-区域"
 
 
+@pytest.mark.realdata
 def test_min_score_leaves_weak_pairs_unmatched(multiwoz: tuple[Scored, Scored]) -> None:
     en, zh = multiwoz
     rows = align_ontologies(en, zh, overrides={"restaurant-area": "餐厅-食物"}).set_index("slot_a")
@@ -184,6 +189,7 @@ def test_min_score_leaves_weak_pairs_unmatched(multiwoz: tuple[Scored, Scored]) 
     assert loose.loc["restaurant-food", "slot_b"] == "餐厅-区域"
 
 
+@pytest.mark.realdata
 def test_identical_names_pair_without_inference(xrisawoz: tuple[Scored, Scored]) -> None:
     zh, fr = xrisawoz
     alignment = align_ontologies(zh, fr)
@@ -309,6 +315,7 @@ def test_gaps_reject_unknown_by(tiny: tuple[Scored, Scored, pd.DataFrame]) -> No
         crosslingual_gaps(en, zh, alignment, by="value")
 
 
+@pytest.mark.realdata
 def test_gaps_by_turn_depth_on_real_runs_reproduce_jga(xrisawoz: tuple[Scored, Scored]) -> None:
     zh, fr = xrisawoz
     gaps = crosslingual_gaps(zh, fr, align_ontologies(zh, fr), by="turn_index")
@@ -345,6 +352,7 @@ def test_drill_down_rejects_unknown_cell_and_slot(tiny: tuple[Scored, Scored, pd
         drill_down(en, zh, "only_a", alignment=alignment, slot_a="hotel-food")
 
 
+@pytest.mark.realdata
 def test_drill_down_cells_partition_paired_turns(xrisawoz: tuple[Scored, Scored]) -> None:
     zh, fr = xrisawoz
     cells = {cell: drill_down(zh, fr, cell) for cell in AGREEMENT}

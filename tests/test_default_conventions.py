@@ -143,6 +143,7 @@ def test_a_named_convention_wins_over_the_slots(tmp_path: Path) -> None:
     assert run.meta.convention == "mwzeval"
 
 
+@pytest.mark.realdata
 def test_the_real_gca_poc_file_defaults_to_trade(capsys) -> None:
     pred = realdata_path("gca_poc", "poc_result4.json")
     assert load_run(pred).meta.convention == "trade"
@@ -187,6 +188,7 @@ def test_a_bad_workspace_convention_is_still_refused(tmp_path: Path) -> None:
         read_manifest(write_manifest(tmp_path, 'convention = "tarde"', run_table("t", nested.name)))
 
 
+@pytest.mark.realdata
 def test_an_mwzeval_run_in_a_workspace_scores_as_on_the_command_line(tmp_path: Path, capsys) -> None:
     """AuGPT's outputs: the CLI's default is mwzeval; a manifest that names no convention must not
     fall back to `exact` (JGA 0.1865 against mwzeval's 0.5593 before the fix, ranking flipped)."""

@@ -79,6 +79,7 @@ def test_demo_is_small_and_holds_only_built_files() -> None:
     assert ours == set(DEMO_FILES)
 
 
+@pytest.mark.realdata
 def test_rule_dst_subset_scores_as_the_full_real_file_on_those_dialogues(workspace: Workspace) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")
     gold = realdata_path("crosswoz", "test.json.zip")
@@ -96,6 +97,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.realdata
 def test_demo_rebuilds_byte_for_byte(tmp_path: Path) -> None:
     for source, _ in SOURCES.values():
         realdata_path(*source.split("/"))

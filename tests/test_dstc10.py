@@ -44,6 +44,7 @@ def _official(scores: dict) -> dict[str, float]:
     return out
 
 
+@pytest.mark.realdata
 def test_team_a01_entry0_gives_the_eight_official_numbers(capsys) -> None:
     entry = realdata_path("wild", "dstc10_task1_teamA01_entry0.json.gz")
     labels = realdata_path("wild", "dstc10_task1_test_labels.json.gz")

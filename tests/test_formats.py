@@ -35,6 +35,7 @@ REAL_FILES = [
 ]
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("parts", "fmt", "n_turns", "n_dialogues", "sides"),
     REAL_FILES,
@@ -52,6 +53,7 @@ def test_real_file_is_detected_and_parsed(parts, fmt, n_turns, n_dialogues, side
     assert forced.turns.equals(parsed.turns)
 
 
+@pytest.mark.realdata
 def test_multiwoz_raw_gold_state_and_utterances() -> None:
     parsed = parse_file(realdata_path("multiwoz21", "test.json.zip"))
     first = parsed.turns.iloc[0]
@@ -66,6 +68,7 @@ def test_multiwoz_raw_gold_state_and_utterances() -> None:
     assert ("hotel", "stay") in parsed.listed_slots and ("hotel", "booked") not in parsed.listed_slots
 
 
+@pytest.mark.realdata
 def test_crosswoz_raw_gold_drops_selected_results_and_maps_type() -> None:
     zh = parse_file(realdata_path("crosswoz", "test.json.zip"))
     en = parse_file(realdata_path("crosswoz_en", "test.json.zip"))
@@ -77,6 +80,7 @@ def test_crosswoz_raw_gold_drops_selected_results_and_maps_type() -> None:
     assert dict(zip(row["slot"], row["value"], strict=True)) == {"推荐菜": "美食街", "人均消费": "50-100元"}
 
 
+@pytest.mark.realdata
 def test_mwzeval_predictions_pair_with_multiwoz_gold_case_insensitively() -> None:
     run = load_run(realdata_path("mwzeval_outputs", "pptod.json"), realdata_path("multiwoz21", "test.json.zip"))
     assert run.meta.formats == ("mwzeval", "multiwoz") and run.meta.convention == "mwzeval"
@@ -89,6 +93,7 @@ def test_mwzeval_predictions_pair_with_multiwoz_gold_case_insensitively() -> Non
     assert 0.3 < M.joint_goal_accuracy(scored) < 0.7
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("compress", ["gz", "zip"])
 def test_gz_and_zip_are_read_transparently(tmp_path: Path, compress: str) -> None:
     source = realdata_path("crosswoz_ruledst", "test_preds.json")
@@ -110,6 +115,7 @@ def _ruledst(limit: int = 40) -> dict:
     return dict(list(records.items())[:limit])
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(("gold_key", "pred_key"), [("gold", "pred"), ("gt", "pr"), ("turn_belief", "pred_belief")])
 def test_nested_dict_form_with_every_key_pair(tmp_path: Path, gold_key: str, pred_key: str) -> None:
     records = _ruledst()
@@ -129,6 +135,7 @@ def test_nested_dict_form_with_every_key_pair(tmp_path: Path, gold_key: str, pre
     assert 0 < jga_a < 1
 
 
+@pytest.mark.realdata
 def test_trade_with_pred_belief_key(tmp_path: Path) -> None:
     records = json.loads(realdata_path("mlcsg", "all_prediction_TRADE.json").read_text())
     renamed = {
@@ -142,6 +149,7 @@ def test_trade_with_pred_belief_key(tmp_path: Path) -> None:
     assert M.joint_goal_accuracy(score_run(run)) == pytest.approx(0.5194, abs=5e-5)
 
 
+@pytest.mark.realdata
 def test_dstc9_submission_of_gold_states_scores_one(tmp_path: Path) -> None:
     gold_path = realdata_path("dstc9_shaped_gold", "crosswoz_en_test.json")
     gold = json.loads(gold_path.read_text(encoding="utf-8"))
@@ -154,6 +162,7 @@ def test_dstc9_submission_of_gold_states_scores_one(tmp_path: Path) -> None:
     assert M.joint_goal_accuracy(score_run(run)) == 1.0
 
 
+@pytest.mark.realdata
 def test_dstc9_gold_uses_the_next_turns_sys_as_the_reply() -> None:
     parsed = parse_file(realdata_path("dstc9_shaped_gold", "crosswoz_en_test.json"))
     first, second = parsed.turns.iloc[0], parsed.turns.iloc[1]
@@ -161,6 +170,7 @@ def test_dstc9_gold_uses_the_next_turns_sys_as_the_reply() -> None:
     assert second["user"] == "What is the business hours?"
 
 
+@pytest.mark.realdata
 def test_dialogues_predictions_from_xrisawoz(tmp_path: Path) -> None:
     """stanford-oval/dialogues prediction files: no real one is public, so one is written from the
     X-RiSAWOZ predictions (1-based turn keys) and must score exactly like the JSONL it came from."""
@@ -185,6 +195,7 @@ def test_dialogues_predictions_from_xrisawoz(tmp_path: Path) -> None:
     assert M.joint_goal_accuracy(score_run(run)) == pytest.approx(0.6651, abs=5e-5)
 
 
+@pytest.mark.realdata
 def test_our_jsonl_and_csv_round_trip(tmp_path: Path) -> None:
     run = load_run(realdata_path("crosswoz_ruledst", "test_preds.json"))
     expected = M.joint_goal_accuracy(score_run(run, "exact"))
@@ -227,6 +238,7 @@ def test_jsonl_accepts_state_objects_and_utterances(tmp_path: Path) -> None:
     assert scored.turns["joint_correct"].tolist() == [False, True]  # empty states still count as turns
 
 
+@pytest.mark.realdata
 def test_missing_predicted_turns_are_scored_empty_and_reported(tmp_path: Path) -> None:
     gold_path = realdata_path("dstc9_shaped_gold", "crosswoz_en_test.json")
     gold = json.loads(gold_path.read_text(encoding="utf-8"))
@@ -271,6 +283,7 @@ def test_every_format_example_parses_and_is_detected(tmp_path: Path) -> None:
         assert len(parse_file(path).turns) >= 1
 
 
+@pytest.mark.realdata
 def test_forced_format_that_does_not_fit_is_an_input_error() -> None:
     path = realdata_path("mwzeval_outputs", "augpt.json")
     with pytest.raises(InputError, match=r"\[format: trade\]: content does not have the trade shape"):
@@ -280,6 +293,7 @@ def test_forced_format_that_does_not_fit_is_an_input_error() -> None:
     assert "trade" in format_names()
 
 
+@pytest.mark.realdata
 def test_gold_only_and_pred_only_files_say_what_is_missing() -> None:
     with pytest.raises(InputError, match="predictions only: pass the gold file"):
         load_run(realdata_path("mwzeval_outputs", "augpt.json"))

@@ -49,6 +49,7 @@ def _cli_paths(name: str) -> list[str]:
 # --- requirement 6: the function -------------------------------------------------------------------
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("name", "convention"), [("crosswoz_ruledst", "trade"), ("crosswoz_ruledst", "mwzeval"), ("xrisawoz_zh", "trade")]
 )
@@ -64,6 +65,7 @@ def test_a_crosswoz_or_risawoz_run_under_the_multiwoz_ontology_is_not_applicable
     assert 0 < M.joint_goal_accuracy(scored) < 1
 
 
+@pytest.mark.realdata
 def test_the_crosswoz_rule_dst_run_keeps_its_jga_and_loses_its_slot_accuracy() -> None:
     scored = score_run(_real("crosswoz_ruledst"), "trade")
     assert M.joint_goal_accuracy(scored) == pytest.approx(0.7133, abs=5e-5)
@@ -72,6 +74,7 @@ def test_the_crosswoz_rule_dst_run_keeps_its_jga_and_loses_its_slot_accuracy() -
     assert math.isnan(M.slot_accuracy(scored))
 
 
+@pytest.mark.realdata
 def test_the_multiwoz_trade_run_keeps_its_slot_accuracy() -> None:
     scored = score_run(_real("mlcsg"), "trade")
     assert M.ontology_mismatch(scored) is None
@@ -127,6 +130,7 @@ def test_conventions_with_the_runs_own_ontology_always_apply() -> None:
 # --- requirement 6: the CLI --------------------------------------------------------------------------
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", ["crosswoz_ruledst", "xrisawoz_zh"])
 def test_cli_json_gives_null_and_the_reason(name: str, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", *_cli_paths(name), "--convention", "trade", "--json"]) == 0
@@ -137,6 +141,7 @@ def test_cli_json_gives_null_and_the_reason(name: str, capsys: pytest.CaptureFix
     assert result["jga"] is not None
 
 
+@pytest.mark.realdata
 def test_cli_json_keeps_the_multiwoz_number(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", *_cli_paths("mlcsg"), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
@@ -144,6 +149,7 @@ def test_cli_json_keeps_the_multiwoz_number(capsys: pytest.CaptureFixture[str]) 
     assert result["slot_accuracy_trade"] == pytest.approx(0.9725, abs=5e-5)
 
 
+@pytest.mark.realdata
 def test_cli_table_prints_n_a_and_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["metrics", *_cli_paths("crosswoz_ruledst"), "--convention", "trade"]) == 0
     out = capsys.readouterr().out

@@ -46,6 +46,7 @@ def _score_txt(path: Path) -> tuple[float, float, float, dict[int, float]]:
     return jga, slot_acc, joint_f1, by_turn
 
 
+@pytest.mark.realdata
 def test_gpt_dst_running_log_gives_its_score_txt(tmp_path: Path) -> None:
     log = json.loads(realdata_path("wild", "gptdst_gpt35_ours_running_log.json").read_text(encoding="utf-8"))
     jga, slot_acc, joint_f1, by_turn = _score_txt(realdata_path("wild", "gptdst_gpt35_ours_score.txt"))

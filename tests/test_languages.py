@@ -59,6 +59,7 @@ def _direct(scored: Scored, by: str) -> pd.DataFrame:
 # --- the four X-RiSAWOZ languages -------------------------------------------------------------------------
 
 
+@pytest.mark.realdata
 def test_the_four_languages_are_one_group_with_one_run_each(xrisawoz: list[Scored]) -> None:
     assert same_dialogues(xrisawoz) == [[f"xrisawoz-{lang}" for lang in LANGUAGES]]
     choice = language_runs(xrisawoz, anchor="xrisawoz-fr")
@@ -67,6 +68,7 @@ def test_the_four_languages_are_one_group_with_one_run_each(xrisawoz: list[Score
     assert choice["languages"]["xrisawoz-enhi"] == "enhi"
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("pivot", ["xrisawoz-zh", "xrisawoz-ko"])
 @pytest.mark.parametrize("by", ["domain", "slot"])
 def test_matrix_equals_metrics_per_run_and_group(xrisawoz: list[Scored], by: str, pivot: str) -> None:
@@ -113,6 +115,7 @@ def test_matrix_equals_metrics_per_run_and_group(xrisawoz: list[Scored], by: str
     assert (matrix.loc[matrix["run_id"] == pivot, ["jga_gap", "slot_f1_gap"]].fillna(0) == 0).all().all()
 
 
+@pytest.mark.realdata
 def test_other_languages_map_onto_the_pivots_slot_names(xrisawoz: list[Scored]) -> None:
     """X-RiSAWOZ keeps one (English) schema in every language: each slot of another language that the
     matrix shows sits on the pivot's slot of the same name, found by name, not inferred."""
@@ -132,6 +135,7 @@ def test_other_languages_map_onto_the_pivots_slot_names(xrisawoz: list[Scored]) 
     assert row["jga"] == pytest.approx(attraction["joint_correct"].mean())
 
 
+@pytest.mark.realdata
 def test_summary_counts_turns_and_lists_unaligned_groups(xrisawoz: list[Scored]) -> None:
     summary = language_summary(xrisawoz, pivot="xrisawoz-zh")
     assert summary["turns"] == {"common": 4058, "per_run": {s.run_ids[0]: 4058 for s in xrisawoz}}
@@ -145,6 +149,7 @@ def test_summary_counts_turns_and_lists_unaligned_groups(xrisawoz: list[Scored])
         assert occurring <= shown | set(unaligned.loc[unaligned["run_id"] == run, "own"])
 
 
+@pytest.mark.realdata
 def test_figure_shows_values_and_gaps_to_the_pivot(xrisawoz: list[Scored]) -> None:
     matrix = language_matrix(xrisawoz, pivot="xrisawoz-ko", by="domain")
     fig = figures.language_heatmap(matrix, by="domain", pivot="xrisawoz-ko", metric="slot_f1")
@@ -268,6 +273,7 @@ def _language_charts(at: AppTest) -> dict[str, dict]:
     return {c["layout"]["meta"]["name"]: c for c in charts if c["layout"]["meta"]["name"].endswith("and language")}
 
 
+@pytest.mark.realdata
 @pytest.mark.skipif(
     not (REALDATA / "xrisawoz_llm").is_dir(), reason=f"{REALDATA / 'xrisawoz_llm'} is absent (needs ../shared/realdata)"
 )
@@ -314,6 +320,7 @@ def test_crosslingual_page_shows_both_matrices_and_follows_the_pivot(tmp_path: P
     assert set(_language_charts(at)) == {"slot_f1 by domain and language", "slot_f1 by slot and language"}
 
 
+@pytest.mark.realdata
 def test_the_pivots_own_alignment_is_what_aligning_it_with_itself_gives(xrisawoz: list[Scored]) -> None:
     from analysis.crosslingual import align_ontologies
 

@@ -156,6 +156,7 @@ def _running_log_as_llm(tmp_path: Path) -> tuple[Path, list[dict]]:
     return path, records
 
 
+@pytest.mark.realdata
 def test_real_running_log_completions_as_changes(tmp_path: Path) -> None:
     """gpt-DST's GPT-3.5 running log (50 turns): its script prints JGA 0.56 on the post-processed `pred`
     (typo-fixed against the ontology, names without values silently skipped). The model's own words,

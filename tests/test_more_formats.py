@@ -377,6 +377,7 @@ def write_delta_file(path: Path, turns: pd.DataFrame, gold: pd.DataFrame, pred: 
     )
 
 
+@pytest.mark.realdata
 def test_real_cumulative_file_round_trips_through_deltas_and_warns_when_misread(tmp_path: Path) -> None:
     run = load_run(realdata_path("mlcsg", "all_prediction_TRADE.json"))
     first = run.turns["dialogue_id"].drop_duplicates().head(150)
@@ -395,6 +396,7 @@ def test_real_cumulative_file_round_trips_through_deltas_and_warns_when_misread(
     assert share > 0.9 and n > 500
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("pred", "gold"),
     [

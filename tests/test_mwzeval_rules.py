@@ -260,6 +260,7 @@ def test_case_behaviours_at_value_level() -> None:
     assert slot_name("day") != slot_name("bookday")  # t7
 
 
+@pytest.mark.realdata
 def test_case_file_verdicts() -> None:
     path = realdata_path("scorer_oracles", "mwzeval_cases.jsonl")
     official = {

@@ -66,6 +66,7 @@ def _percent(x: float) -> float:
     return round(x * 100, 2)
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", NAMES)
 def test_gca_poc_numbers_are_reproduced(name: str) -> None:
     run, expected = _gca_poc(name)

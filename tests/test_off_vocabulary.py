@@ -66,6 +66,7 @@ def injected(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict, list
     return path, data, chosen
 
 
+@pytest.mark.realdata
 def test_off_vocabulary_predictions_are_read_and_scored_as_trade_scores_them(injected: tuple) -> None:
     path, data, chosen = injected
     parsed = parse_file(path, use_cache=False)  # was refused whole: "'2-norfolk street' is not of the form ..."
@@ -100,6 +101,7 @@ def test_off_vocabulary_predictions_are_read_and_scored_as_trade_scores_them(inj
     assert "off_vocabulary" in ERROR_OUTCOMES and Outcome.OFF_VOCABULARY.shown == "∉ off-vocabulary"
 
 
+@pytest.mark.realdata
 def test_the_file_without_injection_keeps_its_numbers() -> None:
     result = metric_suite(score_run(load_run(realdata_path("mlcsg", "all_prediction_TRADE.json"))))
     assert result["jga"] == pytest.approx(3827 / 7368)

@@ -248,6 +248,7 @@ def test_report_cli_takes_the_interval_form(monkeypatch: pytest.MonkeyPatch, tmp
         build_parser().parse_args(["report", str(DEMO), "--out", str(tmp_path), "--intervals", "pct"])
 
 
+@pytest.mark.slow
 def test_latex_tables_compile_with_pdflatex(tmp_path: Path) -> None:
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:

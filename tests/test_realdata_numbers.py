@@ -15,6 +15,7 @@ def _empty_predictions(run):
     return type(run)(run.meta, run.turns, run.gold, run.pred.iloc[0:0], run.listed_slots, run.alignment)
 
 
+@pytest.mark.realdata
 def test_mlcsg_trade_numbers() -> None:
     run = load_run(realdata_path("mlcsg", "all_prediction_TRADE.json"))
     assert run.meta.formats == ("trade",) and run.meta.convention == "trade"
@@ -27,6 +28,7 @@ def test_mlcsg_trade_numbers() -> None:
     assert M.joint_f1_trade(scored) == pytest.approx(0.9050, abs=5e-5)
 
 
+@pytest.mark.realdata
 def test_crosswoz_rule_dst_jga_and_by_type() -> None:
     run = load_run(realdata_path("crosswoz_ruledst", "test_preds.json"), realdata_path("crosswoz", "test.json.zip"))
     scored = score_run(run, "exact")
@@ -39,11 +41,13 @@ def test_crosswoz_rule_dst_jga_and_by_type() -> None:
         assert by_type[kind] == pytest.approx(value, abs=5e-5), kind
 
 
+@pytest.mark.realdata
 def test_crosswoz_rule_dst_with_its_embedded_gold_gives_the_same_jga() -> None:
     scored = score_run(load_run(realdata_path("crosswoz_ruledst", "test_preds.json")), "exact")
     assert M.joint_goal_accuracy(scored) == pytest.approx(0.7133, abs=5e-5)
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", ["multiwoz_test", "multiwoz_zh_test", "crosswoz_test", "crosswoz_en_test"])
 def test_dstc9_gold_scored_against_itself_is_perfect(name: str) -> None:
     path = realdata_path("dstc9_shaped_gold", f"{name}.json")
@@ -53,6 +57,7 @@ def test_dstc9_gold_scored_against_itself_is_perfect(name: str) -> None:
     assert M.slot_prf_micro(scored)["f1"] == 1.0
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(
     ("name", "jga", "slot_accuracy"),
     [("multiwoz_zh_test", 0.0145, 0.8108), ("crosswoz_en_test", 0.0005, 0.8026)],
@@ -65,6 +70,7 @@ def test_dstc9_all_empty_predictions(name: str, jga: float, slot_accuracy: float
     assert M.slot_prf_micro(scored)["f1"] == 0.0
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize(("language", "jga"), [("zh", 0.8011), ("fr", 0.6651), ("ko", 0.6368), ("enhi", 0.5845)])
 def test_xrisawoz_reference_jga(language: str, jga: float) -> None:
     run = load_run(realdata_path("xrisawoz_llm", f"{language}.jsonl"))
@@ -74,6 +80,7 @@ def test_xrisawoz_reference_jga(language: str, jga: float) -> None:
     assert M.joint_goal_accuracy(scored) == pytest.approx(jga, abs=5e-5)
 
 
+@pytest.mark.realdata
 def test_xrisawoz_not_mentioned_is_a_wrong_prediction_not_an_empty_slot() -> None:
     """The one convention choice that moves enhi from 0.5848 to the reference 0.5845 (one turn):
     a model that writes `not mentioned` for ten slots of an empty gold state is wrong."""

@@ -161,6 +161,7 @@ def test_pairwise_table_has_the_compare_numbers_and_significance_marks(workspace
     assert f"{jga['Δ']:.3f} [" in first_row and r"| \* |" in first_row  # markdown escapes the mark
 
 
+@pytest.mark.slow
 def test_bad_workspace_is_input_error_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(InputError, match="manifest not found"):
         R.build_report(tmp_path / "nope.toml", tmp_path / "out", progress=False)
@@ -189,6 +190,7 @@ def test_no_chromium_stops_with_install_hint(
 # --- the written report (Chromium) ----------------------------------------------------------------
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_index_lists_every_file(report: tuple[Path, list[R.Written]]) -> None:
     out, written = report
@@ -215,6 +217,7 @@ def test_index_lists_every_file(report: tuple[Path, list[R.Written]]) -> None:
     assert len(files) >= 40
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_every_figure_file_is_well_formed(report: tuple[Path, list[R.Written]]) -> None:
     from analysis.export.style import preset
@@ -231,6 +234,7 @@ def test_every_figure_file_is_well_formed(report: tuple[Path, list[R.Written]]) 
         assert (png["width"], png["dpi"]) == (spec.png_width(), 300), item.name
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_paper_figures_have_no_title(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report
@@ -243,6 +247,7 @@ def _rgb(hex_colour: str) -> str:
     return f"rgb({red}, {green}, {blue})"
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_same_run_same_colour_in_every_file(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report
@@ -259,6 +264,7 @@ def test_same_run_same_colour_in_every_file(report: tuple[Path, list[R.Written]]
     assert _rgb(colours[RUNS[2]]) not in domains  # the zh run is another dataset's figure
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_tables_latex_markdown_csv(report: tuple[Path, list[R.Written]]) -> None:
     out, _ = report

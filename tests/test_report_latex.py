@@ -189,6 +189,7 @@ def test_compile_failure_reports_the_first_error_line(tmp_path: Path, monkeypatc
     assert "main.pdf not written" in (tmp_path / "index.md").read_text(encoding="utf-8")
 
 
+@pytest.mark.slow
 @needs_latex
 @needs_pdftotext
 @pytest.mark.parametrize("engine", ["xelatex", "pdflatex"])
@@ -227,6 +228,7 @@ def demo_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[R.
     return out, R.build_report(DEMO / "workspace.toml", out, n_resamples=100, progress=False)
 
 
+@pytest.mark.slow
 def test_demo_main_pdf_has_every_caption_and_no_empty_page(demo_report: tuple[Path, list[R.Written]]) -> None:
     out, written = demo_report
     document = next(w for w in written if w.kind == "document")
@@ -256,6 +258,7 @@ def test_demo_main_pdf_has_every_caption_and_no_empty_page(demo_report: tuple[Pa
         assert "餐厅" in raw  # the per-domain table's Chinese domains, in Noto CJK
 
 
+@pytest.mark.slow
 def test_demo_index_has_every_comparability_note(demo_report: tuple[Path, list[R.Written]]) -> None:
     from analysis import views
     from analysis.scoring import score_run

@@ -284,6 +284,7 @@ def test_export_round_trip_with_spans_on_sqlite(scored, demo_errors, tmp_path: P
                 tmp_path)  # fmt: skip
 
 
+@pytest.mark.postgres
 def test_export_round_trip_with_spans_on_postgresql(scored, demo_errors, pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     other = pg_url + "_episodes"
     engine = create_engine(pg_url.rsplit("/", 1)[0] + "/postgres", isolation_level="AUTOCOMMIT")

@@ -166,6 +166,7 @@ def test_latex_escapes_every_special_character() -> None:
     assert r"0.500 {\footnotesize[0.400, 0.600]}" in tex  # our own interval brackets stay brackets
 
 
+@pytest.mark.slow
 def test_latex_with_hostile_names_compiles(tmp_path: Path) -> None:
     pdflatex = shutil.which("pdflatex")
     if pdflatex is None:

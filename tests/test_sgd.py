@@ -312,6 +312,7 @@ def real() -> dict[str, Any]:
     }
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("name", ["light", "heavy", "gold"])
 def test_every_official_number(real: dict[str, Any], name: str) -> None:
     oracle = json.loads((real["oracles"] / f"official_{name}.json").read_text())
@@ -326,6 +327,7 @@ def test_every_official_number(real: dict[str, Any], name: str) -> None:
     assert len(result.frames) == 6623
 
 
+@pytest.mark.realdata
 def test_per_frame_agreement_with_official(real: dict[str, Any]) -> None:
     pred = read_dialogues(real["oracles"] / "pred_light")
     result = evaluate(real["gold"], pred, real["schema"], real["train"])
@@ -398,6 +400,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.realdata
 def test_cli_numbers_are_the_evaluators(tmp_path: Path) -> None:
     gold_dir = realdata_path("sgd")
     oracles = realdata_path("scorer_oracles", "sgd")

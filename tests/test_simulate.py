@@ -117,6 +117,7 @@ def test_update_turn_rates_land_near_the_profile(history: str) -> None:
         assert errors.mean() > 0.02  # errors persist into the following turns
 
 
+@pytest.mark.realdata
 def test_rates_on_real_multiwoz_gold_and_per_slot_spread() -> None:
     path = realdata_path("multiwoz21", "test.json.zip")
     run = load_run(path, path)
@@ -200,6 +201,7 @@ def test_weaker_language_and_weaker_system_score_lower() -> None:
     assert weak_system < strong - 0.03
 
 
+@pytest.mark.realdata
 def test_weaker_language_on_real_multiwoz_pair() -> None:
     en, zh = realdata_path("multiwoz21", "test.json.zip"), realdata_path("multiwoz_zh", "test.json.zip")
     profile = ErrorProfile(slot_seed=1)

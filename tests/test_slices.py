@@ -194,6 +194,7 @@ def dots() -> Scored:
     return score_run(load_run(pred, gold))
 
 
+@pytest.mark.realdata
 def test_slices_of_a_real_multiwoz_run_recompute_from_its_turns(dots: Scored) -> None:
     report = S.find_slices(dots)
     assert report.n_turns == 7372 and report.n_dialogues == 1000
@@ -213,6 +214,7 @@ def test_slices_of_a_real_multiwoz_run_recompute_from_its_turns(dots: Scored) ->
         assert len(S.slice_turns(dots, predicates=row["predicates"])) == row["turns"]
 
 
+@pytest.mark.realdata
 def test_turn_features_equal_a_plain_per_turn_reading_of_a_real_run(dots: Scored) -> None:
     """The vectorised features against the definitions read turn by turn (sets of gold values, strings)."""
     features = S.turn_features(dots).set_index("tid")
@@ -252,6 +254,7 @@ def test_turn_features_equal_a_plain_per_turn_reading_of_a_real_run(dots: Scored
         previous[turn.dialogue_id] = turn.tid
 
 
+@pytest.mark.realdata
 def test_a_training_file_adds_unseen_values_on_real_data(dots: Scored) -> None:
     # MultiWOZ 2.1's validation split stands in for a training file here
     val = realdata_path("multiwoz21", "val.json.zip")

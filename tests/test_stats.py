@@ -281,6 +281,7 @@ def test_mlcsg_against_itself(mlcsg: Scored) -> None:
     assert S.mcnemar(mlcsg, mlcsg)["p_value"] == 1.0
 
 
+@pytest.mark.realdata
 @pytest.mark.parametrize("by", [None, "domain", "turn_index", ["domain", "slot"]])
 def test_jga_fast_parts_equal_the_generic_path(mlcsg: Scored, by) -> None:
     """`_jga_parts` skips the per-turn group-by; it must give the same (group, dialogue) sums as the

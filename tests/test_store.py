@@ -433,6 +433,7 @@ def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, co
                 assert (np.isnan(want) and np.isnan(got[i])) or abs(got[i] - want) <= TOL, (name, side, i)
 
 
+@pytest.mark.realdata
 def test_duckdb_leaderboard_on_real_files(root):
     gold = realdata_path("multiwoz21", "test.json.zip")
     runs = {name: load_run(realdata_path("mwzeval_outputs", f"{name}.json"), gold) for name in ("augpt", "pptod")}

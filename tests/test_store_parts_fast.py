@@ -57,6 +57,7 @@ def test_tid_path_equals_stats_on_demo_runs(demo_entries, name, convention):
     _check(score_run(load_entry(demo_entries[name]), convention))
 
 
+@pytest.mark.realdata
 def test_tid_path_equals_stats_on_real_files():
     gold = realdata_path("multiwoz21", "test.json.zip")
     run = load_run(realdata_path("mwzeval_outputs", "augpt.json"), gold)
@@ -104,6 +105,7 @@ def test_depth_metrics_from_per_turn_numbers_equal_the_group_by(demo_entries, na
     pd.testing.assert_frame_equal(fast, slow, check_exact=False, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.realdata
 def test_depth_metrics_from_per_turn_numbers_on_real_files(monkeypatch):
     gold = realdata_path("multiwoz21", "test.json.zip")
     run = load_run(realdata_path("mwzeval_outputs", "augpt.json"), gold)
