@@ -15,6 +15,8 @@ catch up with one's own saves (`review.live_check`)."""
 # import) warms it in the background at server start. scikit-learn (Cohen's kappa) is not: with SciPy it
 # costs 1.7 s of CPU, which held the GIL while every server's first page was drawn; it is imported at the
 # first agreement of two reviewers instead.
+from typing import Any
+
 import krippendorff  # noqa: F401
 import streamlit as st
 
@@ -176,7 +178,7 @@ def queue_contents() -> None:
     if tag and status not in ("reviewed", "by-others"):
         status = "reviewed"
     me = review.reviewer()
-    wanted = {
+    wanted: dict[str, Any] = {
         "run_id": run_filter or None,
         "domain": domain or None,
         "slot": slot or None,

@@ -221,7 +221,8 @@ def _import_of(words: list[str]) -> Iterator[tuple[str, list[str]]]:
 
     def parts(rest: list[str]) -> list[str]:
         # "a . b as c , d" -> ["a.b", "d"]: each comma-separated part's dotted name, before any "as"
-        out, part = [], []
+        out: list[str] = []
+        part: list[str] = []
         for word in [*rest, ","]:
             if word == ",":
                 if part:
