@@ -275,26 +275,6 @@ class Loaded(Marker):
         return self.source.upload
 
 
-@dataclass(frozen=True, eq=False)
-class Computed(Marker):
-    """Another view as an argument: `compute(fn, args, params, choice)`, keyed as that call is."""
-
-    fn: Callable[..., Any]
-    args: tuple[Any, ...]
-    params: dict[str, Any]
-    choice: str
-
-    @property
-    def key(self) -> Hashable:
-        return (_name(self.fn), _keys(self.args), tuple(sorted(self.params.items())))
-
-    def value(self) -> Any:
-        return compute(self.fn, self.args, self.params, self.choice)
-
-    def owner(self) -> Memo | None:
-        return next(iter(_memos_in(self.args)), None)
-
-
 def _view_now(name: str, params: tuple, args: tuple) -> Any:
     def materialise(arg: Any) -> Any:
         if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
