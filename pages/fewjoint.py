@@ -33,7 +33,10 @@ averaging = ui.select(
 metric = ui.select(
     "Metric", list(METRICS), state="fewjoint_metric", container=top[1], format_func=views.METRIC_LABELS.get
 )
-results, failed = data.results(averaging)
+with st.spinner("Scoring FewJoint predictions…"):  # shown only when it takes longer than 0.5 s
+    results, failed = data.split(
+        {name: ui.compute(data.scored, files, averaging=averaging) for name, files in data.systems().items()}
+    )
 for name, error in failed.items():
     st.error(ui.md(f"FewJoint system {name} failed to load: {error}"), icon=":material/error:")
 if not results:

@@ -22,7 +22,8 @@ conventions = ui.multiselect("Conventions", list(CONVENTIONS), state="reconcile_
 if not conventions:
     st.info("Pick at least one convention.")
     st.stop()
-rec = data.reconciliation(run, conventions)
+with st.spinner("Scoring the run under each convention…"):  # shown only when it takes longer than 0.5 s
+    rec = ui.compute(data.reconciled, ui.loaded(run), conventions=tuple(conventions))
 if isinstance(rec, str):
     st.error(ui.md(f"{run} cannot be reconciled: {rec}"))
     st.stop()

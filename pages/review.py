@@ -15,6 +15,8 @@ catch up with one's own saves (`review.live_check`)."""
 # import) warms it in the background at server start. scikit-learn (Cohen's kappa) is not: with SciPy it
 # costs 1.7 s of CPU, which held the GIL while every server's first page was drawn; it is imported at the
 # first agreement of two reviewers instead.
+from typing import Any
+
 import krippendorff  # noqa: F401
 import streamlit as st
 
@@ -158,15 +160,9 @@ def queue_panel() -> None:
         review.clicked()
 
 
-def queue_contents() -> None:
-    review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
-    try:
-        annotations, marker = review.current_annotations(opened)
-    except StoreError as exc:
-        _unavailable(exc)
-        return
-    review.shown("queue", marker)
-    # The filters' values, as their fragment left them (a stale one, which it would reset, counts as none).
+def queue_filters() -> dict[str, Any]:
+    """The filters' values as `review_queue` takes them, as their fragment left them (a stale one, which it
+    would reset, counts as none)."""
     run_filter = [r for r in ui.get("review_runs") or [] if r in runs]
     domain = ui.get("review_domain") if ui.get("review_domain") in choices["domain"] else ""
     slot = ui.get("review_slot") if ui.get("review_slot") in slots_of(domain) else ""
@@ -176,7 +172,7 @@ def queue_contents() -> None:
     if tag and status not in ("reviewed", "by-others"):
         status = "reviewed"
     me = review.reviewer()
-    wanted = {
+    return {
         "run_id": run_filter or None,
         "domain": domain or None,
         "slot": slot or None,
@@ -185,16 +181,15 @@ def queue_contents() -> None:
         "status": status,
         "me": me,
     }
-    # Computed once per (runs, convention, annotations, filters): a click that changes none of them (a pick)
-    # only redraws.
-    base = (tuple(runs), convention, marker, tuple(wanted.items()))
-    queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
+
+
+def progress_counts(annotations: Any, marker: tuple[int, int]) -> None:
+    """How much of the selected runs' errors is reviewed, in episodes and in turns, and what counts as what."""
     progress = review.memo(
         "progress",
         (tuple(runs), convention, marker),
         lambda: (review_progress(error_turns, annotations), review_progress(episodes, annotations)),
     )
-
     turns_done, episodes_done = progress
     counts = st.columns(5)
     counts[0].metric(
@@ -218,6 +213,46 @@ def queue_contents() -> None:
         "value, predicted value and outcome); a correct turn or a change of either value ends it. An error "
         "counts as reviewed when a reviewer tagged a turn of it: its slot or its whole turn."
     )
+
+
+def item_form(current: dict[str, Any], annotations: Any) -> None:
+    """The tag form of the queue's picked item, what it is, and a way to open it in the dialogue viewer."""
+    item = review.item_of(current)
+    left, right = st.columns([3, 1])
+    with left:
+        review.tag_form(item, key="review_tag_form", ask_reviewer=False, frame=annotations)
+    with right:
+        span = item.span()
+        turns = (
+            f"turn {item.turn_index}"
+            if span["n_turns"] == 1
+            else f"turns {item.turn_index}–{span['last_turn']} ({span['n_turns']} turns)"
+        )
+        st.text(f"{turns}\ngold: {current['gold']}\npredicted: {current['predicted']}\noutcome: {current['outcome']}")
+        if st.button("Open in dialogue viewer", key="review_open", icon=":material/forum:"):
+            ui.open_dialogue(
+                str(current["run_id"]),
+                str(current["dialogue_id"]),
+                int(current["turn_index"]),
+                current["slot_name"],
+            )
+
+
+def queue_contents() -> None:
+    review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
+    try:
+        annotations, marker = review.current_annotations(opened)
+    except StoreError as exc:
+        _unavailable(exc)
+        return
+    review.shown("queue", marker)
+    wanted = queue_filters()
+    status, tag, me = wanted["status"], wanted["tag"] or "", wanted["me"]
+    # Computed once per (runs, convention, annotations, filters): a click that changes none of them (a pick)
+    # only redraws.
+    base = (tuple(runs), convention, marker, tuple(wanted.items()))
+    queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
+    progress_counts(annotations, marker)
 
     st.subheader("Queue")
     unit = ui.select(
@@ -295,27 +330,7 @@ def queue_contents() -> None:
         current = {str(k): v for k, v in shown.iloc[0].to_dict().items()}
         ui.put(review_item=current)
     if current is not None:
-        item = review.item_of(current)
-        left, right = st.columns([3, 1])
-        with left:
-            review.tag_form(item, key="review_tag_form", ask_reviewer=False, frame=annotations)
-        with right:
-            span = item.span()
-            turns = (
-                f"turn {item.turn_index}"
-                if span["n_turns"] == 1
-                else f"turns {item.turn_index}–{span['last_turn']} ({span['n_turns']} turns)"
-            )
-            st.text(
-                f"{turns}\ngold: {current['gold']}\npredicted: {current['predicted']}\noutcome: {current['outcome']}"
-            )
-            if st.button("Open in dialogue viewer", key="review_open", icon=":material/forum:"):
-                ui.open_dialogue(
-                    str(current["run_id"]),
-                    str(current["dialogue_id"]),
-                    int(current["turn_index"]),
-                    current["slot_name"],
-                )
+        item_form(current, annotations)
     st.caption(
         f"Live: checks the annotation store every {review.LIVE_S} s; a colleague's tags appear by themselves "
         "(the summaries below catch up with your saves when you pause)."

@@ -38,6 +38,8 @@ pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {
 def _arg_key(arg: Any) -> Any:
     if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
         return (arg[0].run_id, arg[1])
+    if isinstance(arg, data.Marker):
+        return arg.key
     if isinstance(arg, list | tuple):
         return tuple(_arg_key(a) for a in arg)
     return arg
@@ -200,6 +202,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
         "find_slices",
         "review_errors",
         "review_episodes",
+        "reconciled",
     }
     assert expected <= names, names
     assert asked <= pages_asked, f"asked by a job, never by a page: {sorted(asked - pages_asked)}"
@@ -417,12 +420,14 @@ def test_the_reconcile_job_leaves_the_page_nothing_to_score(monkeypatch: pytest.
     at.run()
     runs = list(at.session_state["runs"])
     sources = dict(at.session_state["sources"])
-    reconcile._reconciliation.clear()
+    data._kept_view.clear()
     prefetch.reconcile_job(runs[0], sources, {})
     source = sources[runs[0]]
     from analysis.reconcile.core import DEFAULT_CONVENTIONS
 
-    rec = reconcile._reconciliation(source.key, tuple(DEFAULT_CONVENTIONS), source)
+    rec = data.compute(
+        reconcile.reconciled, [data.Loaded(source)], {"conventions": tuple(DEFAULT_CONVENTIONS)}, data.DECLARED
+    )
     assert not isinstance(rec, str) and len(rec._explained) == 1  # the default pair, explained
 
     def no_scoring(*_: Any, **__: Any) -> Any:

@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `warn_incomparable`, `open_dialogue`, `need_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`.
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ __all__ = [
     "figure",
     "focus",
     "get",
+    "loaded",
     "md",
     "meta",
     "multiselect",
@@ -87,6 +88,12 @@ def compute(fn: Callable[..., Any], *args: Any, **params: Any) -> Any:
     scored runs), under the sidebar's convention; cached on file stamps, convention and arguments."""
     resolved, choice = resolve(args)
     return data.compute(fn, resolved, params, choice)
+
+
+def loaded(run_id: str) -> data.Loaded:
+    """The run as loaded from its files (not scored), as an argument of `compute`: the analysis function
+    gets the `Run` (or its one-line error), cached on the run's files."""
+    return data.Loaded(state.sources()[run_id])
 
 
 def ensure_frame(page: str) -> None:

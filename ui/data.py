@@ -21,7 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import streamlit as st
 
@@ -234,10 +234,53 @@ def function_named(name: str) -> Callable[..., Any]:
     return getattr(importlib.import_module(module), attr)
 
 
+class Memo(Protocol):
+    """Where a view of some data is kept instead of the process-wide cache (`Upload.memo`)."""
+
+    def memo(self, key: Hashable, compute: Callable[[], Any]) -> Any: ...
+
+
+class Marker:
+    """An argument of `compute` that stands for data `compute` fetches itself, as a (run source, convention
+    choice) pair stands for the scored run: `value()` is the data, `key` what keys the views of it (file
+    stamps, a content hash, a store's change marker; never the data), `owner()` the `Memo` its views are
+    kept in when not in the process-wide cache (an upload's, a session's), else None."""
+
+    @property
+    def key(self) -> Hashable:
+        raise NotImplementedError
+
+    def value(self) -> Any:
+        raise NotImplementedError
+
+    def owner(self) -> Memo | None:
+        return None
+
+
+@dataclass(frozen=True, eq=False)
+class Loaded(Marker):
+    """The run of `source` as loaded from its files, not scored (`load`: the `Run`, or its one-line error);
+    keyed like the scored run, by the source's files."""
+
+    source: RunSource
+
+    @property
+    def key(self) -> Hashable:
+        return ("loaded", self.source.key)
+
+    def value(self) -> Run | str:
+        return load(self.source)
+
+    def owner(self) -> Memo | None:
+        return self.source.upload
+
+
 def _view_now(name: str, params: tuple, args: tuple) -> Any:
     def materialise(arg: Any) -> Any:
         if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
             return scored(arg[0], arg[1])
+        if isinstance(arg, Marker):
+            return arg.value()
         if isinstance(arg, list):
             return [materialise(a) for a in arg]
         return arg
@@ -250,36 +293,63 @@ def _view(name: str, keys: tuple, params: tuple, _args: tuple) -> Any:
     return _view_now(name, params, _args)
 
 
+# Views whose result is an object that memoises its own parts when asked (a `Reconciliation` explains a
+# pair of conventions once and keeps it): kept whole, not copied on every call as `_view`'s results are.
+KEPT_VIEWS = frozenset({"ui.reconcile.reconciled"})
+
+
+@st.cache_resource(show_spinner=False, max_entries=16)
+def _kept_view(name: str, keys: tuple, params: tuple, _args: tuple) -> Any:
+    return _view_now(name, params, _args)
+
+
+def _name(fn: Callable[..., Any]) -> str:
+    return f"{fn.__module__}.{fn.__qualname__}"
+
+
+def _key_of(arg: Any) -> Any:
+    if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
+        return (arg[0].key, effective_convention(arg[0], arg[1]))
+    if isinstance(arg, Marker):
+        return arg.key
+    if isinstance(arg, list):
+        return tuple(_key_of(a) for a in arg)
+    return arg
+
+
+def _keys(args: Sequence[Any]) -> tuple:
+    return tuple(_key_of(a) for a in args)
+
+
 def compute(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any], choice: str) -> Any:
-    """`fn(*args, **params)` with run sources in `args` replaced by their scored tables; cached."""
-
-    def key_of(arg: Any) -> Any:
-        if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
-            return (arg[0].key, effective_convention(arg[0], arg[1]))
-        if isinstance(arg, list):
-            return tuple(key_of(a) for a in arg)
-        return arg
-
-    keys = tuple(key_of(a) for a in args)
+    """`fn(*args, **params)` with run sources in `args` replaced by their scored tables and markers by their
+    data (`Marker`); cached on their keys, in the memo of their upload or session when one has one."""
+    keys = _keys(args)
     frozen = tuple(sorted(params.items()))
-    name = f"{fn.__module__}.{fn.__qualname__}"
-    upload = next((u for u in _uploads_in(args)), None)
-    if upload is not None:  # kept by the session's upload, not in the process-wide cache
-        return upload.memo(("view", name, keys, frozen), lambda: _view_now(name, frozen, tuple(args)))
+    name = _name(fn)
+    memo = next(iter(_memos_in(args)), None)
+    if memo is not None:  # kept by the session's upload (or the session), not in the process-wide cache
+        return memo.memo(("view", name, keys, frozen), lambda: _view_now(name, frozen, tuple(args)))
+    if name in KEPT_VIEWS:
+        return _kept_view(name, keys, frozen, tuple(args))
     stored = stored_view(fn, args, params)  # DuckDB over the score store when it holds every run read
     if stored is not None:
         return stored
     return _view(name, keys, frozen, tuple(args))
 
 
-def _uploads_in(args: Sequence[Any]) -> list[Upload]:
-    found: list[Upload] = []
+def _memos_in(args: Sequence[Any]) -> list[Memo]:
+    found: list[Memo] = []
     for arg in args:
         if isinstance(arg, tuple) and arg and isinstance(arg[0], RunSource):
             if arg[0].upload is not None:
                 found.append(arg[0].upload)
+        elif isinstance(arg, Marker):
+            owner = arg.owner()
+            if owner is not None:
+                found.append(owner)
         elif isinstance(arg, list):
-            found += _uploads_in(arg)
+            found += _memos_in(arg)
     return found
 
 

@@ -1,15 +1,19 @@
-"""Streamlit-side loading of the workspace's FewJoint systems: each scored result cached on its files'
-paths + modification times and the averaging; a system that fails to load keeps its one-line error."""
+"""Streamlit side of the workspace's FewJoint systems: each system's files as an argument of `ui.compute`
+(`Files`), its scored result cached on the files' paths + modification times and the averaging; a system
+that fails to load keeps its one-line error."""
 
 from __future__ import annotations
+
+from collections.abc import Hashable
+from dataclasses import dataclass
 
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.fewjoint.align import load_fewjoint_system
+from analysis.fewjoint.align import FewJointSystem, load_fewjoint_system
 from analysis.fewjoint.scoring import FewJointResult, score_fewjoint
 from analysis.workspace import FewJointEntry
-from ui.data import file_stamp
+from ui.data import Marker, file_stamp
 
 
 def entries() -> dict[str, FewJointEntry]:
@@ -20,38 +24,42 @@ def entries() -> dict[str, FewJointEntry]:
     return {entry.name: entry for entry in workspace.fewjoint_entries}
 
 
-@st.cache_data(show_spinner="Scoring FewJoint predictions…", max_entries=64)
-def _scored(
-    name: str,
-    gold: str,
-    preds: tuple[str, ...],
-    shots: int | None,
-    stamps: tuple[str | None, ...],
-    averaging: str,
-) -> FewJointResult | str:
-    """`stamps` (mtime + size of gold and every prediction file) is only part of the cache key."""
-    try:
-        system = load_fewjoint_system(gold, list(preds), name=name, shots=shots)
-    except InputError as exc:
-        return str(exc)
+@dataclass(frozen=True, eq=False)
+class Files(Marker):
+    """A FewJoint system's files as an argument of `ui.compute`: the loaded system (or its files' one-line
+    error), keyed by the paths and their stamps (mtime + size), never by their content."""
+
+    entry: FewJointEntry
+
+    @property
+    def key(self) -> Hashable:
+        paths = (str(self.entry.gold), *(str(p) for p in self.entry.pred))
+        return ("fewjoint", self.entry.name, paths, self.entry.shots, tuple(file_stamp(p) for p in paths))
+
+    def value(self) -> FewJointSystem | str:
+        try:
+            return load_fewjoint_system(
+                str(self.entry.gold), [str(p) for p in self.entry.pred], name=self.entry.name, shots=self.entry.shots
+            )
+        except InputError as exc:
+            return str(exc)
+
+
+def systems() -> dict[str, Files]:
+    """The workspace's FewJoint systems, by name, as arguments of `ui.compute`."""
+    return {name: Files(entry) for name, entry in entries().items()}
+
+
+def scored(system: FewJointSystem | str, *, averaging: str) -> FewJointResult | str:
+    """The system scored with `averaging`, or the one-line error of its files (`ui.compute(scored,
+    Files(entry), averaging=...)`: cached on the files' stamps and the averaging)."""
+    if isinstance(system, str):
+        return system
     return score_fewjoint(system, averaging=averaging)
 
 
-def result(entry: FewJointEntry, averaging: str) -> FewJointResult | str:
-    """The scored system, or the one-line error of its files (both cached)."""
-    paths = (str(entry.gold), *(str(p) for p in entry.pred))
-    stamps = tuple(file_stamp(p) for p in paths)
-    return _scored(entry.name, paths[0], paths[1:], entry.shots, stamps, averaging)
-
-
-def results(averaging: str) -> tuple[dict[str, FewJointResult], dict[str, str]]:
-    """Every FewJoint system of the workspace scored with `averaging`, and those that failed."""
-    scored: dict[str, FewJointResult] = {}
-    failed: dict[str, str] = {}
-    for name, entry in entries().items():
-        outcome = result(entry, averaging)
-        if isinstance(outcome, str):
-            failed[name] = outcome
-        else:
-            scored[name] = outcome
+def split(outcomes: dict[str, FewJointResult | str]) -> tuple[dict[str, FewJointResult], dict[str, str]]:
+    """The systems that scored, and the one-line error of each that failed to load."""
+    scored = {name: outcome for name, outcome in outcomes.items() if not isinstance(outcome, str)}
+    failed = {name: outcome for name, outcome in outcomes.items() if isinstance(outcome, str)}
     return scored, failed

@@ -7,6 +7,7 @@ Files are made only when a button is clicked (a callable `data`), never on every
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -80,7 +81,7 @@ def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
         for column, fmt in zip(st.columns(len(export.FIGURE_FORMATS)), export.FIGURE_FORMATS, strict=True):
             column.download_button(
                 fmt.upper(),
-                data=lambda fmt=fmt: _figure_file(fig, fmt, style_key, width_key),
+                data=functools.partial(_figure_file, fig, fmt, style_key, width_key),
                 file_name=export.file_name(name, fmt),
                 mime=export.MIME_TYPES[fmt],
                 key=f"{key}__{fmt}",
@@ -152,7 +153,8 @@ def _table_exports(
         for column, fmt in zip(st.columns(len(export.TABLE_FORMATS)), export.TABLE_FORMATS, strict=True):
             column.download_button(
                 {"latex": "LaTeX", "markdown": "Markdown", "csv": "CSV"}[fmt],
-                data=lambda fmt=fmt: _table_file(
+                data=functools.partial(
+                    _table_file,
                     frame,
                     fmt,
                     name=name,

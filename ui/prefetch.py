@@ -221,7 +221,8 @@ def _import_of(words: list[str]) -> Iterator[tuple[str, list[str]]]:
 
     def parts(rest: list[str]) -> list[str]:
         # "a . b as c , d" -> ["a.b", "d"]: each comma-separated part's dotted name, before any "as"
-        out, part = [], []
+        out: list[str] = []
+        part: list[str] = []
         for word in [*rest, ","]:
             if word == ",":
                 if part:
@@ -318,7 +319,7 @@ def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) 
     if source is None or source.upload is not None:
         return
     conventions = tuple(session.get("reconcile_conventions") or DEFAULT_CONVENTIONS)
-    rec = reconcile._reconciliation(source.key, conventions, source)
+    rec = data.compute(reconcile.reconciled, [data.Loaded(source)], {"conventions": conventions}, data.DECLARED)
     if isinstance(rec, str) or len(conventions) < 2:
         return
     best = reconcile.default_pair(rec) or (conventions[0], conventions[1])
