@@ -399,6 +399,7 @@ CONVENTIONS["checkdst"] = Convention(
     dontcare_values=frozenset({"dontcare"}),
     normaliser=("synonyms",),
     synonyms=MappingProxyType({"centre": "center", **{f"{n}-star": str(n) for n in range(6)}}),
+    unicode_nfc=False,  # its sets compare code points as written
 )
 
 

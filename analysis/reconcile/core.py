@@ -64,7 +64,7 @@ __all__ = [
 DEFAULT_CONVENTIONS = ("exact", "trade", "dstc9", "mwzeval", "convlab3")
 # Switch groups in attribution order: (cause, Convention fields toggled together).
 SWITCH_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("turns", ("score_missing_turns",)),
+    ("turns", ("score_missing_turns", "unscored_dialogues")),  # which turns are scored at all
     ("dontcare", ("dontcare", "dontcare_values")),
     ("pred_none", ("pred_empty_values",)),
     ("whitespace", ("normaliser",)),
