@@ -109,10 +109,12 @@ def _empty_store(url: str) -> None:
     engine.dispose()
 
 
+@pytest.mark.slow
 def test_round_trip_on_sqlite_loses_nothing(scored: list[Scored], tmp_path: Path) -> None:
     _round_trip(f"sqlite:///{tmp_path / 'a.sqlite'}", f"sqlite:///{tmp_path / 'b.sqlite'}", scored, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_round_trip_on_postgresql_loses_nothing(scored: list[Scored], pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     from sqlalchemy import create_engine, text

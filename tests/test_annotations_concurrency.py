@@ -29,6 +29,8 @@ from sqlalchemy import create_engine, text
 
 from analysis.review import DEFAULT_TAGS, AnnotationStore, Item
 
+pytestmark = pytest.mark.slow  # eight writers against a database (a minute each)
+
 PROCESSES = 8
 PER_PROCESS = 200
 EDITS_OF_ONE_ITEM = 25  # per process, 200 writes to one (item, reviewer) row in all
@@ -144,6 +146,7 @@ def _check_one_item(url: str) -> None:
 # -------------------------------------------------------------------------------------------- SQLite
 
 
+@pytest.mark.slow
 def test_sqlite_eight_writers_lose_nothing_and_last_write_wins(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'annotations.sqlite'}"
     _run_processes(url)
@@ -227,6 +230,7 @@ def pg_url(postgres_server: str) -> str:
     return postgres_server.rsplit("/", 1)[0] + f"/{name}"
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_store_round_trip(pg_url: str, tmp_path: Path) -> None:
     with AnnotationStore(pg_url) as store:
@@ -251,6 +255,7 @@ def test_postgres_store_round_trip(pg_url: str, tmp_path: Path) -> None:
         ]
 
 
+@pytest.mark.slow
 @pytest.mark.postgres
 def test_postgres_eight_writers_lose_nothing_and_last_write_wins(pg_url: str) -> None:
     _run_processes(pg_url)

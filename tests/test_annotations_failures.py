@@ -160,6 +160,7 @@ REFUSED = [
 ]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("field", "who", "comment", "item", "expected"), REFUSED, ids=[r[4][:40] for r in REFUSED])
 def test_values_are_refused_alike_on_both_backends(
     url: str, field: str, who: str, comment: str, item: Item, expected: str
@@ -217,6 +218,7 @@ def test_import_refuses_the_same_values_naming_row_and_field(url: str, tmp_path:
 # ------------------------------------------------------------------------------- database down / back
 
 
+@pytest.mark.slow
 def test_postgres_down_gives_a_short_message_then_recovers(server: Server) -> None:
     url = server.database()
     store = AnnotationStore(url)
@@ -268,6 +270,7 @@ def _shown(at: AppTest) -> str:
     return " ".join(e.value for e in [*at.error, *at.warning, *at.info, *at.markdown, *at.caption])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEMO.exists(), reason="the demo workspace is absent")
 def test_review_page_says_the_database_is_down_and_recovers(server: Server, monkeypatch: pytest.MonkeyPatch) -> None:
     url = server.database()
@@ -298,6 +301,7 @@ def test_review_page_says_the_database_is_down_and_recovers(server: Server, monk
     assert any(m.label == "Annotations in the store" for m in at.metric)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEMO.exists(), reason="the demo workspace is absent")
 def test_review_page_shows_refused_values_in_place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     url = f"sqlite:///{tmp_path / 'annotations.sqlite'}"
@@ -348,6 +352,7 @@ def _holder(script: str, *args: str) -> subprocess.Popen[str]:
     return holder
 
 
+@pytest.mark.slow
 def test_sqlite_writer_holding_the_lock_gives_a_clear_error_within_the_timeout(tmp_path: Path) -> None:
     path = tmp_path / "annotations.sqlite"
     store = AnnotationStore(f"sqlite:///{path}")  # the default timeout, 5 s
@@ -370,6 +375,7 @@ def test_sqlite_writer_holding_the_lock_gives_a_clear_error_within_the_timeout(t
     store.close()
 
 
+@pytest.mark.slow
 def test_a_stopped_writer_holding_the_queue_lock_cannot_block_the_others(tmp_path: Path) -> None:
     path = tmp_path / "annotations.sqlite"
     store = AnnotationStore(f"sqlite:///{path}", lock_timeout=1.0)

@@ -76,6 +76,7 @@ def values(encoded) -> list:
     return list(encoded)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", PAGES)
 def test_every_page_opens_and_draws(page):
     at = opened(page)
@@ -87,6 +88,7 @@ def test_every_page_opens_and_draws(page):
 TABBED = {"slots": 3, "domains": 3, "turn_depth": 3, "crosslingual": 5, "fewjoint": 5}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("page", sorted(TABBED))
 def test_every_tab_opens_and_only_the_chosen_tab_is_sent(page):
     """Each tab of a page with tabs (`ui.tabs`) opens without exception and shows a chart or a table, and
@@ -152,6 +154,7 @@ def shown_jga(scored):
     return joint_goal_accuracy(scored)
 
 
+@pytest.mark.slow
 def test_leaderboard_equals_analysis(scored_runs):
     at = opened("overview", combine_seeds=False)  # the seeds separately: one bar per run
     no_exception(at)
@@ -178,6 +181,7 @@ def test_overview_says_when_runs_are_not_comparable(manifest):
     assert any("not comparable" in w.body for w in at.warning)
 
 
+@pytest.mark.slow
 def test_convention_switch_rescores(scored_runs):
     run = next(iter(scored_runs))
     at = opened("overview", runs=[run], convention="dstc9")
@@ -191,6 +195,7 @@ def test_convention_switch_rescores(scored_runs):
     assert board["JGA"].iloc[0] == pytest.approx(joint_goal_accuracy(rescored))
 
 
+@pytest.mark.slow
 def test_slots_page_equals_per_slot_prf(scored_runs):
     run = "simulated-A-mwz-en-predicted"
     at = opened("slots", run=run)
@@ -342,6 +347,7 @@ def test_bad_manifest_shows_its_error(tmp_path):
     assert any("malformed TOML" in e.body for e in at.error)
 
 
+@pytest.mark.slow
 def test_seeds_of_one_system_show_as_mean_and_std_with_each_seed(scored_runs, manifest):
     """Issue 17 req 2: the demo's simulated-B runs differ only in their seed (21, 22, 23): by default one bar
     at their mean JGA, ± their sample std, with the three seeds' values as points; the toggle shows them apart."""

@@ -209,6 +209,7 @@ def subprocess_results() -> dict[str, subprocess.CompletedProcess[str]]:
         return dict(zip(SUBPROCESS_CASES, pool.map(run, SUBPROCESS_CASES), strict=True))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", _params("cli", SUBPROCESS_CASES))
 def test_python_m_analysis_exits_2_with_one_line(
     name: str, subprocess_results: dict[str, subprocess.CompletedProcess[str]]

@@ -51,6 +51,7 @@ def test_metrics_json_has_every_key_and_the_published_values(capsys) -> None:
     assert result["alignment"]["ok"] is True
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_metrics_group_by_dialogue_type_matches_the_library(capsys) -> None:
     pred = realdata_path("crosswoz_ruledst", "test_preds.json")

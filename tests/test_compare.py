@@ -67,6 +67,7 @@ def test_the_default_metrics_are_jga_slot_f1_and_the_new_metrics(demo) -> None:
     assert "slot_accuracy" not in compared
 
 
+@pytest.mark.slow
 def test_the_cli_takes_a_metric_list_or_all_and_refuses_an_unknown_one(tmp_path) -> None:
     import subprocess
     import sys
@@ -128,6 +129,7 @@ def test_identical_runs_differ_by_nothing(hand) -> None:
     assert result.mcnemar.iloc[0]["b01"] == result.mcnemar.iloc[0]["b10"] == 0
 
 
+@pytest.mark.slow
 def test_every_number_equals_analysis_stats_on_the_demo_runs(demo, demo_result) -> None:
     """Each metric, scope and group of one pair: exactly `stats.paired_bootstrap`'s numbers; McNemar:
     `stats.mcnemar`'s."""
@@ -228,6 +230,7 @@ def _jsonl(path: Path, gold: dict, pred: dict) -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_cli_json_and_table(tmp_path, capsys) -> None:
     a = _jsonl(tmp_path / "a.jsonl", GOLD, PRED_A)
     b = _jsonl(tmp_path / "b.jsonl", GOLD, PRED_B)

@@ -122,6 +122,7 @@ def test_real_file_scores_the_official_numbers_under_its_own_convention() -> Non
     assert (prf["precision"], prf["recall"], prf["f1"]) == pytest.approx((0.909029, 0.864493, 0.886202), abs=1e-6)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_plain_gzip_and_zip_containers_give_the_same_tables(tmp_path: Path) -> None:
     text = gzip.decompress(realdata_path(*REAL).read_bytes())

@@ -118,6 +118,7 @@ def _pairs(alignment: pd.DataFrame) -> dict[str, str]:
 # --- alignment on real parallel gold ------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_multiwoz_en_zh_alignment_is_inferred_exactly(multiwoz: tuple[Scored, Scored]) -> None:
     en, zh = multiwoz
@@ -153,6 +154,7 @@ def test_multiwoz_alignment_is_symmetric(multiwoz: tuple[Scored, Scored]) -> Non
     assert _pairs(align_ontologies(zh, en)) == {v: k for k, v in MULTIWOZ_EN_ZH.items()}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_crosswoz_zh_en_alignment() -> None:
     zh = _gold_run("crosswoz", "test.json.zip", run_id="cw-zh")
@@ -189,6 +191,7 @@ def test_min_score_leaves_weak_pairs_unmatched(multiwoz: tuple[Scored, Scored]) 
     assert loose.loc["restaurant-food", "slot_b"] == "餐厅-区域"
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_identical_names_pair_without_inference(xrisawoz: tuple[Scored, Scored]) -> None:
     zh, fr = xrisawoz
@@ -328,6 +331,7 @@ def test_gaps_by_turn_depth_on_real_runs_reproduce_jga(xrisawoz: tuple[Scored, S
 # --- drill-down -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_drill_down_tiny(tiny: tuple[Scored, Scored, pd.DataFrame]) -> None:
     en, zh, alignment = tiny
     only_a = drill_down(en, zh, "only_a")
@@ -352,6 +356,7 @@ def test_drill_down_rejects_unknown_cell_and_slot(tiny: tuple[Scored, Scored, pd
         drill_down(en, zh, "only_a", alignment=alignment, slot_a="hotel-food")
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_drill_down_cells_partition_paired_turns(xrisawoz: tuple[Scored, Scored]) -> None:
     zh, fr = xrisawoz

@@ -241,6 +241,7 @@ def _convention_warnings(at: AppTest) -> list[str]:
     return [w.body for w in at.warning if "different conventions" in w.body]
 
 
+@pytest.mark.slow
 def test_overview_and_turn_depth_warn_about_a_mixed_workspace(mixed_workspace: Path) -> None:
     at = _app(mixed_workspace)
     at.run()

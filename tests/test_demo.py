@@ -26,6 +26,7 @@ def workspace() -> Workspace:
     return load_workspace(DEMO / "workspace.toml")
 
 
+@pytest.mark.slow
 def test_demo_loads_with_no_failed_run_and_every_run_scores(workspace: Workspace) -> None:
     assert workspace.failed == {}
     assert workspace.convention == "exact"
@@ -97,6 +98,7 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_demo_rebuilds_byte_for_byte(tmp_path: Path) -> None:
     for source, _ in SOURCES.values():

@@ -277,6 +277,7 @@ def rendered() -> dict[tuple[str, str, str], bytes]:
     return out
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_pdf_single_page_vector_with_embedded_fonts_and_text(rendered: dict) -> None:
     for (name, width, fmt), data in rendered.items():
@@ -332,12 +333,14 @@ def test_same_run_same_colour_across_files(rendered: dict) -> None:
         assert f"stroke: {_rgb(colours[run])}" in lines
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_figure_bytes_outside_a_session_starts_its_own_browser() -> None:
     data = E.figure_bytes(_figures()["bar"], "svg", style="slides", width="double")
     assert "JGA per run" in "".join(svg_info(data)["texts"])  # slides keep the title
 
 
+@pytest.mark.slow
 @needs_chromium
 def test_svg_embeds_the_cjk_glyphs_it_draws() -> None:
     import base64

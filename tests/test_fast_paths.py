@@ -54,6 +54,7 @@ def _same(a: pd.DataFrame, b: pd.DataFrame) -> None:
 # --- per (domain, slot) and per (turn, domain) counts from the integer pair codes --------------------------
 
 
+@pytest.mark.slow
 def test_slot_pairs_paths_equal_the_group_by(demo_scored, monkeypatch):
     checked = 0
     for key, scored in demo_scored.items():
@@ -273,6 +274,7 @@ def test_counted_picker_equals_the_group_by(demo_scored, monkeypatch):
 BYS = [["run_id"], ["domain"], ["turn_index"], ["run_id", "domain"], ["run_id", "turn_index"], ["slot", "domain"]]
 
 
+@pytest.mark.slow
 def test_counted_means_equal_the_group_by(demo_scored, monkeypatch):
     from analysis import registry as R
 

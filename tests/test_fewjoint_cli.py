@@ -209,6 +209,7 @@ def test_analysis_modules_never_import_streamlit() -> None:
 # ---------------------------------------------------------------- benchmark
 
 
+@pytest.mark.slow
 def test_benchmark_runs() -> None:
     gold = ROOT.parent / "shared" / "realdata" / "fewjoint" / "FewJoint1.1" / "1shot" / "test.json"
     if not gold.exists():

@@ -134,6 +134,7 @@ def test_real_gold_scored_against_itself(k: int, tmp_path: Path) -> None:
         assert (result.queries["error_kind"] == "correct").all()
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_micro_slot_f1_matches_seqeval_on_real_gold(perturbed: dict[str, Any]) -> None:
     result = score_fewjoint(perturbed["system"], averaging="micro")
@@ -214,6 +215,7 @@ def test_ill_formed_count_matches_definition(tags: list[str]) -> None:
     assert count_ill_formed(tags) == expected
 
 
+@pytest.mark.slow
 @settings(max_examples=60, deadline=None)
 @given(st.data())
 def test_micro_slot_f1_matches_seqeval_on_random_tags(data: st.DataObject) -> None:

@@ -63,6 +63,7 @@ def test_a_cached_figure_can_still_be_changed_without_touching_the_cache() -> No
     assert "meta" not in as_json(place.figure(counted_bar, frame, title="mutable"))["layout"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
 def test_every_page_figure_from_the_cache_equals_a_fresh_build(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[Any, tuple[Any, ...], dict[str, Any]]] = []

@@ -195,6 +195,7 @@ def test_dialogues_predictions_from_xrisawoz(tmp_path: Path) -> None:
     assert M.joint_goal_accuracy(score_run(run)) == pytest.approx(0.6651, abs=5e-5)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_our_jsonl_and_csv_round_trip(tmp_path: Path) -> None:
     run = load_run(realdata_path("crosswoz_ruledst", "test_preds.json"))

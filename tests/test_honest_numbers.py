@@ -166,6 +166,7 @@ def _display_values(element) -> pd.DataFrame:
     return pa.ipc.open_stream(element.proto.arrow_data.styler.display_values).read_pandas()
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason="the demo workspace is absent (make demo)")
 def test_overview_shows_n_a_with_the_reason_under_trade() -> None:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)
@@ -253,6 +254,7 @@ def report_plan(tmp_path_factory: pytest.TempPathFactory) -> R.ReportPlan:
     return R.plan_report(load_workspace(path), n_resamples=50)
 
 
+@pytest.mark.slow
 def test_report_leaderboard_shows_n_a_with_the_reason(report_plan: R.ReportPlan) -> None:
     item = next(t for t in report_plan.tables if t.name == "leaderboard")
     table = item.frame.set_index("run")

@@ -75,6 +75,7 @@ def _audit_files(tmp: Path) -> list[tuple[list[str], str]]:
     ]
 
 
+@pytest.mark.slow
 def test_the_audits_tracebacks_are_one_line_each(tmp_path: Path) -> None:
     for args, contains in _audit_files(tmp_path):
         _one_line(_cli(*args), contains=contains)

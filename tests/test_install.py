@@ -82,6 +82,7 @@ def test_dependencies_are_requirements_txt_once() -> None:
     assert not [r for r in _requirements() if r.startswith("-")]
 
 
+@pytest.mark.slow
 def test_every_module_is_installed(venv: Path, outside: Path) -> None:
     probe = "import analysis, json; print(json.dumps(analysis.__path__[0]))"
     done = _run([str(venv / "bin" / "python"), "-c", probe], outside)
@@ -106,6 +107,7 @@ def test_installed_metadata_lists_requirements_txt(venv: Path, outside: Path) ->
     assert sorted(json.loads(done.stdout)) == sorted(_requirements())
 
 
+@pytest.mark.slow
 def test_dst_analysis_command_is_python_m_analysis(venv: Path, outside: Path) -> None:
     command = _run([str(venv / "bin" / "dst-analysis"), "formats"], outside)
     module = _run([str(venv / "bin" / "python"), "-m", "analysis", "formats"], outside)

@@ -273,6 +273,7 @@ def _language_charts(at: AppTest) -> dict[str, dict]:
     return {c["layout"]["meta"]["name"]: c for c in charts if c["layout"]["meta"]["name"].endswith("and language")}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.skipif(
     not (REALDATA / "xrisawoz_llm").is_dir(), reason=f"{REALDATA / 'xrisawoz_llm'} is absent (needs ../shared/realdata)"

@@ -377,6 +377,7 @@ def write_delta_file(path: Path, turns: pd.DataFrame, gold: pd.DataFrame, pred: 
     )
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_real_cumulative_file_round_trips_through_deltas_and_warns_when_misread(tmp_path: Path) -> None:
     run = load_run(realdata_path("mlcsg", "all_prediction_TRADE.json"))
@@ -509,6 +510,7 @@ def _tabs() -> list[tuple[str, str | None]]:
     return [(page, view) for page in pages for view in tabbed.get(page, (None,))]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("page", "view"), _tabs())
 def test_every_page_copes_with_an_llm_run(llm_workspace: Path, page: str, view: str | None) -> None:
     state = {"run": "llm"} | ({f"view_{page}": view} if view else {})

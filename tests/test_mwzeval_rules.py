@@ -223,6 +223,7 @@ def test_partial_ratios_vectorised() -> None:
 TEXT = st.text(alphabet="ab c:1", max_size=12) | st.text(max_size=8)
 
 
+@pytest.mark.slow
 @settings(max_examples=400, deadline=None)
 @given(TEXT, TEXT)
 def test_partial_ratio_properties(a: str, b: str) -> None:

@@ -48,6 +48,7 @@ def _chart_titles(at: AppTest) -> list[str]:
     return [str(json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "")) for e in at.get("plotly_chart")]
 
 
+@pytest.mark.slow
 def test_more_runs_than_the_limit_compare_only_the_runs_picked(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, PAIRED_MAX + 1)

@@ -94,6 +94,7 @@ def parse_mean_std(text: str) -> tuple[float, float]:
     return float(mean), float(std)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("averaging", ["episode", "micro"])
 def test_fewjoint_leaderboard_equals_score_fewjoint(fewjoint, averaging):
     at = opened("fewjoint", fewjoint_averaging=averaging, fewjoint_metric="sentence_accuracy")

@@ -38,6 +38,8 @@ from analysis.reconcile import figures as CF
 from analysis.review import figures as RF
 from tests.export_inspect import png_info
 
+pytestmark = pytest.mark.slow  # renders every figure through kaleido's chromium once per module (75 s)
+
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo"
 HAVE_CHROMIUM = Path("/usr/bin/chromium").exists() or E.browser_path() is not None
 HAVE_POPPLER = shutil.which("pdftotext") is not None
@@ -285,6 +287,7 @@ def kinds(demo: dict[str, Any]) -> dict[str, tuple[str, go.Figure]]:
     return figure_kinds(demo)
 
 
+@pytest.mark.slow
 def test_every_figure_builder_is_a_kind_here(kinds: dict[str, tuple[str, go.Figure]]) -> None:
     builders = _figure_builders()
     assert len(builders) >= 25, builders
@@ -334,6 +337,7 @@ def _trace_colours(trace: dict[str, Any]) -> Iterator[str]:
         yield trace["fillcolor"]
 
 
+@pytest.mark.slow
 def test_every_figure_uses_only_the_palette(kinds: dict[str, tuple[str, go.Figure]]) -> None:
     for name, (_, fig) in kinds.items():
         for styled in (fig, style_figure(fig)):
@@ -412,6 +416,7 @@ def _pdf_page(path: Path) -> tuple[float, float]:
     return pdf_words(path)[0]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", ["single", "double"])
 def test_pdf_svg_png_widths_agree_at_acl_sizes(rendered: dict[str, Any], kinds: dict, width: str) -> None:
     width_in = {"single": 3.03, "double": 6.3}[width]
@@ -466,6 +471,7 @@ def test_tick_labels_do_not_overlap(rendered: dict[str, Any], kinds: dict, width
 CJK = re.compile(r"[\u2e80-\u9fff\uf900-\ufaff\uff00-\uffef]")
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not HAVE_POPPLER, reason="pdftotext/pdftoppm (poppler-utils) not installed")
 @pytest.mark.parametrize("width", ["single", "double"])
 def test_pdf_words_and_ink_inside_the_page(rendered: dict[str, Any], kinds: dict, width: str, tmp_path: Path) -> None:
@@ -492,6 +498,7 @@ def test_pdf_words_and_ink_inside_the_page(rendered: dict[str, Any], kinds: dict
         assert ink[0] >= 1 and ink[1] >= 1 and ink[2] <= w - 2 and ink[3] <= h - 2, (name, width, ink, (w, h))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("width", ["single", "double"])
 def test_png_ink_inside_a_margin(rendered: dict[str, Any], kinds: dict, width: str) -> None:
     folder = rendered[width]

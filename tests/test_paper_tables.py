@@ -189,6 +189,7 @@ def demo_report() -> tuple[object, dict[str, object]]:
     return plan, {t.name: t for t in plan.tables}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("form", ["brackets", "pm"])
 def test_dashboard_and_report_write_the_same_leaderboard_latex(demo_report: tuple, form: str) -> None:
     from analysis.views import comparable_groups

@@ -210,6 +210,7 @@ def test_the_derived_jobs_compute_and_draw_what_the_pages_do(monkeypatch: pytest
     assert all(fig in drawn for fig in job_figures), "a job drew a figure no page draws"
 
 
+@pytest.mark.slow
 def test_the_prefetch_imports_what_the_pages_import() -> None:
     """In a fresh interpreter: the pages' own imports (read from their files) and pandas' Styler are loaded by
     the job, SQLAlchemy (the Dialogue viewer's tag form) and jinja2 (tinted tables) among them."""

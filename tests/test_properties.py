@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pandas as pd
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,6 +43,7 @@ def _same(a: float, b: float) -> bool:
     return (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-12, abs_tol=1e-12)
 
 
+@pytest.mark.slow
 @FAST
 @given(dialogues, st.sampled_from(CONVENTIONS))
 def test_row_order_invariance(pairs, convention) -> None:
@@ -93,6 +95,7 @@ def test_perfect_predictions_score_one(golds, convention) -> None:
         assert M.slot_prf_micro(scored)["f1"] == 1.0
 
 
+@pytest.mark.slow
 @FAST
 @given(dialogues, st.sampled_from(CONVENTIONS))
 def test_per_slot_counts_sum_to_micro_totals(pairs, convention) -> None:
@@ -109,6 +112,7 @@ def test_per_slot_counts_sum_to_micro_totals(pairs, convention) -> None:
     assert counts == len(scored.slots)
 
 
+@pytest.mark.slow
 @FAST
 @given(dialogues, dialogues, st.sampled_from(CONVENTIONS))
 def test_run_scored_inside_a_concatenation_equals_alone(pairs_a, pairs_b, convention) -> None:
@@ -124,6 +128,7 @@ def test_run_scored_inside_a_concatenation_equals_alone(pairs_a, pairs_b, conven
         assert _same(float(grouped["b"]), headline_metrics(b)[key]), key
 
 
+@pytest.mark.slow
 @FAST
 @given(dialogues)
 def test_metrics_stay_in_unit_interval_and_jga_bounds(pairs) -> None:

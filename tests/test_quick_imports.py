@@ -93,6 +93,7 @@ def test_lazy_names_are_the_real_objects() -> None:
     assert analysis.load_run is load_run and analysis.score_run is score_run and analysis.metrics is M
 
 
+@pytest.mark.slow
 def test_star_import_in_a_fresh_interpreter() -> None:
     modules = _modules_after(
         "from analysis import *\nassert callable(load_run) and callable(metrics.joint_goal_accuracy)"
@@ -100,17 +101,20 @@ def test_star_import_in_a_fresh_interpreter() -> None:
     assert "pandas" in modules  # the names are there, and now loaded
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("argv", [("formats",), ("conventions", "--json")], ids=lambda a: a[0])
 def test_listing_commands_import_no_report_stack(argv: tuple[str, ...]) -> None:
     assert _loaded(_modules_after(_cli(*argv)), NOT_FOR_METRICS) == []
 
 
+@pytest.mark.slow
 def test_metrics_imports_only_what_it_uses(small_run: Path) -> None:
     modules = _modules_after(_cli("metrics", "--pred", str(small_run), "--json"))
     assert {"analysis.loading", "analysis.scoring", "analysis.suite"} <= modules  # it did run
     assert _loaded(modules, NOT_FOR_METRICS) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     ("command", "unused"),
     [
@@ -125,6 +129,7 @@ def test_each_sub_command_imports_only_its_own_module(command: str, unused: tupl
     assert _loaded(modules, unused) == []
 
 
+@pytest.mark.slow
 def test_help_still_lists_every_command() -> None:
     done = subprocess.run(
         [sys.executable, "-m", "analysis", "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120, check=False
@@ -134,6 +139,7 @@ def test_help_still_lists_every_command() -> None:
         assert command in done.stdout
 
 
+@pytest.mark.slow
 def test_the_program_ends_at_once_with_its_whole_output(small_run: Path) -> None:
     """`python -m analysis metrics` skips Python's teardown (os._exit): the output is still complete and
     flushed, and the exit codes are the command's."""
@@ -151,6 +157,7 @@ def test_the_program_ends_at_once_with_its_whole_output(small_run: Path) -> None
     assert bad.returncode == 2 and bad.stdout == "" and len(bad.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow
 def test_a_reader_gone_before_the_output_is_no_error() -> None:
     """Like `... | head -c 0`: the reader closed the pipe before the command wrote (the program waits
     0.5 s first), so the final flush fails: still exit 0 and nothing on stderr."""

@@ -172,6 +172,7 @@ def augpt():
     return load_run(pred, gold)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_realdata_metrics_equal_score_run(augpt) -> None:
     rec = reconcile(augpt, FIVE)

@@ -97,6 +97,7 @@ def test_crosslingual_pairs_from_mappings_and_shared_dialogues() -> None:
     assert all(scoreds[a].metas[0].history == scoreds[b].metas[0].history for a, b in pairs)
 
 
+@pytest.mark.slow
 def test_plan_uses_dashboard_builders_and_run_colours(workspace_path: Path) -> None:
     ws = load_workspace(workspace_path)
     plan = R.plan_report(ws, n_resamples=100)

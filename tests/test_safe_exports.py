@@ -95,6 +95,7 @@ def test_annotations_csv_export_is_neutralised_and_round_trips(tmp_path: Path) -
     assert other.annotations()[columns].to_dict("records") == before[columns].to_dict("records")
 
 
+@pytest.mark.slow
 def test_report_csv_is_neutralised(tmp_path: Path) -> None:
     frame = pd.DataFrame({"run": HOSTILE[:3], "JGA": [0.5, -0.25, 0.75]})
     plan = R.ReportPlan("=title", tables=[R.TableItem("hostile", "=caption", frame)])

@@ -52,6 +52,7 @@ def test_the_bar_shows_the_mean_the_std_and_every_seed() -> None:
     assert list(points.y) == pytest.approx([0.5, 0.6, 0.7])
 
 
+@pytest.mark.slow
 def test_the_report_has_a_table_and_a_chart_of_the_demos_seeds() -> None:
     from analysis.export.report import plan_report
     from analysis.metrics import joint_goal_accuracy

@@ -81,6 +81,7 @@ def _healthy(url: str, timeout: float = 60) -> bool:
             time.sleep(0.2)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
 def test_the_launcher_warms_every_run_of_the_workspace() -> None:
     runs = len(read_manifest(DEMO).entries)
@@ -103,6 +104,7 @@ def test_the_launcher_warms_every_run_of_the_workspace() -> None:
             assert len(response.read()) == (Path(streamlit_static()) / chunk[1]).stat().st_size
 
 
+@pytest.mark.slow
 def test_a_broken_workspace_is_reported_and_the_server_keeps_serving(tmp_path: Path) -> None:
     manifest = tmp_path / "workspace.toml"
     manifest.write_text("[workspace\nname = 'broken'\n", encoding="utf-8")

@@ -280,6 +280,7 @@ def measure_twenty_uploads() -> dict[str, float]:
     return {"before": before, "peak": peak, "after": rss_mb()}
 
 
+@pytest.mark.slow
 def test_twenty_uploads_leave_the_memory_where_it_was() -> None:
     """Measured in a process of its own, with the memory settings `make run`'s server starts with
     (scripts/serve.py: Arrow's buffers from glibc's heap, 2 malloc arenas): the other tests' sessions
@@ -396,6 +397,7 @@ def test_the_demo_workspace_stays_inside_its_root() -> None:
 # --- 3. the report: exit 3 within 30 s when its browser cannot start -----------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("behaviour", ["exit 1", "exec sleep 600"])
 def test_report_exits_3_quickly_when_the_browser_cannot_start(tmp_path: Path, behaviour: str) -> None:
     browser = tmp_path / "chromium"

@@ -400,6 +400,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_cli_numbers_are_the_evaluators(tmp_path: Path) -> None:
     gold_dir = realdata_path("sgd")

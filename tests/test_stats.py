@@ -70,6 +70,7 @@ def _simulate(rng: np.random.Generator, n_dialogues: int) -> tuple[np.ndarray, n
     return np.char.add("d", dialogue.astype(str)), correct
 
 
+@pytest.mark.slow
 def test_interval_covers_the_true_jga_at_about_the_nominal_rate() -> None:
     rng = np.random.default_rng(2024)
     covered, covered_naive, reps = 0, 0, 200

@@ -415,6 +415,7 @@ def _equal(a: pd.DataFrame, b: pd.DataFrame) -> None:
     pd.testing.assert_frame_equal(a, b, check_exact=False, rtol=TOL, atol=TOL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("convention", ["exact", "trade", "mwzeval", "convlab3"])
 def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, convention):
     scoreds, stored = _stored(demo_runs, root, convention)
@@ -433,6 +434,7 @@ def test_duckdb_leaderboard_equals_in_memory_on_every_metric(demo_runs, root, co
                 assert (np.isnan(want) and np.isnan(got[i])) or abs(got[i] - want) <= TOL, (name, side, i)
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_duckdb_leaderboard_on_real_files(root):
     gold = realdata_path("multiwoz21", "test.json.zip")
@@ -517,6 +519,7 @@ def test_leaderboard_query_over_the_shared_folder(demo_runs, root):
         assert abs(pooled[scored.run_ids[0]] - R.values(scored)["jga"]) <= TOL
 
 
+@pytest.mark.slow
 def test_ensure_all_scores_runs_in_worker_processes(demo_entries, root):
     """Runs scored into the store by two worker processes, each replaced after 50 runs: every entry stored
     under the key the caller computes, equal to the scoring in this process; a second pass scores none."""
@@ -735,6 +738,7 @@ def test_intervals_of_runs_whose_parts_are_all_alike(demo_runs, root):
         assert len(two) == 2 * len(one) > 0, query.__name__
 
 
+@pytest.mark.slow
 def test_the_leaderboard_reads_each_runs_stored_intervals(demo_runs, root, monkeypatch):
     """Every interval metric's interval is stored in the run's `runs` row (`bounds`) when it is scored, from its parts
     by the function `intervals_of` uses: a leaderboard with every interval reads those rows, not the

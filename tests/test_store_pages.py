@@ -116,6 +116,7 @@ def _calls(
     }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("choice", [data.DECLARED, "trade"])
 def test_stored_views_equal_the_in_memory_ones(store: Path, choice: str) -> None:
     """Every view of `analysis.store.views.REGISTRY`, as the dashboard asks it (`data.compute`) and as the
@@ -245,6 +246,7 @@ def _app(runs: list[str]) -> AppTest:
     return at
 
 
+@pytest.mark.slow
 def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_run(
     store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -293,6 +295,7 @@ def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_
     assert lines and {t["name"] for t in json.loads(lines[0].proto.spec)["data"]} >= set(EXACT)
 
 
+@pytest.mark.slow
 def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The viewer still reads the run's turns for the dialogue it shows; its picker's filters are the
     store's query, and the count it prints is the in-memory picker's."""
@@ -321,6 +324,7 @@ def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: py
     assert any(t.value.startswith(f"{len(want):,} of {total:,} dialogues match") for t in at.text)
 
 
+@pytest.mark.slow
 def test_the_review_page_opens_from_the_warm_store_without_a_scored_run(
     store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -51,6 +51,7 @@ def _board_jga(at, run: str) -> float:
     return float(rows[0][column].iloc[0])
 
 
+@pytest.mark.slow
 def test_a_saved_upload_is_scored_once_into_the_store_and_read_back_on_restart(
     manifest: Path,  # noqa: F811 (the fixture imported above)
     store: Path,

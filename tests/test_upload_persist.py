@@ -415,6 +415,7 @@ def rendered(manifest: Path, key: str, result: tuple[str, str, list[str]], box: 
     return at
 
 
+@pytest.mark.slow
 def test_an_upload_is_saved_and_a_fresh_session_opens_its_link(manifest: Path) -> None:
     at = app(manifest, w_upload_box=True).run()
     no_exception(at)
@@ -482,6 +483,7 @@ def edit(manifest: Path, run: str, **typed: str) -> tuple[str, str, list[str]]:
     return shown(at, "edit_result")
 
 
+@pytest.mark.slow
 def test_the_edit_form_saves_metadata_and_refuses_a_bad_value(manifest: Path) -> None:
     run = "simulated-A-mwz-en-gold"
     before = manifest.read_bytes()
@@ -500,6 +502,7 @@ def test_the_edit_form_saves_metadata_and_refuses_a_bad_value(manifest: Path) ->
     assert [s.body for s in at.sidebar.success] == [result[1]]
 
 
+@pytest.mark.slow
 def test_the_demo_workspace_is_never_written(tmp_path: Path) -> None:
     """`edit_manifest = false` (the demo's): the upload stays in the session, and says so; no Edit run form."""
     root = tmp_path / "demo"
@@ -515,6 +518,7 @@ def test_the_demo_workspace_is_never_written(tmp_path: Path) -> None:
     assert manifest.read_bytes() == before and not (root / "uploads").exists()
 
 
+@pytest.mark.slow
 def test_a_read_only_root_keeps_the_upload_for_the_session_with_a_warning(manifest: Path) -> None:
     before = manifest.read_bytes()
     at = app(manifest, w_upload_box=True).run()

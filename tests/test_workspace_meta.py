@@ -123,6 +123,7 @@ def test_every_field_reaches_the_dashboard_source_and_its_cache_key(entry: RunEn
     assert data.scored(source, data.DECLARED).convention.name == entry.meta.convention
 
 
+@pytest.mark.slow
 def test_every_field_is_shown_in_the_run_table(entry: RunEntry) -> None:
     row = views.run_table([score_run(load_entry(entry))]).iloc[0].to_dict()
     assert _mismatches(row, "views.run_table", skip=NOT_SHOWN) == []
