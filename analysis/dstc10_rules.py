@@ -154,17 +154,19 @@ def _scores(scored: Scored, side: str, by: By) -> dict[str, float] | pd.DataFram
     unknown = [k for k in keys if k not in scored.turns.columns]
     if unknown:
         raise ValueError(f"the DSTC10 {side} P/R/F1 are sums over turns: by has to name turn columns, got {unknown}")
-    reason = not_dstc10(scored)
+    # Outside the dstc10 convention nothing is counted (every run's suite asks for these six numbers).
+    if not_dstc10(scored):
+        if not keys:
+            return dict.fromkeys(columns, float("nan"))
+        groups = scored.turns.groupby([scored.turns[k].to_numpy() for k in keys], sort=True).size()
+        out = pd.DataFrame(float("nan"), index=groups.index.set_names(keys), columns=columns)
+        return out.reset_index()
     counts = turn_counts(scored)
     if not keys:
-        if reason:
-            return dict.fromkeys(columns, float("nan"))
         row = _prf(counts.sum().to_frame().T, side)
         return {c: float(row[c].iloc[0]) for c in columns}
     grouped = counts.groupby([scored.turns[k].to_numpy() for k in keys], sort=True).sum()
     out = _prf(grouped, side)
-    if reason:
-        out[columns] = float("nan")
     out.index = grouped.index.set_names(keys)
     return out.reset_index()
 

@@ -54,6 +54,9 @@ class Metric:
     interval: Interval | None = "turns"
     applies_to: Callable[[Scored], str | None] | None = None
     shown: bool = True
+    # A scorer's own number, printed by that scorer only: outside this convention it is left out of the
+    # command line's table and JSON (not listed as n/a on every other run).
+    only_under: str | None = None
 
     def __post_init__(self) -> None:
         if not self.column:
@@ -118,6 +121,7 @@ METRICS: tuple[Metric, ...] = (
             interval=None,
             applies_to=DSTC10.not_dstc10,
             shown=False,
+            only_under=DSTC10.CONVENTION,
         )
         for side in DSTC10.SIDES
         for part in DSTC10.PARTS
@@ -162,12 +166,21 @@ def values(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, fl
     return out
 
 
+def left_out(scored: Scored) -> list[str]:
+    """The metrics that are another scorer's own numbers (`only_under` another convention): left out."""
+    return [m.name for m in METRICS if m.only_under is not None and m.only_under != scored.convention.name]
+
+
 def not_applicable(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, str]:
     """The metrics (of `names`, default all) whose definition does not apply to these runs, each with the
-    reason; each check runs once however many metrics share it."""
+    reason; each check runs once however many metrics share it. Another scorer's own numbers (`left_out`)
+    are not listed."""
     reasons: dict[Callable[[Scored], str | None], str | None] = {}
     out: dict[str, str] = {}
+    skipped = set(left_out(scored))
     for name in NAMES if names is None else names:
+        if name in skipped:
+            continue
         check = get(name).applies_to
         if check is None:
             continue

@@ -97,6 +97,8 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
     for group, names in R.GROUPED.items():  # "fga": {"0.25": ..., "0.5": ..., ...} beside the flat keys
         result[group] = {name.removeprefix(f"{group}_"): result[name] for name in names}
     result["not_applicable"] = not_applicable(scored)
+    for name in R.left_out(scored):  # another scorer's own numbers (DSTC10's P/R/F1 outside dstc10)
+        result.pop(name, None)
     # Turns whose predicted text did not parse (LLM files), and every slot outcome, theirs included.
     result["unparseable_turns"] = int(turns["pred_unparseable"].sum()) if "pred_unparseable" in turns else 0
     result["outcomes"] = {k: int(v) for k, v in scored.slots["outcome"].value_counts(sort=False).items()}

@@ -86,7 +86,7 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
         "",
     ]
     width = max(len(v) for v in labels.values())
-    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels]
+    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels if k in result]
     if result.get("not_applicable"):
         from analysis.suite import not_applicable_text
 
