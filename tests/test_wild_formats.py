@@ -13,6 +13,7 @@ import pytest
 from analysis.cli.main import main
 from analysis.errors import InputError
 from analysis.formats import parse_file
+from analysis.formats.llm_text import read_text
 from analysis.formats.mapping import Linearised, Mapping, parse_mapping_option, split_linearised
 from analysis.formats.sniff import sniff
 from analysis.loading import load_run
@@ -109,6 +110,120 @@ def test_gptdst_wild_log_reproduces_its_score_txt(capsys: pytest.CaptureFixture[
     assert result["joint_f1_trade"] == pytest.approx(0.9408852813852815, abs=1e-12)
     assert "correct 28/50" in score and "Slot Acc 0.9846666666666667" in score and "Joint F1 0.94088528138528" in score
     assert gptdst_jga(json.loads(GPTDST.read_text())) == 28
+
+
+def completions_jga(records: list[dict]) -> tuple[int, int]:
+    """(joint-correct turns, unparseable turns) of the completions read as each turn's changes, accumulated
+    in plain dicts per dialogue (the test's own accumulation): `[DELETE]`, `none` or "" removes a slot, an
+    unparseable text changes nothing and its turn is never correct; compared with `slot_values` as
+    gpt-DST's `evaluate` compares (a gold `a|b` matched by either)."""
+    correct = unparseable = 0
+    state: dict[str, str] = {}
+    dialogue = None
+    for record in records:
+        if record["ID"] != dialogue:
+            state, dialogue = {}, record["ID"]
+        reading = read_text(record["completion"])
+        unparseable += not reading.parsed
+        for domain, slot, _, value in reading.triples or ():
+            if value.strip().lower() in ("", "none", "[delete]"):
+                state.pop(f"{domain}-{slot}", None)
+            else:
+                state[f"{domain}-{slot}"] = value
+        correct += reading.parsed and gptdst_jga([{"slot_values": record["slot_values"], "pred": dict(state)}])
+    return correct, unparseable
+
+
+def test_icdst_completion_reads_the_models_words_as_accumulated_changes() -> None:
+    """The `completion` option on the MIT excerpt: named with --format (the file is detected as `icdst`),
+    each turn's text a change accumulated per dialogue, gold still `slot_values`; JGA and the unparseable
+    count as the plain-dict accumulation gives them, and each unparseable turn's text kept on its turn."""
+    records = json.loads(GPTDST_EXCERPT.read_text())
+    assert parse_file(GPTDST_EXCERPT, use_cache=False).fmt == "icdst"
+    parsed = parse_file(GPTDST_EXCERPT, fmt="icdst-completion", use_cache=False)
+    assert parsed.fmt == "icdst-completion" and len(parsed.turns) == 25
+    assert parsed.gold.equals(parse_file(GPTDST_EXCERPT, use_cache=False).gold)  # the same gold
+    correct, unparseable = completions_jga(records)
+    assert unparseable > 0 and correct < gptdst_jga(records)  # what post-processing adds, made visible
+    run = load_run(GPTDST_EXCERPT, pred_format="icdst-completion")
+    assert run.meta.convention == "icdst"
+    result = metric_suite(score_run(run))
+    assert result["jga"] == pytest.approx(correct / 25) and result["unparseable_turns"] == unparseable
+    assert parsed.notes["unparseable_turns"] == unparseable and parsed.notes["parsed_turns"] == 25 - unparseable
+    assert "accumulated over the dialogue" in parsed.notes["pred_changes_accumulated"]
+    flagged = parsed.turns[parsed.turns["pred_unparseable"]]
+    texts = {(r["ID"], r["turn_id"]): r["completion"] for r in records}
+    assert len(flagged) == unparseable
+    for row in flagged.itertuples():
+        assert row.pred_unparseable_text == texts[(row.dialogue_id, row.turn_index)]
+        assert row.pred_unparseable_reason == read_text(row.pred_unparseable_text).shape != ""
+    assert parsed.turns.loc[~parsed.turns["pred_unparseable"], "pred_unparseable_text"].isna().all()
+    # The accumulated state at each turn, row for row, as the plain dicts hold it (parsed turns).
+    state: dict[str, str] = {}
+    dialogue = None
+    for record in records:
+        if record["ID"] != dialogue:
+            state, dialogue = {}, record["ID"]
+        for domain, slot, _, value in read_text(record["completion"]).triples or ():
+            if value.strip().lower() in ("", "none", "[delete]"):
+                state.pop(f"{domain}-{slot}", None)
+            else:
+                state[f"{domain}-{slot}"] = value
+        here = parsed.pred[
+            (parsed.pred["dialogue_id"] == record["ID"]) & (parsed.pred["turn_index"] == record["turn_id"])
+        ]
+        assert {f"{d}-{s}": v for d, s, v in zip(here["domain"], here["slot"], here["value"], strict=True)} == state
+
+
+@pytest.mark.realdata
+@needs_wild
+def test_icdst_completion_on_the_wild_log_gives_21_of_50(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-DST's GPT-3.5 log: 0.56 (28/50) on its post-processed `pred`, 0.42 (21/50) on the completions
+    accumulated; the second from the plain-dict accumulation above as well as from the CLI."""
+    records = json.loads(GPTDST.read_text())
+    assert completions_jga(records) == (21, 11)
+    result = cli_json(capsys, "--pred", str(GPTDST), "--format", "icdst-completion")
+    assert result["runs"][0]["formats"] == ["icdst-completion"] and result["convention"] == "icdst"
+    assert result["n_turns"] == 50 and result["jga"] == pytest.approx(21 / 50)
+    assert result["unparseable_turns"] == 11
+
+
+def test_icdst_completion_delete_and_refused_pred_deltas(tmp_path: Path) -> None:
+    """IC-DST's `[DELETE]` removes a slot, an update to "" too; an unparseable turn carries the state before
+    it; --pred-deltas on top is refused (it would accumulate the states again)."""
+    texts = [
+        "hotel-area = east, hotel-stars = 4",
+        "hotel-area = [DELETE]",
+        "hotel-area, hotel-stars",
+        "hotel-stars = ''",
+    ]
+    records = [
+        {"ID": "d.json", "turn_id": t, "slot_values": {}, "pred": {}, "completion": text}
+        for t, text in enumerate(texts)
+    ]
+    path = tmp_path / "running_log.json"
+    path.write_text(json.dumps(records))
+    parsed = parse_file(path, fmt="icdst-completion", use_cache=False)
+    held = parsed.pred.groupby("turn_index")["slot"].agg(lambda s: sorted(s)).to_dict()
+    assert held == {0: ["area", "stars"], 1: ["stars"], 2: ["stars"]}  # turn 3: nothing left
+    assert parsed.turns["pred_unparseable"].tolist() == [False, False, True, False]
+    with pytest.raises(
+        InputError, match="already accumulates each turn's changes over the dialogue; drop --pred-deltas"
+    ):
+        load_run(path, pred_format="icdst-completion", pred_deltas=True)
+    mapped = Mapping(
+        dialogue="ID",
+        turn="turn_id",
+        gold="slot_values",
+        pred="completion",
+        encoding="flat",
+        pred_encoding="llm_text",
+        pred_changes=True,
+    )
+    assert parse_file(path, mapping=mapped, use_cache=False).pred.equals(parsed.pred)  # the same declaration
+    with pytest.raises(InputError, match="encoding llm_text reads predictions only"):
+        parse_mapping_option("dialogue=ID,turn=turn_id,gold=slot_values,pred=completion,encoding=llm_text")
+    assert parse_mapping_option("dialogue=ID,turn=turn_id,pred=completion,pred_changes=true").pred_changes
 
 
 def test_identical_duplicate_records_are_read_once_and_counted(tmp_path: Path) -> None:

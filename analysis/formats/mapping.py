@@ -22,8 +22,16 @@ Fields (all optional but an id and a state side):
   `triples` `[[domain, slot, value], ...]`; `triple_strings` `["domain-slot-value", ...]` (split at the
   first two hyphens); `semi_book` MultiWOZ `{domain: {"semi": {...}, "book": {...}}}`; `linearised`
   `"hotel internet yes, hotel type guesthouse,"` (below); `span` RiSAWOZ span strings; `auto` any of
-  nested, triples or span, as our JSONL reads them. A value that is a list is a set of alternatives
-  (kept `|`-joined); `null` or "" is no value.
+  nested, triples or span, as our JSONL reads them; `llm_text` (predictions only) an LLM's generated
+  text, read by `analysis.formats.llm_text.read_text`: a text it cannot read is an unparseable turn
+  (kept, flagged, counted in `unparseable_turns`, its text and reason kept in the turns table, as the
+  `llm` format keeps them). A value that is a list is a set of alternatives (kept `|`-joined); `null` or
+  "" is no value.
+- `pred_changes`: each turn's prediction holds only the slots that turn changed; they are accumulated
+  over the dialogue in turn order (`llm_text.accumulate_deltas`): a slot keeps its latest update, and an
+  update to `[DELETE]` (IC-DST's), `none` or "" removes it; an unparseable turn changes nothing. The note
+  `pred_changes_accumulated` says so in the report (and `--pred-deltas` is refused on such a file: it
+  would accumulate the states again).
 - `user`: a path to the user utterance.
 
 A path is a dotted chain of keys and list positions (`dialog.usr.-1`: the last item of `usr` under
@@ -55,6 +63,8 @@ from typing import Any
 
 from analysis.errors import InputError
 from analysis.formats.engine import Collector, json_type_name
+from analysis.formats.llm_text import TextTally, read_text
+from analysis.formats.more import MAX_TEXT_CHARS, note_tally, unparseable_attrs
 from analysis.formats.states import (
     EQ,
     MAX_VALUE_CHARS,
@@ -68,8 +78,11 @@ from analysis.formats.states import (
     triple_list,
     triple_strings,
 )
+from analysis.model import UNPARSEABLE_COLUMN
 
-ENCODINGS = ("nested", "flat", "triples", "triple_strings", "semi_book", "linearised", "span", "auto")
+ENCODINGS = ("nested", "flat", "triples", "triple_strings", "semi_book", "linearised", "span", "auto", "llm_text")
+LLM_TEXT = "llm_text"
+CHANGES_NOTE = "pred_changes_accumulated"
 DEFAULT_ID_PATTERN = r"^(?P<dialogue>.+)-(?P<turn>\d+)$"
 KEY, INDEX, SELF = "@key", "@index", "@"
 DUPLICATE_NOTE = "identical_duplicate_records"
@@ -104,6 +117,7 @@ class Mapping:
     open_marks: tuple[str, ...] = ()
     close_mark: str = ""
     gold_choices: tuple[str, ...] = ()
+    pred_changes: bool = False
 
     def problems(self) -> list[str]:
         """What makes this declaration unusable, in words; empty when it can be read."""
@@ -126,6 +140,10 @@ class Mapping:
             else:
                 if not {"dialogue", "turn"} <= groups.keys():
                     out.append("id_pattern needs the named groups (?P<dialogue>...) and (?P<turn>...)")
+        if self.gold and self.encoding_of("gold") == LLM_TEXT:
+            out.append("encoding llm_text reads predictions only: give the gold side its own (gold_encoding)")
+        if self.pred_changes and not self.pred:
+            out.append("pred_changes needs a prediction (pred)")
         if self.turn_base not in (0, 1):
             out.append(f"turn_base must be 0 or 1, got {self.turn_base!r}")
         if self.turns and self.turn == INDEX and self.id:
@@ -169,6 +187,11 @@ def mapping_from(raw: Any, where: str) -> Mapping:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise InputError(where, "mapping", f"mapping key {key!r} must be a list of strings")
             value = tuple(value)
+        elif isinstance(default, bool):
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise InputError(where, "mapping", f"mapping key {key!r} must be true or false, got {value!r}")
         elif isinstance(default, int):
             if isinstance(value, str) and value.isascii() and value.isdigit():
                 value = int(value)
@@ -393,9 +416,13 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
         m.close_mark,
     )
     ignored, undomained = [0], [0]
+    tally = TextTally()
     state_readers = {
-        side: _state_reader(m, side, rules, ignored, undomained) for side in ("gold", "pred") if getattr(m, side)
+        side: _state_reader(m, side, rules, ignored, undomained, tally) for side in ("gold", "pred") if getattr(m, side)
     }
+    if m.pred_changes:
+        c.keep_empty_pred = True  # an update to "" removes the slot: kept until the accumulation reads it
+        c.accumulate_pred = True
     gold_get = _getter(m.gold) if m.gold else None
     pred_get = _getter(m.pred) if m.pred else None
     user_get = _getter(m.user) if m.user else None
@@ -494,6 +521,13 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
             pred_missing.append(missing_pred)
             for side, value in values.items():
                 state_readers[side](c, dialogue_id, t, value)
+    if m.pred and m.encoding_of("pred") == LLM_TEXT:
+        note_tally(c, tally)
+    if m.pred_changes:
+        c.notes[CHANGES_NOTE] = (
+            f"each turn's {m.pred} read as the slots that turn changed, accumulated over the dialogue "
+            "([DELETE], none or an empty value removes a slot)"
+        )
     if ignored[0]:
         c.note(IGNORED_NOTE, ignored[0])
     if undomained[0]:
@@ -535,11 +569,29 @@ def _dialogue_id(c: Collector, raw: Any, where: str) -> str:
 
 
 def _state_reader(
-    m: Mapping, side: str, rules: Linearised, ignored: list[int], undomained: list[int]
+    m: Mapping, side: str, rules: Linearised, ignored: list[int], undomained: list[int], tally: TextTally
 ) -> Callable[[Collector, str, int, Any], None]:
     """How one side's state is recorded: the collector's fast paths where the encoding has one."""
     encoding = m.encoding_of(side)
     name = m.gold if side == "gold" else m.pred
+    if encoding == LLM_TEXT:
+
+        def llm_text(c: Collector, dialogue_id: str, t: int, text: Any) -> None:
+            # Called right after `add_turn`: the turn's row is the last one, and takes the reading's columns.
+            row = c.turn_rows[-1]
+            if text is None:  # no prediction at this turn (`pred_missing`), not an unparseable one
+                row[UNPARSEABLE_COLUMN] = False
+                return
+            if type(text) is not str:
+                raise c.error(f"the generated text must be a string, got {json_type_name(text)}", name)
+            if len(text) > MAX_TEXT_CHARS:
+                raise c.error(f"generated text of {len(text):,} characters (limit {MAX_TEXT_CHARS:,})", name)
+            reading = read_text(text)
+            tally.add(reading, text)
+            row.update(unparseable_attrs(reading, text))
+            c.add_state(side, dialogue_id, t, partial(iter, reading.triples or ()))
+
+        return llm_text
     if encoding == "flat":
         separator = m.separator
         split_cache: dict[str, tuple[str, str]] = {}
