@@ -8,10 +8,12 @@ import re
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis.cli.main import main
 from analysis.errors import InputError
+from analysis.formats import mapping as mapping_module
 from analysis.formats import parse_file
 from analysis.formats.llm_text import read_text
 from analysis.formats.mapping import Linearised, Mapping, parse_mapping_option, split_linearised
@@ -348,6 +350,83 @@ def test_llm_dst_eval_reads_the_chosen_gold_and_names_the_default(
     assert "record 1 lacks the gold field 'gold'" in capsys.readouterr().err
     assert main(["metrics", "--pred", str(CHECKDST_EXCERPT), "--gold-field", "gold"]) == 0  # a mapping family
     capsys.readouterr()
+
+
+def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> tuple[object, object]:
+    """The file parsed by the columnar fast path and by the record-by-record walk (the fast path disabled);
+    `TAKEN` records whether the fast path read the first."""
+    real = mapping_module._read_columns
+    with monkeypatch.context() as patch:
+        patch.setattr(mapping_module, "_read_columns", lambda *args: TAKEN.append(real(*args)) or TAKEN[-1])
+        fast = parse_file(path, use_cache=False, **kwargs)  # type: ignore[arg-type]
+    with monkeypatch.context() as patch:
+        patch.setattr(mapping_module, "_read_columns", lambda *args: False)
+        walked = parse_file(path, use_cache=False, **kwargs)  # type: ignore[arg-type]
+    return fast, walked
+
+
+TAKEN: list[bool] = []
+
+
+def _same_tables(a, b) -> None:
+    for name in ("turns", "gold", "pred"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    assert (a.notes, a.listed_slots, a.listings, a.fmt) == (b.notes, b.listed_slots, b.listings, b.fmt)
+
+
+def test_columnar_reading_gives_the_walks_tables_bit_for_bit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CheckDST and LLM-DST-EVAL files read by columns (requirement 7's speed) give exactly the tables, notes
+    and messages of the record-by-record walk: on the MIT excerpt, on LLM-DST-EVAL turns made from it, and
+    on variants the fast path must get right or leave to the walk (marks, repeated and ignored pieces,
+    whitespace, an empty predicted value, a user utterance, a null prediction, a duplicate, a bad id)."""
+    lines = [json.loads(line) for line in CHECKDST_EXCERPT.read_text().splitlines() if line.strip()]
+    fast, walked = _both_ways(CHECKDST_EXCERPT, monkeypatch)
+    assert fast.fmt == "checkdst" and len(fast.pred) > 0 and TAKEN[-1]
+    _same_tables(fast, walked)
+    odd = [dict(line) for line in lines]
+    odd[0]["pred"] = "<bs> hotel internet yes, hotel internet yes, bad piece, hotel  book day\tsunday , </bs> x y z,"
+    odd[1]["pred"] = "  ,  ,hotel type guest house,, taxi leave at 17:15"
+    odd[2]["gold"] = "hotel book stay 3, hotel book people 2 ,"
+    odd[3]["pred"] = ""
+    path = tmp_path / "odd.checkdst_prediction.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in odd))
+    fast, walked = _both_ways(path, monkeypatch)
+    assert fast.notes["linearised_pieces_ignored"] > 0 and TAKEN[-1]
+    _same_tables(fast, walked)
+    flat = []
+    for line in lines:
+        dialogue, _, turn = line["dial_id"].rpartition("-")
+        gold = {
+            f"{p[0]}-{p[1]}": p[2] for p in (x.strip().split(" ", 2) for x in line["gold"].split(",")) if len(p) == 3
+        }
+        pred = {
+            f"{p[0]}-{p[1]}": p[2] for p in (x.strip().split(" ", 2) for x in line["pred"].split(",")) if len(p) == 3
+        }
+        flat.append({"flag": f"{dialogue}.json-{turn}", "predict": pred, "ground_truth": gold, "user": line["context"]})
+    flat[0]["predict"] = {**flat[0]["predict"], "hotel-area": ""}  # an empty predicted value: dropped
+    for variant in ("plain", "no user", "null prediction", "empty gold value", "duplicate", "bad id"):
+        records = [dict(r) for r in flat]
+        if variant == "no user":
+            records = [{k: v for k, v in r.items() if k != "user"} for r in records]
+        elif variant == "null prediction":
+            records[4]["predict"] = None
+        elif variant == "empty gold value":
+            records[5]["ground_truth"] = {**records[5]["ground_truth"], "hotel-stars": ""}
+        elif variant == "duplicate":
+            records.append(dict(records[0]))
+        elif variant == "bad id":
+            records[6]["flag"] = "no turn number"
+        path = tmp_path / f"{variant}.json"
+        path.write_text(json.dumps(records))
+        if variant == "bad id":
+            with pytest.raises(InputError, match="record 7: id 'no turn number' does not match id_pattern"):
+                parse_file(path, use_cache=False)
+            continue
+        fast, walked = _both_ways(path, monkeypatch)
+        assert fast.fmt == "llm-dst-eval", variant
+        # the walk reads what it treats specially: a null prediction, an empty gold value, a duplicate
+        assert TAKEN[-1] == (variant in ("plain", "no user")), variant
+        _same_tables(fast, walked)
 
 
 def test_llm_dst_eval_dialogues_turn_details(tmp_path: Path) -> None:

@@ -59,10 +59,16 @@ import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
+from itertools import chain, compress
+from operator import itemgetter, methodcaller
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from analysis.errors import InputError
-from analysis.formats.engine import Collector, json_type_name
+from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, json_type_name
 from analysis.formats.llm_text import TextTally, read_text
 from analysis.formats.more import MAX_TEXT_CHARS, note_tally, unparseable_attrs
 from analysis.formats.states import (
@@ -435,7 +441,10 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
     duplicates = 0
     pred_missing: list[bool] = []
     number = 0
-    for record_key, record in _items(container):
+    records_left = container
+    if _read_columns(container, c, m, rules, ignored):
+        records_left = []  # read whole by columns: nothing left for the walk
+    for record_key, record in _items(records_left):
         number += 1
         where = f"record {number}"
         if m.turns:
@@ -545,6 +554,192 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
             if others
             else f"{m.gold} ({how})"
         )
+
+
+# --- the columnar fast path ---------------------------------------------------------------------------
+
+_ONLY_STR = frozenset({str})
+_ONLY_DICT = frozenset({dict})
+_ABSENT: Any = object()
+_COLUMN_ENCODINGS = ("flat", "linearised")
+
+
+def _plain_key(path: str) -> bool:
+    return bool(path) and "." not in path and path not in (KEY, INDEX, SELF)
+
+
+def _read_columns(container: Any, c: Collector, m: Mapping, rules: Linearised, ignored: list[int]) -> bool:
+    """Read a regular file of turn records whole, as the record-by-record walk would, by C-level passes
+    over all records (`map`, `zip`, `chain`, one dict lookup per distinct name or piece) and the states
+    recorded as Arrow columns (`Collector.add_state_arrays`): no Python code per turn. Only for a list of
+    turn records with an `id` split by the default pattern, flat or linearised states under plain keys,
+    and an optional plain `user` key. False, with nothing recorded, at anything the walk refuses or
+    treats specially (a missing key, an id that does not split, a duplicate turn, a null prediction, a
+    flat key without the separator, a value that is not a string, an empty gold value, a very long
+    text): the walk then reads the file and names the problem."""
+    if type(container) is not list or not container or m.turns or m.turn_base:
+        return False
+    if not (_plain_key(m.id) and m.id_pattern == DEFAULT_ID_PATTERN and m.gold and m.pred):
+        return False
+    if not all(_plain_key(path) for path in (m.gold, m.pred)) or (m.user and not _plain_key(m.user)):
+        return False
+    if any(m.encoding_of(side) not in _COLUMN_ENCODINGS for side in ("gold", "pred")):
+        return False
+    if not _ONLY_DICT.issuperset(map(type, container)):
+        return False
+    try:
+        ids = list(map(itemgetter(m.id), container))
+        states = {side: list(map(itemgetter(getattr(m, side)), container)) for side in ("gold", "pred")}
+    except KeyError:
+        return False
+    if not _ONLY_STR.issuperset(map(type, ids)) or "\n" in "".join(ids):
+        return False
+    dialogues, separators, turn_texts = zip(*map(methodcaller("rpartition", "-"), ids), strict=True)
+    if "" in separators or "" in turn_texts or not all(map(str.strip, dialogues)):
+        return False
+    digits = "".join(turn_texts)
+    if not (digits.isascii() and digits.isdigit()) or max(map(len, turn_texts)) > 5:
+        return False
+    numbers = list(map(int, turn_texts))
+    if max(numbers) > MAX_TURNS_PER_DIALOGUE or len(set(zip(dialogues, numbers, strict=True))) != len(ids):
+        return False
+    users: list[Any] | None = None
+    if m.user:
+        users = list(map(methodcaller("get", m.user, _ABSENT), container))
+        if _ONLY_STR.issuperset(map(type, users)):
+            pass
+        elif all(u is _ABSENT for u in users):
+            users = None
+        else:
+            return False
+    sides: dict[str, tuple[Any, Any, Any, Any]] = {}
+    dropped = 0
+    for side in ("gold", "pred"):
+        if m.encoding_of(side) == "flat":
+            empty = "refuse" if side == "gold" else "keep" if c.keep_empty_pred else "drop"
+            read = _flat_columns(states[side], m.separator, empty=empty)
+        else:
+            read = _linearised_columns(states[side], rules)
+        if read is None:
+            return False
+        sides[side] = read[:4]
+        dropped += read[4]
+    # Everything checked: recorded now, as the walk would have recorded it.
+    if users is None:
+        c.turn_rows.extend([{"dialogue_id": d, "turn_index": t} for d, t in zip(dialogues, numbers, strict=True)])
+    else:
+        c.turn_rows.extend(
+            [{"dialogue_id": d, "turn_index": t, "user": u} for d, t, u in zip(dialogues, numbers, users, strict=True)]
+        )
+    c._seen.update(zip(dialogues, numbers, strict=True))
+    c.dialogue_id, c.turn = dialogues[-1], numbers[-1]
+    id_array = pa.array(dialogues, type=pa.large_string())
+    number_array = np.array(numbers, dtype=np.int64)
+    for side, (row_turn, domains, slots, values) in sides.items():
+        at = np.asarray(row_turn, dtype=np.int64)
+        c.add_state_arrays(
+            side,
+            id_array.take(at),
+            number_array[at],
+            *(pa.array(x, type=pa.large_string()) if type(x) is list else x for x in (domains, slots, values)),
+        )
+    ignored[0] += dropped
+    return True
+
+
+def _flat_columns(
+    states: list[Any], separator: str, *, empty: str
+) -> tuple[list[int], list[str], list[str], list[str], int] | None:
+    """(each row's turn position, domains, slots, values, 0) of flat states `{"domain-slot": value}`, split
+    once per distinct key; None unless every state is an object of string values under keys that split,
+    with no value longer than MAX_VALUE_CHARS. An empty value is `empty`: "refuse"d (None: a gold one, whose
+    turn's listing of slots the walk keeps), "drop"ped or "keep"t (predictions, as the collector does)."""
+    if not _ONLY_DICT.issuperset(map(type, states)):
+        return None
+    keys = list(chain.from_iterable(states))
+    values = list(chain.from_iterable(map(dict.values, states)))
+    try:
+        total = len("".join(values))
+    except TypeError:
+        return None
+    if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+        return None
+    split: dict[str, tuple[str, str]] = {}
+    for key in set(keys):
+        domain, sep, slot = key.partition(separator)
+        if not sep or not domain.strip() or not slot.strip():
+            return None
+        split[key] = (domain, slot)
+    counts = np.fromiter(map(len, states), dtype=np.int64, count=len(states))
+    row_turn = np.repeat(np.arange(len(states)), counts)
+    names = list(map(split.__getitem__, keys))
+    domains, slots = (list(column) for column in zip(*names, strict=True)) if names else ([], [])
+    if "" in values and empty != "keep":
+        if empty == "refuse":
+            return None
+        kept = list(map(bool, values))
+        row_turn = row_turn[np.array(kept, dtype=bool)]
+        domains, slots, values = (list(compress(column, kept)) for column in (domains, slots, values))
+    return row_turn.tolist(), domains, slots, values, 0
+
+
+def _linearised_columns(texts: list[Any], rules: Linearised) -> tuple[Any, Any, Any, Any, int] | None:
+    """`split_linearised` over every text at once. Splitting a text's words and joining them by single
+    spaces changes only whitespace, which the reading of a piece ignores (`_piece` splits it into words, an
+    ignored piece counts when it is not blank): the pieces are the texts split at commas, by one Arrow pass,
+    and each distinct piece is read once (`rules.pieces`). A text holding an open or close mark is cut at
+    its words first, as `split_linearised` cuts it. A triple given twice in one text is kept once. Returns
+    (each row's turn position, domains, slots, values, pieces ignored); None unless every text is a string
+    of at most MAX_VALUE_CHARS characters."""
+    if not _ONLY_STR.issuperset(map(type, texts)) or max(map(len, texts)) > MAX_VALUE_CHARS:
+        return None
+    marks = rules.open_marks | ({rules.close_mark} if rules.close_mark else set())
+    joined_texts = "\n".join(texts)
+    if any(mark in joined_texts for mark in marks):  # (a mark across two texts only costs the cut below)
+        texts = list(map(partial(_cut_marks, rules=rules), texts))
+    split = pc.split_pattern(pa.array(texts, type=pa.large_string()), ",")
+    counts = pc.list_value_length(split).to_numpy(zero_copy_only=False).astype(np.int64)
+    encoded = pc.list_flatten(split).dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    piece_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    known = rules.pieces
+    for piece in set(distinct).difference(known):
+        known[piece] = _piece(piece, rules)
+    read = list(map(known.__getitem__, distinct))
+    ignored_code = np.fromiter(
+        (triple is None and bool(piece.strip()) for piece, triple in zip(distinct, read, strict=True)),
+        dtype=bool,
+        count=len(distinct),
+    )
+    ignored = int(ignored_code[piece_code].sum()) if len(piece_code) else 0
+    # Each distinct piece's triple as a code among the distinct triples (-1: ignored).
+    triple_ids: dict[Triple, int] = {}
+    code_of = np.fromiter(
+        (-1 if t is None else triple_ids.setdefault(t, len(triple_ids)) for t in read), dtype=np.int64, count=len(read)
+    )
+    empty = np.zeros(0, dtype=np.int64)
+    if not triple_ids or not len(piece_code):
+        none = pa.array([], type=pa.large_string())
+        return empty, none, none, none, ignored
+    piece_turn = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+    triple_code = code_of[piece_code]
+    keep = triple_code >= 0
+    key = piece_turn[keep] * len(triple_ids) + triple_code[keep]
+    _, first = np.unique(key, return_index=True)  # a text's repeated triple once, at its first place
+    first.sort()
+    row_turn, row_triple = piece_turn[keep][first], triple_code[keep][first]
+    columns = list(zip(*triple_ids, strict=True))
+    domains, slots, values = (pa.array(columns[i], type=pa.large_string()).take(row_triple) for i in (0, 1, 3))
+    return row_turn, domains, slots, values, ignored
+
+
+def _cut_marks(text: str, rules: Linearised) -> str:
+    words = text.split()
+    if words and words[0] in rules.open_marks:
+        words = words[1:]
+    if rules.close_mark and rules.close_mark in words:
+        words = words[: words.index(rules.close_mark)]
+    return " ".join(words)
 
 
 def _here(c: Collector, dialogue_id: str, turn: Any = None) -> None:
