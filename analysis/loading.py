@@ -11,13 +11,15 @@ from analysis.errors import InputError
 from analysis.formats import FORMATS_BY_NAME, ParsedFile, parse_file
 from analysis.formats.engine import DIALOGUES_WITHOUT_TURNS
 from analysis.formats.llm_text import AccumulationTooLarge
-from analysis.formats.mapping import Mapping
+from analysis.formats.mapping import CHANGES_NOTE, Mapping
 from analysis.formats.more import DELTA_NOTE, accumulate_deltas, delta_warning
 from analysis.formats.vectors import FORMAT as VECTORS
 from analysis.model import (
     INFO_FIELDS,
     STATE_COLUMNS,
     UNPARSEABLE_COLUMN,
+    UNPARSEABLE_REASON_COLUMN,
+    UNPARSEABLE_TEXT_COLUMN,
     AlignmentReport,
     Run,
     RunInfo,
@@ -96,8 +98,11 @@ def load_run(
             notes["embedded_gold_replaced_by"] = Path(str(gold)).name
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
         if UNPARSEABLE_COLUMN in pred_file.turns:  # an LLM file's unparseable turns, onto the gold turns
-            flags = pred_file.turns[["dialogue_id", "turn_index", UNPARSEABLE_COLUMN]]
+            # ... with the text and reason of each (the dialogue viewer shows them), where the file has any
+            kept = [c for c in (UNPARSEABLE_TEXT_COLUMN, UNPARSEABLE_REASON_COLUMN) if c in pred_file.turns]
+            flags = pred_file.turns[["dialogue_id", "turn_index", UNPARSEABLE_COLUMN, *kept]]
             flagged = flags.assign(_key=dialogue_key(flags["dialogue_id"])).drop(columns="dialogue_id")
+            turns = turns.drop(columns=[UNPARSEABLE_COLUMN, *kept], errors="ignore")  # the gold file's own: not these
             turns = turns.assign(_key=dialogue_key(turns["dialogue_id"])).merge(
                 flagged, on=["_key", "turn_index"], how="left"
             )
@@ -111,6 +116,13 @@ def load_run(
         notes["gold_dialogues_without_turns"] = notes.pop(DIALOGUES_WITHOUT_TURNS, 0)
         notes["predicted_dialogues_without_turns"] = empty_pred
     deltas = pred_deltas if pred_deltas is not None else bool(meta is not None and meta.pred_deltas)
+    if deltas and pred_file.notes.get(CHANGES_NOTE):
+        raise InputError(
+            str(pred),
+            pred_file.fmt,
+            "this format already accumulates each turn's changes over the dialogue; drop --pred-deltas "
+            "(manifest: pred_deltas), which would accumulate the states a second time",
+        )
     if deltas:
         try:
             pred_states = accumulate_deltas(turns, pred_states)

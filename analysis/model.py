@@ -15,6 +15,10 @@ STATE_COLUMNS = ["dialogue_id", "turn_index", "domain", "slot", "relation", "val
 # A turns column: True where an LLM's output text held no state that could be read (`analysis.formats.more`
 # sets it; scoring adds it as False to every other run and counts such a turn as wrong).
 UNPARSEABLE_COLUMN = "pred_unparseable"
+# Turns columns beside it, set on the unparseable turns only (null elsewhere; absent when a file has none):
+# the text as the model wrote it, and why it could not be read (a shape of `analysis.formats.llm_text`).
+UNPARSEABLE_TEXT_COLUMN = "pred_unparseable_text"
+UNPARSEABLE_REASON_COLUMN = "pred_unparseable_reason"
 # The domain under which a reader keeps a predicted string that does not split into domain, slot and value
 # (`analysis.formats.states.predicted_triple_strings`); scoring counts it as an off-vocabulary prediction.
 NOT_TRIPLE_DOMAIN = "(not domain-slot-value)"

@@ -157,6 +157,9 @@ def show_turn(
         st.text(here["user"] or "(no user utterance)")
     with st.chat_message("assistant"):
         st.text(here["system"] or "(no system reply)")
+    if here["pred_unparseable_reason"]:  # the model's own words, literal (st.code renders no Markdown)
+        st.text(f"The predicted text could not be read ({here['pred_unparseable_reason']}); the model wrote:")
+        st.code(here["pred_unparseable_text"], language=None, wrap_lines=True)
     st.text(f"Gold changed this turn: {here['gold_changes'] or 'nothing'}")
     st.text(f"Prediction changed this turn: {here['pred_changes'] or 'nothing'}")
     rows = views.diff_at(diff_table, turn, errors_only=errors_only, slot=slot_here, outcome=outcome or None)

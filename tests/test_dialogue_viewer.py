@@ -140,3 +140,44 @@ def test_aligned_slot_prefers_the_manifest_then_identical_names_then_inference()
     assert views.aligned_slot(en, zh, slot="hotel-area", overrides=(("hotel-area", "旅馆-星级"),)) == "旅馆-星级"
     assert views.aligned_slot(en, zh, slot="hotel-area", overrides=(("hotel-area", ""),)) is None  # unmatched
     assert views.aligned_slot(en, zh, slot="taxi-leave") is None
+
+
+WILD_EXCERPT = ROOT / "tests" / "data" / "wild" / "gptdst_running_log_excerpt.json"
+HOSTILE_TEXT = "I think [the hotel](http://evil.example/x) is **fine** <b>:red[ok]</b> $x$\nsecond line"
+
+
+def test_an_unparseable_turn_shows_its_own_text_and_reason(tmp_path) -> None:
+    """Requirement 3 of issue 38: an unparseable turn is kept, counted and its text shown. The viewer shows
+    the model's words literally (no link, markup or Markdown from them) with the reason, for a running log
+    read with `format = "icdst-completion"` and for an `llm` file paired with a gold file apart."""
+    records = json.loads(WILD_EXCERPT.read_text(encoding="utf-8"))
+    (tmp_path / "log.json").write_text(json.dumps(records), encoding="utf-8")
+    gold = [{"dialogue_id": "d1", "turn_index": t, "gold": {"hotel": {"area": "east"}}} for t in range(2)]
+    pred = [
+        {"dialogue_id": "d1", "turn_index": 0, "output": "hotel-area = east"},
+        {"dialogue_id": "d1", "turn_index": 1, "output": HOSTILE_TEXT},
+    ]
+    for name, rows in (("gold.jsonl", gold), ("llm.jsonl", pred)):
+        (tmp_path / name).write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    (tmp_path / "workspace.toml").write_text(
+        '[workspace]\nname = "texts"\n\n[[runs]]\nname = "completion"\npred = "log.json"\nformat = "icdst-completion"\n'
+        '\n[[runs]]\nname = "llm"\npred = "llm.jsonl"\ngold = "gold.jsonl"\n',
+        encoding="utf-8",
+    )
+    # The first unparseable completion of the excerpt: SNG0073.json turn 2, slot names without values.
+    text = next(r["completion"] for r in records if r["ID"] == "SNG0073.json" and r["turn_id"] == 2)
+    at = _open(
+        tmp_path / "workspace.toml", runs=["completion", "llm"], run="completion", dialogue="SNG0073.json", turn=2
+    )
+    assert [c.value for c in at.code] == [text]
+    assert "The predicted text could not be read (slot names without values); the model wrote:" in [
+        t.value for t in at.text
+    ]
+    at = _open(tmp_path / "workspace.toml", runs=["completion", "llm"], run="llm", dialogue="d1", turn=1)
+    assert [c.value for c in at.code] == [HOSTILE_TEXT]  # every character as written, the line break too
+    assert any(t.value.startswith("The predicted text could not be read (prose without a state)") for t in at.text)
+    rendered = [m.value for m in (*at.markdown, *at.caption, *at.info, *at.warning)]
+    assert not any("evil.example" in value or "<b>" in value for value in rendered)
+    # A parsed turn shows no such text.
+    at = _open(tmp_path / "workspace.toml", runs=["completion", "llm"], run="llm", dialogue="d1", turn=0)
+    assert not at.code and not any("could not be read" in t.value for t in at.text)

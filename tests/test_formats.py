@@ -280,6 +280,10 @@ def test_every_format_example_parses_and_is_detected(tmp_path: Path) -> None:
         path = tmp_path / f"{spec.name}{suffix}"
         path.write_text(spec.example.replace("\\n", "\n"), encoding="utf-8")
         container, records = parse_records(path)
+        if not spec.detected:  # read only when named: another format detects its files
+            assert detect_format(container, records) not in (spec, None), spec.name
+            assert len(parse_file(path, fmt=spec.name).turns) >= 1
+            continue
         assert detect_format(container, records) is spec, spec.name
         assert len(parse_file(path).turns) >= 1
 

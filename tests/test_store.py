@@ -90,6 +90,21 @@ def test_dstc9_subtask_round_trip(demo_runs, root):
     _same(fresh, back)
 
 
+def test_unparseable_texts_round_trip(root):
+    """A running log read from its completions: the turns' unparseable texts and reasons are stored and read
+    back as scored, and the Dialogue viewer's tables from the stored run equal the in-memory ones."""
+    log = ROOT / "tests" / "data" / "wild" / "gptdst_running_log_excerpt.json"
+    fresh = score_run(load_run(log, pred_format="icdst-completion"))
+    assert fresh.turns["pred_unparseable_text"].notna().sum() == fresh.turns["pred_unparseable"].sum() > 0
+    entries.save(root, "k", fresh)
+    back = entries.load(root, "k")
+    assert back is not None
+    _same(fresh, back)
+    assert "pred_unparseable_text" not in entries.lookup(root, "k").header["attributes"]  # not a slice
+    for a, b in zip(views.dialogue_view(fresh, "SNG0073.json"), views.dialogue_view(back, "SNG0073.json"), strict=True):
+        pd.testing.assert_frame_equal(a, b)
+
+
 def _key(entry, convention, root):
     return entries.entry_key(
         entry.pred,

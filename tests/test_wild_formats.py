@@ -8,11 +8,14 @@ import re
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from analysis.cli.main import main
 from analysis.errors import InputError
+from analysis.formats import mapping as mapping_module
 from analysis.formats import parse_file
+from analysis.formats.llm_text import read_text
 from analysis.formats.mapping import Linearised, Mapping, parse_mapping_option, split_linearised
 from analysis.formats.sniff import sniff
 from analysis.loading import load_run
@@ -109,6 +112,120 @@ def test_gptdst_wild_log_reproduces_its_score_txt(capsys: pytest.CaptureFixture[
     assert result["joint_f1_trade"] == pytest.approx(0.9408852813852815, abs=1e-12)
     assert "correct 28/50" in score and "Slot Acc 0.9846666666666667" in score and "Joint F1 0.94088528138528" in score
     assert gptdst_jga(json.loads(GPTDST.read_text())) == 28
+
+
+def completions_jga(records: list[dict]) -> tuple[int, int]:
+    """(joint-correct turns, unparseable turns) of the completions read as each turn's changes, accumulated
+    in plain dicts per dialogue (the test's own accumulation): `[DELETE]`, `none` or "" removes a slot, an
+    unparseable text changes nothing and its turn is never correct; compared with `slot_values` as
+    gpt-DST's `evaluate` compares (a gold `a|b` matched by either)."""
+    correct = unparseable = 0
+    state: dict[str, str] = {}
+    dialogue = None
+    for record in records:
+        if record["ID"] != dialogue:
+            state, dialogue = {}, record["ID"]
+        reading = read_text(record["completion"])
+        unparseable += not reading.parsed
+        for domain, slot, _, value in reading.triples or ():
+            if value.strip().lower() in ("", "none", "[delete]"):
+                state.pop(f"{domain}-{slot}", None)
+            else:
+                state[f"{domain}-{slot}"] = value
+        correct += reading.parsed and gptdst_jga([{"slot_values": record["slot_values"], "pred": dict(state)}])
+    return correct, unparseable
+
+
+def test_icdst_completion_reads_the_models_words_as_accumulated_changes() -> None:
+    """The `completion` option on the MIT excerpt: named with --format (the file is detected as `icdst`),
+    each turn's text a change accumulated per dialogue, gold still `slot_values`; JGA and the unparseable
+    count as the plain-dict accumulation gives them, and each unparseable turn's text kept on its turn."""
+    records = json.loads(GPTDST_EXCERPT.read_text())
+    assert parse_file(GPTDST_EXCERPT, use_cache=False).fmt == "icdst"
+    parsed = parse_file(GPTDST_EXCERPT, fmt="icdst-completion", use_cache=False)
+    assert parsed.fmt == "icdst-completion" and len(parsed.turns) == 25
+    assert parsed.gold.equals(parse_file(GPTDST_EXCERPT, use_cache=False).gold)  # the same gold
+    correct, unparseable = completions_jga(records)
+    assert unparseable > 0 and correct < gptdst_jga(records)  # what post-processing adds, made visible
+    run = load_run(GPTDST_EXCERPT, pred_format="icdst-completion")
+    assert run.meta.convention == "icdst"
+    result = metric_suite(score_run(run))
+    assert result["jga"] == pytest.approx(correct / 25) and result["unparseable_turns"] == unparseable
+    assert parsed.notes["unparseable_turns"] == unparseable and parsed.notes["parsed_turns"] == 25 - unparseable
+    assert "accumulated over the dialogue" in parsed.notes["pred_changes_accumulated"]
+    flagged = parsed.turns[parsed.turns["pred_unparseable"]]
+    texts = {(r["ID"], r["turn_id"]): r["completion"] for r in records}
+    assert len(flagged) == unparseable
+    for row in flagged.itertuples():
+        assert row.pred_unparseable_text == texts[(row.dialogue_id, row.turn_index)]
+        assert row.pred_unparseable_reason == read_text(row.pred_unparseable_text).shape != ""
+    assert parsed.turns.loc[~parsed.turns["pred_unparseable"], "pred_unparseable_text"].isna().all()
+    # The accumulated state at each turn, row for row, as the plain dicts hold it (parsed turns).
+    state: dict[str, str] = {}
+    dialogue = None
+    for record in records:
+        if record["ID"] != dialogue:
+            state, dialogue = {}, record["ID"]
+        for domain, slot, _, value in read_text(record["completion"]).triples or ():
+            if value.strip().lower() in ("", "none", "[delete]"):
+                state.pop(f"{domain}-{slot}", None)
+            else:
+                state[f"{domain}-{slot}"] = value
+        here = parsed.pred[
+            (parsed.pred["dialogue_id"] == record["ID"]) & (parsed.pred["turn_index"] == record["turn_id"])
+        ]
+        assert {f"{d}-{s}": v for d, s, v in zip(here["domain"], here["slot"], here["value"], strict=True)} == state
+
+
+@pytest.mark.realdata
+@needs_wild
+def test_icdst_completion_on_the_wild_log_gives_21_of_50(capsys: pytest.CaptureFixture[str]) -> None:
+    """gpt-DST's GPT-3.5 log: 0.56 (28/50) on its post-processed `pred`, 0.42 (21/50) on the completions
+    accumulated; the second from the plain-dict accumulation above as well as from the CLI."""
+    records = json.loads(GPTDST.read_text())
+    assert completions_jga(records) == (21, 11)
+    result = cli_json(capsys, "--pred", str(GPTDST), "--format", "icdst-completion")
+    assert result["runs"][0]["formats"] == ["icdst-completion"] and result["convention"] == "icdst"
+    assert result["n_turns"] == 50 and result["jga"] == pytest.approx(21 / 50)
+    assert result["unparseable_turns"] == 11
+
+
+def test_icdst_completion_delete_and_refused_pred_deltas(tmp_path: Path) -> None:
+    """IC-DST's `[DELETE]` removes a slot, an update to "" too; an unparseable turn carries the state before
+    it; --pred-deltas on top is refused (it would accumulate the states again)."""
+    texts = [
+        "hotel-area = east, hotel-stars = 4",
+        "hotel-area = [DELETE]",
+        "hotel-area, hotel-stars",
+        "hotel-stars = ''",
+    ]
+    records = [
+        {"ID": "d.json", "turn_id": t, "slot_values": {}, "pred": {}, "completion": text}
+        for t, text in enumerate(texts)
+    ]
+    path = tmp_path / "running_log.json"
+    path.write_text(json.dumps(records))
+    parsed = parse_file(path, fmt="icdst-completion", use_cache=False)
+    held = parsed.pred.groupby("turn_index")["slot"].agg(lambda s: sorted(s)).to_dict()
+    assert held == {0: ["area", "stars"], 1: ["stars"], 2: ["stars"]}  # turn 3: nothing left
+    assert parsed.turns["pred_unparseable"].tolist() == [False, False, True, False]
+    with pytest.raises(
+        InputError, match="already accumulates each turn's changes over the dialogue; drop --pred-deltas"
+    ):
+        load_run(path, pred_format="icdst-completion", pred_deltas=True)
+    mapped = Mapping(
+        dialogue="ID",
+        turn="turn_id",
+        gold="slot_values",
+        pred="completion",
+        encoding="flat",
+        pred_encoding="llm_text",
+        pred_changes=True,
+    )
+    assert parse_file(path, mapping=mapped, use_cache=False).pred.equals(parsed.pred)  # the same declaration
+    with pytest.raises(InputError, match="encoding llm_text reads predictions only"):
+        parse_mapping_option("dialogue=ID,turn=turn_id,gold=slot_values,pred=completion,encoding=llm_text")
+    assert parse_mapping_option("dialogue=ID,turn=turn_id,pred=completion,pred_changes=true").pred_changes
 
 
 def test_identical_duplicate_records_are_read_once_and_counted(tmp_path: Path) -> None:
@@ -233,6 +350,83 @@ def test_llm_dst_eval_reads_the_chosen_gold_and_names_the_default(
     assert "record 1 lacks the gold field 'gold'" in capsys.readouterr().err
     assert main(["metrics", "--pred", str(CHECKDST_EXCERPT), "--gold-field", "gold"]) == 0  # a mapping family
     capsys.readouterr()
+
+
+def _both_ways(path: Path, monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> tuple[object, object]:
+    """The file parsed by the columnar fast path and by the record-by-record walk (the fast path disabled);
+    `TAKEN` records whether the fast path read the first."""
+    real = mapping_module._read_columns
+    with monkeypatch.context() as patch:
+        patch.setattr(mapping_module, "_read_columns", lambda *args: TAKEN.append(real(*args)) or TAKEN[-1])
+        fast = parse_file(path, use_cache=False, **kwargs)  # type: ignore[arg-type]
+    with monkeypatch.context() as patch:
+        patch.setattr(mapping_module, "_read_columns", lambda *args: False)
+        walked = parse_file(path, use_cache=False, **kwargs)  # type: ignore[arg-type]
+    return fast, walked
+
+
+TAKEN: list[bool] = []
+
+
+def _same_tables(a, b) -> None:
+    for name in ("turns", "gold", "pred"):
+        pd.testing.assert_frame_equal(getattr(a, name), getattr(b, name), check_exact=True)
+    assert (a.notes, a.listed_slots, a.listings, a.fmt) == (b.notes, b.listed_slots, b.listings, b.fmt)
+
+
+def test_columnar_reading_gives_the_walks_tables_bit_for_bit(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """CheckDST and LLM-DST-EVAL files read by columns (requirement 7's speed) give exactly the tables, notes
+    and messages of the record-by-record walk: on the MIT excerpt, on LLM-DST-EVAL turns made from it, and
+    on variants the fast path must get right or leave to the walk (marks, repeated and ignored pieces,
+    whitespace, an empty predicted value, a user utterance, a null prediction, a duplicate, a bad id)."""
+    lines = [json.loads(line) for line in CHECKDST_EXCERPT.read_text().splitlines() if line.strip()]
+    fast, walked = _both_ways(CHECKDST_EXCERPT, monkeypatch)
+    assert fast.fmt == "checkdst" and len(fast.pred) > 0 and TAKEN[-1]
+    _same_tables(fast, walked)
+    odd = [dict(line) for line in lines]
+    odd[0]["pred"] = "<bs> hotel internet yes, hotel internet yes, bad piece, hotel  book day\tsunday , </bs> x y z,"
+    odd[1]["pred"] = "  ,  ,hotel type guest house,, taxi leave at 17:15"
+    odd[2]["gold"] = "hotel book stay 3, hotel book people 2 ,"
+    odd[3]["pred"] = ""
+    path = tmp_path / "odd.checkdst_prediction.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in odd))
+    fast, walked = _both_ways(path, monkeypatch)
+    assert fast.notes["linearised_pieces_ignored"] > 0 and TAKEN[-1]
+    _same_tables(fast, walked)
+    flat = []
+    for line in lines:
+        dialogue, _, turn = line["dial_id"].rpartition("-")
+        gold = {
+            f"{p[0]}-{p[1]}": p[2] for p in (x.strip().split(" ", 2) for x in line["gold"].split(",")) if len(p) == 3
+        }
+        pred = {
+            f"{p[0]}-{p[1]}": p[2] for p in (x.strip().split(" ", 2) for x in line["pred"].split(",")) if len(p) == 3
+        }
+        flat.append({"flag": f"{dialogue}.json-{turn}", "predict": pred, "ground_truth": gold, "user": line["context"]})
+    flat[0]["predict"] = {**flat[0]["predict"], "hotel-area": ""}  # an empty predicted value: dropped
+    for variant in ("plain", "no user", "null prediction", "empty gold value", "duplicate", "bad id"):
+        records = [dict(r) for r in flat]
+        if variant == "no user":
+            records = [{k: v for k, v in r.items() if k != "user"} for r in records]
+        elif variant == "null prediction":
+            records[4]["predict"] = None
+        elif variant == "empty gold value":
+            records[5]["ground_truth"] = {**records[5]["ground_truth"], "hotel-stars": ""}
+        elif variant == "duplicate":
+            records.append(dict(records[0]))
+        elif variant == "bad id":
+            records[6]["flag"] = "no turn number"
+        path = tmp_path / f"{variant}.json"
+        path.write_text(json.dumps(records))
+        if variant == "bad id":
+            with pytest.raises(InputError, match="record 7: id 'no turn number' does not match id_pattern"):
+                parse_file(path, use_cache=False)
+            continue
+        fast, walked = _both_ways(path, monkeypatch)
+        assert fast.fmt == "llm-dst-eval", variant
+        # the walk reads what it treats specially: a null prediction, an empty gold value, a duplicate
+        assert TAKEN[-1] == (variant in ("plain", "no user")), variant
+        _same_tables(fast, walked)
 
 
 def test_llm_dst_eval_dialogues_turn_details(tmp_path: Path) -> None:

@@ -52,9 +52,10 @@ def format_names() -> list[str]:
 
 
 def detect_format(container: str, records: object) -> FormatSpec | None:
-    """The first declared format whose container matches and whose detector accepts the records."""
+    """The first declared format whose container matches and whose detector accepts the records (formats
+    read only when named left out)."""
     for spec in FORMATS:
-        if spec.container == container and _detects(spec, records):
+        if spec.detected and spec.container == container and _detects(spec, records):
             return spec
     return None
 

@@ -15,6 +15,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from analysis.errors import InputError
+from analysis.formats.llm_text import AccumulationTooLarge, accumulate_deltas
 from analysis.formats.states import (
     EQ,
     MAX_VALUE_CHARS,
@@ -103,6 +104,9 @@ class Collector:
         # Formats whose predictions name only the slots a system emitted keep a predicted "" as a
         # row: a scorer may count it as a predicted value (mwzeval does); conventions treat it as empty.
         self.keep_empty_pred = keep_empty_pred
+        # Predictions that hold each turn's changes, accumulated into cumulative states when the tables are
+        # built (`llm_text.accumulate_deltas`; a declared mapping's `pred_changes`).
+        self.accumulate_pred = False
         self.listing_ids: dict[tuple[tuple[str, tuple[str, ...]], ...], int] = {}
         self.listing_of: dict[tuple[str, int], int] = {}
         self.turn_rows: list[dict[str, Any]] = []
@@ -493,6 +497,11 @@ class Collector:
             else:
                 table = _state_table(columns, self.state_runs[side])
             table["turn_index"] = table["turn_index"].astype("int64")
+            if side == "pred" and self.accumulate_pred:
+                try:
+                    table = accumulate_deltas(turns, table)
+                except AccumulationTooLarge as problem:
+                    raise InputError(self.path, self.fmt, str(problem)) from None
             tables[side] = table
         return ParsedFile(
             path=self.path,

@@ -4,8 +4,14 @@
   jlab-nlp/RefPyDST, custom-IC-DST, cwyoon-99/gpt-DST): a list of turn records with `ID`, `turn_id`,
   the gold state `slot_values` and the prediction `pred`, both cumulative and flat (`"taxi-leaveat":
   "17:15"`); `pred` is the state after the repository's own post-processing, the one its
-  `evaluate_metrics.evaluate` scores against `slot_values`. The raw LLM text (`completion`) and the
-  turn-level states are left aside here.
+  `evaluate_metrics.evaluate` scores against `slot_values`. The turn-level states are left aside.
+- `icdst-completion` (named with `--format`, never detected: the file is an `icdst` one): the same
+  records with the prediction read from the model's own words, `completion`, by
+  `analysis.formats.llm_text`: each turn's text is the slots that turn changed (IC-DST prompts for the
+  changes and applies them to the previous predicted state), accumulated over the dialogue, `[DELETE]`
+  removing a slot; a text it cannot read is an unparseable turn (kept, counted, its text shown), which
+  changes nothing. Gold stays `slot_values`. Against `icdst`, it shows what the repository's
+  post-processing (typo fixes against the ontology, names without values skipped) adds to the score.
 - `checkdst`: CheckDST's prediction JSONL (wise-east/CheckDST; ParlAI BART, SimpleTOD- and PPTOD-style
   linearised outputs converted for it): `dial_id` = `<dialogue>-<turn>`, `gold` and `pred` linearised
   strings (`hotel internet yes, hotel type guesthouse,`), split as its `extract_slot_from_string` splits
@@ -22,10 +28,11 @@
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
-from analysis.formats.mapping import DEFAULT_ID_PATTERN, Mapping, read_mapping
+from analysis.formats.mapping import DEFAULT_ID_PATTERN, LLM_TEXT, Mapping, read_mapping
 
 CHECKDST_DOMAINS = ("attraction", "hotel", "hospital", "restaurant", "police", "taxi", "train")
 CHECKDST_BOOK_SLOTS = ("book day", "book time", "book people", "book stay")
@@ -39,6 +46,7 @@ ICDST = Mapping(
     encoding="flat",
     user="dialog.usr.-1",
 )
+ICDST_COMPLETION = replace(ICDST, pred="completion", pred_encoding=LLM_TEXT, pred_changes=True)
 CHECKDST = Mapping(
     id="dial_id",
     gold="gold",
@@ -80,6 +88,11 @@ def detect_icdst(records: Any) -> bool:
         and {"ID", "turn_id", "slot_values", "pred"} <= first.keys()
         and type(first["slot_values"]) is dict
     )
+
+
+def detect_icdst_completion(records: Any) -> bool:
+    first = _first(records)
+    return detect_icdst(records) and type(first.get("completion")) is str
 
 
 def detect_checkdst(records: Any) -> bool:
@@ -127,6 +140,22 @@ FAMILY_FORMATS: tuple[dict[str, Any], ...] = (
         "parse": partial(read_mapping, mapping=ICDST),
         "mapping": ICDST,
         "default_convention": "icdst",
+    },
+    {
+        "name": "icdst-completion",
+        "container": "json",
+        "sides": "both",
+        "summary": "an IC-DST-family running_log.json read from the model's own words: each turn's completion "
+        "read as that turn's changes and accumulated over the dialogue, gold slot_values (--format only)",
+        "example": '[{"ID": "SNG0073.json", "turn_id": 0, "slot_values": {"taxi-leaveat": "17:15"}, '
+        '"pred": {"taxi-leaveat": "17:15"}, "completion": "taxi-leaveat = 17:15"}, '
+        '{"ID": "SNG0073.json", "turn_id": 1, "slot_values": {}, "pred": {}, '
+        '"completion": "taxi-leaveat = [DELETE]"}]',
+        "detect": detect_icdst_completion,
+        "parse": partial(read_mapping, mapping=ICDST_COMPLETION),
+        "mapping": ICDST_COMPLETION,
+        "default_convention": "icdst",
+        "detected": False,
     },
     {
         "name": "checkdst",

@@ -22,8 +22,16 @@ Fields (all optional but an id and a state side):
   `triples` `[[domain, slot, value], ...]`; `triple_strings` `["domain-slot-value", ...]` (split at the
   first two hyphens); `semi_book` MultiWOZ `{domain: {"semi": {...}, "book": {...}}}`; `linearised`
   `"hotel internet yes, hotel type guesthouse,"` (below); `span` RiSAWOZ span strings; `auto` any of
-  nested, triples or span, as our JSONL reads them. A value that is a list is a set of alternatives
-  (kept `|`-joined); `null` or "" is no value.
+  nested, triples or span, as our JSONL reads them; `llm_text` (predictions only) an LLM's generated
+  text, read by `analysis.formats.llm_text.read_text`: a text it cannot read is an unparseable turn
+  (kept, flagged, counted in `unparseable_turns`, its text and reason kept in the turns table, as the
+  `llm` format keeps them). A value that is a list is a set of alternatives (kept `|`-joined); `null` or
+  "" is no value.
+- `pred_changes`: each turn's prediction holds only the slots that turn changed; they are accumulated
+  over the dialogue in turn order (`llm_text.accumulate_deltas`): a slot keeps its latest update, and an
+  update to `[DELETE]` (IC-DST's), `none` or "" removes it; an unparseable turn changes nothing. The note
+  `pred_changes_accumulated` says so in the report (and `--pred-deltas` is refused on such a file: it
+  would accumulate the states again).
 - `user`: a path to the user utterance.
 
 A path is a dotted chain of keys and list positions (`dialog.usr.-1`: the last item of `usr` under
@@ -51,10 +59,18 @@ import tomllib
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, field, fields, replace
 from functools import partial
+from itertools import chain, compress
+from operator import itemgetter, methodcaller
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
 from analysis.errors import InputError
-from analysis.formats.engine import Collector, json_type_name
+from analysis.formats.engine import MAX_TURNS_PER_DIALOGUE, Collector, json_type_name
+from analysis.formats.llm_text import TextTally, read_text
+from analysis.formats.more import MAX_TEXT_CHARS, note_tally, unparseable_attrs
 from analysis.formats.states import (
     EQ,
     MAX_VALUE_CHARS,
@@ -68,8 +84,11 @@ from analysis.formats.states import (
     triple_list,
     triple_strings,
 )
+from analysis.model import UNPARSEABLE_COLUMN
 
-ENCODINGS = ("nested", "flat", "triples", "triple_strings", "semi_book", "linearised", "span", "auto")
+ENCODINGS = ("nested", "flat", "triples", "triple_strings", "semi_book", "linearised", "span", "auto", "llm_text")
+LLM_TEXT = "llm_text"
+CHANGES_NOTE = "pred_changes_accumulated"
 DEFAULT_ID_PATTERN = r"^(?P<dialogue>.+)-(?P<turn>\d+)$"
 KEY, INDEX, SELF = "@key", "@index", "@"
 DUPLICATE_NOTE = "identical_duplicate_records"
@@ -104,6 +123,7 @@ class Mapping:
     open_marks: tuple[str, ...] = ()
     close_mark: str = ""
     gold_choices: tuple[str, ...] = ()
+    pred_changes: bool = False
 
     def problems(self) -> list[str]:
         """What makes this declaration unusable, in words; empty when it can be read."""
@@ -126,6 +146,10 @@ class Mapping:
             else:
                 if not {"dialogue", "turn"} <= groups.keys():
                     out.append("id_pattern needs the named groups (?P<dialogue>...) and (?P<turn>...)")
+        if self.gold and self.encoding_of("gold") == LLM_TEXT:
+            out.append("encoding llm_text reads predictions only: give the gold side its own (gold_encoding)")
+        if self.pred_changes and not self.pred:
+            out.append("pred_changes needs a prediction (pred)")
         if self.turn_base not in (0, 1):
             out.append(f"turn_base must be 0 or 1, got {self.turn_base!r}")
         if self.turns and self.turn == INDEX and self.id:
@@ -169,6 +193,11 @@ def mapping_from(raw: Any, where: str) -> Mapping:
             if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
                 raise InputError(where, "mapping", f"mapping key {key!r} must be a list of strings")
             value = tuple(value)
+        elif isinstance(default, bool):
+            if isinstance(value, str) and value.lower() in ("true", "false"):
+                value = value.lower() == "true"
+            if not isinstance(value, bool):
+                raise InputError(where, "mapping", f"mapping key {key!r} must be true or false, got {value!r}")
         elif isinstance(default, int):
             if isinstance(value, str) and value.isascii() and value.isdigit():
                 value = int(value)
@@ -393,9 +422,13 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
         m.close_mark,
     )
     ignored, undomained = [0], [0]
+    tally = TextTally()
     state_readers = {
-        side: _state_reader(m, side, rules, ignored, undomained) for side in ("gold", "pred") if getattr(m, side)
+        side: _state_reader(m, side, rules, ignored, undomained, tally) for side in ("gold", "pred") if getattr(m, side)
     }
+    if m.pred_changes:
+        c.keep_empty_pred = True  # an update to "" removes the slot: kept until the accumulation reads it
+        c.accumulate_pred = True
     gold_get = _getter(m.gold) if m.gold else None
     pred_get = _getter(m.pred) if m.pred else None
     user_get = _getter(m.user) if m.user else None
@@ -408,7 +441,10 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
     duplicates = 0
     pred_missing: list[bool] = []
     number = 0
-    for record_key, record in _items(container):
+    records_left = container
+    if _read_columns(container, c, m, rules, ignored):
+        records_left = []  # read whole by columns: nothing left for the walk
+    for record_key, record in _items(records_left):
         number += 1
         where = f"record {number}"
         if m.turns:
@@ -494,6 +530,13 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
             pred_missing.append(missing_pred)
             for side, value in values.items():
                 state_readers[side](c, dialogue_id, t, value)
+    if m.pred and m.encoding_of("pred") == LLM_TEXT:
+        note_tally(c, tally)
+    if m.pred_changes:
+        c.notes[CHANGES_NOTE] = (
+            f"each turn's {m.pred} read as the slots that turn changed, accumulated over the dialogue "
+            "([DELETE], none or an empty value removes a slot)"
+        )
     if ignored[0]:
         c.note(IGNORED_NOTE, ignored[0])
     if undomained[0]:
@@ -511,6 +554,192 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
             if others
             else f"{m.gold} ({how})"
         )
+
+
+# --- the columnar fast path ---------------------------------------------------------------------------
+
+_ONLY_STR = frozenset({str})
+_ONLY_DICT = frozenset({dict})
+_ABSENT: Any = object()
+_COLUMN_ENCODINGS = ("flat", "linearised")
+
+
+def _plain_key(path: str) -> bool:
+    return bool(path) and "." not in path and path not in (KEY, INDEX, SELF)
+
+
+def _read_columns(container: Any, c: Collector, m: Mapping, rules: Linearised, ignored: list[int]) -> bool:
+    """Read a regular file of turn records whole, as the record-by-record walk would, by C-level passes
+    over all records (`map`, `zip`, `chain`, one dict lookup per distinct name or piece) and the states
+    recorded as Arrow columns (`Collector.add_state_arrays`): no Python code per turn. Only for a list of
+    turn records with an `id` split by the default pattern, flat or linearised states under plain keys,
+    and an optional plain `user` key. False, with nothing recorded, at anything the walk refuses or
+    treats specially (a missing key, an id that does not split, a duplicate turn, a null prediction, a
+    flat key without the separator, a value that is not a string, an empty gold value, a very long
+    text): the walk then reads the file and names the problem."""
+    if type(container) is not list or not container or m.turns or m.turn_base:
+        return False
+    if not (_plain_key(m.id) and m.id_pattern == DEFAULT_ID_PATTERN and m.gold and m.pred):
+        return False
+    if not all(_plain_key(path) for path in (m.gold, m.pred)) or (m.user and not _plain_key(m.user)):
+        return False
+    if any(m.encoding_of(side) not in _COLUMN_ENCODINGS for side in ("gold", "pred")):
+        return False
+    if not _ONLY_DICT.issuperset(map(type, container)):
+        return False
+    try:
+        ids = list(map(itemgetter(m.id), container))
+        states = {side: list(map(itemgetter(getattr(m, side)), container)) for side in ("gold", "pred")}
+    except KeyError:
+        return False
+    if not _ONLY_STR.issuperset(map(type, ids)) or "\n" in "".join(ids):
+        return False
+    dialogues, separators, turn_texts = zip(*map(methodcaller("rpartition", "-"), ids), strict=True)
+    if "" in separators or "" in turn_texts or not all(map(str.strip, dialogues)):
+        return False
+    digits = "".join(turn_texts)
+    if not (digits.isascii() and digits.isdigit()) or max(map(len, turn_texts)) > 5:
+        return False
+    numbers = list(map(int, turn_texts))
+    if max(numbers) > MAX_TURNS_PER_DIALOGUE or len(set(zip(dialogues, numbers, strict=True))) != len(ids):
+        return False
+    users: list[Any] | None = None
+    if m.user:
+        users = list(map(methodcaller("get", m.user, _ABSENT), container))
+        if _ONLY_STR.issuperset(map(type, users)):
+            pass
+        elif all(u is _ABSENT for u in users):
+            users = None
+        else:
+            return False
+    sides: dict[str, tuple[Any, Any, Any, Any]] = {}
+    dropped = 0
+    for side in ("gold", "pred"):
+        if m.encoding_of(side) == "flat":
+            empty = "refuse" if side == "gold" else "keep" if c.keep_empty_pred else "drop"
+            read = _flat_columns(states[side], m.separator, empty=empty)
+        else:
+            read = _linearised_columns(states[side], rules)
+        if read is None:
+            return False
+        sides[side] = read[:4]
+        dropped += read[4]
+    # Everything checked: recorded now, as the walk would have recorded it.
+    if users is None:
+        c.turn_rows.extend([{"dialogue_id": d, "turn_index": t} for d, t in zip(dialogues, numbers, strict=True)])
+    else:
+        c.turn_rows.extend(
+            [{"dialogue_id": d, "turn_index": t, "user": u} for d, t, u in zip(dialogues, numbers, users, strict=True)]
+        )
+    c._seen.update(zip(dialogues, numbers, strict=True))
+    c.dialogue_id, c.turn = dialogues[-1], numbers[-1]
+    id_array = pa.array(dialogues, type=pa.large_string())
+    number_array = np.array(numbers, dtype=np.int64)
+    for side, (row_turn, domains, slots, values) in sides.items():
+        at = np.asarray(row_turn, dtype=np.int64)
+        c.add_state_arrays(
+            side,
+            id_array.take(at),
+            number_array[at],
+            *(pa.array(x, type=pa.large_string()) if type(x) is list else x for x in (domains, slots, values)),
+        )
+    ignored[0] += dropped
+    return True
+
+
+def _flat_columns(
+    states: list[Any], separator: str, *, empty: str
+) -> tuple[list[int], list[str], list[str], list[str], int] | None:
+    """(each row's turn position, domains, slots, values, 0) of flat states `{"domain-slot": value}`, split
+    once per distinct key; None unless every state is an object of string values under keys that split,
+    with no value longer than MAX_VALUE_CHARS. An empty value is `empty`: "refuse"d (None: a gold one, whose
+    turn's listing of slots the walk keeps), "drop"ped or "keep"t (predictions, as the collector does)."""
+    if not _ONLY_DICT.issuperset(map(type, states)):
+        return None
+    keys = list(chain.from_iterable(states))
+    values = list(chain.from_iterable(map(dict.values, states)))
+    try:
+        total = len("".join(values))
+    except TypeError:
+        return None
+    if total > MAX_VALUE_CHARS and max(map(len, values)) > MAX_VALUE_CHARS:
+        return None
+    split: dict[str, tuple[str, str]] = {}
+    for key in set(keys):
+        domain, sep, slot = key.partition(separator)
+        if not sep or not domain.strip() or not slot.strip():
+            return None
+        split[key] = (domain, slot)
+    counts = np.fromiter(map(len, states), dtype=np.int64, count=len(states))
+    row_turn = np.repeat(np.arange(len(states)), counts)
+    names = list(map(split.__getitem__, keys))
+    domains, slots = (list(column) for column in zip(*names, strict=True)) if names else ([], [])
+    if "" in values and empty != "keep":
+        if empty == "refuse":
+            return None
+        kept = list(map(bool, values))
+        row_turn = row_turn[np.array(kept, dtype=bool)]
+        domains, slots, values = (list(compress(column, kept)) for column in (domains, slots, values))
+    return row_turn.tolist(), domains, slots, values, 0
+
+
+def _linearised_columns(texts: list[Any], rules: Linearised) -> tuple[Any, Any, Any, Any, int] | None:
+    """`split_linearised` over every text at once. Splitting a text's words and joining them by single
+    spaces changes only whitespace, which the reading of a piece ignores (`_piece` splits it into words, an
+    ignored piece counts when it is not blank): the pieces are the texts split at commas, by one Arrow pass,
+    and each distinct piece is read once (`rules.pieces`). A text holding an open or close mark is cut at
+    its words first, as `split_linearised` cuts it. A triple given twice in one text is kept once. Returns
+    (each row's turn position, domains, slots, values, pieces ignored); None unless every text is a string
+    of at most MAX_VALUE_CHARS characters."""
+    if not _ONLY_STR.issuperset(map(type, texts)) or max(map(len, texts)) > MAX_VALUE_CHARS:
+        return None
+    marks = rules.open_marks | ({rules.close_mark} if rules.close_mark else set())
+    joined_texts = "\n".join(texts)
+    if any(mark in joined_texts for mark in marks):  # (a mark across two texts only costs the cut below)
+        texts = list(map(partial(_cut_marks, rules=rules), texts))
+    split = pc.split_pattern(pa.array(texts, type=pa.large_string()), ",")
+    counts = pc.list_value_length(split).to_numpy(zero_copy_only=False).astype(np.int64)
+    encoded = pc.list_flatten(split).dictionary_encode()
+    distinct = encoded.dictionary.to_pylist()
+    piece_code = encoded.indices.to_numpy(zero_copy_only=False).astype(np.int64)
+    known = rules.pieces
+    for piece in set(distinct).difference(known):
+        known[piece] = _piece(piece, rules)
+    read = list(map(known.__getitem__, distinct))
+    ignored_code = np.fromiter(
+        (triple is None and bool(piece.strip()) for piece, triple in zip(distinct, read, strict=True)),
+        dtype=bool,
+        count=len(distinct),
+    )
+    ignored = int(ignored_code[piece_code].sum()) if len(piece_code) else 0
+    # Each distinct piece's triple as a code among the distinct triples (-1: ignored).
+    triple_ids: dict[Triple, int] = {}
+    code_of = np.fromiter(
+        (-1 if t is None else triple_ids.setdefault(t, len(triple_ids)) for t in read), dtype=np.int64, count=len(read)
+    )
+    empty = np.zeros(0, dtype=np.int64)
+    if not triple_ids or not len(piece_code):
+        none = pa.array([], type=pa.large_string())
+        return empty, none, none, none, ignored
+    piece_turn = np.repeat(np.arange(len(texts), dtype=np.int64), counts)
+    triple_code = code_of[piece_code]
+    keep = triple_code >= 0
+    key = piece_turn[keep] * len(triple_ids) + triple_code[keep]
+    _, first = np.unique(key, return_index=True)  # a text's repeated triple once, at its first place
+    first.sort()
+    row_turn, row_triple = piece_turn[keep][first], triple_code[keep][first]
+    columns = list(zip(*triple_ids, strict=True))
+    domains, slots, values = (pa.array(columns[i], type=pa.large_string()).take(row_triple) for i in (0, 1, 3))
+    return row_turn, domains, slots, values, ignored
+
+
+def _cut_marks(text: str, rules: Linearised) -> str:
+    words = text.split()
+    if words and words[0] in rules.open_marks:
+        words = words[1:]
+    if rules.close_mark and rules.close_mark in words:
+        words = words[: words.index(rules.close_mark)]
+    return " ".join(words)
 
 
 def _here(c: Collector, dialogue_id: str, turn: Any = None) -> None:
@@ -535,11 +764,29 @@ def _dialogue_id(c: Collector, raw: Any, where: str) -> str:
 
 
 def _state_reader(
-    m: Mapping, side: str, rules: Linearised, ignored: list[int], undomained: list[int]
+    m: Mapping, side: str, rules: Linearised, ignored: list[int], undomained: list[int], tally: TextTally
 ) -> Callable[[Collector, str, int, Any], None]:
     """How one side's state is recorded: the collector's fast paths where the encoding has one."""
     encoding = m.encoding_of(side)
     name = m.gold if side == "gold" else m.pred
+    if encoding == LLM_TEXT:
+
+        def llm_text(c: Collector, dialogue_id: str, t: int, text: Any) -> None:
+            # Called right after `add_turn`: the turn's row is the last one, and takes the reading's columns.
+            row = c.turn_rows[-1]
+            if text is None:  # no prediction at this turn (`pred_missing`), not an unparseable one
+                row[UNPARSEABLE_COLUMN] = False
+                return
+            if type(text) is not str:
+                raise c.error(f"the generated text must be a string, got {json_type_name(text)}", name)
+            if len(text) > MAX_TEXT_CHARS:
+                raise c.error(f"generated text of {len(text):,} characters (limit {MAX_TEXT_CHARS:,})", name)
+            reading = read_text(text)
+            tally.add(reading, text)
+            row.update(unparseable_attrs(reading, text))
+            c.add_state(side, dialogue_id, t, partial(iter, reading.triples or ()))
+
+        return llm_text
     if encoding == "flat":
         separator = m.separator
         split_cache: dict[str, tuple[str, str]] = {}

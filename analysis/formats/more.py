@@ -22,7 +22,8 @@ around), IC-DST's SQL, `(domain-slot = value)` groups and `domain-slot: value` l
 give a clean domain and slot name makes the whole text unparseable (never a domain like `(taxi`).
 
 Anything else, an empty text included, is an **unparseable turn**: the turn is kept (turn column
-`pred_unparseable`), holds no predicted slot, and is counted in the note `unparseable_turns`; the notes
+`pred_unparseable`, with its text and the reason in `pred_unparseable_text` and `pred_unparseable_reason`
+for the dialogue viewer), holds no predicted slot, and is counted in the note `unparseable_turns`; the notes
 `parsed_turns` and `unparseable_shapes` (the most common shapes, each with its first text) complete the
 file's report. Scoring
 gives its gold slots the outcome `unparseable` (an error, counted with the misses in slot metrics) and
@@ -49,10 +50,10 @@ import numpy as np
 import pandas as pd
 
 from analysis.formats.engine import Collector, json_type_name
-from analysis.formats.llm_text import TextTally, read_text
+from analysis.formats.llm_text import Reading, TextTally, read_text
 from analysis.formats.llm_text import accumulate_deltas as accumulate_changes
 from analysis.formats.states import StateError, Triple, any_state, predicted_triple_strings, triple_strings
-from analysis.model import UNPARSEABLE_COLUMN
+from analysis.model import UNPARSEABLE_COLUMN, UNPARSEABLE_REASON_COLUMN, UNPARSEABLE_TEXT_COLUMN
 
 UNPARSEABLE_NOTE = "unparseable_turns"
 PARSED_NOTE = "parsed_turns"  # an LLM file's turns whose text was read
@@ -181,12 +182,20 @@ def parse_llm(records: Any, c: Collector) -> None:
         reading = read_text(text)
         tally.add(reading, text)
         attrs = {k: record[k] for k in ("user", "system") if k in record}
-        c.add_turn(dialogue_id, t, **attrs, **{UNPARSEABLE_COLUMN: not reading.parsed})
+        c.add_turn(dialogue_id, t, **attrs, **unparseable_attrs(reading, text))
         if gold_key is not None:
             c.add_state("gold", dialogue_id, t, partial(any_state, record[gold_key], gold_key))
         # An unparseable turn holds no predicted slot; its flag, not an empty state, decides its score.
         c.add_state("pred", dialogue_id, t, partial(_checked, list(reading.triples or ()), text_key))
     note_tally(c, tally)
+
+
+def unparseable_attrs(reading: Reading, text: str) -> dict[str, Any]:
+    """A turn's columns for its text's reading: the flag, and for an unparseable text the text itself and
+    the reason (its shape), for the dialogue viewer; a parsed turn leaves those two out (null)."""
+    if reading.parsed:
+        return {UNPARSEABLE_COLUMN: False}
+    return {UNPARSEABLE_COLUMN: True, UNPARSEABLE_TEXT_COLUMN: text, UNPARSEABLE_REASON_COLUMN: reading.shape}
 
 
 def note_tally(c: Collector, tally: TextTally) -> None:

@@ -55,6 +55,9 @@ class FormatSpec:
     default_convention: str = "exact"
     # A format declared as a mapping (`analysis.formats.mapping`): its declaration, read by the one engine.
     mapping: Mapping | None = None
+    # False: read only when named (`--format`, manifest `format`), because another format's detector accepts
+    # the same files (`icdst-completion` reads an `icdst` file another way).
+    detected: bool = True
 
 
 def _dialogue_id(c: Collector, raw: Any) -> str:

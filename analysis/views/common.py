@@ -27,7 +27,7 @@ META_COLUMNS = [f for f in INFO_FIELDS if f not in ("convention", "schema", "tra
 # files that list slots per turn); anything else is a dialogue attribute (e.g. CrossWOZ `type`).
 STANDARD_TURN_COLUMNS = frozenset(
     {"run_id", "tid", "dialogue_id", "turn_index", "user", "system", "n_listed", "pred_missing", "is_final"}
-    | {"pred_unparseable", "listing"}
+    | {"pred_unparseable", "pred_unparseable_text", "pred_unparseable_reason", "listing"}
     | {"joint_correct", *COUNT_COLUMNS}
 )
 

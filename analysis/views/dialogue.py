@@ -10,7 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import diagnostics as D
-from analysis.model import dialogue_key
+from analysis.model import UNPARSEABLE_COLUMN, UNPARSEABLE_REASON_COLUMN, UNPARSEABLE_TEXT_COLUMN, dialogue_key
 from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 from analysis.views.common import ABSENT, _slot_label, attribute_columns
@@ -81,7 +81,9 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
     """Everything the turn-level diff viewer shows for one dialogue of one run.
 
     Returns (`turns`, `diff`). `turns`: per turn the utterances, `joint_correct`, outcome counts,
-    new and inherited error counts, and what changed in the gold and predicted states this turn.
+    new and inherited error counts, what changed in the gold and predicted states this turn, and for a
+    turn whose predicted text could not be read, that text and the reason (`pred_unparseable_text`,
+    `pred_unparseable_reason`; "" elsewhere).
     `diff`: per turn and slot present in gold or prediction, the shown values, outcome with a text
     marker (`status`), whether the error is new or inherited, and whether each side changed.
     """
@@ -135,9 +137,16 @@ def dialogue_view(scored: Scored, dialogue_id: str) -> tuple[pd.DataFrame, pd.Da
     turns["n_errors"] = turns["n_wrong"] + turns["n_missed"] + turns["n_spurious"]
     plural = np.where(turns["n_errors"] == 1, " error", " errors")
     turns["status"] = np.where(turns["joint_correct"], "✓ correct", "✗ " + turns["n_errors"].astype(str) + plural)
-    if "pred_unparseable" in sub.turns:  # a prediction whose text did not parse says so, even with 0 errors
-        flags = sub.turns.set_index("turn_index")["pred_unparseable"].reindex(turns["turn_index"])
+    if UNPARSEABLE_COLUMN in sub.turns:  # a prediction whose text did not parse says so, even with 0 errors
+        flags = sub.turns.set_index("turn_index")[UNPARSEABLE_COLUMN].reindex(turns["turn_index"])
         turns.loc[flags.fillna(False).to_numpy(dtype=bool), "status"] = f"{Outcome.UNPARSEABLE.shown} prediction"
+    # ... and shows its text as the model wrote it, with the reason ("" on every other turn)
+    for column in (UNPARSEABLE_TEXT_COLUMN, UNPARSEABLE_REASON_COLUMN):
+        if column in sub.turns:
+            kept = sub.turns.set_index("turn_index")[column].reindex(turns["turn_index"])
+            turns[column] = kept.fillna("").astype(str).to_numpy()
+        else:
+            turns[column] = ""
     return turns.reset_index(drop=True), rows.reset_index(drop=True)
 
 
