@@ -250,11 +250,13 @@ HOSTILE = {
 
 
 def _seconds(text: str) -> float:
+    """The CPU time of this process reading `text`, best of five: other processes on a busy machine do not
+    count (wall-clock time there made the ratio flaky), and the best of several drops a cold cache."""
     best = float("inf")
-    for _ in range(3):
-        start = time.perf_counter()
+    for _ in range(5):
+        start = time.process_time()
         read_text(text)
-        best = min(best, time.perf_counter() - start)
+        best = min(best, time.process_time() - start)
     return best
 
 
@@ -265,5 +267,5 @@ def test_reading_is_linear_on_hostile_text(name: str) -> None:
     characters stays well under a second."""
     make = HOSTILE[name]
     small, large = _seconds(make(10_000)), _seconds(make(100_000))
-    assert large < 30 * max(small, 1e-4), (name, small, large)
+    assert large < 30 * max(small, 1e-3), (name, small, large)
     assert _seconds(make(200_000)) < 2.0, name
