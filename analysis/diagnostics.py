@@ -13,15 +13,6 @@ AGREEMENT = ("both_correct", "only_a", "only_b", "both_wrong")
 AGREEMENT_DTYPE = pd.CategoricalDtype(list(AGREEMENT))
 
 
-def slot_outcomes(scored: Scored, *, errors_only: bool = False) -> pd.DataFrame:
-    """Outcome per (turn, slot): the `slots` table with dialogue attributes joined, ready to filter."""
-    slots = scored.slots
-    if errors_only:
-        slots = slots[slots["outcome"] != Outcome.CORRECT.key]
-    extra = [c for c in scored.turns.columns if c not in slots.columns and c not in ("user", "system")]
-    return slots.merge(scored.turns[["tid", *extra]], on="tid", how="left")
-
-
 def error_origins(scored: Scored) -> pd.DataFrame:
     """Every error (slot row not `correct`) marked `inherited` or `new`.
 

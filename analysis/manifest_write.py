@@ -75,11 +75,6 @@ class Saved:
 # --- values ----------------------------------------------------------------------------------------
 
 
-def text_digest(text: str) -> str:
-    """The digest `Workspace.digest` holds: SHA-256 of the text as `Path.read_text` returns it."""
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
-
-
 def _digest_of_bytes(raw: bytes) -> str:
     text = raw.decode("utf-8", errors="surrogateescape").replace("\r\n", "\n").replace("\r", "\n")
     return hashlib.sha256(text.encode("utf-8", errors="surrogateescape")).hexdigest()

@@ -525,10 +525,6 @@ def upload_limit_mb(workspace: Workspace | None) -> float:
     return upload_limit_bytes(workspace.settings if workspace is not None else None) / 1024 / 1024
 
 
-def with_convention(source: RunSource, convention: str | None) -> RunSource:
-    return replace(source, entry=replace(source.entry, meta=replace(source.meta, convention=convention)))
-
-
 def _found(pair: Any, tables: tuple[str, ...]) -> Any | None:
     """The score store's entry of a (run source, convention choice) pair with `tables` whole, or None (an
     upload, a run not stored, a store that cannot be read)."""

@@ -1075,15 +1075,6 @@ BROWSER_START_SECONDS = 20.0
 
 
 @contextlib.contextmanager
-def browser_started(timeout: float = BROWSER_START_SECONDS) -> Iterator[None]:
-    """Keep kaleido's browser open for the block (the figures' batch then uses it), once it has rendered
-    an empty figure; raise `ExportUnavailableError` within `timeout` s when it fails to start or hangs."""
-    with browser_starting(timeout) as ready:
-        ready()
-        yield
-
-
-@contextlib.contextmanager
 def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callable[[], None]]:
     """Start kaleido's browser for the block and yield `ready` at once: `ready()` returns when the browser
     has rendered an empty figure and raises `ExportUnavailableError` when it failed to start or has not within
@@ -1137,7 +1128,7 @@ def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callabl
 
 def _quiet_browser_thread(server: Any) -> None:
     """A browser that fails to start ends kaleido's server thread with a traceback on stderr, and
-    choreographer logs its watchdog's kill: `browser_started` reports that failure in one line instead."""
+    choreographer logs its watchdog's kill: `browser_starting` reports that failure in one line instead."""
     logging.getLogger("choreographer").setLevel(logging.ERROR)
     previous = threading.excepthook
     if getattr(previous, "quiet_browser_thread", False):

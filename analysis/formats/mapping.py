@@ -57,7 +57,7 @@ import json
 import re
 import tomllib
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, fields
 from functools import partial
 from itertools import chain, compress
 from operator import itemgetter, methodcaller
@@ -863,7 +863,3 @@ def mapping_summary(m: Mapping) -> str:
         f"{side} {getattr(m, side)} ({m.encoding_of(side)})" for side in ("gold", "pred") if getattr(m, side)
     )
     return f"records {m.records or '(top level)'}{', turns ' + m.turns if m.turns else ''}; {ids}; {sides}"
-
-
-def with_gold(m: Mapping, gold_field: str) -> Mapping:
-    return replace(m, gold=gold_field)

@@ -342,10 +342,6 @@ class Entry:
         return str(self.header["meta"]["run_id"])
 
 
-class StoreEntryError(Exception):
-    """Why an entry could not be used or written (logged as one line, never raised to the pages)."""
-
-
 def _tables(scored: Scored, key: str) -> dict[str, pd.DataFrame]:
     from analysis.store import parts
 
