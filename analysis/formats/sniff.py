@@ -348,9 +348,9 @@ def cli_option(fields: dict[str, Any]) -> str:
     return f"--mapping '{mapping_option(fields)}'"
 
 
-def structure_text(found: dict[str, Any]) -> list[str]:
+def structure_text(found: dict[str, Any], *, fields: int | None = None) -> list[str]:
     """The lines of `sniff_text` that say what the file holds: its container, records, detected format
-    and first record's fields."""
+    and first record's fields (the first `fields` of them, and how many more, when given)."""
     lines = [
         f"file: {found['file']}",
         f"read as {found['container']}: {found['top_level']}; records at {found['records']} "
@@ -362,8 +362,11 @@ def structure_text(found: dict[str, Any]) -> list[str]:
         lines.append("detected format: none (format not recognised): read it by the mapping below")
     lines += ["", "first record:"]
     if isinstance(found["first_record"], list):
-        width = max((len(f["field"]) for f in found["first_record"]), default=0)
-        lines += [f"  {f['field']:<{width}}  {f['shape']:<24}  {f['example']}" for f in found["first_record"]]
+        shown = found["first_record"][:fields] if fields is not None else found["first_record"]
+        width = max((len(f["field"]) for f in shown), default=0)
+        lines += [f"  {f['field']:<{width}}  {f['shape']:<24}  {f['example']}" for f in shown]
+        if len(shown) < len(found["first_record"]):
+            lines.append(f"  … {len(found['first_record']) - len(shown):,} more fields")
     else:
         lines.append(f"  {found['first_record']}")
     return lines
