@@ -100,7 +100,7 @@ def read_with(manifest: Path, state: dict[str, object], mapping: str) -> tuple[s
     no_exception(at)
     choose_files(at, manifest)
     at.sidebar.text_input(key="w_upload_name").input("mapped-run")
-    at.sidebar.text_input(key="w_upload_mapping").input(mapping)
+    at.sidebar.text_area(key="w_upload_mapping").input(mapping)
     at.sidebar.button(key="w_upload_map").click()
     at.run()
     no_exception(at)
@@ -119,8 +119,16 @@ def test_an_unrecognised_upload_is_read_by_the_offered_mapping_and_saved_with_it
     kind, message, _ = at.session_state["upload_result"]
     assert kind == "error" and message.startswith("my_outputs.json [format: unknown]: format not recognised")
     offer = at.session_state["upload_offer"]
-    assert "records at outputs (1,468, each a turn)" in offer["structure"]
-    assert "detected format: none" in offer["structure"]
+    assert offer["structure"] == "\n".join(
+        [
+            "read as json: object of 1 arrays",
+            "records at outputs: 1,468, each a turn",
+            "first record:",
+            '  conv: string "PMUL3027"',
+            "  step: number 1",
+            '  prediction: object of 1 strings {"attraction-area": "centre"}',
+        ]
+    )
     assert offer["verdict"] == "reads 1,468 turns in 200 dialogues (0 gold, 7,913 predicted slot values)"
     assert at.session_state["w_upload_mapping"] == PROPOSED
     assert "upload_round" not in at.session_state  # the files stay in their widgets: the mapping reads them
@@ -131,7 +139,7 @@ def test_an_unrecognised_upload_is_read_by_the_offered_mapping_and_saved_with_it
     shown = app(manifest, **state).run()
     no_exception(shown)
     assert [c.value for c in shown.sidebar.code] == [offer["structure"]]
-    assert shown.sidebar.text_input(key="w_upload_mapping").value == PROPOSED
+    assert shown.sidebar.text_area(key="w_upload_mapping").value == PROPOSED
     captions = [c.value for c in shown.sidebar.caption]
     assert md("No format recognises my_outputs.json. What it holds:") in captions
     assert md(f"The proposed mapping {offer['verdict']}") in captions

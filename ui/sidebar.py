@@ -13,7 +13,7 @@ from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import format_names
 from analysis.formats.mapping import Mapping, parse_mapping_option
-from analysis.formats.sniff import mapping_option, structure_text, verdict_text
+from analysis.formats.sniff import brief_text, mapping_option, verdict_text
 from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
@@ -98,17 +98,13 @@ def _forget_offer() -> None:
     st.session_state.pop("upload_offer", None)
 
 
-# First-record fields the offer shows (`sniff` lists them all).
-OFFER_FIELDS = 12
-
-
 def _offer_mapping(file_name: str, unrecognised: Unrecognised) -> None:
     """No format recognised the prediction file: keep what `sniff` sees and put its proposed mapping in
     the form's mapping field (`_mapping_offer` draws them)."""
     found = unrecognised.sniffed
     st.session_state["upload_offer"] = {
         "file": file_name,
-        "structure": "\n".join(structure_text(found, fields=OFFER_FIELDS)),
+        "structure": brief_text(found),
         "verdict": verdict_text(found["result"]),
     }
     st.session_state["w_upload_mapping"] = mapping_option(found["proposed_mapping"])
@@ -318,9 +314,10 @@ def _mapping_offer() -> None:
         return
     st.caption(md(f"No format recognises {offer['file']}. What it holds:"))
     st.code(offer["structure"], language=None, wrap_lines=True)
-    st.text_input(
+    st.text_area(  # an area: the whole mapping in sight in the narrow sidebar
         "Mapping",
         key="w_upload_mapping",
+        height=110,
         help="where the file keeps turns, ids and states: `key=value,...` as `--mapping` takes it "
         "(keys: records, turns, dialogue, turn, id, id_pattern, gold, pred, encoding, turn_base, ...; "
         "`python -m analysis sniff FILE` proposes the same)",

@@ -287,10 +287,14 @@ def sniff(path: str | Path, *, data: bytes | None = None) -> dict[str, Any]:
     """What `python -m analysis sniff` shows: the structure of a file's records, the format detected (if
     any), and a proposed mapping with the result of reading the file by it. `data`: the file's bytes (an
     upload), read instead of `path`, which then only names it."""
+    container_kind, records = parse_records(path, data=data)
+    return sniff_records(str(path), container_kind, records)
+
+
+def sniff_records(name: str, container_kind: str, records: Any) -> dict[str, Any]:
+    """`sniff` of records already parsed (`parse_records`: the container kind and the value)."""
     from analysis.formats import FORMATS_BY_NAME, detect_format
 
-    name = str(path)
-    container_kind, records = parse_records(path, data=data)
     spec = detect_format(container_kind, records)
     records_path, container, kind = _locate(records)
     sample = _sample(container)
@@ -348,9 +352,9 @@ def cli_option(fields: dict[str, Any]) -> str:
     return f"--mapping '{mapping_option(fields)}'"
 
 
-def structure_text(found: dict[str, Any], *, fields: int | None = None) -> list[str]:
+def structure_text(found: dict[str, Any]) -> list[str]:
     """The lines of `sniff_text` that say what the file holds: its container, records, detected format
-    and first record's fields (the first `fields` of them, and how many more, when given)."""
+    and first record's fields."""
     lines = [
         f"file: {found['file']}",
         f"read as {found['container']}: {found['top_level']}; records at {found['records']} "
@@ -362,14 +366,40 @@ def structure_text(found: dict[str, Any], *, fields: int | None = None) -> list[
         lines.append("detected format: none (format not recognised): read it by the mapping below")
     lines += ["", "first record:"]
     if isinstance(found["first_record"], list):
-        shown = found["first_record"][:fields] if fields is not None else found["first_record"]
-        width = max((len(f["field"]) for f in shown), default=0)
-        lines += [f"  {f['field']:<{width}}  {f['shape']:<24}  {f['example']}" for f in shown]
-        if len(shown) < len(found["first_record"]):
-            lines.append(f"  … {len(found['first_record']) - len(shown):,} more fields")
+        width = max((len(f["field"]) for f in found["first_record"]), default=0)
+        lines += [f"  {f['field']:<{width}}  {f['shape']:<24}  {f['example']}" for f in found["first_record"]]
     else:
         lines.append(f"  {found['first_record']}")
     return lines
+
+
+def brief_text(found: dict[str, Any], *, fields: int = 12) -> str:
+    """What the file holds, briefly and in a narrow column (the upload form): its container, records and
+    the first record's first `fields` fields, one a line, unpadded.
+
+    >>> print(brief_text(sniff_records("x.jsonl", "jsonl", [{"conv": "d1", "step": 1, "hyp": "a b c,"}]), fields=2))
+    read as jsonl: array of 1 objects
+    records at (top level): 1, each a turn
+    first record:
+      conv: string "d1"
+      step: number 1
+      … 1 more field
+    """
+    lines = [
+        f"read as {found['container']}: {found['top_level']}",
+        f"records at {found['records']}: {found['n_records']:,}, each a "
+        + found["record_kind"].split(":")[0].replace("-", " "),
+        "first record:",
+    ]
+    first = found["first_record"]
+    if isinstance(first, list):
+        lines += [f"  {f['field']}: {f['shape']} {f['example']}" for f in first[:fields]]
+        if len(first) > fields:
+            more = len(first) - fields
+            lines.append(f"  … {more:,} more field{'s' if more > 1 else ''}")
+    else:
+        lines.append(f"  {first}")
+    return "\n".join(lines)
 
 
 def verdict_text(result: dict[str, Any]) -> str:
