@@ -108,6 +108,7 @@ def read_with(manifest: Path, state: dict[str, object], mapping: str) -> tuple[s
     return kind, message, list(notes)
 
 
+@pytest.mark.slow  # four AppTest sessions: 15 s here
 def test_an_unrecognised_upload_is_read_by_the_offered_mapping_and_saved_with_it(manifest: Path) -> None:
     before = manifest.read_bytes()
     at = app(manifest, w_upload_box=True).run()
