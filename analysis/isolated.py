@@ -5,6 +5,10 @@ their memory in the process (measured: +360-400 MB on a real server after 4-6 up
 though nothing referenced them any more). A child process (`python -m analysis.isolated`) parses the
 upload and hands back the `Run`; its memory goes when it exits. Parent and child exchange pickles of our
 own objects over a pipe: the user's bytes are only ever parsed as JSON or CSV, in the child.
+
+A prediction file whose format is not recognised is looked at there too (`analysis.formats.sniff`): the
+answer is then `Unrecognised`, the one-line error with what `sniff` sees and the mapping it proposes,
+which the upload form offers.
 """
 
 from __future__ import annotations
@@ -12,9 +16,12 @@ from __future__ import annotations
 import pickle
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from analysis.errors import InputError
+from analysis.formats.sniff import sniff
 from analysis.model import Run
 from analysis.workspace import RunEntry, load_entry
 
@@ -22,19 +29,42 @@ TIMEOUT_S = 300.0
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def load_entry_or_error(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str:
+@dataclass(frozen=True)
+class Unrecognised:
+    """A prediction file no format recognises (read without a format or mapping): the load's one-line
+    error, and what `sniff` sees in the file, its proposed mapping and what reading by it gives."""
+
+    error: str
+    sniffed: dict[str, Any]
+
+
+def load_entry_or_error(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str | Unrecognised:
     """`load_entry`, or the one-line error of a file that cannot be read (runs in the child)."""
     try:
         return load_entry(entry, pred_data=pred_data, gold_data=gold_data)
     except InputError as exc:
-        return str(exc)
+        return _unrecognised(entry, pred_data, exc) or str(exc)
     except (ValueError, KeyError, TypeError) as exc:  # a file no declared format can read
         return f"{entry.pred}: cannot load: {' '.join(str(exc).split())}"
     except Exception as exc:  # anything else is still one line for the user
         return f"{Path(str(entry.pred)).name}: cannot load ({type(exc).__name__})"
 
 
-def load_entry_isolated(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str:
+def _unrecognised(entry: RunEntry, pred_data: bytes | None, exc: InputError) -> Unrecognised | None:
+    """`Unrecognised` when the prediction file, read by detection, is JSON or JSONL of a shape no format
+    recognises (the error names it with no format); else None."""
+    if entry.format is not None or entry.mapping is not None or exc.path != str(entry.pred) or exc.fmt != "unknown":
+        return None
+    try:
+        found = sniff(entry.pred, data=pred_data)
+    except Exception:  # a file sniff cannot look into (not JSON, an odd shape): the load's error alone
+        return None
+    if found["detected_format"] is not None or found["container"] not in ("json", "jsonl"):
+        return None
+    return Unrecognised(str(exc), found)
+
+
+def load_entry_isolated(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str | Unrecognised:
     """`load_entry_or_error` in a child process; a child that fails or overruns is one line too."""
     name = Path(str(entry.pred)).name
     try:
@@ -51,12 +81,16 @@ def load_entry_isolated(entry: RunEntry, pred_data: bytes | None, gold_data: byt
     if done.returncode != 0 or not done.stdout:
         return f"{name}: the process reading it stopped (exit {done.returncode}; out of memory?)"
     result = pickle.loads(done.stdout)  # our own child's answer, never the user's bytes
-    return result if isinstance(result, Run | str) else f"{name}: cannot load"
+    return result if isinstance(result, Run | str | Unrecognised) else f"{name}: cannot load"
 
 
 def _child() -> None:
+    # Through the module's import name, not `__main__`: an `Unrecognised` pickled as `__main__.Unrecognised`
+    # would not load in the parent.
+    from analysis import isolated
+
     entry, pred_data, gold_data = pickle.load(sys.stdin.buffer)
-    result = load_entry_or_error(entry, pred_data, gold_data)
+    result = isolated.load_entry_or_error(entry, pred_data, gold_data)
     sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
 

@@ -38,6 +38,7 @@ from typing import Any
 
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
+from analysis.formats.mapping import Mapping
 from analysis.model import HISTORY_MODES
 from analysis.workspace import RunEntry, read_manifest
 
@@ -81,16 +82,26 @@ def _digest_of_bytes(raw: bytes) -> str:
 
 
 def toml_value(value: Any) -> str:
-    r"""`value` (a string, integer or boolean) as TOML; strings as basic strings with every quote,
-    backslash and control character escaped.
+    r"""`value` (a string, integer or boolean, or a list or string-keyed table of them: a declared
+    `mapping`) as TOML, on one line; strings as basic strings with every quote, backslash and control
+    character escaped; a table key bare when it may be, else quoted so.
 
     >>> print(toml_value('a "b" \\ c\n'), toml_value(3), toml_value(True))
     "a \"b\" \\ c\n" 3 true
+    >>> print(toml_value({"id": "dial_id", "turn_base": 1, "domains": ["hotel", "taxi"]}))
+    { id = "dial_id", turn_base = 1, domains = ["hotel", "taxi"] }
     """
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
         return str(value)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(toml_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        keys = [str(k) if re.fullmatch(r"[A-Za-z0-9_-]+", str(k)) else toml_value(str(k)) for k in value]
+        return "{ " + ", ".join(f"{k} = {toml_value(v)}" for k, v in zip(keys, value.values(), strict=True)) + " }"
     if not isinstance(value, str):
         raise TypeError(f"no TOML form for {type(value).__name__}")
     out = ['"']
@@ -508,15 +519,22 @@ def save_upload(
     gold_data: bytes | None = None,
     *,
     expected_digest: str | None = None,
+    mapping: Mapping | None = None,
 ) -> Saved:
     """An uploaded run saved into the workspace: its prediction file (and gold file) copied under the
     root's `uploads/` folder and a `[[runs]]` table naming them, with `metadata` (`check_metadata`'s
-    keys, `name` required), appended to the manifest. Raises `NotSavedError` when the root cannot be written,
-    `InputError` for anything refused (nothing is then written)."""
+    keys, `name` required), appended to the manifest; `mapping`: the declared mapping the prediction file
+    was read by (`analysis.formats.mapping`), written as the run's `mapping` table so the workspace reads
+    the file the same way. Raises `NotSavedError` when the root cannot be written, `InputError` for
+    anything refused (nothing is then written)."""
     manifest = Path(manifest)
     table = check_metadata(manifest, metadata)
     if "name" not in table:
         raise InputError(str(manifest), "workspace", "the run needs a name")
+    if mapping is not None:
+        if "format" in table:
+            raise InputError(str(manifest), "workspace", "not saved: give a format or a mapping, not both")
+        table["mapping"] = mapping.declared()
     root = manifest.parent
     uploads = root / UPLOADS
     if uploads.is_symlink() or (uploads.exists() and not uploads.is_dir()):

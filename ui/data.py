@@ -26,7 +26,8 @@ from typing import Any, Protocol
 import streamlit as st
 
 from analysis.errors import InputError
-from analysis.isolated import load_entry_isolated
+from analysis.formats.mapping import Mapping
+from analysis.isolated import Unrecognised, load_entry_isolated
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
@@ -361,15 +362,19 @@ def upload_source(
     gold_data: bytes | None,
     fmt: str | None,
     info: dict[str, Any] | None = None,
-) -> RunSource | str:
+    mapping: Mapping | None = None,
+) -> RunSource | str | Unrecognised:
     """The uploaded run, parsed now and held by the calling session only (`Upload`), or its one-line
-    error. The bytes are not kept: a rejected upload leaves nothing behind. `info`: `RunInfo` fields the
-    upload form set (system, dataset, language, history, seed, convention)."""
+    error, or `Unrecognised` (no format recognises the prediction file: what `sniff` sees in it). The bytes
+    are not kept: a rejected upload leaves nothing behind. `info`: `RunInfo` fields the upload form set
+    (system, dataset, language, history, seed, convention); `mapping`: the prediction file's declared
+    mapping, read instead of a format."""
     entry = RunEntry(
         RunInfo(**{"run_id": name, "system": name, **(info or {})}),
         Path(pred_name),
         Path(gold_name) if gold_name else None,
         format=fmt,
+        mapping=mapping,
     )
     source = RunSource(
         entry,
@@ -378,7 +383,7 @@ def upload_source(
         uploaded=True,
     )
     run = load_entry_isolated(source.entry, pred_data, gold_data)  # the parse's garbage stays in the worker
-    if isinstance(run, str):
+    if isinstance(run, str | Unrecognised):
         del pred_data, gold_data
         trim_memory()
         return run

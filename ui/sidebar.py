@@ -12,6 +12,9 @@ from analysis import manifest_write
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import format_names
+from analysis.formats.mapping import Mapping, parse_mapping_option
+from analysis.formats.sniff import brief_text, mapping_option, verdict_text
+from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
 from ui import data, errors, state
@@ -78,13 +81,33 @@ def _upload_key(name: str) -> str:
     return f"{name}_{st.session_state.get('upload_round', 0)}"
 
 
-def _add_upload() -> None:
+def _add_upload(by_mapping: bool = False) -> None:
+    """ "Add run" (detect the format, or the one chosen), or "Read with this mapping" (`by_mapping`)."""
     try:
-        _try_upload()
+        _try_upload(by_mapping)
     except Exception as exc:  # a callback's exception would replace the page with a traceback
         st.session_state["upload_result"] = ("error", errors.message(exc, "loading the upload"), [])
     finally:
-        st.session_state["upload_round"] = st.session_state.get("upload_round", 0) + 1
+        # While a mapping is offered the files stay in their widgets: the mapping is read from them.
+        if not st.session_state.get("upload_offer"):
+            st.session_state["upload_round"] = st.session_state.get("upload_round", 0) + 1
+
+
+def _forget_offer() -> None:
+    """Another prediction file chosen (or none): the mapping offered for the last one goes."""
+    st.session_state.pop("upload_offer", None)
+
+
+def _offer_mapping(file_name: str, unrecognised: Unrecognised) -> None:
+    """No format recognised the prediction file: keep what `sniff` sees and put its proposed mapping in
+    the form's mapping field (`_mapping_offer` draws them)."""
+    found = unrecognised.sniffed
+    st.session_state["upload_offer"] = {
+        "file": file_name,
+        "structure": brief_text(found),
+        "verdict": verdict_text(found["result"]),
+    }
+    st.session_state["w_upload_mapping"] = mapping_option(found["proposed_mapping"])
 
 
 # The upload form's metadata fields: (manifest key, label, kind); the Edit run form shows the same ones.
@@ -144,13 +167,22 @@ def _saving_workspace() -> Any:
     return workspace if workspace is not None and workspace.edit_manifest else None
 
 
-def _try_upload() -> None:
+def _try_upload(by_mapping: bool = False) -> None:
     pred = st.session_state.get(_upload_key("w_upload_pred"))
     gold = st.session_state.get(_upload_key("w_upload_gold"))
     fmt = st.session_state.get("w_upload_format")
+    if not by_mapping:
+        _forget_offer()
     if pred is None:
         st.session_state["upload_result"] = ("error", "choose a prediction file first", [])
         return
+    mapping: Mapping | None = None
+    if by_mapping:  # the form's mapping field, in the CLI's `--mapping` syntax; its errors name the file
+        try:
+            mapping = parse_mapping_option(st.session_state.get("w_upload_mapping") or "", pred.name)
+        except InputError as exc:
+            st.session_state["upload_result"] = ("error", str(exc), [])
+            return
     limit = int(data.upload_limit_mb(st.session_state.get("workspace")) * 1024 * 1024)
     for file in (pred, gold):
         if file is None:
@@ -182,10 +214,16 @@ def _try_upload() -> None:
         gold.getvalue() if gold is not None else None,
         None if fmt in (None, "detect") else fmt,
         info,
+        mapping,
     )
+    if isinstance(source, Unrecognised):
+        _offer_mapping(pred.name, source)
+        st.session_state["upload_result"] = ("error", source.error, [])
+        return
     if isinstance(source, str):
         st.session_state["upload_result"] = ("error", source, [])
         return
+    _forget_offer()
     result = data.load(source)
     if isinstance(result, str):
         st.session_state["upload_result"] = ("error", result, [])
@@ -203,6 +241,7 @@ def _try_upload() -> None:
                 gold.name if gold is not None else None,
                 gold.getvalue() if gold is not None else None,
                 expected_digest=workspace.digest,
+                mapping=mapping,
             )
         except manifest_write.NotSavedError as exc:  # a read-only root: today's session upload, with a warning
             warnings = [f"{exc.problem}: run {name!r} is kept for this session only", *warnings]
@@ -215,9 +254,8 @@ def _try_upload() -> None:
             if source.upload is not None:  # the workspace loads it from its saved file from now on
                 source.upload.release()
             data.forget_manifest()
-            message = (
-                f"saved run {name!r} into the workspace ({', '.join(saved.files)}; {workspace.path.name}): {counts}"
-            )
+            listed = f"{workspace.path.name}{', with its mapping' if mapping is not None else ''}"
+            message = f"saved run {name!r} into the workspace ({', '.join(saved.files)}; {listed}): {counts}"
             notes = [saved.merged] if saved.merged else []
             st.session_state["upload_result"] = ("success", message, [*notes, *warnings])
             st.session_state["runs"] = [*state.selected_runs(), name]
@@ -245,7 +283,9 @@ def _upload_box() -> None:
         return
     with box:
         limit = data.upload_limit_mb(st.session_state.get("workspace"))
-        st.file_uploader("Prediction file", key=_upload_key("w_upload_pred"), help=f"up to {limit:g} MB")
+        st.file_uploader(
+            "Prediction file", key=_upload_key("w_upload_pred"), help=f"up to {limit:g} MB", on_change=_forget_offer
+        )
         st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"))
         st.selectbox("Format", ["detect", *format_names()], key="w_upload_format")
         st.text_input("Run name", key="w_upload_name", placeholder="from the file name")
@@ -263,6 +303,27 @@ def _upload_box() -> None:
             (st.error if kind == "error" else st.success)(md(message))
             for line in warnings:
                 st.warning(md(line))
+        _mapping_offer()
+
+
+def _mapping_offer() -> None:
+    """When no format recognised the prediction file: what `sniff` sees in it (literal text), and the
+    mapping it proposes in an editable field, read by "Read with this mapping"."""
+    offer: Any = st.session_state.get("upload_offer")
+    if not offer:
+        return
+    st.caption(md(f"No format recognises {offer['file']}. What it holds:"))
+    st.code(offer["structure"], language=None, wrap_lines=True)
+    st.text_area(  # an area: the whole mapping in sight in the narrow sidebar
+        "Mapping",
+        key="w_upload_mapping",
+        height=110,
+        help="where the file keeps turns, ids and states: `key=value,...` as `--mapping` takes it "
+        "(keys: records, turns, dialogue, turn, id, id_pattern, gold, pred, encoding, turn_base, ...; "
+        "`python -m analysis sniff FILE` proposes the same)",
+    )
+    st.caption(md(f"The proposed mapping {offer['verdict']}"))
+    st.button("Read with this mapping", key="w_upload_map", on_click=_add_upload, args=(True,))
 
 
 def _save_edit(name: str, seen: dict[str, Any], digest: str, prefix: str) -> None:

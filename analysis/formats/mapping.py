@@ -213,9 +213,9 @@ def mapping_from(raw: Any, where: str) -> Mapping:
     return mapping
 
 
-def parse_mapping_option(text: str) -> Mapping:
+def parse_mapping_option(text: str, where: str = "--mapping") -> Mapping:
     """The CLI's `--mapping`: `key=value,key=value` (list values `a|b`), or an inline TOML table
-    `{key = "value", ...}`.
+    `{key = "value", ...}`; `where` names it in errors (the upload form: the file it is for).
 
     >>> parse_mapping_option("id=dial_id,gold=gold,pred=pred,encoding=linearised").encoding
     'linearised'
@@ -225,15 +225,15 @@ def parse_mapping_option(text: str) -> Mapping:
         try:
             raw: Any = tomllib.loads(f"mapping = {stripped}")["mapping"]
         except tomllib.TOMLDecodeError as exc:
-            raise InputError("--mapping", "mapping", f"not an inline TOML table: {exc}") from None
+            raise InputError(where, "mapping", f"not an inline TOML table: {exc}") from None
     else:
         raw = {}
         for part in filter(None, (p.strip() for p in stripped.split(","))):
             key, sep, value = part.partition("=")
             if not sep:
-                raise InputError("--mapping", "mapping", f"{part!r} is not key=value")
+                raise InputError(where, "mapping", f"{part!r} is not key=value")
             raw[key.strip()] = value.strip()
-    return mapping_from(raw, "--mapping")
+    return mapping_from(raw, where)
 
 
 # --- paths ------------------------------------------------------------------------------------------

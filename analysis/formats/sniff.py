@@ -283,13 +283,18 @@ def try_mapping(name: str, records: Any, fields: dict[str, Any]) -> dict[str, An
     }
 
 
-def sniff(path: str | Path) -> dict[str, Any]:
+def sniff(path: str | Path, *, data: bytes | None = None) -> dict[str, Any]:
     """What `python -m analysis sniff` shows: the structure of a file's records, the format detected (if
-    any), and a proposed mapping with the result of reading the file by it."""
+    any), and a proposed mapping with the result of reading the file by it. `data`: the file's bytes (an
+    upload), read instead of `path`, which then only names it."""
+    container_kind, records = parse_records(path, data=data)
+    return sniff_records(str(path), container_kind, records)
+
+
+def sniff_records(name: str, container_kind: str, records: Any) -> dict[str, Any]:
+    """`sniff` of records already parsed (`parse_records`: the container kind and the value)."""
     from analysis.formats import FORMATS_BY_NAME, detect_format
 
-    name = str(path)
-    container_kind, records = parse_records(path)
     spec = detect_format(container_kind, records)
     records_path, container, kind = _locate(records)
     sample = _sample(container)
@@ -326,16 +331,30 @@ def manifest_line(fields: dict[str, Any]) -> str:
     return "mapping = { " + ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()) + " }"
 
 
-def cli_option(fields: dict[str, Any]) -> str:
-    """The mapping as the CLI's `--mapping` value (an inline table when a value holds a comma)."""
+def mapping_option(fields: dict[str, Any]) -> str:
+    """The mapping as `parse_mapping_option` reads it back: `key=value,...` (lists `a|b`), or an inline
+    table when a value holds a comma or a quote, or starts or ends with a space, or a list item holds `|`.
+
+    >>> mapping_option({"id": "dial_id", "pred": "pred", "multiword_slots": ["book day", "book time"]})
+    'id=dial_id,pred=pred,multiword_slots=book day|book time'
+    >>> mapping_option({"dialogue": "conv", "turn": "step", "pred": "a,b"})
+    '{ dialogue = "conv", turn = "step", pred = "a,b" }'
+    """
     values = {k: "|".join(v) if isinstance(v, list) else str(v) for k, v in fields.items()}
-    if any("," in v or "'" in v for v in values.values()):
-        inline = "{ " + ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()) + " }"
-        return f"--mapping '{inline}'"
-    return "--mapping '" + ",".join(f"{k}={v}" for k, v in values.items()) + "'"
+    piped = any("|" in item for v in fields.values() if isinstance(v, list) for item in v)
+    if piped or any("," in v or "'" in v or v != v.strip() for v in values.values()):
+        return "{ " + ", ".join(f"{k} = {json.dumps(v, ensure_ascii=False)}" for k, v in fields.items()) + " }"
+    return ",".join(f"{k}={v}" for k, v in values.items())
 
 
-def sniff_text(found: dict[str, Any]) -> str:
+def cli_option(fields: dict[str, Any]) -> str:
+    """The mapping as the CLI's `--mapping` option (`mapping_option`, quoted for a shell)."""
+    return f"--mapping '{mapping_option(fields)}'"
+
+
+def structure_text(found: dict[str, Any]) -> list[str]:
+    """The lines of `sniff_text` that say what the file holds: its container, records, detected format
+    and first record's fields."""
     lines = [
         f"file: {found['file']}",
         f"read as {found['container']}: {found['top_level']}; records at {found['records']} "
@@ -351,16 +370,54 @@ def sniff_text(found: dict[str, Any]) -> str:
         lines += [f"  {f['field']:<{width}}  {f['shape']:<24}  {f['example']}" for f in found["first_record"]]
     else:
         lines.append(f"  {found['first_record']}")
-    result = found["result"]
-    verdict = (
+    return lines
+
+
+def brief_text(found: dict[str, Any], *, fields: int = 12) -> str:
+    """What the file holds, briefly and in a narrow column (the upload form): its container, records and
+    the first record's first `fields` fields, one a line, unpadded.
+
+    >>> print(brief_text(sniff_records("x.jsonl", "jsonl", [{"conv": "d1", "step": 1, "hyp": "a b c,"}]), fields=2))
+    read as jsonl: array of 1 objects
+    records at (top level): 1, each a turn
+    first record:
+      conv: string "d1"
+      step: number 1
+      … 1 more field
+    """
+    lines = [
+        f"read as {found['container']}: {found['top_level']}",
+        f"records at {found['records']}: {found['n_records']:,}, each a "
+        + found["record_kind"].split(":")[0].replace("-", " "),
+        "first record:",
+    ]
+    first = found["first_record"]
+    if isinstance(first, list):
+        lines += [f"  {f['field']}: {f['shape']} {f['example']}" for f in first[:fields]]
+        if len(first) > fields:
+            more = len(first) - fields
+            lines.append(f"  … {more:,} more field{'s' if more > 1 else ''}")
+    else:
+        lines.append(f"  {first}")
+    return "\n".join(lines)
+
+
+def verdict_text(result: dict[str, Any]) -> str:
+    """What reading the file by the proposed mapping gave (`try_mapping`), in words."""
+    return (
         f"reads {result['turns']:,} turns in {result['dialogues']:,} dialogues "
         f"({result['gold_slots']:,} gold, {result['pred_slots']:,} predicted slot values)"
         if result["reads"]
         else f"does not read the file yet: {result['error']}"
     )
+
+
+def sniff_text(found: dict[str, Any]) -> str:
+    lines = structure_text(found)
+    result = found["result"]
     lines += [
         "",
-        f"proposed mapping ({verdict}):",
+        f"proposed mapping ({verdict_text(result)}):",
         f"  manifest [[runs]]:  {found['manifest']}",
         f"  command line:       {found['cli']}",
         "  keys: records, turns, dialogue, turn, id, id_pattern, gold, pred, encoding "
