@@ -132,7 +132,8 @@ def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server
 
 
 def _upload(page: Page, path: Path) -> None:
-    page.get_by_text("Upload a run").click()
+    with rerun(page):  # the expander reruns the page on opening: its form is drawn only while open
+        page.get_by_text("Upload a run").click()
     # Address the prediction uploader by its label: the DOM order of the two uploaders is not a contract
     # (CI once put the file into "Gold file" through `.first`).
     uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")

@@ -50,7 +50,8 @@ def test_an_uploaded_run_is_saved_and_its_link_opens_it_for_another_reviewer(
     try:
         page.goto(url)
         loaded(page)
-        page.get_by_text("Upload a run").click()  # an expander: opens in the browser, no rerun
+        with rerun(page):  # the expander reruns the page on opening: its form is drawn only while open
+            page.get_by_text("Upload a run").click()
         sidebar = page.locator('[data-testid="stSidebar"]')
         for label, path in (("Prediction file", pred), ("Gold file (optional)", gold)):
             uploader = sidebar.get_by_role("region", name=label)
