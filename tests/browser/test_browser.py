@@ -70,9 +70,12 @@ def test_plotly_is_fetched_with_the_page_not_after_the_first_chart(page: Page, s
 def test_every_page_is_visited_and_draws(page: Page, server: str, screenshots: Path):
     page.goto(server)
     loaded(page)
+    shown = PAGES[0][0]  # the page the server opens on: clicking its own link reruns nothing
     for title, url in PAGES:
-        with rerun(page):
-            page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+        if title != shown:
+            with rerun(page):
+                page.locator('[data-testid="stSidebarNav"]').get_by_role("link", name=title).click()
+            shown = title
         expect(page.get_by_role("heading", name=re.compile(title.split()[0], re.IGNORECASE)).first).to_be_visible(
             timeout=TIMEOUT
         )
