@@ -37,6 +37,20 @@ def realdata() -> Path:
 
 
 @pytest.fixture(autouse=True)
+def _main_module_is_restored():
+    """Streamlit's AppTest runs a page as `__main__` from a temporary file and leaves it in `sys.modules`: a
+    later test in the same process that starts a `spawn` or `forkserver` child then has that child re-run
+    the page's file as its main module, and it dies (NameError: name '__args' is not defined). Each test
+    gets back the `__main__` it started with."""
+    import sys
+
+    main = sys.modules.get("__main__")
+    yield
+    if main is not None and sys.modules.get("__main__") is not main:
+        sys.modules["__main__"] = main
+
+
+@pytest.fixture(autouse=True)
 def _background_work_ends_with_its_test():
     """A dashboard test's background work (the prefetch of the other pages, the score store's writer) ends
     before the next test starts: on a busy machine it would otherwise run into the next test's caches and
