@@ -10,6 +10,8 @@ difference: the walk into the Collector and the tables):
   `expts/230418_1649-gpt35_turbo_5p_v2_custom_prompt_0to368/running_log.json`, fetched by hand);
 - MultiWOZ-size files made from them (their records repeated under new dialogue ids up to 7,372 turns,
   the test set's size), so that a per-turn cost is not the fixed cost of a small file;
+- DSTC10 track 2 task 1's entry and labels (6,588 instances each, real, gzipped: all 19 slots listed on
+  every labels instance), beside the existing reader of such a file (DSTC9-shaped MultiWOZ gold);
 - for comparison, two existing fast paths on files of the same size: TRADE (`mlcsg`, 7,368 turns, real)
   and our predictions-only JSONL (made from the same gold).
 
@@ -111,6 +113,15 @@ def main(argv: list[str]) -> int:
             big = work / "llm_dst_eval_7372.json"
             big.write_text(json.dumps(tiled(flat, "flag", MULTIWOZ_TURNS, split_turn=True)))
             files.append(("LLM-DST-EVAL parsed turns x MultiWOZ size", big))
+        for name, label in (
+            ("dstc10_task1_teamA01_entry0.json.gz", "DSTC10 track 2 entry (real, 6,588 instances)"),
+            ("dstc10_task1_test_labels.json.gz", "DSTC10 track 2 labels.json (real)"),
+        ):
+            if (WILD / name).exists():
+                files.append((label, WILD / name))
+        every_slot = REALDATA / "dstc9_shaped_gold" / "multiwoz_zh_test.json"
+        if every_slot.exists():  # the existing reader of a file that lists every slot of every turn, as DSTC10's do
+            files.append(("DSTC9 gold, every slot listed (existing, real)", every_slot))
         trade = REALDATA / "mlcsg" / "all_prediction_TRADE.json"
         if trade.exists():
             files.append(("TRADE (existing fast path, real)", trade))
