@@ -923,29 +923,26 @@ def _fga_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
     return scored.memoised(("fga_facts", slot_keys), lambda: _compute_fga_facts(scored, slot_keys))
 
 
-def _compute_fga_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
-    turns, slots, r = scored.turns, scored.slots, _rows(scored)
-    # FGA: a wrong unit is a type-1 error (FGA 0) when it is in the dialogue's first turn, follows a right
-    # one, or one of its own new triples (gold or predicted, absent from the previous turn's state) is not
-    # matched; otherwise its errors are inherited (type 2) and it scores 1 - exp(-lambda * distance) to the
-    # last type-1 error of the dialogue (and group).
-    new_gold = (r.gold >= 0) & (r.prev_gold != r.gold)
-    new_pred = (r.pred >= 0) & (r.prev_pred != r.pred)
-    violation = (new_gold | new_pred) & ~r.correct
-    if not slot_keys:
-        n = len(turns)
-        unit_of_row = r.turn_pos
-        unit_pos = np.arange(n)
-        joint = turns["joint_correct"].to_numpy(dtype=bool)
-        prev_tid = r.prev_tid_of_turn
-        prev_unit = r.turn_index.get_indexer(prev_tid)
-        labels = pd.DataFrame(index=range(n))
-    else:
+def _fga_units(
+    scored: Scored, slot_keys: tuple[str, ...]
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+    """The units both FGA rules judge: each turn, or with slot-level keys each turn restricted to one group's
+    slots, sorted by (group, tid) so a dialogue's units of one group are consecutive in turn order. Returns
+    each slot row's unit, each unit's turn position, whether it is right, its previous turn's tid (-1: the
+    dialogue's first), its previous unit (-1: none; for a group without a slot there, both states were
+    empty, so it was right) and the group labels; memoised."""
+
+    def compute() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, pd.DataFrame]:
+        turns, slots, r = scored.turns, scored.slots, _rows(scored)
+        if not slot_keys:
+            n = len(turns)
+            prev_tid = r.prev_tid_of_turn
+            joint = turns["joint_correct"].to_numpy(dtype=bool)
+            prev_unit = r.turn_index.get_indexer(prev_tid)
+            return r.turn_pos, np.arange(n), joint, prev_tid, prev_unit, pd.DataFrame(index=range(n))
         g_code, g_values = _codes(slots, list(slot_keys))
         n_t = int(r.tid.max()) + 1 if len(r.tid) else 1
-        # Units sorted by (group, tid): a dialogue's turns of one group are consecutive, in turn order.
-        unit_key = g_code * n_t + r.tid
-        units, unit_of_row = np.unique(unit_key, return_inverse=True)
+        units, unit_of_row = np.unique(g_code * n_t + r.tid, return_inverse=True)
         n = len(units)
         unit_tid, unit_g = units % n_t, units // n_t
         unit_pos = r.turn_index.get_indexer(unit_tid)
@@ -953,8 +950,23 @@ def _compute_fga_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFra
         prev_tid = r.prev_tid_of_turn[unit_pos]
         where = np.searchsorted(units, unit_g * n_t + prev_tid)
         found = (prev_tid >= 0) & (where < n) & (units[np.minimum(where, n - 1)] == unit_g * n_t + prev_tid)
-        prev_unit = np.where(found, where, -1)  # no unit: the group had no slot there, both states empty
-        labels = g_values.iloc[unit_g].reset_index(drop=True)
+        prev_unit = np.where(found, where, -1)
+        return unit_of_row, unit_pos, joint, prev_tid, prev_unit, g_values.iloc[unit_g].reset_index(drop=True)
+
+    return scored.memoised(("fga_units", slot_keys), compute)
+
+
+def _compute_fga_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
+    turns, r = scored.turns, _rows(scored)
+    # FGA: a wrong unit is a type-1 error (FGA 0) when it is in the dialogue's first turn, follows a right
+    # one, or one of its own new triples (gold or predicted, absent from the previous turn's state) is not
+    # matched; otherwise its errors are inherited (type 2) and it scores 1 - exp(-lambda * distance) to the
+    # last type-1 error of the dialogue (and group).
+    new_gold = (r.gold >= 0) & (r.prev_gold != r.gold)
+    new_pred = (r.pred >= 0) & (r.prev_pred != r.pred)
+    violation = (new_gold | new_pred) & ~r.correct
+    unit_of_row, unit_pos, joint, prev_tid, prev_unit, labels = _fga_units(scored, slot_keys)
+    n = len(unit_pos)
     own_error = np.bincount(unit_of_row[violation], minlength=n) > 0
     first = prev_tid < 0
     prev_joint = np.where(prev_unit >= 0, joint[np.maximum(prev_unit, 0)], True)
@@ -1182,28 +1194,8 @@ def _fga_sets_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
 def _compute_fga_sets_facts(scored: Scored, slot_keys: tuple[str, ...]) -> pd.DataFrame:
     turns, slots, r = scored.turns, scored.slots, _rows(scored)
     wrong = ~r.correct
-    if not slot_keys:
-        n = len(turns)
-        unit_of_row = r.turn_pos
-        unit_pos = np.arange(n)
-        joint = turns["joint_correct"].to_numpy(dtype=bool)
-        prev_tid = r.prev_tid_of_turn
-        prev_unit = r.turn_index.get_indexer(prev_tid)
-        labels = pd.DataFrame(index=range(n))
-    else:
-        g_code, g_values = _codes(slots, list(slot_keys))
-        n_t = int(r.tid.max()) + 1 if len(r.tid) else 1
-        unit_key = g_code * n_t + r.tid  # units sorted by (group, tid), as in `_compute_fga_facts`
-        units, unit_of_row = np.unique(unit_key, return_inverse=True)
-        n = len(units)
-        unit_tid, unit_g = units % n_t, units // n_t
-        unit_pos = r.turn_index.get_indexer(unit_tid)
-        joint = np.bincount(unit_of_row, weights=wrong, minlength=n) == 0
-        prev_tid = r.prev_tid_of_turn[unit_pos]
-        where = np.searchsorted(units, unit_g * n_t + prev_tid)
-        found = (prev_tid >= 0) & (where < n) & (units[np.minimum(where, n - 1)] == unit_g * n_t + prev_tid)
-        prev_unit = np.where(found, where, -1)  # no unit: the group had no slot there, so it was right
-        labels = g_values.iloc[unit_g].reset_index(drop=True)
+    unit_of_row, unit_pos, joint, prev_tid, prev_unit, labels = _fga_units(scored, slot_keys)
+    n = len(unit_pos)
     # The unit's set of wrong slots equals its previous unit's when both hold as many wrong slots and each
     # of this unit's is wrong there too (one sorted lookup of (unit, slot) keys, no per-unit sets).
     wrong_unit = unit_of_row[wrong]
