@@ -11,6 +11,7 @@ from analysis.cli.main import main
 from analysis.conventions import CONVENTIONS
 from analysis.demo.testing import run_from_states
 from analysis.loading import load_run
+from analysis.model import RunInfo
 from analysis.reconcile.core import reconcile
 from analysis.reconcile.gap import UNEXPLAINED, as_fraction, gap_turns, published_gap
 from analysis.scoring import score_run
@@ -160,3 +161,26 @@ def test_metrics_prints_the_vocabulary_and_the_published_gap(capsys) -> None:
     assert "naming mismatch: predicted restaurant-people = gold restaurant-bookpeople" in out
     assert "under mwzeval-lenient, which maps 7 of these names: JGA 0.4316" in out
     assert "slot naming" in out and "of the gap" in out
+
+
+@pytest.mark.realdata
+def test_reconcile_opens_on_the_runs_convention_and_the_one_flipping_most() -> None:
+    """UBAR's mwzeval output: the default list starts with mwzeval and its lenient variant, the default pair
+    is mwzeval against the convention flipping the most turns, and slot naming there offers the lenient one."""
+    from ui import reconcile as ui_reconcile
+
+    run = load_run(
+        realdata_path("mwzeval_outputs", "ubar.json"),
+        realdata_path("multiwoz21", "test.json.zip"),
+        meta=RunInfo(convention="mwzeval"),
+    )
+    names = ui_reconcile.default_conventions(run)
+    assert names[:2] == ("mwzeval", "mwzeval-lenient")
+    rec = reconcile(run, names)
+    a, b = ui_reconcile.default_pair(rec)
+    counts = rec.flip_counts()
+    mine = counts[(counts["a"] == "mwzeval") | (counts["b"] == "mwzeval")]
+    assert a == "mwzeval" and b in set(mine["a"]) | set(mine["b"])
+    assert rec.flips(a, b).shape[0] == mine["count"].max()
+    without = reconcile(run, ["mwzeval", "exact"])
+    assert ui_reconcile.lenient_offer(without, "mwzeval", "exact") == "mwzeval-lenient"

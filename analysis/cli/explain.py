@@ -11,20 +11,11 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from analysis.conventions import CONVENTIONS
 from analysis.model import Run
-from analysis.reconcile.core import DEFAULT_CONVENTIONS
+from analysis.reconcile.gap import gap_conventions
 from analysis.scoring import Scored
 
-__all__ = ["explain", "gap_conventions"]
-
-
-def gap_conventions(own: str) -> list[str]:
-    """The conventions a published number is compared under: the run's own first, its lenient variant, then
-    the default ones."""
-    lenient = f"{own}-lenient"
-    names = [own, *([lenient] if lenient in CONVENTIONS else []), *DEFAULT_CONVENTIONS]
-    return list(dict.fromkeys(names))
+__all__ = ["explain"]
 
 
 def explain(args: argparse.Namespace, scored: Scored, load: Callable[[], Run], result: dict[str, Any]) -> list[str]:

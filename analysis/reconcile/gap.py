@@ -25,13 +25,15 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis.conventions import CONVENTIONS
 from analysis.model import TURN_KEY
-from analysis.reconcile.core import CAUSE_LABELS, CAUSES, Reconciliation
+from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS, Reconciliation
 
 __all__ = [
     "GAP_COLUMNS",
     "UNEXPLAINED",
     "as_fraction",
+    "gap_conventions",
     "gap_lines",
     "gap_summary",
     "gap_turns",
@@ -47,6 +49,18 @@ GAP_LABELS = {
     "none of these conventions has)",
 }
 GAP_COLUMNS = ["cause", "label", "jga_change", "share", "turns", "turns_up", "turns_down"]
+
+
+def gap_conventions(own: str) -> list[str]:
+    """The conventions a run is reconciled under by default: its own first, its lenient variant, then the
+    default ones.
+
+    >>> gap_conventions("mwzeval")
+    ['mwzeval', 'mwzeval-lenient', 'exact', 'trade', 'dstc9', 'convlab3']
+    """
+    lenient = f"{own}-lenient"
+    names = [own, *([lenient] if lenient in CONVENTIONS else []), *DEFAULT_CONVENTIONS]
+    return list(dict.fromkeys(names))
 
 
 def as_fraction(value: float) -> float:
