@@ -37,10 +37,12 @@ __all__ = [
     "MIN_SHARED",
     "VOCABULARY_COLUMNS",
     "NamingFix",
+    "VocabularyReport",
     "mismatched_slots",
     "naming_fix",
     "vocabulary",
     "vocabulary_lines",
+    "vocabulary_report",
     "vocabulary_summary",
 ]
 
@@ -338,3 +340,35 @@ def vocabulary_lines(table: pd.DataFrame, fix: NamingFix | None = None, *, conve
 
 def _num(value: float | None) -> str:
     return "n/a" if value is None or value != value else f"{value:.4f}"
+
+
+@dataclass(frozen=True)
+class VocabularyReport:
+    """What the pages and the report show of one run: the check, the naming fix, the words for both."""
+
+    run_id: str
+    convention: str
+    table: pd.DataFrame
+    fix: NamingFix | None
+    lines: tuple[str, ...]
+    marks: dict[str, str]  # `domain-slot` -> what to say beside it (`mismatched_slots`)
+    published_jga: float | None
+
+
+def vocabulary_report(scored: Scored, run: Run | str | None = None) -> VocabularyReport:
+    """The vocabulary check of one scored run with the naming fix (when `run`, its loaded files, is given:
+    a one-line load error in its place checks the scored slots only)."""
+    loaded = run if isinstance(run, Run) else None
+    table = vocabulary(scored, loaded)
+    has_mismatch = bool((table["kind"] == MISMATCH).any())
+    fix = naming_fix(loaded, scored.convention, table) if loaded is not None and has_mismatch else None
+    meta = scored.metas[0]
+    return VocabularyReport(
+        meta.run_id,
+        scored.convention.name,
+        table,
+        fix,
+        tuple(vocabulary_lines(table, fix, convention=scored.convention.name)),
+        mismatched_slots(table),
+        meta.published_jga,
+    )
