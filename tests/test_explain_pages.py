@@ -79,3 +79,19 @@ def test_slots_and_domains_mark_the_mismatched_slots(workspace, page: str) -> No
         "restaurant-time ↔ restaurant-booktime",
     ):
         assert pair in warning
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_the_report_carries_the_vocabulary_and_the_published_gap(workspace) -> None:
+    from analysis.export import report as R
+    from analysis.workspace import load_workspace
+
+    plan = R.plan_report(load_workspace(workspace), n_resamples=20)
+    tables = {t.name: t for t in plan.tables}
+    vocabulary = tables["vocabulary-ubar"].frame
+    assert (vocabulary["kind"] == "naming mismatch").sum() == 7
+    gap = tables["published-gap-ubar"].frame.set_index("cause")
+    assert gap.loc["slot naming", "turns"] == 788
+    assert gap["JGA change"].sum() == pytest.approx(UBAR_PAPER - 0.324742, abs=5e-5)
+    assert any("7 naming mismatch(es) under mwzeval" in w and "mwzeval-lenient" in w for w in plan.warnings)
