@@ -71,6 +71,7 @@ def _mwzeval_run(name: str):
 MWZEVAL = {"ubar": (0.324742, 0.431633), "augpt": (0.383885, 0.562534)}
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", sorted(MWZEVAL))
 def test_the_booking_slots_of_mwzeval_outputs_are_naming_mismatches(name: str) -> None:
@@ -142,6 +143,7 @@ def test_the_wild_files_get_a_vocabulary_check(pred, gold) -> None:
     assert (table["entries"] > 0).all()
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_metrics_prints_the_vocabulary_and_the_published_gap(capsys) -> None:
     pred, gold = realdata_path("mwzeval_outputs", "ubar.json"), realdata_path("multiwoz21", "test.json.zip")
@@ -163,6 +165,7 @@ def test_metrics_prints_the_vocabulary_and_the_published_gap(capsys) -> None:
     assert "slot naming" in out and "of the gap" in out
 
 
+@pytest.mark.slow
 @pytest.mark.realdata
 def test_reconcile_opens_on_the_runs_convention_and_the_one_flipping_most() -> None:
     """UBAR's mwzeval output: the default list starts with mwzeval and its lenient variant, the default pair
