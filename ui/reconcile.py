@@ -7,7 +7,7 @@ from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.model import Run
 from analysis.reconcile.core import DEFAULT_CONVENTIONS, Reconciliation, reconcile
-from analysis.reconcile.gap import gap_conventions
+from analysis.reconcile.gap import gap_conventions, informative_pair
 
 
 def reconciled(run: Run | str, *, conventions: tuple[str, ...]) -> Reconciliation | str:
@@ -33,13 +33,7 @@ def default_conventions(run: Run | str) -> tuple[str, ...]:
 def default_pair(rec: Reconciliation) -> tuple[str, str] | None:
     """The informative pair: the run's own convention (the first listed when it is not among them) and the
     convention that flips the most turns against it (None when fewer than two conventions)."""
-    counts = rec.flip_counts()
-    if counts.empty:
-        return None
-    own = rec.run.meta.convention if rec.run.meta.convention in rec.conventions else rec.conventions[0]
-    mine = counts[(counts["a"] == own) | (counts["b"] == own)]
-    best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
-    return own, str(best["b"] if best["a"] == own else best["a"])
+    return informative_pair(rec)
 
 
 def lenient_offer(rec: Reconciliation, a: str, b: str) -> str | None:

@@ -37,6 +37,7 @@ __all__ = [
     "gap_lines",
     "gap_summary",
     "gap_turns",
+    "informative_pair",
     "nearest_convention",
     "published_gap",
 ]
@@ -61,6 +62,18 @@ def gap_conventions(own: str) -> list[str]:
     lenient = f"{own}-lenient"
     names = [own, *([lenient] if lenient in CONVENTIONS else []), *DEFAULT_CONVENTIONS]
     return list(dict.fromkeys(names))
+
+
+def informative_pair(rec: Reconciliation) -> tuple[str, str] | None:
+    """The run's own convention (the first listed when it is not among them) and the convention flipping the
+    most turns against it; None with fewer than two conventions."""
+    counts = rec.flip_counts()
+    if counts.empty:
+        return None
+    own = rec.run.meta.convention if rec.run.meta.convention in rec.conventions else rec.conventions[0]
+    mine = counts[(counts["a"] == own) | (counts["b"] == own)]
+    best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
+    return own, str(best["b"] if best["a"] == own else best["a"])
 
 
 def as_fraction(value: float) -> float:
