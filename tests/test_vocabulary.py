@@ -187,3 +187,32 @@ def test_reconcile_opens_on_the_runs_convention_and_the_one_flipping_most() -> N
     assert rec.flips(a, b).shape[0] == mine["count"].max()
     without = reconcile(run, ["mwzeval", "exact"])
     assert ui_reconcile.lenient_offer(without, "mwzeval", "exact") == "mwzeval-lenient"
+
+
+def _manifest(tmp_path, value: str):
+    from analysis.workspace import read_manifest
+
+    (tmp_path / "run.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "workspace.toml").write_text(
+        f'[workspace]\nname = "w"\n\n[[runs]]\nname = "r"\npred = "run.jsonl"\npublished_jga = {value}\n',
+        encoding="utf-8",
+    )
+    return read_manifest(tmp_path / "workspace.toml")
+
+
+def test_a_manifest_gives_the_published_number_as_a_fraction_or_a_percentage(tmp_path) -> None:
+    assert _manifest(tmp_path, "56").entries[0].meta.published_jga == 56.0
+    assert _manifest(tmp_path, "0.562").entries[0].meta.published_jga == 0.562
+    from analysis.errors import InputError
+
+    for bad in ("560", '"high"'):
+        with pytest.raises(InputError, match="published_jga"):
+            _manifest(tmp_path, bad)
+
+
+def test_a_published_number_out_of_range_is_bad_input(tmp_path, capsys) -> None:
+    pred = tmp_path / "run.jsonl"
+    pred.write_text(json.dumps({"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {}}) + "\n", encoding="utf-8")
+    assert main(["metrics", "--pred", str(pred), "--published", "120"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a published JGA is a fraction or a percentage, got 120.0" in err[0]
