@@ -216,3 +216,23 @@ def test_a_published_number_out_of_range_is_bad_input(tmp_path, capsys) -> None:
     assert main(["metrics", "--pred", str(pred), "--published", "120"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "a published JGA is a fraction or a percentage, got 120.0" in err[0]
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_a_turn_the_prediction_file_lacks_is_the_gaps_turns_cause() -> None:
+    """PPTOD's file lacks the last turn of PMUL3688: mwzeval does not score it, mwzeval-lenient scores it as an
+    empty prediction. That turn, and the changed weight of every turn right under both, are the `turns` row."""
+    run = load_run(
+        realdata_path("mwzeval_outputs", "pptod.json"),
+        realdata_path("multiwoz21", "test.json.zip"),
+        meta=RunInfo(convention="mwzeval"),
+    )
+    rec = reconcile(run, ["mwzeval", "mwzeval-lenient"])
+    target, table = published_gap(rec, "mwzeval", 0.5)
+    rows = table.set_index("cause")
+    assert target == "mwzeval-lenient" and rows.loc["turns", "turns"] == 1
+    assert rows.loc["turns", "jga_change"] < 0  # one more turn in the denominator, wrong
+    assert table["jga_change"].sum() == pytest.approx(0.5 - rec.metrics.loc["mwzeval", "jga"])
+    lacking = gap_turns(rec, "mwzeval", target, "turns")
+    assert lacking[["dialogue_id", "turn_index"]].values.tolist() == [["PMUL3688", 5]]

@@ -105,6 +105,7 @@ def _per_turn(rec: Reconciliation, base: str, target: str) -> pd.DataFrame:
         out[col] = (rec.correct[name].to_numpy(dtype=bool) & counted) / n
     out["change"] = out["w_target"] - out["w_base"]
     out["cause"] = ""
+    out["flipped"] = False
     if base == target:
         return out
     flipped = rec.flips(base, target)
@@ -113,6 +114,7 @@ def _per_turn(rec: Reconciliation, base: str, target: str) -> pd.DataFrame:
         single = causes.where(~causes.str.contains(",", regex=False), "combined").replace("", "combined")
         position = pd.Index(out["tid"]).get_indexer(flipped["tid"])
         out.loc[out.index[position], "cause"] = single.to_numpy()
+        out.loc[out.index[position], "flipped"] = True
     # A turn correct under both whose weight differs (the two score different numbers of turns).
     weight_only = (out["cause"] == "") & (out["change"].abs() > 0)
     out.loc[weight_only, "cause"] = "turns"
@@ -124,17 +126,21 @@ def published_gap(
 ) -> tuple[str, pd.DataFrame]:
     """(`target`, the gap table): one row per cause with a share of the gap, in `CAUSES` order, then
     `unexplained`. Columns `GAP_COLUMNS`: `jga_change` (the JGA the cause moves, base towards the
-    published number), `share` (of `published - JGA(base)`; NaN when the gap is 0), `turns` (turns it
-    concerns), `turns_up` / `turns_down` (of them, those right only under the target / only under base)."""
+    published number), `share` (of `published - JGA(base)`; NaN when the gap is 0), `turns` (turns that
+    flip for it; a turn right under both whose weight differs with the denominator adds to `turns`'
+    JGA change but is not counted), `turns_up` / `turns_down` (of them, those right only under the target /
+    only under base)."""
     value = as_fraction(published)
     target = target or nearest_convention(rec, base, value)
     per_turn = _per_turn(rec, base, target)
     rows = per_turn[per_turn["cause"] != ""]
-    up = rows["change"] > 0
+    flipped = rows["flipped"].to_numpy(dtype=bool)
+    up = flipped & (rows["w_target"] > 0).to_numpy()  # right (and scored) under the target only
+    down = flipped & (rows["w_base"] > 0).to_numpy()  # right (and scored) under base only
     grouped = (
-        rows.assign(up=up, down=~up)
+        rows.assign(flip=flipped, up=up, down=down)
         .groupby("cause", sort=False)
-        .agg(jga_change=("change", "sum"), turns=("tid", "size"), turns_up=("up", "sum"), turns_down=("down", "sum"))
+        .agg(jga_change=("change", "sum"), turns=("flip", "sum"), turns_up=("up", "sum"), turns_down=("down", "sum"))
     )
     order = [c for c in CAUSES if c in grouped.index]
     table = grouped.reindex(order).reset_index()
@@ -155,7 +161,7 @@ def gap_turns(rec: Reconciliation, base: str, target: str, cause: str) -> pd.Dat
     """The turns of one cause of the gap: `dialogue_id`, `turn_index`, `user`, `correct_base`,
     `correct_target` (as `Reconciliation.flips`)."""
     per_turn = _per_turn(rec, base, target)
-    chosen = per_turn.loc[per_turn["cause"] == cause, ["tid", *TURN_KEY]]
+    chosen = per_turn.loc[(per_turn["cause"] == cause) & per_turn["flipped"], ["tid", *TURN_KEY]]
     out = chosen.assign(
         correct_base=rec.correct.loc[chosen.index, base].to_numpy(dtype=bool),
         correct_target=rec.correct.loc[chosen.index, target].to_numpy(dtype=bool),
