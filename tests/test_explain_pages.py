@@ -95,3 +95,21 @@ def test_the_report_carries_the_vocabulary_and_the_published_gap(workspace) -> N
     assert gap.loc["slot naming", "turns"] == 788
     assert gap["JGA change"].sum() == pytest.approx(UBAR_PAPER - 0.324742, abs=5e-5)
     assert any("7 naming mismatch(es) under mwzeval" in w and "mwzeval-lenient" in w for w in plan.warnings)
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(workspace) -> None:
+    at = opened(workspace, "reconcile")
+    table = next(d.value for d in at.dataframe if "convention" in d.value.columns)
+    assert table["convention"].tolist()[:2] == ["mwzeval", "mwzeval-lenient"]
+    assert at.selectbox(key="w_reconcile_a").value == "mwzeval"
+    counts = next(d.value for d in at.dataframe if "only a" in d.value.columns)
+    mine = counts[(counts["a"] == "mwzeval") | (counts["b"] == "mwzeval")]
+    best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
+    assert at.selectbox(key="w_reconcile_b").value == (best["b"] if best["a"] == "mwzeval" else best["a"])
+    at = opened(workspace, "reconcile", reconcile_conventions=["mwzeval", "exact"])
+    at.button(key="reconcile_add_lenient").click().run()
+    assert not at.exception, [e.value for e in at.exception]
+    table = next(d.value for d in at.dataframe if "convention" in d.value.columns)
+    assert table["convention"].tolist() == ["mwzeval", "exact", "mwzeval-lenient"]
