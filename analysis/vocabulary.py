@@ -306,8 +306,11 @@ def vocabulary_summary(table: pd.DataFrame, fix: NamingFix | None = None) -> dic
     return out
 
 
-def vocabulary_lines(table: pd.DataFrame, fix: NamingFix | None = None, *, convention: str = "") -> list[str]:
-    """The check as text lines for the command line and the report."""
+def vocabulary_lines(
+    table: pd.DataFrame, fix: NamingFix | None = None, *, convention: str = "", shown_others: int | None = 12
+) -> list[str]:
+    """The check as text lines for the command line and the report: every naming mismatch, and the first
+    `shown_others` other names (None: all)."""
     if table.empty:
         return [
             "Vocabulary: every predicted (domain, slot) name is one the gold uses, and every gold name is predicted."
@@ -318,7 +321,9 @@ def vocabulary_lines(table: pd.DataFrame, fix: NamingFix | None = None, *, conve
         f"uses, {counts[GOLD_ONLY]} gold name(s) never predicted"
         + (f" (names as {convention} compares them)" if convention else "")
     ]
-    for row in table.itertuples(index=False):
+    others = table.index[table["kind"] != MISMATCH]
+    hidden = others[shown_others:] if shown_others is not None else others[:0]
+    for row in table.drop(index=hidden).itertuples(index=False):
         name = f"{row.domain}-{row.slot}"
         if row.kind == MISMATCH:
             lines.append(
@@ -327,6 +332,8 @@ def vocabulary_lines(table: pd.DataFrame, fix: NamingFix | None = None, *, conve
             )
         else:
             lines.append(f"  {row.kind}: {name}  {row.entries} entries in {row.turns} turns (e.g. {row.examples})")
+    if len(hidden):
+        lines.append(f"  ... and {len(hidden)} more name(s) one side only uses (the JSON output lists every one)")
     if fix is not None and fix.convention:
         before, after = fix.before.get("jga"), fix.metrics.get("jga")
         lines.append(

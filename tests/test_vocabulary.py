@@ -236,3 +236,15 @@ def test_a_turn_the_prediction_file_lacks_is_the_gaps_turns_cause() -> None:
     assert table["jga_change"].sum() == pytest.approx(0.5 - rec.metrics.loc["mwzeval", "jga"])
     lacking = gap_turns(rec, "mwzeval", target, "turns")
     assert lacking[["dialogue_id", "turn_index"]].values.tolist() == [["PMUL3688", 5]]
+
+
+def test_the_text_lists_the_first_names_and_counts_the_rest() -> None:
+    from analysis.vocabulary import vocabulary_lines
+
+    pred = [{"hotel": {"area": "east", **{f"extra{n:02d}": "x" for n in range(15)}}}]
+    table = vocabulary(score_run(run_from_states([{"hotel": {"area": "east"}}], pred), "exact"))
+    lines = vocabulary_lines(table)
+    assert lines[0].startswith("Vocabulary: 0 naming mismatch(es), 15 predicted name(s)")
+    assert sum(line.startswith("  predicted only") for line in lines) == 12
+    assert lines[-1] == "  ... and 3 more name(s) one side only uses (the JSON output lists every one)"
+    assert len(vocabulary_lines(table, shown_others=None)) == 16
