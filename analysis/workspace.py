@@ -231,9 +231,11 @@ def _table(manifest: str, where: str, raw: Any, keys: set[str]) -> dict[str, Any
 
 
 def _typed(manifest: str, key: str, value: Any, kind: type) -> Any:
-    """`value` checked to be a `kind` (a bool is not an integer here)."""
+    """`value` checked to be a `kind` (a bool is not an integer here; an integer is a number)."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        names = {str: "a string", bool: "true or false", int: "an integer"}
+        names = {str: "a string", bool: "true or false", int: "an integer", float: "a number"}
         raise InputError(manifest, "workspace", f"{key} must be {names.get(kind, kind.__name__)}, got {value!r}")
     return value
 
@@ -338,7 +340,9 @@ def _entry(
         raise InputError(manifest, "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
     declared = {key: raw[key] for key in INFO_KEYS if key in raw}
     for key, value in declared.items():
-        _typed(manifest, f"run {name!r}: {key}", value, _info_types()[key])
+        declared[key] = _typed(manifest, f"run {name!r}: {key}", value, _info_types()[key])
+    if not 0 <= declared.get("published_jga", 0) <= 100:
+        raise InputError(manifest, "workspace", f"run {name!r}: published_jga must be a fraction or a percentage")
     # The system defaults to the run's name, the convention to the workspace's (None: the files' own).
     meta = RunInfo(**{"run_id": name, "system": name, "convention": default_convention} | declared)
     if meta.convention is not None and meta.convention not in CONVENTIONS:

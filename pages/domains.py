@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from ui import explain
 
 st.title("Domains")
 runs = ui.need_runs()
@@ -15,6 +16,7 @@ st.caption(
     "in gold or prediction, judging the state restricted to that domain"
 )
 ui.warn_incomparable(runs)
+explain.mark_slots(focus)  # slots a naming mismatch concerns, and the number under the convention mapping them
 per_domain_tab, mix_tab, attribute_tab = ui.tabs(
     ["JGA per domain", "Outcomes per domain", "JGA by dialogue attribute"], page="domains"
 )

@@ -6,6 +6,7 @@ import ui
 from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
+from ui import explain
 
 PAIRED_MAX = 20  # runs the paired comparison takes at once (190 pairs)
 
@@ -92,6 +93,9 @@ if combine_seeds:
 failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(ui.md(f"run {name} failed to load: {error}"))
+
+# --- the focus run's vocabulary check and the gap to its paper's number (ui.explain) --------------------
+explain.overview_section(ui.focus() or runs[0])
 
 # --- paired comparison of the runs on the same gold (analysis.compare) ------------------------------
 st.subheader("Paired comparison")

@@ -6,7 +6,7 @@ import streamlit as st
 import ui
 from analysis.conventions import CONVENTIONS
 from analysis.reconcile import figures as figures_reconcile
-from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
+from analysis.reconcile.core import CAUSE_LABELS, CAUSES
 from analysis.suite import not_applicable, not_applicable_text
 from ui import reconcile as data
 
@@ -16,8 +16,8 @@ runs = ui.need_runs()
 # --- settings -------------------------------------------------------------------------------------
 top = st.columns([2, 5])
 run = ui.select("Run", runs, state="run", widget="w_run_reconcile", container=top[0])
-if ui.get("reconcile_conventions") is None:
-    ui.put(reconcile_conventions=list(DEFAULT_CONVENTIONS))
+if ui.get("reconcile_conventions") is None:  # the run's own convention, its lenient variant, the default ones
+    ui.put(reconcile_conventions=list(ui.compute(data.default_conventions, ui.loaded(run))))
 conventions = ui.multiselect("Conventions", list(CONVENTIONS), state="reconcile_conventions", container=top[1])
 if not conventions:
     st.info("Pick at least one convention.")
@@ -69,6 +69,14 @@ b = ui.select(
     index_hint=best[1] if best[1] != a else None,
 )
 causes = rec.causes(a, b)
+lenient = data.lenient_offer(rec, a, b)
+if lenient:  # slot naming is a cause: the convention that maps the names is one click away
+    st.button(
+        f"Add {lenient} (slot naming causes flips here: it maps the names)",
+        key="reconcile_add_lenient",
+        on_click=ui.put,
+        kwargs={"reconcile_conventions": [*conventions, lenient]},
+    )
 cause = ui.select(
     "Cause",
     ["", *[c for c in CAUSES if causes.get(c)]],

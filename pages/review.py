@@ -35,7 +35,7 @@ from analysis.review.analysis import (
 from analysis.review.store import AnnotationStore, StoreError
 from analysis.scoring import OUTCOMES
 from ui import errors as ui_errors
-from ui import review
+from ui import review, review_causes
 from ui.clicks import clickable_cells
 from ui.place import COLUMN_LABELS
 
@@ -408,6 +408,8 @@ def live_check() -> None:
 
 
 live_check()
+
+review_causes.causes_panel(runs, opened)  # a naming mismatch or a value rule: one item, tagged once
 
 st.subheader("Export and import")
 scoreds = review.scored_runs_later(runs)  # the runs are read at an export's click, not on every run

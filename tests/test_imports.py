@@ -265,6 +265,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.sgd",
         "analysis.fewjoint",
         "analysis.seeds",
+        "analysis.vocabulary",
     ),
     ("analysis.views", "analysis.slices"),  # page-ready frames over the features
     ("analysis.review",),

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 from streamlit.testing.v1 import AppTest
 
+from analysis.conventions import CONVENTIONS
 from analysis.fewjoint import load_fewjoint_system, score_fewjoint
 from analysis.metrics import joint_goal_accuracy, slot_prf_micro
 from analysis.reconcile.core import DEFAULT_CONVENTIONS
@@ -184,9 +185,13 @@ def test_reconcile_table_equals_score_run(manifest):
     no_exception(at)
     assert at.selectbox(key="w_run_reconcile").value == run_id
     table = table_with(at, "convention").set_index("convention")
-    assert list(table.index) == list(DEFAULT_CONVENTIONS)
     run = load_entry(next(e for e in manifest.entries if e.name == run_id))
-    for convention in DEFAULT_CONVENTIONS:
+    # The run's own convention first, its lenient variant, then the default ones.
+    expected = list(dict.fromkeys([run.meta.convention, *DEFAULT_CONVENTIONS]))
+    if f"{run.meta.convention}-lenient" in CONVENTIONS:
+        expected.insert(1, f"{run.meta.convention}-lenient")
+    assert list(table.index) == expected
+    for convention in expected:
         scored = score_run(run, convention)
         assert table.loc[convention, "JGA"] == pytest.approx(joint_goal_accuracy(scored))
         assert table.loc[convention, "Slot F1 (micro)"] == pytest.approx(slot_prf_micro(scored)["f1"])

@@ -310,15 +310,17 @@ def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str)
 
 def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) -> None:
     """The Reconcile page's run (the focus run) scored under its conventions (the session's, else the
-    default five), and the flips of its default pair attributed to their causes (kept in the cached
+    run's own, its lenient variant and the default five), and the flips of its default pair attributed to their causes (kept in the cached
     reconciliation). An uploaded run's reconciliation is its session's: not computed here."""
-    from analysis.reconcile.core import DEFAULT_CONVENTIONS
     from ui import reconcile
 
     source = sources.get(focus)
     if source is None or source.upload is not None:
         return
-    conventions = tuple(session.get("reconcile_conventions") or DEFAULT_CONVENTIONS)
+    conventions = tuple(
+        session.get("reconcile_conventions")
+        or data.compute(reconcile.default_conventions, [data.Loaded(source)], {}, data.DECLARED)
+    )
     rec = data.compute(reconcile.reconciled, [data.Loaded(source)], {"conventions": conventions}, data.DECLARED)
     if isinstance(rec, str) or len(conventions) < 2:
         return

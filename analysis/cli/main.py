@@ -66,11 +66,35 @@ def _metrics(args: argparse.Namespace) -> int:
         )
     elif args.schema or args.train_schema:
         raise InputError(args.pred, fmt, "--schema and --train-schema apply to the sgd convention only")
+    extra = _explain(args, scored, mapping, result)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
-    print(_table(result, LABELS))
+    print("\n".join([_table(result, LABELS), *extra]))
     return 0
+
+
+def _explain(args: argparse.Namespace, scored: Any, mapping: Any, result: dict[str, Any]) -> list[str]:
+    """The vocabulary check and the published gap (`analysis.cli.explain`), the run parsed only when needed."""
+    from analysis.cli.explain import explain
+    from analysis.loading import load_run
+
+    def load() -> Any:
+        return load_run(
+            args.pred,
+            args.gold,
+            pred_format=args.format,
+            gold_format=args.gold_format,
+            meta=scored.metas[0],
+            pred_deltas=args.pred_deltas,
+            pred_mapping=mapping,
+            gold_field=args.gold_field,
+        )
+
+    try:
+        return explain(args, scored, load, result)
+    except ValueError as exc:
+        raise InputError(args.pred, scored.metas[0].formats[0], str(exc)) from None
 
 
 def _fmt(value: Any) -> str:
@@ -180,6 +204,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--schema", help="sgd: the evaluated split's schema.json (default: one beside the gold files)")
     m.add_argument("--train-schema", help="sgd: the training schema.json; its services are seen, the others unseen")
     m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")
+    m.add_argument(
+        "--published",
+        type=float,
+        metavar="JGA",
+        help="the JGA the paper publishes (fraction or percentage): the gap to it, decomposed into causes",
+    )
     m.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     m.set_defaults(func=_metrics)
     f = sub.add_parser("formats", help="list the supported formats with an example each")

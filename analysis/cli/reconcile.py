@@ -1,6 +1,6 @@
 """The ``reconcile`` sub-command: one prediction file under several conventions, and why they differ.
 
-``python -m analysis reconcile --pred P [--gold G] [--conventions exact,trade,dstc9,mwzeval,convlab3]
+``python -m analysis reconcile --pred P [--gold G] [--conventions OWN,OWN-lenient,exact,trade,dstc9,mwzeval,convlab3]
 [--json] [--no-causes] [--examples N]``
 
 JSON (values as fractions in [0, 1], NaN as null)::
@@ -29,6 +29,7 @@ from analysis.errors import InputError
 from analysis.formats import format_names
 from analysis.model import Run
 from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
+from analysis.reconcile.gap import gap_conventions
 from analysis.scoring import Scored
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
@@ -57,8 +58,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
     parser.add_argument(
         "--conventions",
-        default=",".join(DEFAULT_CONVENTIONS),
-        help=f"comma-separated, in pair order (default: {','.join(DEFAULT_CONVENTIONS)}; known: {', '.join(CONVENTIONS)})",
+        default=None,
+        help="comma-separated, in pair order (default: the run's own convention, its lenient variant, then "
+        f"{','.join(DEFAULT_CONVENTIONS)}; known: {', '.join(CONVENTIONS)})",
     )
     parser.add_argument("--no-causes", action="store_true", help="flip counts only (skip the counterfactual scoring)")
     parser.add_argument("--examples", type=int, default=5, help="responsible slots listed per pair (default 5)")
@@ -87,10 +89,13 @@ def run(args: argparse.Namespace) -> int:
     from analysis.loading import load_run
     from analysis.store.runs import scored_files
 
-    names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
     # The flips' causes need the parsed run; its tables under each convention are read back from the score
     # store when it holds them, else scored and stored.
     loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
+    if args.conventions is None:
+        names = gap_conventions(loaded.meta.convention)
+    else:
+        names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
 
     def score(run: Run, convention: Convention) -> Scored:
         return scored_files(

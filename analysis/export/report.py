@@ -552,6 +552,11 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             )
 
     plan.tables += slice_tables(scoreds, n_resamples=n_resamples)
+    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
+
+    explained, naming = explain_tables(workspace, scoreds)
+    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
+    plan.warnings += naming
 
     if workspace.fewjoint:
         from analysis.fewjoint import figures as FF
