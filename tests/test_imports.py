@@ -259,7 +259,9 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs
     (
+        "analysis.shared_turns",
         "analysis.compare",
+        "analysis.seed_compare",
         "analysis.crosslingual",
         "analysis.reconcile",
         "analysis.sgd",
@@ -297,6 +299,8 @@ EARLY_STAGES = (
 FEATURES_EXPORTS_REVIEW = (
     "analysis.views",
     "analysis.compare",
+    "analysis.shared_turns",
+    "analysis.seed_compare",
     "analysis.crosslingual",
     "analysis.slices",
     "analysis.reconcile",
