@@ -310,3 +310,45 @@ def test_per_domain_support_on_ubar_and_pptod_by_hand(ubar_pptod) -> None:
     row = people.iloc[0]
     assert (row["n_dialogues"], row["n_dialogues_differ"], row["n_turns_differ"]) == (2, 2, 10)
     assert not row["tested"] and not row["significant"] and np.isnan(row["p_value"]) and np.isnan(row["low"])
+
+
+def test_report_table_of_systems_over_seeds() -> None:
+    from analysis.export.tables import seed_delta_table
+
+    systems = {"A": _seeds(2, 0.5, 0), "B": _seeds(3, 0.8, 3)}
+    result = SC.compare_seeds(systems, metrics=("jga", "slot_f1_micro"), n_resamples=100, min_support=1)
+    table = seed_delta_table(result)
+    assert table["systems (b − a)"].tolist() == ["B − A", "B − A"]
+    assert table["seeds (a, b)"].tolist() == ["2, 3", "2, 3"]
+    expected = result.deltas
+    assert table["Δ"].tolist() == pytest.approx(expected["delta"].tolist())
+    assert table["dialogues differ"].tolist() == [f"{k} of 30" for k in expected["n_dialogues_differ"]]
+    assert table["sig."].tolist() == ["*" if s else "n.s." for s in expected["significant"]]
+    assert "hierarchical" in table.attrs["note"]
+
+
+@pytest.mark.realdata
+def test_cross_lingual_gap_support_and_interval_against_a_naive_loop() -> None:
+    """X-RiSAWOZ zh vs fr, the gap at turn depth 0 (one turn a dialogue): its support is the dialogues whose
+    first turn is right in one language only, and its interval the naive loop over the same dialogue draws."""
+    from analysis import crosslingual as X
+    from analysis.diagnostics import agreement
+
+    zh = score_run(load_run(realdata_path("xrisawoz_llm", "zh.jsonl")))
+    fr = score_run(load_run(realdata_path("xrisawoz_llm", "fr.jsonl")))
+    gaps = X.crosslingual_gaps(zh, fr, X.align_ontologies(zh, fr), by="turn_index", support=True)
+    first = gaps[gaps["turn_index"] == 0].iloc[0]
+    paired, _ = agreement(zh, fr)
+    opening = paired[paired["turn_index"] == 0]
+    differ = opening[opening["joint_correct_a"] != opening["joint_correct_b"]]
+    assert first["n_dialogues"] == first["n_turns_a"] == 600
+    assert first["n_dialogues_differ"] == first["n_turns_differ"] == len(differ) == 257
+    # Naive: the dialogues in order of first appearance on either side, drawn as `stats.resample_counts` does.
+    order = pd.unique(opening["dialogue_id"].str.lower())
+    by_dialogue = opening.assign(key=opening["dialogue_id"].str.lower()).set_index("key").loc[order]
+    right_a = by_dialogue["joint_correct_a"].to_numpy(float)
+    right_b = by_dialogue["joint_correct_b"].to_numpy(float)
+    drawn = np.random.default_rng(0).integers(0, len(order), size=(1000, len(order)))
+    naive = np.array([right_a[row].mean() - right_b[row].mean() for row in drawn])
+    assert (first["low"], first["high"]) == pytest.approx(tuple(np.quantile(naive, [0.025, 0.975])), abs=1e-12)
+    assert first["tested"] and first["gap"] == pytest.approx(right_a.mean() - right_b.mean())
