@@ -429,8 +429,11 @@ def paired_bootstrap(
     ties counting on both sides, capped at 1: identical runs give exactly 1), `p_floor` (1/B, B the
     `n_resamples`: a resampled p of 0 only says p < 1/B) and `p_text`, the p to print (`format_p`:
     `p < 0.001 (B = 1,000)` when no resample fell on the other side), and `win_ratio` (the share
-    of resamples where b beats a, ties counted half), plus the dialogue counts. With `by` (turn or
-    slot-level columns other than `run_id`): one row per group.
+    of resamples where b beats a, ties counted half), plus the dialogue counts: `n_dialogues` paired
+    (resampled), and the support (`support`): the turns the metric counts (`n_turns`; per group the group's
+    own, `n_group_dialogues` its dialogues) and the dialogues and turns where the two runs differ
+    (`n_dialogues_differ`, `n_turns_differ`). With `by` (turn or slot-level columns other than `run_id`):
+    one row per group.
 
     >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states({"a": [{"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}], "b": [{}]})
