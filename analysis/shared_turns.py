@@ -146,6 +146,7 @@ def group_by_gold(scoreds: Sequence[tuple[str, Scored]], *, shared_turns: bool) 
     groups of two or more runs (largest first) and, per run in no group, why (a sentence)."""
     groups: list[list[tuple[str, Scored]]] = []
     reasons: dict[str, str] = {}
+    near_heads: set[str] = set()  # runs another run's sentence already names (on their gold, turns differ)
     for name, scored in scoreds:
         placed = False
         near: tuple[str, int, int, str] | None = None
@@ -173,6 +174,7 @@ def group_by_gold(scoreds: Sequence[tuple[str, Scored]], *, shared_turns: bool) 
             groups.append([(name, scored)])
             if near:
                 head_name, only_head, only_run, named = near
+                near_heads.add(head_name)
                 reasons[name] = (
                     f"{name} is on the gold of {head_name} but the turns differ ({only_head:,} only in {head_name}, "
                     f"{only_run:,} only in {name}: {named}); turn on “Compare on shared turns” to compare them on "
@@ -182,6 +184,6 @@ def group_by_gold(scoreds: Sequence[tuple[str, Scored]], *, shared_turns: bool) 
     grouped = {n for g in found for n in g}
     for group in groups:
         name, scored = group[0]
-        if len(group) == 1 and name not in reasons:
+        if len(group) == 1 and name not in reasons and name not in near_heads:
             reasons[name] = f"{name} shares its gold (turns and gold states, convention) with no other selected run"
     return sorted(found, key=len, reverse=True), {n: r for n, r in reasons.items() if n not in grouped}

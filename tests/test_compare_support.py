@@ -352,3 +352,28 @@ def test_cross_lingual_gap_support_and_interval_against_a_naive_loop() -> None:
     naive = np.array([right_a[row].mean() - right_b[row].mean() for row in drawn])
     assert (first["low"], first["high"]) == pytest.approx(tuple(np.quantile(naive, [0.025, 0.975])), abs=1e-12)
     assert first["tested"] and first["gap"] == pytest.approx(right_a.mean() - right_b.mean())
+
+
+@pytest.mark.realdata
+def test_pptod_is_named_when_left_out_and_compared_on_shared_turns() -> None:
+    """Under mwzeval PPTOD lacks PMUL3688 turn 5: the Overview's grouping leaves it out and says why; with
+    shared turns it joins UBAR, and the turn left out is named."""
+    from analysis import views
+    from analysis.model import RunInfo
+
+    gold = realdata_path("multiwoz21", "test.json.zip")
+    runs = [
+        score_run(load_run(realdata_path("mwzeval_outputs", f"{n}.json"), gold, meta=RunInfo(run_id=n)), "mwzeval")
+        for n in ("ubar", "pptod")
+    ]
+    assert views.gold_groups(runs) == []
+    (reason,) = views.left_out_of_comparison(runs)
+    assert reason.startswith("pptod is on the gold of ubar but the turns differ (1 only in ubar, 0 only in pptod: ")
+    assert "PMUL3688 turn 5" in reason
+    assert views.gold_groups(runs, shared_turns=True) == [["ubar", "pptod"]]
+    assert views.left_out_of_comparison(runs, shared_turns=True) == [
+        "ubar: 1 turn of 7,372 not compared (PMUL3688 turn 5): missing from pptod"
+    ]
+    table = views.significance_table(runs, shared_turns=True, resamples=200)
+    forward = table[(table["row"] == "pptod") & (table["column"] == "ubar")].iloc[0]
+    assert forward["tested"] and forward["n_dialogues_differ"] > 100
