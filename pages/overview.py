@@ -109,7 +109,15 @@ if len(runs) > PAIRED_MAX:
         state="compare_runs",
         max_selections=PAIRED_MAX,
     )
-groups = ui.compute(views.gold_groups, compared) if len(compared) >= 2 else []
+# Runs on one gold with turns missing (PPTOD lacks a turn) are compared on the turns all of them hold when
+# asked; whatever the comparison leaves out is named, with why.
+shared_turns = len(compared) >= 2 and ui.toggle(
+    "Compare on shared turns (runs on one gold with turns missing)", state="compare_shared_turns"
+)
+groups = ui.compute(views.gold_groups, compared, shared_turns=shared_turns) if len(compared) >= 2 else []
+left_out = ui.compute(views.left_out_of_comparison, compared, shared_turns=shared_turns) if len(compared) >= 2 else []
+if left_out:
+    st.caption(ui.md("Left out of the paired comparison: " + "; ".join(left_out) + "."))
 if not groups:
     st.caption(
         f"Pick two to {PAIRED_MAX} runs above to compare them pair by pair."
@@ -133,10 +141,14 @@ else:
     matrix_tab, pair_tab = ui.tabs(["Significance matrix", "Deltas of a pair"], page="overview")
     if matrix_tab.open:
         with matrix_tab:
-            table = ui.compute(views.significance_table, group, metric=compare_metric)
+            table = ui.compute(views.significance_table, group, metric=compare_metric, shared_turns=shared_turns)
             ui.show_figure(ui.figure(figures.significance_heatmap, table), key="compare_matrix", name="significance")
             st.caption(ui.md(table.attrs.get("holm_note", "")))
             ui.show_table(table, key="compare_table", name="pairwise deltas", na_rep="n/a")
+            over_seeds = ui.compute(views.seed_comparison, group, metric=compare_metric, shared_turns=shared_turns)
+            if len(over_seeds):
+                st.caption(ui.md(over_seeds.attrs.get("note", "")))
+                ui.show_table(over_seeds, key="compare_seeds_table", name="systems over seeds", na_rep="n/a")
     if pair_tab.open:
         with pair_tab:
             sides = st.columns(2)
@@ -145,7 +157,9 @@ else:
                 "Run b (delta = b − a)", [r for r in group if r != run_a], state="compare_b", container=sides[1]
             )
             for scope in ("domain", "slot"):
-                deltas = ui.compute(views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope)
+                deltas = ui.compute(
+                    views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope, shared_turns=shared_turns
+                )
                 st.caption(ui.md(deltas.attrs.get("holm_note", "")))
                 ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
 

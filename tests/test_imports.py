@@ -259,7 +259,10 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs
     (
+        "analysis.shared_turns",
         "analysis.compare",
+        "analysis.seed_compare",
+        "analysis.gap_support",
         "analysis.crosslingual",
         "analysis.reconcile",
         "analysis.sgd",
@@ -298,6 +301,9 @@ EARLY_STAGES = (
 FEATURES_EXPORTS_REVIEW = (
     "analysis.views",
     "analysis.compare",
+    "analysis.shared_turns",
+    "analysis.seed_compare",
+    "analysis.gap_support",
     "analysis.crosslingual",
     "analysis.slices",
     "analysis.reconcile",

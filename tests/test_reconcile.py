@@ -243,3 +243,14 @@ def test_turn_denominator_is_a_cause(tmp_path) -> None:
     assert flips[["turn_index", "causes"]].to_dict("records") == [{"turn_index": 1, "causes": "turns"}]
     row = rec.responsible("mwzeval", "mwzeval-lenient").iloc[0]
     assert (row["outcome_a"], row["outcome_b"]) == ("not scored", "scored")
+
+
+def test_cli_table_header_keeps_convention_names_apart(tmp_path, capsys) -> None:
+    """Right-aligned in columns as wide as the longest name, two names ran together
+    ("mwzevalmwzeval-lenient"); every column now starts with two spaces at least."""
+    pred = tmp_path / "run.jsonl"
+    _write_jsonl(pred, [{"dialogue_id": "d1", "turn_index": 0, "gold": {}, "pred": {}}])
+    assert main(["reconcile", "--pred", str(pred), "--conventions", "mwzeval,mwzeval-lenient"]) == 0
+    header = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("metric"))
+    assert header.split() == ["metric", "mwzeval", "mwzeval-lenient"]
+    assert "mwzevalmwzeval" not in header and "  mwzeval-lenient" in header

@@ -125,7 +125,7 @@ def render_table(rec: Reconciliation, result: dict[str, Any]) -> str:
     """Readable report: metrics per convention, flip counts per pair, causes and a few examples."""
     meta = rec.run.meta
     names = list(result["conventions"])
-    width = max(12, *(len(n) for n in names))
+    width = max(12, *(len(n) + 2 for n in names))  # two spaces at least between two conventions' names
     first = max(24, *(len(label) + 1 for label in METRIC_LABELS.values()))  # the label column
     lines = [
         f"run {meta.run_id}  ({' + '.join(meta.formats)})  {result['n_turns']} turns",

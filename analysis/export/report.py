@@ -517,6 +517,22 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
             )
         )
+        systems = views.seed_systems([scoreds[r] for r in group])
+        if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
+            from analysis.export.tables import seed_delta_table
+            from analysis.seed_compare import compare_seeds
+
+            over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
+            plan.tables.append(
+                TableItem(
+                    f"seeds-{first}",
+                    f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
+                    f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
+                    f"significant. {over_seeds.attrs['note']}",
+                    over_seeds,
+                    {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
+                )
+            )
 
     for predicted, gold in views.history_pairs_of(items):
         curve = views.compounding_curve(scoreds[predicted], scoreds[gold])
