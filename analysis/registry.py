@@ -110,7 +110,17 @@ METRICS: tuple[Metric, ...] = (
         for lam in M.FGA_LAMBDAS
     ),
     Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy, applies_to=M.values_missing),
+    # GCA as the GCA repository's src/gca.py counts it (a label changed on both sides of a turn counted twice
+    # in three cases), and the one-count variant under a name of its own (docs/metrics.md says which is which).
     Metric("gca", "GCA", M.granular_change_accuracy, interval="gca", applies_to=M.values_missing),
+    Metric(
+        "gca_once",
+        "GCA, each change once",
+        M.granular_change_accuracy_once,
+        interval=None,
+        applies_to=M.values_missing,
+        shown=False,
+    ),
     # DSTC10 track 2 task 1's scores.py prints these beside JGA and slot accuracy (the `dstc10` convention).
     *(
         Metric(
