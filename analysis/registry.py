@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from analysis import dstc10_rules as DSTC10
 from analysis import metrics as M
+from analysis import scorer_inputs
 from analysis.scoring import Scored
 
 # How `analysis.stats` breaks a metric into per-dialogue sums for the dialogue bootstrap:
@@ -163,9 +164,18 @@ def get(name: str) -> Metric:
         raise ValueError(f"metric has to be one of {', '.join(NAMES)}, got {name!r}") from None
 
 
+def unread_gold(scored: Scored) -> str | None:
+    """Why no metric applies to these runs: a convention named after a scorer over gold that scorer never
+    reads (`analysis.scorer_inputs`); None when the scorer reads it (as given or prepared)."""
+    return scorer_inputs.not_read(scored.alignment)
+
+
 def values(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, float]:
     """The metrics `names` (default: all, in registry order) of one run or the pooled runs; a function
-    shared by several metrics (micro P/R/F1) is called once."""
+    shared by several metrics (micro P/R/F1) is called once. NaN, every one, where the convention's scorer
+    never reads the run's gold (`unread_gold`)."""
+    if unread_gold(scored):
+        return {name: float("nan") for name in (NAMES if names is None else names)}
     results: dict[Callable[..., Any], Any] = {}
     out: dict[str, float] = {}
     for name in NAMES if names is None else names:
@@ -188,6 +198,9 @@ def not_applicable(scored: Scored, names: tuple[str, ...] | None = None) -> dict
     reasons: dict[Callable[[Scored], str | None], str | None] = {}
     out: dict[str, str] = {}
     skipped = set(left_out(scored))
+    unread = unread_gold(scored)
+    if unread:
+        return {name: unread for name in (NAMES if names is None else names) if name not in skipped}
     for name in NAMES if names is None else names:
         if name in skipped:
             continue

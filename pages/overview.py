@@ -81,6 +81,8 @@ st.caption(
 )
 for note in views.not_applicable_notes(board):
     st.caption(ui.md(note))
+for note in views.gold_input_notes(board):  # gold prepared as the convention's scorer prepares it, or never read
+    st.caption(ui.md(note))
 if combine_seeds:
     shown = by_seed[["label", "n_seeds", "seeds", "runs"]].copy()
     for metric in dict.fromkeys([sort_by, *views.LEADERBOARD_SHOWN]):

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import registry as R
-from analysis import stats
+from analysis import scorer_inputs, stats
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
 from analysis.suite import headline_metrics, not_applicable, not_applicable_text
@@ -67,6 +67,23 @@ def leaderboard(
         board = board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last")
         board = board.reset_index(drop=True)
     return board
+
+
+def gold_input_notes(board: pd.DataFrame) -> list[str]:
+    """One line per run whose gold its convention's scorer reads only once prepared, or never (every metric
+    n/a), or holds placeholders it scores as values: from the run's warnings (`analysis.scorer_inputs`).
+
+    >>> gold_input_notes(pd.DataFrame({"run_id": ["a"], "warnings": ["x | gold under convlab3 prepared: y"]}))
+    ['a: gold under convlab3 prepared: y']
+    """
+    if "warnings" not in board.columns:
+        return []
+    return [
+        f"{run}: {line}"
+        for run, text in zip(board["run_id"], board["warnings"], strict=True)
+        for line in str(text or "").split(" | ")
+        if line.startswith(scorer_inputs.WARNING_PREFIX)
+    ]
 
 
 def not_applicable_notes(board: pd.DataFrame) -> list[str]:
