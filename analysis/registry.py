@@ -150,6 +150,70 @@ GROUPED: dict[str, tuple[str, ...]] = {
     "fga_sets": tuple(f"fga_sets_{lam}" for lam in M.FGA_LAMBDAS),
 }
 
+# What a scorer prints, in its order and under its own names (issue 39): under a convention named after it,
+# the command line, the Overview and the report lead with these lines ("what mwzeval prints"), then the rest.
+# convention -> (metric, the scorer's own name for it). Each scorer's source says its names:
+SCORER_METRICS: dict[str, tuple[tuple[str, str], ...]] = {
+    # mwzeval/metrics.py::get_dst's dict (its joint accuracy and F1 in percent there, fractions here)
+    "mwzeval": (
+        ("jga", "joint_accuracy"),
+        ("slot_f1_micro", "slot_f1"),
+        ("slot_precision", "slot_precision"),
+        ("slot_recall", "slot_recall"),
+    ),
+    # convlab/dst/evaluate_unified_datasets.py::evaluate's dict
+    "convlab3": (
+        ("slot_f1_micro", "slot_f1"),
+        ("slot_precision", "slot_precision"),
+        ("slot_recall", "slot_recall"),
+        ("jga", "accuracy"),
+    ),
+    # convlab2/dst/dstc9/utils.py::eval_states: 'joint accuracy', then its 'slot' dict
+    **{
+        name: (
+            ("jga", "joint accuracy"),
+            ("slot_accuracy", "slot accuracy"),
+            ("slot_precision", "slot precision"),
+            ("slot_recall", "slot recall"),
+            ("slot_f1_micro", "slot f1"),
+        )
+        for name in ("dstc9", "dstc9-multiwoz", "dstc9-crosswoz")
+    },
+    # TRADE's evaluate_metrics, as its evaluate() prints them
+    "trade": (("jga", "Joint Acc"), ("slot_accuracy_trade", "Turn Acc"), ("joint_f1_trade", "Joint F1")),
+    # IC-DST's evaluate/evaluate_metrics.py, as its score.txt writes them
+    "icdst": (("jga", "correct (joint accuracy)"), ("slot_accuracy_trade", "Slot Acc"), ("joint_f1_trade", "Joint F1")),
+    # DSTC10 track 2 task 1's scores.py, its scores.json (slot: value_prediction and none_prediction prec/rec/f1)
+    "dstc10": (
+        ("jga", "joint_goal_accuracy"),
+        ("slot_accuracy", "slot accuracy"),
+        *(
+            (f"dstc10_{side}_{part}", f"{side}_prediction {short}")
+            for side in DSTC10.SIDES
+            for part, short in zip(DSTC10.PARTS, ("prec", "rec", "f1"), strict=True)
+        ),
+    ),
+    # CheckDST's checkdst_class.py: joint goal accuracy
+    "checkdst": (("jga", "jga"),),
+}
+
+
+def scorer_metrics(convention: str) -> tuple[tuple[str, str], ...]:
+    """The metrics the scorer a convention is named after prints, in its order, with its names; () when the
+    convention names no scorer or the scorer's lines are not declared.
+
+    >>> [label for _, label in scorer_metrics("mwzeval")]
+    ['joint_accuracy', 'slot_f1', 'slot_precision', 'slot_recall']
+    """
+    return SCORER_METRICS.get(convention, ())
+
+
+def scorer_heading(convention: str) -> str:
+    """The heading above a scorer's own lines: "what mwzeval prints"."""
+    scorer = scorer_inputs.SCORERS.get(convention)
+    return f"what {scorer.name if scorer else convention} prints"
+
+
 # The selections of views that show some of the metrics, in their column order.
 # The report's leaderboard, with CIs: the headline numbers, and the metrics that judge a turn's own changes.
 REPORT_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy", "fga_0.5", "turn_accuracy", "gca")

@@ -124,6 +124,12 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
     }
     result["alignment"] = scored.alignment if len(scored.metas) > 1 else next(iter(scored.alignment.values()), {})
     result["gold_input"] = gold_inputs(scored)
+    lead = R.scorer_metrics(scored.convention.name)
+    if lead:  # what the scorer prints, in its order and under its names: shown first
+        result["scorer_metrics"] = {
+            "heading": R.scorer_heading(scored.convention.name),
+            "metrics": [{"metric": name, "name": label} for name, label in lead],
+        }
     unread = R.unread_gold(scored)
     if unread:  # a scorer's name over gold it never reads: no number under that name, per turn or slot either
         result["unread_gold"] = unread

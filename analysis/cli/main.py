@@ -89,7 +89,19 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
             lines.append(f"gold {found['status']}: {found['note']}")
     lines.append("")
     width = max(len(v) for v in labels.values())
-    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels if k in result]
+    lead = result.get("scorer_metrics")
+    shown = [k for k in labels if k in result]
+    if lead:  # the scorer's own lines first, in its order and under its names; then the rest, this tool's
+        own = [m["metric"] for m in lead["metrics"]]
+        name_width = max(len(m["name"]) for m in lead["metrics"])
+        lines.append(lead["heading"][0].upper() + lead["heading"][1:] + ":")
+        lines += [
+            f"  {m['name']:<{name_width}}  {_fmt(result[m['metric']])}  ({labels[m['metric']]})"
+            for m in lead["metrics"]
+        ]
+        lines += ["", "Other metrics (this tool's, not printed by that scorer):"]
+        shown = [k for k in shown if k not in own]
+    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in shown]
     if result.get("unread_gold"):
         lines += ["", f"Every metric n/a: {result['unread_gold']}"]
     elif result.get("not_applicable"):

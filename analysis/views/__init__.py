@@ -76,6 +76,7 @@ from analysis.views.overview import (
     pair_deltas,
     pairwise_comparison,
     run_table,
+    scorer_lead,
     significance_table,
 )
 from analysis.views.slots import outcome_mix, slot_error_turns, slot_examples, slot_table, split_slot, value_confusions
@@ -134,6 +135,7 @@ __all__ = [
     "run_table",
     "scope",
     "scope_caption",
+    "scorer_lead",
     "significance_table",
     "slot_error_turns",
     "slot_examples",

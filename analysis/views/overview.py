@@ -69,6 +69,26 @@ def leaderboard(
     return board
 
 
+def scorer_lead(board: pd.DataFrame) -> tuple[str, list[tuple[str, str]]]:
+    """What the scorer prints, when every run of the board is under one convention named after a scorer:
+    its heading ("what mwzeval prints") and its metrics in its order, each with the scorer's own name; ("", [])
+    otherwise. The Overview and the report lead with these, then show the rest.
+
+    >>> scorer_lead(pd.DataFrame({"convention": ["convlab3"]}))[1][-1]
+    ('jga', 'accuracy')
+    >>> scorer_lead(pd.DataFrame({"convention": ["exact"]}))
+    ('', [])
+    """
+    if "convention" not in board.columns or not len(board):
+        return "", []
+    names = {str(c).split(" (")[0] for c in board["convention"]}  # dstc9's label names its subtask
+    if len(names) != 1:
+        return "", []
+    name = names.pop()
+    lead = R.scorer_metrics(name)
+    return (R.scorer_heading(name), list(lead)) if lead else ("", [])
+
+
 def gold_input_notes(board: pd.DataFrame) -> list[str]:
     """One line per run whose gold its convention's scorer reads only once prepared, or never (every metric
     n/a), or holds placeholders it scores as values: from the run's warnings (`analysis.scorer_inputs`).
