@@ -160,3 +160,26 @@ def test_dstc9_prepares_raw_multiwoz_zh_as_its_gold_conversion_does() -> None:
     assert R.values(raw, names) == pytest.approx(R.values(shaped, names), abs=1e-12)
     assert R.values(raw, tuple(official)) == pytest.approx(official, abs=5e-7)
     assert raw.alignment[raw.metas[0].run_id]["notes"][SI.NOTE]["status"] == "prepared"
+
+
+WILD = {
+    "icdst": ("gptdst_gpt35_ours_running_log.json",),
+    "checkdst": ("checkdst_PI_example.checkdst_prediction.jsonl",),
+    "dstc10": ("dstc10_task1_teamA01_entry0.json.gz", "dstc10_task1_test_labels.json.gz"),
+}
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("convention", list(WILD))
+def test_the_wild_files_are_their_scorers_own_input(convention: str) -> None:
+    run = load_run(*(realdata_path("wild", name) for name in WILD[convention]))
+    assert run.meta.convention == convention
+    found = SI.gold_input(CONVENTIONS[convention], run)
+    assert found is not None and found.status == "as given" and "own gold format" in found.note
+    scored = score_run(run)
+    assert not any(w.startswith(SI.WARNING_PREFIX) for w in scored.alignment[run.meta.run_id].get("warnings", []))
+    assert not math.isnan(R.values(scored, ("jga",))["jga"])
+    for other in SI.SCORERS:  # under every other scorer's name: read as written and said, or n/a with the reason
+        found = SI.gold_input(CONVENTIONS[other], run)
+        assert found is not None and found.note
+        assert found.status in ("as given", "n/a") if other != convention else found.status == "as given"
