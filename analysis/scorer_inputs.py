@@ -314,6 +314,17 @@ def warning(conv: Convention, found: GoldInput) -> str | None:
     return None
 
 
+def unread_runs(alignments: Mapping[str, Mapping[str, object]]) -> set[str]:
+    """The runs (ids) whose gold their convention's scorer never reads (`NOTE` status n/a)."""
+    out = set()
+    for run_id, alignment in alignments.items():
+        notes = alignment.get("notes") or {}
+        found = notes.get(NOTE) if isinstance(notes, Mapping) else None
+        if isinstance(found, Mapping) and found.get("status") == "n/a":
+            out.add(run_id)
+    return out
+
+
 def not_read(alignments: Mapping[str, Mapping[str, object]]) -> str | None:
     """Why every metric of these runs is n/a (a run's gold its scorer never reads), or None: from the scored
     runs' alignment notes ('NOTE')."""

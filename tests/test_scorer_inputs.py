@@ -11,11 +11,13 @@ import pytest
 
 from analysis import registry as R
 from analysis import scorer_inputs as SI
+from analysis import stats, views
 from analysis.conventions import CONVENTIONS
 from analysis.demo.testing import run_from_states
 from analysis.formats import FORMATS
 from analysis.loading import load_run
 from analysis.scoring import score_run
+from analysis.store import parts
 from analysis.suite import metric_suite
 from tests.conftest import realdata_path
 
@@ -59,6 +61,11 @@ def test_every_pair_of_scorer_and_gold_format_is_read_prepared_and_said_or_n_a_w
         suite = metric_suite(scored)
         assert suite["unread_gold"] == found.note and suite["jga"] is None
         assert all(v is None for v in suite["jga_by_turn"].values())
+        ci = stats.bootstrap_ci(scored, "jga", n_resamples=20)
+        assert math.isnan(ci["estimate"]) and math.isnan(ci["low"]) and math.isnan(ci["high"])
+        board = views.leaderboard([scored], sort="jga", resamples=20)
+        assert board[["jga", "jga_low", "jga_high"]].isna().all(axis=None)
+        assert all(math.isnan(x) for x in parts.dialogue_parts(scored)["jga__num"])
     elif found.status == "prepared":  # said with the result
         assert any(w.startswith(SI.WARNING_PREFIX) and found.note in w for w in warnings)
         assert not math.isnan(values["jga"])
