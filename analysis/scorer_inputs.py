@@ -233,10 +233,10 @@ def _raw_multiwoz(conv: Convention, run: Run) -> GoldInput:
 
 def _never_reads(conv: Convention) -> str:
     scorer = SCORERS[conv.name]
-    own = ", ".join(scorer.own_formats) or "its own MultiWOZ 2.2 download"
+    own = " or ".join(f"{fmt} files" for fmt in scorer.own_formats) or "its own MultiWOZ 2.2 download"
     return (
-        f"its gold comes from {own} through its own pipeline, which this tool does not reproduce for this file; "
-        "its rules applied to this gold as written would score placeholders and names that scorer never sees"
+        f"it reads its gold from {own}, and this tool does not reproduce a conversion of this file into that "
+        "form; its rules applied to this gold as written would score placeholders and names that scorer never sees"
     )
 
 

@@ -316,7 +316,9 @@ def _bootstrap_ci(
         method=METHOD,
     )
     unread = scorer_inputs.unread_runs(scored.alignment)
-    if unread:  # a scorer's name over gold it never reads: no estimate, no interval (`registry.unread_gold`)
+    # A scorer's name over gold it never reads: no headline estimate, no interval (`registry.unread_gold`).
+    # Slices (per domain, per turn) keep theirs, as the pages that show them compute their numbers directly.
+    if unread and set(keys) <= {"run_id"}:
         rows = out["run_id"].isin(list(unread)) if "run_id" in keys else np.ones(len(out), dtype=bool)
         out.loc[rows, ["estimate", "low", "high"]] = np.nan
     if keys:
