@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis import metrics as M
 from analysis import registry as R
+from analysis import scorer_inputs
 from analysis.diagnostics import agreement
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
@@ -360,6 +361,12 @@ def _bootstrap_ci(
         seed=seed,
         method=METHOD,
     )
+    unread = scorer_inputs.unread_runs(scored.alignment)
+    # A scorer's name over gold it never reads: no headline estimate, no interval (`registry.unread_gold`).
+    # Slices (per domain, per turn) keep theirs, as the pages that show them compute their numbers directly.
+    if unread and set(keys) <= {"run_id"}:
+        rows = out["run_id"].isin(list(unread)) if "run_id" in keys else np.ones(len(out), dtype=bool)
+        out.loc[rows, ["estimate", "low", "high"]] = np.nan
     if keys:
         return out
     record = out.iloc[0].to_dict()

@@ -51,6 +51,9 @@ elif (seed_groups != "").any():
         key="overview_bar_runs",
         name="leaderboard",
     )
+# Under a convention named after a scorer, its own metrics lead, in its order (`views.scorer_lead`).
+heading, lead = views.scorer_lead(board)
+lead_keys = [metric for metric, _ in lead]
 columns = [
     "run_id",
     "system",
@@ -61,7 +64,8 @@ columns = [
     "convention",
     "n_dialogues",
     "n_turns",
-    *[k for k in metric_keys if k in views.LEADERBOARD_SHOWN or k == sort_by],
+    *lead_keys,
+    *[k for k in metric_keys if (k in views.LEADERBOARD_SHOWN or k == sort_by) and k not in lead_keys],
     *[c for c in (f"{sort_by}_low", f"{sort_by}_high") if c in board.columns],
     "not_applicable",
     "n_warnings",
@@ -80,7 +84,17 @@ st.caption(
     "resamples of dialogues (turns of one dialogue are correlated, so dialogues are resampled). "
     "Alignment warnings say how predictions paired with gold."
 )
+if lead:
+    st.caption(
+        ui.md(
+            f"The first metric columns are {heading}, in its order: "
+            + ", ".join(f"{name} ({LABELS[metric]})" for metric, name in lead)
+            + ". The columns after them are this tool's metrics, not printed by that scorer."
+        )
+    )
 for note in views.not_applicable_notes(board):
+    st.caption(ui.md(note))
+for note in views.gold_input_notes(board):  # gold prepared as the convention's scorer prepares it, or never read
     st.caption(ui.md(note))
 if combine_seeds:
     shown = by_seed[["label", "n_seeds", "seeds", "runs"]].copy()

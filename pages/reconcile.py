@@ -7,7 +7,7 @@ import ui
 from analysis.conventions import CONVENTIONS
 from analysis.reconcile import figures as figures_reconcile
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES
-from analysis.suite import not_applicable, not_applicable_text
+from analysis.suite import gold_inputs, not_applicable, not_applicable_text
 from ui import reconcile as data
 
 st.title("Reconcile conventions")
@@ -49,6 +49,9 @@ with right:
         reasons = {metric: why for metric, why in not_applicable(scored).items() if metric in table.columns}
         if reasons:
             st.caption(ui.md(f"{convention}: {not_applicable_text(reasons)}"))
+        for found in gold_inputs(scored).values():  # gold prepared as that scorer's own pipeline prepares it
+            if found["status"] == "prepared":
+                st.caption(ui.md(f"{convention}: gold prepared: {found['note']}"))
     st.caption("Turns whose joint correctness differs, per pair (only a: correct under a only).")
     ui.show_table(rec.flip_counts(), key="reconcile_flip_counts", name=f"flips per pair {run}", height=250)
 

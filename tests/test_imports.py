@@ -246,6 +246,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.formats",),  # readers
     ("analysis.loading",),  # files to a Run
     ("analysis.conventions", "analysis.mwzeval_rules", "analysis.sgd_rules"),  # conventions, scorers' rules
+    ("analysis.scorer_inputs",),  # what each scorer reads as gold
     ("analysis.scoring",),
     # measures of a scored run (dstc10_rules: the DSTC10 scorer's own metrics over scored tables)
     (

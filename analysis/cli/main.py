@@ -107,11 +107,28 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
         f"run {run['run_id']}  ({' + '.join(run['formats'])})  convention: {result['convention']}"
         + (f" (subtask {result['subtask']})" if result.get("subtask") else ""),
         f"{result['n_dialogues']} dialogues, {result['n_turns']} turns",
-        "",
     ]
+    for found in result.get("gold_input", {}).values():  # how the scorer met the gold, when it was not as given
+        if found["status"] != "as given" or "values to predict" in found["note"]:
+            lines.append(f"gold {found['status']}: {found['note']}")
+    lines.append("")
     width = max(len(v) for v in labels.values())
-    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels if k in result]
-    if result.get("not_applicable"):
+    lead = result.get("scorer_metrics")
+    shown = [k for k in labels if k in result]
+    if lead:  # the scorer's own lines first, in its order and under its names; then the rest, this tool's
+        own = [m["metric"] for m in lead["metrics"]]
+        name_width = max(len(m["name"]) for m in lead["metrics"])
+        lines.append(lead["heading"][0].upper() + lead["heading"][1:] + ":")
+        lines += [
+            f"  {m['name']:<{name_width}}  {_fmt(result[m['metric']])}  ({labels[m['metric']]})"
+            for m in lead["metrics"]
+        ]
+        lines += ["", "Other metrics (this tool's, not printed by that scorer):"]
+        shown = [k for k in shown if k not in own]
+    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in shown]
+    if result.get("unread_gold"):
+        lines += ["", f"Every metric n/a: {result['unread_gold']}"]
+    elif result.get("not_applicable"):
         from analysis.suite import not_applicable_text
 
         lines += ["", not_applicable_text(result["not_applicable"])]

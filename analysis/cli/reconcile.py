@@ -31,6 +31,7 @@ from analysis.model import Run
 from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
 from analysis.reconcile.gap import gap_conventions
 from analysis.scoring import Scored
+from analysis.suite import gold_inputs
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
 
@@ -110,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
     rec = reconcile(loaded, names, score=score)
     result = rec.to_dict(causes=not args.no_causes, examples=max(args.examples, 0))
+    # How each scorer-named convention met the gold: as given, prepared as its own pipeline does, or n/a.
+    result["gold_input"] = {name: found for name, s in rec.scored.items() for found in gold_inputs(s).values()}
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -134,6 +137,9 @@ def render_table(rec: Reconciliation, result: dict[str, Any]) -> str:
     ]
     for key, label in METRIC_LABELS.items():
         lines.append(f"{label:<{first}}" + "".join(f"{_fmt(result['conventions'][n][key]):>{width}}" for n in names))
+    for name, found in result.get("gold_input", {}).items():
+        if found["status"] != "as given" or "values to predict" in found["note"]:
+            lines.append(f"  {name}: gold {found['status']}: {found['note']}")
     lines += ["", "Turns whose joint correctness flips (a|b: total, correct under a only / under b only):"]
     for key, entry in result["flips"].items():
         lines.append(f"  {key:<22} {entry['count']:>6}   ({entry['only_a']} / {entry['only_b']})")

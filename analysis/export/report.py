@@ -303,6 +303,33 @@ def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFr
     return table, intervals
 
 
+def scorer_items(board: pd.DataFrame) -> list[TableItem]:
+    """Per convention named after a scorer (with its lines declared, `registry.SCORER_METRICS`): the runs
+    under it with what that scorer prints, in its order and under its own names, as the report's first
+    tables; the leaderboard after them holds the rest."""
+    items = []
+    names = board["convention"].astype("str").str.split(" (", n=1, regex=False).str[0]
+    for name in dict.fromkeys(names):
+        runs = board[names == name]
+        heading, lead = views.scorer_lead(runs)
+        if not lead:
+            continue
+        table = runs[["run_id", "convention", "n_turns"]].rename(columns={"run_id": "run", "n_turns": "turns"})
+        for metric, label in lead:
+            table[label] = runs[metric].astype(float).to_numpy()
+        mapping = ", ".join(f"{label} is {LABELS[metric]}" for metric, label in lead)
+        items.append(
+            TableItem(
+                f"scorer_{name}",
+                f"{heading[0].upper()}{heading[1:]}: its own metrics, in its order and under its names ({mapping}). "
+                "The leaderboard that follows holds the rest, this tool's metrics.",
+                table.reset_index(drop=True),
+                {"label": f"tab:scorer-{name}", "na_rep": "n/a"},
+            )
+        )
+    return items
+
+
 def _leaderboard_item(board: pd.DataFrame, cis: pd.DataFrame, *, n_resamples: int) -> TableItem:
     table, intervals = leaderboard_table(board, cis)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
@@ -452,6 +479,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     plan.warnings = comparability_notes(board, items)
     cis = _cis_by_run(scoreds, n_resamples=n_resamples)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
+    plan.tables += scorer_items(board)  # what each scorer prints, before the rest (issue 39)
     plan.tables.append(_leaderboard_item(board, cis, n_resamples=n_resamples))
     plan.figures.append(
         FigureItem("leaderboard", f"JGA per run with {method}.", leaderboard_figure(board, cis, colours=colours))

@@ -10,7 +10,7 @@ from typing import Any
 import pandas as pd
 
 from analysis import registry as R
-from analysis import stats
+from analysis import scorer_inputs, stats
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
 from analysis.shared_turns import group_by_gold, on_shared_turns
@@ -68,6 +68,43 @@ def leaderboard(
         board = board.sort_values(sort, ascending=not best_first, kind="stable", na_position="last")
         board = board.reset_index(drop=True)
     return board
+
+
+def scorer_lead(board: pd.DataFrame) -> tuple[str, list[tuple[str, str]]]:
+    """What the scorer prints, when every run of the board is under one convention named after a scorer:
+    its heading ("what mwzeval prints") and its metrics in its order, each with the scorer's own name; ("", [])
+    otherwise. The Overview and the report lead with these, then show the rest.
+
+    >>> scorer_lead(pd.DataFrame({"convention": ["convlab3"]}))[1][-1]
+    ('jga', 'accuracy')
+    >>> scorer_lead(pd.DataFrame({"convention": ["exact"]}))
+    ('', [])
+    """
+    if "convention" not in board.columns or not len(board):
+        return "", []
+    names = {str(c).split(" (")[0] for c in board["convention"]}  # dstc9's label names its subtask
+    if len(names) != 1:
+        return "", []
+    name = names.pop()
+    lead = R.scorer_metrics(name)
+    return (R.scorer_heading(name), list(lead)) if lead else ("", [])
+
+
+def gold_input_notes(board: pd.DataFrame) -> list[str]:
+    """One line per run whose gold its convention's scorer reads only once prepared, or never (every metric
+    n/a), or holds placeholders it scores as values: from the run's warnings (`analysis.scorer_inputs`).
+
+    >>> gold_input_notes(pd.DataFrame({"run_id": ["a"], "warnings": ["x | gold under convlab3 prepared: y"]}))
+    ['a: gold under convlab3 prepared: y']
+    """
+    if "warnings" not in board.columns:
+        return []
+    return [
+        f"{run}: {line}"
+        for run, text in zip(board["run_id"], board["warnings"], strict=True)
+        for line in str(text or "").split(" | ")
+        if line.startswith(scorer_inputs.WARNING_PREFIX)
+    ]
 
 
 def not_applicable_notes(board: pd.DataFrame) -> list[str]:
