@@ -71,7 +71,12 @@ def informative_pair(rec: Reconciliation) -> tuple[str, str] | None:
     if counts.empty:
         return None
     own = rec.run.meta.convention if rec.run.meta.convention in rec.conventions else rec.conventions[0]
-    mine = counts[(counts["a"] == own) | (counts["b"] == own)]
+    # A convention whose scorer never reads this gold (JGA n/a, `analysis.scorer_inputs`) flips nothing worth
+    # showing: its "flips" are of a number that scorer would not print.
+    scored = set(rec.metrics["jga"].dropna().index) | {own}
+    mine = counts[((counts["a"] == own) | (counts["b"] == own)) & counts["a"].isin(scored) & counts["b"].isin(scored)]
+    if mine.empty:
+        return None
     best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
     return own, str(best["b"] if best["a"] == own else best["a"])
 
