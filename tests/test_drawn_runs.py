@@ -40,7 +40,7 @@ def test_the_best_by_the_metrics_direction_a_run_without_a_value_last() -> None:
     board["jga"] = [0.2, 0.3, 0.9, 0.5]
     shown, caption = chart_runs(board, metric="jga", limit=2)
     assert shown == ["c", "d"]
-    assert caption == "Drawn: the 2 best of the 4 selected runs by JGA (the table lists all; search for others)."
+    assert caption == "Drawn: the 2 best of the 4 selected runs by JGA; search for others."
 
 
 def test_a_search_finds_runs_by_name_and_says_how_many_matched() -> None:
@@ -99,10 +99,7 @@ def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
     assert len(board) == N, board.columns  # the table lists every run
     best = set(board.sort_values("JGA", ascending=False, kind="stable")["run"].head(CHART_RUNS))
     captions = [c.value for c in at.caption]
-    assert (
-        f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA (the table lists all; search for others)."
-        in captions
-    )
+    assert f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in captions
     bars = [spec for title, spec in _charts(at).items() if _drawn(spec)]
     assert bars and _drawn(bars[0]) == best
 
@@ -112,9 +109,13 @@ def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
     assert _drawn(bars[0]) == {f"copy-0{i}" for i in range(10)}
 
     at = _page(manifest, "turn_depth")
-    assert (
-        f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA (the table lists all; search for others)."
-        in [c.value for c in at.caption]
-    )
+    assert f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
+        c.value for c in at.caption
+    ]
     depth = next(spec for title, spec in _charts(at).items() if "depth" in title.lower())
     assert _drawn(depth) == best
+
+    at = _page(manifest, "review")
+    assert f"Reviewed here: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
+        c.value for c in at.caption
+    ]

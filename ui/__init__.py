@@ -119,7 +119,9 @@ def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("conven
         st.warning(md(line), icon=":material/warning:")
 
 
-def drawn_runs(runs: list[str], *, page: str, board: Any = None, metric: str | None = None) -> tuple[list[str], Any]:
+def drawn_runs(
+    runs: list[str], *, page: str, board: Any = None, metric: str | None = None, verb: str = "Drawn"
+) -> tuple[list[str], Any]:
     """The runs a page's charts draw, and their leaderboard rows: every run up to `CHART_RUNS`; beyond, the
     best by a metric (the page's own `metric` and `board`, else a select box of the leaderboard's metrics) or
     those a search finds, with a caption saying which (`analysis.views.shown.chart_runs`). The leaderboard
@@ -133,19 +135,19 @@ def drawn_runs(runs: list[str], *, page: str, board: Any = None, metric: str | N
     asked = metric is None
     if metric is None:
         metric = select(
-            f"Charts draw the best {CHART_RUNS} runs by",
+            f"{verb}: the best {CHART_RUNS} runs by",
             list(views.LEADERBOARD_METRICS),
             state=f"{page}_drawn_metric",
             container=columns[0],
             format_func=lambda k: LABELS.get(k, k),
         )
     search = columns[1 if asked else 0].text_input(
-        "Search the runs drawn", key=f"{page}_drawn_search", placeholder="part of a run's name"
+        "Search the runs by name", key=f"{page}_drawn_search", placeholder="part of a run's name"
     )
     if board is None:
         stored = data.stored_leaderboard(resolve([runs])[0][0], metric)
         board = stored[0] if stored is not None else compute(views.leaderboard, runs, sort=metric)
-    drawn, caption = chart_runs(board, metric=metric, search=search)
+    drawn, caption = chart_runs(board, metric=metric, search=search, verb=verb)
     st.caption(md(caption))
     return drawn, board[board["run_id"].isin(drawn)]
 

@@ -11,15 +11,17 @@ from analysis.suite import LABELS
 CHART_RUNS = 20  # runs a chart draws at most: beyond that, bars and lines can no longer be told apart
 
 
-def chart_runs(board: pd.DataFrame, *, metric: str, search: str = "", limit: int = CHART_RUNS) -> tuple[list[str], str]:
+def chart_runs(
+    board: pd.DataFrame, *, metric: str, search: str = "", limit: int = CHART_RUNS, verb: str = "Drawn"
+) -> tuple[list[str], str]:
     """The run ids of `board` (a leaderboard: `run_id` and `metric` columns) a chart draws, and a caption
     saying which they are: every run when there are at most `limit`; else those whose id contains `search`
     (case-insensitive), the `limit` best by `metric` (its registry direction; a run without a value last,
-    ties in the board's order). The caption is empty when every run is drawn.
+    ties in the board's order). The caption (starting with `verb`) is empty when every run is drawn.
 
     >>> board = pd.DataFrame({"run_id": ["a", "b", "c"], "jga": [0.5, 0.7, float("nan")]})
     >>> chart_runs(board, metric="jga", limit=2)
-    (['b', 'a'], 'Drawn: the 2 best of the 3 selected runs by JGA (the table lists all; search for others).')
+    (['b', 'a'], 'Drawn: the 2 best of the 3 selected runs by JGA; search for others.')
     >>> chart_runs(board, metric="jga", search="C", limit=2)
     (['c'], "Drawn: the 1 run of the 3 selected whose name contains 'C'.")
     """
@@ -34,8 +36,5 @@ def chart_runs(board: pd.DataFrame, *, metric: str, search: str = "", limit: int
     if search:
         more = f", the {len(shown)} best by {label}" if len(found) > limit else ""
         match = f"{len(found):,} run{'s' if len(found) != 1 else ''}"
-        return shown, f"Drawn: the {match} of the {n:,} selected whose name contains {search!r}{more}."
-    return (
-        shown,
-        f"Drawn: the {len(shown)} best of the {n:,} selected runs by {label} (the table lists all; search for others).",
-    )
+        return shown, f"{verb}: the {match} of the {n:,} selected whose name contains {search!r}{more}."
+    return shown, f"{verb}: the {len(shown)} best of the {n:,} selected runs by {label}; search for others."
