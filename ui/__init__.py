@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`, `drawn_runs`.
 """
 
 from __future__ import annotations
