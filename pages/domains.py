@@ -15,6 +15,7 @@ st.caption(
     ui.md(ui.compute(views.scope_caption, runs)) + " · per-domain JGA counts the turns where the domain occurs "
     "in gold or prediction, judging the state restricted to that domain"
 )
+runs, _ = ui.drawn_runs(runs, page="domains")  # many runs: the best few by a metric, or a search
 ui.warn_incomparable(runs)
 explain.mark_slots(focus)  # slots a naming mismatch concerns, and the number under the convention mapping them
 per_domain_tab, mix_tab, attribute_tab = ui.tabs(

@@ -32,9 +32,11 @@ seed_groups = seeds.seed_groups(board)
 combine_seeds = bool((seed_groups != "").any()) and ui.toggle(
     "Combine seeds (mean ± std over runs that differ only in their seed)", state="combine_seeds", default=True
 )
+# A sweep's worth of runs is not drawn as a thousand bars: the best by the sorted metric, or those a search finds.
+_, drawn_board = ui.drawn_runs(runs, page="overview", board=board, metric=sort_by)
 if combine_seeds or not (seed_groups != "").any():  # the same chart as `leaderboard_bar` without seeds
     ui.show_figure(
-        ui.figure(seeds.overview_bar, board, metric=sort_by, colours=ui.colours()),
+        ui.figure(seeds.overview_bar, drawn_board, metric=sort_by, colours=ui.colours()),
         key="overview_bar",
         name="leaderboard over seeds" if combine_seeds else "leaderboard",
     )
@@ -47,7 +49,7 @@ if combine_seeds:
     )
 elif (seed_groups != "").any():
     ui.show_figure(
-        ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
+        ui.figure(figures.leaderboard_bar, drawn_board, metric=sort_by, colours=ui.colours()),
         key="overview_bar_runs",
         name="leaderboard",
     )

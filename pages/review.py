@@ -68,6 +68,8 @@ head = st.columns([2, 3])
 who = review.reviewer_box(container=head[0])
 head[1].caption(f"Annotations: {ui.md(store.backend)} store · every value and comment below is shown as plain text")
 
+# A sweep's worth of runs (500: 78 s of error items) is reviewed 20 at a time: the best by a metric, or a search.
+runs, _ = ui.drawn_runs(runs, page="review", verb="Reviewed here")
 error_turns = ui.compute(review.review_errors, runs)  # one row per error turn (slot row)
 episodes = ui.compute(review.review_episodes, runs)  # one row per error episode: the review items
 choices = review.options(error_turns)

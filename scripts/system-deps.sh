@@ -5,6 +5,7 @@
 #   latexmk, texlive   the report's main.tex and table snippets are compiled in the tests
 #   texlive-xetex      main.tex prints Chinese (Noto CJK) with XeLaTeX; pdflatex prints it as [U+XXXX]
 #   poppler-utils      pdftotext/pdfinfo: the tests read main.pdf's pages and captions
+#   default-jre-headless  Java 17 for pyspark (local mode): docs/store.md's Spark query is run in the tests
 set -euo pipefail
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
@@ -15,6 +16,7 @@ command -v latexmk >/dev/null 2>&1 || need+=(latexmk)
 command -v pdflatex >/dev/null 2>&1 || need+=(texlive-latex-base texlive-latex-recommended texlive-latex-extra)
 command -v xelatex >/dev/null 2>&1 || need+=(texlive-xetex)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo

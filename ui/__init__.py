@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`, `drawn_runs`.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ __all__ = [
     "ORIGIN_PANELS",
     "colours",
     "compute",
+    "drawn_runs",
     "ensure_frame",
     "figure",
     "focus",
@@ -116,6 +117,39 @@ def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("conven
     checks every difference (`views.comparability_warnings` on its leaderboard)."""
     for line in compute(views.comparability_warnings, list(run_ids), about=tuple(about)):
         st.warning(md(line), icon=":material/warning:")
+
+
+def drawn_runs(
+    runs: list[str], *, page: str, board: Any = None, metric: str | None = None, verb: str = "Drawn"
+) -> tuple[list[str], Any]:
+    """The runs a page's charts draw, and their leaderboard rows: every run up to `CHART_RUNS`; beyond, the
+    best by a metric (the page's own `metric` and `board`, else a select box of the leaderboard's metrics) or
+    those a search finds, with a caption saying which (`analysis.views.shown.chart_runs`). The leaderboard
+    comes from the score store when it holds every run (one small file per run)."""
+    from analysis.suite import LABELS
+    from analysis.views.shown import CHART_RUNS, chart_runs
+
+    if len(runs) <= CHART_RUNS:
+        return runs, board
+    columns = st.columns([1, 2])
+    asked = metric is None
+    if metric is None:
+        metric = select(
+            f"{verb}: the best {CHART_RUNS} runs by",
+            list(views.LEADERBOARD_METRICS),
+            state=f"{page}_drawn_metric",
+            container=columns[0],
+            format_func=lambda k: LABELS.get(k, k),
+        )
+    search = columns[1 if asked else 0].text_input(
+        "Search the runs by name", key=f"{page}_drawn_search", placeholder="part of a run's name"
+    )
+    if board is None:
+        stored = data.stored_leaderboard(resolve([runs])[0][0], metric)
+        board = stored[0] if stored is not None else compute(views.leaderboard, runs, sort=metric)
+    drawn, caption = chart_runs(board, metric=metric, search=search, verb=verb)
+    st.caption(md(caption))
+    return drawn, board[board["run_id"].isin(drawn)]
 
 
 def need_runs(n: int = 1) -> list[str]:

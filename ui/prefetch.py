@@ -301,8 +301,11 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
 def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
     """The Review page's error items and episodes of the selected runs (the slow part of its first visit:
     about 2 s for 100 MultiWOZ-size runs)."""
+    from analysis.views.shown import CHART_RUNS
     from ui import review
 
+    if len(runs) > CHART_RUNS:  # the page reviews the best few by a metric it chooses (`ui.drawn_runs`)
+        return
     args = ui.resolve([runs], sources, choice)[0]
     data.compute(review.review_errors, args, {}, choice)
     data.compute(review.review_episodes, args, {}, choice)
