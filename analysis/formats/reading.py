@@ -410,6 +410,13 @@ def _lone_surrogate(text: str) -> int:
     return -1
 
 
+def _long_number(text: str, digits: int) -> re.Match[str] | None:
+    """The first run of more than `digits` digits. Tried only where a run starts (the look-behind): a
+    plain `\\d{N,}` retries inside every shorter run, N steps per digit (a 1.7 MB text of 4,300-digit
+    numbers took 44 s)."""
+    return re.search(rf"(?<!\d)\d{{{digits + 1}}}", text)
+
+
 def _position(text: str, offset: int) -> str:
     line = text.count("\n", 0, offset) + 1
     return f"line {line}, column {offset - (text.rfind(chr(10), 0, offset) + 1) + 1}"
@@ -417,7 +424,7 @@ def _position(text: str, offset: int) -> str:
 
 def _value_error(name: str, fmt: str | None, text: str, exc: ValueError) -> InputError:
     """json's errors that are not JSONDecodeError: an integer longer than Python converts."""
-    match = re.search(rf"\d{{{sys.get_int_max_str_digits() + 1},}}", text)
+    match = _long_number(text, sys.get_int_max_str_digits())
     where = f" ({_position(text, match.start())})" if match else ""
     return InputError(
         name, fmt, f"a number has more than {sys.get_int_max_str_digits():,} digits, too long to read{where}"
@@ -463,7 +470,7 @@ def preflight(path: str | Path, *, fmt: str | None = None) -> None:
     if _check_structure(raw, name, fmt, jsonl)[1]:
         _check_surrogates(text, name, fmt)
     digits = sys.get_int_max_str_digits()
-    match = re.search(rf"\d{{{digits + 1},}}", text) if digits else None
+    match = _long_number(text, digits) if digits else None
     if match:
         where = _position(text, match.start())
         raise InputError(name, fmt, f"a number has more than {digits:,} digits, too long to read ({where})")
