@@ -431,7 +431,21 @@ def _value_error(name: str, fmt: str | None, text: str, exc: ValueError) -> Inpu
     )
 
 
+_CR_ONLY = (
+    "lines end in a carriage return (CR) alone, as in old Mac OS files: JSON Lines records end in a line "
+    "feed (LF or CRLF); convert the line ends"
+)
+
+
+def _cr_only(text: str) -> bool:
+    """Line ends that are CR alone: json reads the whole text as one line with extra data after its first
+    record, which says nothing about the cause."""
+    return "\n" not in text and "\r" in text.strip()
+
+
 def _json_error(name: str, fmt: str | None, text: str, exc: json.JSONDecodeError) -> InputError:
+    if exc.msg == "Extra data" and _cr_only(text):
+        return InputError(name, fmt, _CR_ONLY)
     # An unterminated string or a value cut at the very end means the text stopped early.
     truncated = exc.pos >= len(text.rstrip()) - 1 or exc.msg.startswith("Unterminated string")
     what = "truncated JSON" if truncated else "malformed JSON"
@@ -584,6 +598,8 @@ def _parse_jsonl(
         try:
             record = decode(line)
         except json.JSONDecodeError as exc:
+            if exc.msg == "Extra data" and _cr_only(text):
+                raise InputError(name, fmt, _CR_ONLY) from None
             raise InputError(name, fmt, f"line {lineno} is not valid JSON ({exc.msg})") from None
         except RecursionError:
             raise InputError(name, fmt, f"line {lineno}: JSON nested too deeply for the parser") from None
@@ -606,6 +622,10 @@ def _find_jsonl_duplicate(text: str, name: str, fmt: str | None) -> None:
 
 
 def _parse_csv(text: str, name: str, fmt: str | None) -> list[dict[str, str]]:
+    nul = text.find("\x00")
+    if nul >= 0:  # past the first 4 KiB `decode_text` looks at: a name or value would hold it unseen
+        line = text.count("\n", 0, nul) + 1
+        raise InputError(name, fmt, f"CSV line {line} holds a NUL character (\\x00): text fields cannot hold one")
     reader = csv.DictReader(io.StringIO(text))
     rows: list[dict[str, str]] = []
     try:

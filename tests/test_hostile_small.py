@@ -1,0 +1,110 @@
+"""Issue 40's smaller faults: each hostile or careless input gives one line (or is read), never a hang or an
+error box. (CR-only JSON Lines and a NUL in a CSV slot name are corpus cases in tests/malformed.)"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from test_fewjoint import PREDS, write_conll, write_jsonl
+
+from analysis.errors import InputError
+from analysis.fewjoint.predictions import read_fewjoint_predictions
+from analysis.review.store import AnnotationStore
+from analysis.workspace import read_manifest
+from ui import data as ui_data
+from ui.review import import_upload
+
+
+def _within(seconds: float, action: Callable[[], Any]) -> Any:
+    """`action()`'s result, failing (not hanging) when it takes longer than `seconds`."""
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = action()
+        except BaseException as exc:  # handed to the test thread
+            out["error"] = exc
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(seconds)
+    assert not worker.is_alive(), f"still waiting after {seconds} s"
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no FIFOs on this system")
+def test_a_fifo_typed_as_the_manifest_path_is_refused_at_once(tmp_path: Path) -> None:
+    fifo = tmp_path / "workspace.toml"
+    os.mkfifo(fifo)
+    with pytest.raises(InputError, match=r"cannot read manifest: is a named pipe \(FIFO\)"):
+        _within(10, lambda: read_manifest(fifo))
+    shown = _within(10, lambda: ui_data.open_manifest(str(fifo)))  # what the sidebar shows
+    assert shown == f"{fifo} [format: workspace]: cannot read manifest: is a named pipe (FIFO)"
+    with pytest.raises(InputError, match=r"cannot read manifest: is a named pipe"):
+        _within(10, lambda: read_manifest(tmp_path))  # a folder holding it: its workspace.toml
+
+
+def test_a_missing_or_huge_manifest_is_one_line(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="manifest not found"):
+        read_manifest(tmp_path / "none.toml")
+    huge = tmp_path / "huge.toml"
+    with huge.open("wb") as handle:
+        handle.truncate(17 * 1024 * 1024)
+    with pytest.raises(InputError, match=r"limit 16,777,216\)"):
+        read_manifest(huge)
+
+
+@pytest.mark.parametrize("writer", [write_jsonl, write_conll], ids=["jsonl", "conlleval"])
+def test_fewjoint_predictions_are_read_from_gz(tmp_path: Path, writer: Callable[[Path, Any], Path]) -> None:
+    plain = writer(tmp_path / "seed1.jsonl", PREDS)
+    packed = tmp_path / "seed1.jsonl.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    expected, fmt = read_fewjoint_predictions(plain)
+    got, got_fmt = read_fewjoint_predictions(packed)
+    assert got_fmt == fmt
+    assert got.equals(expected)
+
+
+def test_fewjoint_predictions_refuse_a_fifo_and_binary_in_one_line(tmp_path: Path) -> None:
+    binary = tmp_path / "seed1.jsonl"
+    binary.write_bytes(b"\x00\x01" * 100)
+    with pytest.raises(InputError, match="file is binary"):
+        read_fewjoint_predictions(binary)
+    if hasattr(os, "mkfifo"):
+        fifo = tmp_path / "seed2.jsonl"
+        os.mkfifo(fifo)
+        with pytest.raises(InputError, match="named pipe"):
+            _within(10, lambda: read_fewjoint_predictions(fifo))
+
+
+GOOD = {"item_key": "x", "dialogue_id": "d", "turn_index": 0, "reviewer": "r", "tags": []}
+HOSTILE_IMPORTS: dict[str, tuple[bytes, str]] = {
+    "nested.json": (b"[" * 100_000 + b"]" * 100_000, "nested too deeply"),
+    "bigint.json": (b'{"annotations": [' + b"9" * 5000 + b"]}", "more than 4,300 digits"),
+    "nan.json": (json.dumps([{**GOOD, "turn_index": float("nan")}]).encode(), "row 1"),
+    "nul.json": (json.dumps([{**GOOD, "dataset": "a\x00"}]).encode(), "NUL character"),
+    "latin1.json": ("é".encode("latin-1"), "cannot read JSON"),
+    "binary.csv": (bytes(range(256)) * 10, "cannot read CSV"),
+    "unclosed.csv": (b'item_key,dialogue_id,turn_index,reviewer,tags\n"x,d,0,r,\n', "cannot read CSV"),
+    "empty.csv": (b"", "cannot read CSV"),
+}
+
+
+@pytest.mark.parametrize("name", list(HOSTILE_IMPORTS))
+def test_a_hostile_annotation_import_is_one_line(tmp_path: Path, name: str) -> None:
+    data, contains = HOSTILE_IMPORTS[name]
+    with AnnotationStore(f"sqlite:///{tmp_path / 'annotations.sqlite'}") as store:
+        kind, line = import_upload(store, name, data)
+        assert kind == "error" and "\n" not in line, line
+        assert line.startswith(f"{name} [format: annotations-"), line
+        assert contains in line, line
+        assert store.annotations().empty
