@@ -1,8 +1,9 @@
-"""Issue 40's smaller faults: each hostile or careless input gives one line (or is read), never a hang or an
+"""Issue 40's smaller faults and input sizes: each hostile or careless input gives one line (or is read), never a hang or an
 error box. (CR-only JSON Lines and a NUL in a CSV slot name are corpus cases in tests/malformed.)"""
 
 from __future__ import annotations
 
+import copy
 import gzip
 import json
 import os
@@ -12,11 +13,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import test_sgd as sgd
 from test_fewjoint import PREDS, write_conll, write_jsonl
 
 from analysis.errors import InputError
 from analysis.fewjoint.predictions import read_fewjoint_predictions
 from analysis.review.store import AnnotationStore
+from analysis.sgd import read_dialogues
 from analysis.workspace import read_manifest
 from ui import data as ui_data
 from ui.review import import_upload
@@ -108,3 +111,33 @@ def test_a_hostile_annotation_import_is_one_line(tmp_path: Path, name: str) -> N
         assert line.startswith(f"{name} [format: annotations-"), line
         assert contains in line, line
         assert store.annotations().empty
+
+
+def _sgd_directory(folder: Path, files: int, *, packed: bool = False) -> Path:
+    """`files` dialogue files of one dialogue each, padded with spaces to about 10 kB unpacked."""
+    folder.mkdir()
+    for i in range(files):
+        one = copy.deepcopy(sgd.GOLD)
+        one["dialogue_id"] = f"{i}_00000"
+        text = (json.dumps([one]) + " " * 10_000).encode()
+        name = f"dialogues_{i + 1:03d}.json"
+        if packed:
+            (folder / (name + ".gz")).write_bytes(gzip.compress(text))
+        else:
+            (folder / name).write_bytes(text)
+    return folder
+
+
+@pytest.mark.parametrize("packed", [False, True], ids=["plain", "gz"])
+def test_a_directory_of_files_is_bounded_in_total(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, packed: bool
+) -> None:
+    folder = _sgd_directory(tmp_path / "test", 14, packed=packed)
+    assert len(read_dialogues(folder).dialogue_ids) == 14  # the defaults: read
+    monkeypatch.setenv("DST_MAX_DIRECTORY_BYTES", str(100_000))  # each file is far under the per-file limits
+    with pytest.raises(InputError) as caught:
+        read_dialogues(folder)
+    message = str(caught.value)
+    assert message.startswith(f"{folder} [format: sgd]: the ")
+    assert "is larger than the limit of 100,000 bytes (DST_MAX_DIRECTORY_BYTES; set it to allow more)" in message
+    assert ("unpacked total" if packed else "total of the directory's 14 dialogue files") in message

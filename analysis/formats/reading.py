@@ -44,6 +44,7 @@ class Limit:
 LIMITS = (
     Limit("file_bytes", "DST_MAX_FILE_BYTES"),
     Limit("unpacked_bytes", "DST_MAX_BYTES"),
+    Limit("directory_bytes", "DST_MAX_DIRECTORY_BYTES"),
     Limit("ratio", "DST_MAX_RATIO"),
     Limit("depth", "DST_MAX_DEPTH"),
 )
@@ -63,7 +64,7 @@ def _size(n: int) -> str:
     return f"{n / MiB:,.0f} MiB" if n >= MiB else f"{n:,} bytes"
 
 
-def _too_big(name: str, fmt: str | None, what: str, env: str, cap: int) -> InputError:
+def too_big(name: str, fmt: str | None, what: str, env: str, cap: int) -> InputError:
     return InputError(name, fmt, f"{what} is larger than the limit of {_size(cap)} ({env}; set it to allow more)")
 
 
@@ -96,7 +97,7 @@ def _read_disk(path: str | Path, name: str, fmt: str | None, cap: int) -> bytes:
         if not stat.S_ISREG(status.st_mode):
             raise InputError(name, fmt, f"is {special_kind(status.st_mode)}: only regular files are read")
         if status.st_size > cap:
-            raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
+            raise too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
         handle = os.fdopen(fd, "rb", buffering=0)
     except BaseException:
         os.close(fd)
@@ -114,7 +115,7 @@ def _read_disk(path: str | Path, name: str, fmt: str | None, cap: int) -> bytes:
         except OSError as exc:
             raise InputError(name, fmt, f"cannot read file: {exc.strerror or exc}") from None
     if total > cap:  # grew while being read
-        raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
+        raise too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
     return b"".join(chunks)
 
 
@@ -130,7 +131,7 @@ def _unpack(read: Callable[[int], bytes], packed: Callable[[], int], name: str, 
             break
         total += len(chunk)
         if total > cap:
-            raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
+            raise too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
         if total > RATIO_FLOOR and total > ratio * max(packed(), 1):  # packed bytes read so far
             raise InputError(
                 name,
@@ -212,7 +213,7 @@ def _unzip(data: bytes, name: str, fmt: str | None, chosen: str | None = None) -
             )
         cap = limit("unpacked_bytes", name, fmt)
         if member.file_size > cap:  # the declared size: refused before unpacking anything
-            raise _too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
+            raise too_big(name, fmt, f"{what} unpacked", "DST_MAX_BYTES", cap)
         with zf.open(member) as handle:
             return _unpack(handle.read, lambda: member.compress_size, name, fmt, what)
 
@@ -227,7 +228,7 @@ def read_bytes(path: str | Path, *, fmt: str | None = None, data: bytes | None =
     if data is None:
         data = _read_disk(archive, name, fmt, cap)
     elif len(data) > cap:
-        raise _too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
+        raise too_big(name, fmt, "file", "DST_MAX_FILE_BYTES", cap)
     if data[:2] == b"\x1f\x8b":
         packed = io.BytesIO(data)
         try:
