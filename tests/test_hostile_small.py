@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from test_fewjoint import PREDS, write_conll, write_jsonl
 
 from analysis.errors import InputError
 from analysis.fewjoint.predictions import read_fewjoint_predictions
+from analysis.loading import load_run
 from analysis.review.store import AnnotationStore
 from analysis.sgd import read_dialogues
 from analysis.workspace import read_manifest
@@ -141,3 +143,23 @@ def test_a_directory_of_files_is_bounded_in_total(
     assert message.startswith(f"{folder} [format: sgd]: the ")
     assert "is larger than the limit of 100,000 bytes (DST_MAX_DIRECTORY_BYTES; set it to allow more)" in message
     assert ("unpacked total" if packed else "total of the directory's 14 dialogue files") in message
+
+
+def test_pred_deltas_that_would_grow_quadratically_are_refused_naming_the_limit(tmp_path: Path) -> None:
+    """10,001 turns of one dialogue, each adding a slot: the cumulative states would hold n(n+1)/2 = 50 million
+    rows (22 GB before the limit); refused in one line naming the file and the limit."""
+    path = tmp_path / "deltas.jsonl"
+    lines = (json.dumps(ours_line(t)) for t in range(10_001))
+    path.write_text("\n".join(lines) + "\n")
+    started = time.process_time()
+    with pytest.raises(InputError) as caught:
+        load_run(path, pred_deltas=True)
+    assert str(caught.value) == (
+        f"{path} [format: jsonl]: the turn-level changes accumulate into 50,015,001 cumulative state rows "
+        "(limit 5,000,000)"
+    )
+    assert time.process_time() - started < 30
+
+
+def ours_line(turn: int) -> dict[str, Any]:
+    return {"dialogue_id": "d", "turn_index": turn, "gold": {}, "pred": {"hotel": {f"slot {turn}": "x"}}}
