@@ -185,7 +185,7 @@ def _manifest_text(path: Path) -> str:
         os.close(fd)
     if len(data) > MAX_MANIFEST_BYTES:
         raise InputError(str(path), "workspace", f"manifest larger than the limit of {MAX_MANIFEST_BYTES:,} bytes")
-    return data.decode("utf-8")
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text's universal newlines
 
 
 def read_manifest(path: str | Path) -> Workspace:
