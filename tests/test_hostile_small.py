@@ -5,10 +5,12 @@ from __future__ import annotations
 
 import copy
 import gzip
+import importlib.util
 import json
 import os
 import threading
 import time
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +27,8 @@ from analysis.sgd import read_dialogues
 from analysis.workspace import read_manifest
 from ui import data as ui_data
 from ui.review import import_upload
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def _within(seconds: float, action: Callable[[], Any]) -> Any:
@@ -163,3 +167,29 @@ def test_pred_deltas_that_would_grow_quadratically_are_refused_naming_the_limit(
 
 def ours_line(turn: int) -> dict[str, Any]:
     return {"dialogue_id": "d", "turn_index": turn, "gold": {}, "pred": {"hotel": {f"slot {turn}": "x"}}}
+
+
+def _serve() -> Any:
+    spec = importlib.util.spec_from_file_location("serve_script", ROOT / "scripts" / "serve.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_an_upload_is_capped_at_what_the_readers_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A 190 MiB upload passed the 200 MB upload limit, was received whole, shipped to the parsing child and
+    only then refused by the 64 MiB reader limit (+182 MB held after its session closed). The cap the
+    browser and the server's streaming count enforce is now the smaller of the two."""
+    for name in ("DST_MAX_UPLOAD_MB", "DST_MAX_FILE_BYTES"):
+        monkeypatch.delenv(name, raising=False)
+    assert ui_data.upload_limit_mb(None) == 64
+    config = tomllib.loads((ROOT / ".streamlit" / "config.toml").read_text(encoding="utf-8"))
+    assert config["server"]["maxUploadSize"] == 64
+    serve = _serve()
+    assert serve.upload_cap_mb(str(ROOT / "data" / "demo" / "workspace.toml")) == 64
+    monkeypatch.setenv("DST_MAX_UPLOAD_MB", "10")
+    assert ui_data.upload_limit_mb(None) == 10 and serve.upload_cap_mb("no such manifest") == 10
+    monkeypatch.delenv("DST_MAX_UPLOAD_MB")
+    monkeypatch.setenv("DST_MAX_FILE_BYTES", str(3 * 1024 * 1024))
+    assert ui_data.upload_limit_mb(None) == 3 and serve.upload_cap_mb("no such manifest") == 3

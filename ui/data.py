@@ -27,6 +27,7 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
+from analysis.formats.reading import limit as read_limit
 from analysis.isolated import Unrecognised, load_entry_isolated
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
@@ -523,8 +524,12 @@ def trim_memory() -> None:
 
 def upload_limit_mb(workspace: Workspace | None) -> float:
     """The upload limit in MB (`analysis.safety`: DST_MAX_UPLOAD_MB, the manifest's [dashboard]
-    max_upload_mb, else 200)."""
-    return upload_limit_bytes(workspace.settings if workspace is not None else None) / 1024 / 1024
+    max_upload_mb, else 200), and never more than the readers read (`DST_MAX_FILE_BYTES`, 64 MiB): a larger
+    upload would only be refused after the server had received it whole (a 190 MiB one held +182 MB)."""
+    allowed = upload_limit_bytes(workspace.settings if workspace is not None else None)
+    with contextlib.suppress(InputError):  # a mistyped variable: the reader says so when the file is read
+        allowed = min(allowed, read_limit("file_bytes"))
+    return allowed / 1024 / 1024
 
 
 def _found(pair: Any, tables: tuple[str, ...]) -> Any | None:
