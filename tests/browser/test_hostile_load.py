@@ -17,8 +17,8 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-from conftest import loaded, start_server, stop_server
-from playwright.sync_api import Browser
+from conftest import loaded, rerun, start_server, stop_server
+from playwright.sync_api import Browser, expect
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -104,5 +104,42 @@ def test_health_and_a_second_session_answer_while_a_hostile_file_loads(browser: 
         # 1.45 s and 2.23 s during the parse, 1.20 s after): bounded against the same page once nothing parses.
         assert during[0] < after[0] + 2.0 and during[1] < after[1] + 2.0
         first.close()
+    finally:
+        stop_server(process)
+
+
+def _rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise RuntimeError(f"no VmRSS for process {pid}")
+
+
+def test_an_upload_over_the_limit_is_refused_before_the_server_receives_it(browser: Browser, tmp_path: Path) -> None:
+    """A 190 MiB upload used to pass the 200 MB upload limit, arrive whole and be refused by the 64 MiB reader
+    limit only in the parsing child (server peak 314 -> 685 MB, +182 MB still held). The cap is now the
+    readers' 64 MiB, and the browser refuses a larger file before sending any of it."""
+    manifest = _workspace(tmp_path)
+    manifest.write_text(manifest.read_text().split("\n\n[[runs]]")[0] + "\n")  # the good run only
+    big = tmp_path / "big.jsonl"
+    with big.open("wb") as handle:
+        handle.truncate(70 * 1024 * 1024)
+    process, url = start_server(manifest, launcher=False, env={"DST_CACHE_DIR": str(tmp_path / "cache")})
+    try:
+        page = browser.new_page()
+        page.goto(url)
+        loaded(page)
+        with rerun(page):  # the expander reruns the page on opening: its form is drawn only while open
+            page.get_by_text("Upload a run").click()
+        before = _rss_mb(process.pid)
+        uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
+        uploader.locator('input[type="file"]').set_input_files(str(big))
+        expect(uploader).to_contain_text("64", timeout=30_000)
+        expect(uploader).to_contain_text("big.jsonl", timeout=30_000)
+        expect(uploader.get_by_text("File must be 64.0MB or smaller.")).to_be_visible(timeout=30_000)
+        after = _rss_mb(process.pid)
+        print(f"server RSS {before:.0f} MB before the 70 MiB file was chosen, {after:.0f} MB after its refusal")
+        assert after - before < 20
+        page.close()
     finally:
         stop_server(process)
