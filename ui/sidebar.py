@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -283,10 +284,17 @@ def _upload_box() -> None:
         return
     with box:
         limit = data.upload_limit_mb(st.session_state.get("workspace"))
+        # The browser refuses a larger file before sending any of it (the server's own cap, counted while
+        # the body streams in, is `server.maxUploadSize`: scripts/serve.py sets it to this limit).
+        most = max(math.ceil(limit), 1)
         st.file_uploader(
-            "Prediction file", key=_upload_key("w_upload_pred"), help=f"up to {limit:g} MB", on_change=_forget_offer
+            "Prediction file",
+            key=_upload_key("w_upload_pred"),
+            help=f"up to {limit:g} MB",
+            on_change=_forget_offer,
+            max_upload_size=most,
         )
-        st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"))
+        st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"), max_upload_size=most)
         st.selectbox("Format", ["detect", *format_names()], key="w_upload_format")
         st.text_input("Run name", key="w_upload_name", placeholder="from the file name")
         _metadata_widgets("w_upload")

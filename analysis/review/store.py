@@ -79,6 +79,7 @@ import io
 import json
 import logging
 import random
+import sys
 import threading
 import time
 import tomllib
@@ -798,6 +799,11 @@ class AnnotationStore:
             payload = json.loads(data if data is not None else Path(path).read_bytes())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(str(path), fmt, f"cannot read JSON: {exc}") from None
+        except RecursionError:  # a hostile file of nested brackets
+            raise InputError(str(path), fmt, "cannot read JSON: nested too deeply for the parser") from None
+        except ValueError:  # an integer longer than Python converts
+            digits = sys.get_int_max_str_digits()
+            raise InputError(str(path), fmt, f"cannot read JSON: a number has more than {digits:,} digits") from None
         records = payload.get("annotations") if isinstance(payload, dict) else payload
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise InputError(str(path), fmt, "expected {'annotations': [ {...}, ... ]} or a list of objects")

@@ -3,7 +3,6 @@ history), and the paired comparison of runs on the same gold."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -148,20 +147,35 @@ def comparable_groups(table: pd.DataFrame) -> pd.Series:
     return pd.concat(parts, axis=1).apply(lambda row: ", ".join(v for v in row if v), axis=1)
 
 
-_VERSION = re.compile(r"^(?P<family>.*?)[\s_-]*v?(?P<version>\d+(?:\.\d+)+|\d+)$")
-
-
 def dataset_version(name: str) -> tuple[str, str]:
-    """Split a dataset name into (family, version).
+    """Split a dataset name into (family, version): the name ends in a version (`2`, `2.1`), maybe after
+    separators (spaces, `_`, `-`) and a `v`, and something comes before it on the first line.
+
+    Scanned back from the end by hand, in linear time: the pattern it replaces,
+    `^(.*?)[\\s_-]*v?(\\d+(?:\\.\\d+)+|\\d+)$`, tried every end of its lazy family against every run of
+    separators (8,000 spaces took 3.8 s), and a dataset name is the user's.
 
     >>> dataset_version("MultiWOZ 2.1"), dataset_version("CrossWOZ"), dataset_version("MultiWOZ-zh")
     (('multiwoz', '2.1'), ('crosswoz', ''), ('multiwoz-zh', ''))
     """
     text = name.strip()
-    match = _VERSION.match(text)
-    if match and match.group("family"):
-        return match.group("family").strip().lower(), match.group("version")
-    return text.lower(), ""
+    # The version: the longest tail of digit runs joined by single dots (`\d` is any decimal digit).
+    start = len(text)
+    while start > 0 and text[start - 1].isdecimal():
+        start -= 1
+        while start > 0 and text[start - 1].isdecimal():
+            start -= 1
+        if not (start >= 2 and text[start - 1] == "." and text[start - 2].isdecimal()):
+            break
+        start -= 1
+    if start == len(text):
+        return text.lower(), ""
+    family = start - 1 if start > 0 and text[start - 1] == "v" else start
+    while family > 0 and (text[family - 1].isspace() or text[family - 1] in "_-"):
+        family -= 1
+    if family == 0 or "\n" in text[:family]:  # `.` matched no line break
+        return text.lower(), ""
+    return text[:family].strip().lower(), text[start:]
 
 
 def _groups(board: pd.DataFrame, column: str, label: Any = None) -> str:
