@@ -43,6 +43,8 @@ COLUMN_LABELS: dict[str, str] = {
     "pred_changes": "prediction changed this turn",
     "gold_change": "gold Δ",
     "pred_change": "pred Δ",
+    "errors_a": "wrong slots of A",
+    "errors_b": "wrong slots of B",
 }
 # Pale backgrounds behind the text marker, so the marker (not the colour) carries the meaning.
 _TINTS = {k: v + "33" for k, v in OUTCOME_COLOURS.items()}

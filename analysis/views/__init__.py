@@ -61,6 +61,7 @@ from analysis.views.dialogue import (
     turn_row,
     turns_listing,
 )
+from analysis.views.differences import DIFFERENCE_COLUMNS, SIDES, delta_group, differing_turns
 from analysis.views.domains import domain_jga, jga_by_attribute
 from analysis.views.overview import (
     COMPARABLE_BY,
@@ -83,6 +84,7 @@ __all__ = [
     "ABSENT",
     "COMPARABLE_BY",
     "DEPTH_METRICS",
+    "DIFFERENCE_COLUMNS",
     "INTERVAL_RESAMPLES",
     "LEADERBOARD_METRICS",
     "LEADERBOARD_SHOWN",
@@ -90,6 +92,7 @@ __all__ = [
     "OUTCOME_LABELS",
     "PICKER_COLUMNS",
     "PICKER_SORTS",
+    "SIDES",
     "STANDARD_TURN_COLUMNS",
     "TURN_LIST_COLUMNS",
     "aligned_slot",
@@ -104,11 +107,13 @@ __all__ = [
     "crosslingual_turns",
     "dataset_version",
     "default_pair",
+    "delta_group",
     "depth_jga",
     "depth_metrics",
     "dialogue_index",
     "dialogue_view",
     "diff_at",
+    "differing_turns",
     "domain_jga",
     "filter_turns",
     "first_dialogue_with_errors",
