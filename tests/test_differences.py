@@ -137,3 +137,17 @@ def test_a_delta_bar_and_a_domain_bar_open_their_group(pair) -> None:
     assert list(zip(only_a["dialogue"], only_a["turn"], strict=True)) == reference(*pair, "hotel")["only_a"]
     # a pick of another page, or of runs no longer selected, opens nothing here
     assert not shown_lists(opened("domains", diff=("overview", A, B, "hotel", "")))
+
+
+def test_a_deep_link_carries_the_difference(pair) -> None:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(DEMO)
+    at.query_params["page"] = "domains"
+    at.query_params["runs"] = f"{A},{B}"
+    at.query_params["diff"] = f"domains|{A}|{B}|hotel|"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert [t.value for t in at.title] == ["Domains"]
+    only_a, _ = shown_lists(at)
+    assert list(zip(only_a["dialogue"], only_a["turn"], strict=True)) == reference(*pair, "hotel")["only_a"]
+    assert at.query_params["diff"] in (f"domains|{A}|{B}|hotel|", [f"domains|{A}|{B}|hotel|"])  # written back

@@ -1,7 +1,8 @@
 """Deep links: the URL's query parameters <-> the shared session state.
 
 `?page=dialogue&runs=a,b&run=a&dialogue=MUL0001&turn=3&slot=hotel-area&convention=exact` opens the
-same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`). Parameters
+same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`); `diff` the difference whose turns a page lists
+(`ui.differences`). Parameters
 are applied when they differ from what this session last wrote (a pasted link, a reload), and rewritten
 after every run of a page.
 
@@ -19,10 +20,10 @@ from typing import Any
 import streamlit as st
 
 from analysis.conventions import CONVENTIONS
-from ui import state
+from ui import differences, state
 from ui.data import DECLARED
 
-PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view")
+PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view", "diff")
 
 
 def quoted(value: str, limit: int = 60) -> str:
@@ -73,6 +74,12 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
         view = state.view_state(page if page in page_paths else current_page)
         values[view] = pending[view] = params["view"]
     st.session_state[state.PENDING] = pending
+    if params.get("diff"):  # the difference whose turns a page lists (ui.differences): page|A|B|domain|slot
+        picked = differences.from_link(params["diff"])
+        if picked is None:
+            notes.append(f"diff in the link is not page|run A|run B|domain|slot, ignored: {quoted(params['diff'])}")
+        else:
+            values[differences.STATE] = picked
     if params.get("turn"):
         try:
             values["turn"] = int(params["turn"])
@@ -103,6 +110,9 @@ def write(page: str) -> None:
     view = state.get(state.view_state(page))
     if view and state.view_state(page) not in unchecked:
         params["view"] = str(view)
+    picked = state.get(differences.STATE)
+    if picked and picked[0] == page:
+        params["diff"] = differences.to_link(picked)
     if state.get("turn") is not None and state.get("dialogue"):
         params["turn"] = str(state.get("turn"))
     choice = state.convention_choice()
