@@ -88,8 +88,8 @@ def turn_lists(page: str, runs: Sequence[str], *, what: str = "", key: str | Non
     st.markdown("**" + md(f"Turns behind the difference, {group}: A = {run_a}, B = {run_b}") + "**")
     st.caption(
         md(
-            f"{counts['paired_turns']:,} paired turns{' where ' + group + ' occurs' if domain else ''}; right means "
-            f"{'the whole state' if domain is None else group + ' right on that turn'}"
+            f"{counts['paired_turns']:,} paired turns{' where ' + group + ' occurs' if domain else ''}; a run is right "
+            f"on a turn when {'its whole state is right' if domain is None else 'its ' + group + ' is right there'}"
             + (f" (the difference in {what} moves with these turns)" if what else "")
             + ". Pick a row to open the Dialogue viewer there, side by side."
         )
