@@ -7,6 +7,7 @@ from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
 from ui import differences
+from ui.notice import comparability_notice
 
 PAIRED_MAX = 20  # runs the paired comparison takes at once (190 pairs)
 
@@ -25,8 +26,7 @@ if board is None:
 warnings = views.comparability_warnings(board)
 
 st.caption(ui.md(caption))
-for line in warnings:
-    st.warning(ui.md(line), icon=":material/warning:")
+comparability_notice(warnings)  # one compact line that expands into the reasons
 # Runs that differ only in their seed: mean ± sample std with each seed's point, or the seeds separately.
 seed_groups = seeds.seed_groups(board)
 combine_seeds = bool((seed_groups != "").any()) and ui.toggle(

@@ -103,7 +103,7 @@ if picked_slot is not None:
 
 st.subheader("Flipped turns")
 picked_turn = ui.show_table(
-    flips,
+    figures_reconcile.flips_table(flips),
     key="reconcile_flips",
     name=f"flipped turns {a} {b}",
     select=True,

@@ -255,6 +255,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.diagnostics",
         "analysis.stats",
         "analysis.dstc10_rules",
+        "analysis.vocabulary",
     ),
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs

@@ -14,7 +14,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from analysis import views
-from ui import state
+from ui import data, state
+from ui.navigate import open_dialogue
 from ui.place import show_table
 from ui.text import md
 
@@ -79,10 +80,9 @@ def turn_lists(page: str, runs: Sequence[str], *, what: str = "", key: str | Non
     chosen = picked(page, runs)
     if chosen is None:
         return
-    from ui import compute, open_dialogue
-
     run_a, run_b, domain, slot = chosen
-    found = compute(views.differing_turns, run_a, run_b, domain=domain, slot=slot)
+    resolved, choice = state.resolve([run_a, run_b])
+    found = data.compute(views.differing_turns, resolved, {"domain": domain, "slot": slot}, choice)
     group = f"{domain}-{slot}" if slot else (domain or "the whole state")
     counts = found["counts"]
     st.markdown("**" + md(f"Turns behind the difference, {group}: A = {run_a}, B = {run_b}") + "**")
