@@ -3,6 +3,10 @@ the report show comes from a machine name through `label` (metrics as the regist
 
 from __future__ import annotations
 
+import functools
+import re
+from collections.abc import Sequence
+
 from analysis.suite import LABELS
 
 # Names as people read them; frames keep their machine names.
@@ -89,3 +93,63 @@ def label(name: str) -> str:
         if name.endswith(suffix) and name[: -len(suffix)] in LABELS:
             return f"{LABELS[name[: -len(suffix)]]} {bound}"
     return name.replace("_", " ")
+
+
+_PIECES = re.compile(r"([-_ .·/]+)")
+
+
+ELISION = "…"
+
+
+def _pattern(label: str) -> re.Pattern[str]:
+    """`label` as a pattern of the names it could stand for: each `…` is one or more characters."""
+    return re.compile(".+".join(re.escape(part) for part in label.split(ELISION)), re.DOTALL)
+
+
+def _render(pieces: list[str], kept: list[bool]) -> str:
+    """The words of a name (even positions of `pieces`, separators between them) with the words not `kept`
+    as one `…` per run of them."""
+    parts: list[str] = []
+    for index, piece in enumerate(pieces):
+        if kept[index] or index % 2:  # a kept word, or a separator
+            parts.append(piece)
+            continue
+        if len(parts) >= 2 and parts[-2] == ELISION:  # "…-" then another elided word: one "…"
+            parts.pop()
+        else:
+            parts.append(ELISION)
+    return "".join(parts)
+
+
+def short_names(names: Sequence[str], *, width: int = 18) -> dict[str, str]:
+    """A label of at most about `width` characters per name, never ambiguous: parts of a long name between its
+    separators (`-`, `_`, space, `.`) are elided as `…`, the longest first, only while the label, `…` read as
+    "something", still fits that name alone among `names`. A name that cannot be shortened so stays whole.
+
+    >>> names = ["simulated-B-mwz-en-predicted-s1", "simulated-B-mwz-en-predicted-s2", "simulated-A-mwz-en-gold"]
+    >>> list(short_names(names).values())
+    ['…-B-mwz-en-…-s1', '…-B-mwz-en-…-s2', '…-A-mwz-en-gold']
+    """
+    return dict(_short_names(tuple(dict.fromkeys(names)), width))
+
+
+@functools.lru_cache(maxsize=16)  # the sidebar asks on every rerun of every page
+def _short_names(unique: tuple[str, ...], width: int) -> tuple[tuple[str, str], ...]:
+    out: dict[str, str] = {}
+    for name in unique:
+        pieces = _PIECES.split(name)  # words at even positions, separators between them
+        kept = [True] * len(pieces)
+
+        words = sorted(range(0, len(pieces), 2), key=lambda i: -len(pieces[i]))
+        for index in words:
+            label = _render(pieces, kept)
+            if len(label) <= width:
+                break
+            trial = list(kept)
+            trial[index] = False
+            candidate = _render(pieces, trial)
+            pattern = _pattern(candidate)
+            if len(candidate) < len(label) and [n for n in unique if pattern.fullmatch(n)] == [name]:
+                kept = trial
+        out[name] = _render(pieces, kept)
+    return tuple(out.items())

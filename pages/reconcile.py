@@ -95,7 +95,7 @@ picked_slot = ui.show_table(
     columns=["cause", "dialogue_id", "turn_index", "slot_name", "gold", "pred", "outcome_a", "outcome_b"],
 )
 st.caption(
-    f"outcome a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
+    f"outcome under a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
     "Pick a row to open the turn in the dialogue viewer (scored under the sidebar's convention)."
 )
 if picked_slot is not None:

@@ -15,6 +15,7 @@ from analysis.palette import (
     DIVERGING_SCALE,
     OKABE_ITO,
 )
+from analysis.vocabulary import label
 
 AGREEMENT_NAMES = {
     "both_correct": "both correct",
@@ -67,7 +68,7 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
         frame = frame.reindex(frame[value].abs().sort_values(ascending=False).index).head(top)
     extra = [c for c in gaps.columns if c not in (label_col, value)][:4]
     custom = np.stack([frame[c].astype(str).to_numpy() for c in extra], axis=-1) if extra else None
-    hover = "".join(f"<br>{plotly_text(c)}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
+    hover = "".join(f"<br>{plotly_text(label(c))}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
     colours = np.where(frame[value].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
     fig = go.Figure(
         go.Bar(
@@ -75,10 +76,10 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
             y=frame[value],
             marker_color=colours,
             customdata=custom,
-            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(value)}: %{{y:.4f}}{hover}<extra></extra>",
+            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(label(value))}: %{{y:.4f}}{hover}<extra></extra>",
         )
     )
-    fig.update_layout(title=f"Gap by {by.replace('_', ' ')} (A − B)", yaxis_title=value, xaxis_title=by)
+    fig.update_layout(title=f"Gap by {label(by)} (A − B)", yaxis_title=label(value), xaxis_title=label(by))
     if by == "turn_index":
         fig.update_xaxes(type="linear")
     return apply_style(fig, style)
@@ -168,7 +169,7 @@ def language_heatmap(
             "subtitle": {"text": f"colour: gap to the pivot {plotly_text(labels.get(pivot, pivot))} (value − pivot)"},
         },
         xaxis_title="language",
-        yaxis_title=by,
+        yaxis_title=label(by),
     )
     fig.update_yaxes(autorange="reversed")
     apply_style(fig, style, height=max(360, 22 * len(keys) + 180))
