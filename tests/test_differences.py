@@ -22,6 +22,7 @@ APP = ROOT / "app.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 TIMEOUT = 180
 A, B = "simulated-B-mwz-en-predicted-s1", "simulated-C-mwz-en-predicted"
+EN, ZH = "simulated-A-mwz-en-predicted", "simulated-A-mwz-zh-predicted"
 
 pytestmark = pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
 
@@ -32,15 +33,19 @@ def pair():
     return score_run(load_entry(entries[A])), score_run(load_entry(entries[B]))
 
 
-def reference(a, b, domain=None, slot=None) -> dict[str, list[tuple[str, int]]]:
-    """(dialogue, turn) of each side by a plain loop over the turns and slot rows."""
+def reference(a, b, domain=None, slot=None, own_b=None) -> dict[str, list[tuple[str, int]]]:
+    """(dialogue, turn) of each side by a plain loop over the turns and slot rows (`own_b`: B's name of the
+    group, a domain or a domain-slot label)."""
 
-    def facts(scored):
+    def facts(scored, own=None):
         right, occurs = {}, set()
         for row in scored.turns.itertuples():
             right[(str(row.dialogue_id), int(row.turn_index))] = bool(row.joint_correct) if domain is None else True
         for row in scored.slots.itertuples():
-            if domain is None or str(row.domain) != domain or (slot is not None and str(row.slot) != slot):
+            if domain is None:
+                continue
+            name = str(row.domain) if slot is None else f"{row.domain}-{row.slot}"
+            if name != (own or (domain if slot is None else f"{domain}-{slot}")):
                 continue
             key = (str(row.dialogue_id), int(row.turn_index))
             occurs.add(key)
@@ -49,7 +54,7 @@ def reference(a, b, domain=None, slot=None) -> dict[str, list[tuple[str, int]]]:
         return right, occurs
 
     right_a, occurs_a = facts(a)
-    right_b, occurs_b = facts(b)
+    right_b, occurs_b = facts(b, own_b)
     out: dict[str, list[tuple[str, int]]] = {"only_a": [], "only_b": []}
     for key in sorted(set(right_a) & set(right_b)):
         if domain is not None and key not in occurs_a | occurs_b:
@@ -96,10 +101,10 @@ def test_every_off_diagonal_matrix_cell_is_clickable(pair) -> None:
     assert all("−" in text for text in overlay.customdata)  # the cell's own hover text
 
 
-def opened(page: str, **state) -> AppTest:
+def opened(page: str, runs: tuple[str, str] = (A, B), **state) -> AppTest:
     at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
     at.session_state["workspace_path"] = str(DEMO)
-    for key, value in {"runs": [A, B], "run": A, **state}.items():
+    for key, value in {"runs": list(runs), "run": runs[0], **state}.items():
         at.session_state[key] = value
     at.run()
     at.switch_page(f"pages/{page}.py").run()
@@ -151,3 +156,32 @@ def test_a_deep_link_carries_the_difference(pair) -> None:
     only_a, _ = shown_lists(at)
     assert list(zip(only_a["dialogue"], only_a["turn"], strict=True)) == reference(*pair, "hotel")["only_a"]
     assert at.query_params["diff"] in (f"domains|{A}|{B}|hotel|", [f"domains|{A}|{B}|hotel|"])  # written back
+
+
+def test_a_language_cell_lists_the_turns_against_the_pivot_in_its_own_names() -> None:
+    from analysis import crosslingual as X
+
+    entries = {e.name: e for e in read_manifest(DEMO).entries}
+    en, zh = (score_run(load_entry(entries[n])) for n in (EN, ZH))
+    matrix = X.language_summary([en, zh], pivot=EN)["matrix"]["slot"]
+    rows = matrix[(matrix["run_id"] == ZH) & matrix["own"].notna() & (matrix["own"] != matrix["key"])]
+    assert len(rows), "the demo's zh run names its slots otherwise"
+    row = rows.iloc[0]
+    column = figures.language_labels(matrix)[ZH]
+    run, domain, slot, own = views.language_cell(matrix, by="slot", column=column, key=row["key"])
+    assert (run, f"{domain}-{slot}", own) == (ZH, row["key"], row["own"])
+    assert views.language_cell(matrix, by="slot", column="no such language", key=row["key"]) is None
+    found = views.differing_turns(en, zh, domain=domain, slot=slot, own_b=own, limit=100_000)
+    expected = reference(en, zh, domain, slot, own)
+    assert expected["only_a"] or expected["only_b"]
+    for side in views.SIDES:
+        assert list(zip(found[side]["dialogue_id"], found[side]["turn_index"], strict=True)) == expected[side]
+    at = opened(
+        "crosslingual",
+        runs=[EN, ZH],
+        view_crosslingual="All languages",
+        diff=("crosslingual", EN, ZH, domain, slot, own),
+    )
+    lists = shown_lists(at)[-2:]  # after the page's own drill-down of A and B
+    assert [len(t) for t in lists] == [len(expected["only_a"]), len(expected["only_b"])]
+    assert any(f"(in B: {own})" in m.value for m in at.markdown)

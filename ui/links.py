@@ -90,7 +90,9 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
     if params.get("diff"):  # the difference whose turns a page lists (ui.differences): page|A|B|domain|slot
         picked = differences.from_link(params["diff"])
         if picked is None:
-            notes.append(f"diff in the link is not page|run A|run B|domain|slot, ignored: {quoted(params['diff'])}")
+            notes.append(
+                f"diff in the link is not page|run A|run B|domain|slot[|B's name], ignored: {quoted(params['diff'])}"
+            )
         else:
             values[differences.STATE] = picked
     if params.get("turn"):

@@ -61,7 +61,7 @@ from analysis.views.dialogue import (
     turn_row,
     turns_listing,
 )
-from analysis.views.differences import DIFFERENCE_COLUMNS, SIDES, delta_group, differing_turns
+from analysis.views.differences import DIFFERENCE_COLUMNS, SIDES, delta_group, differing_turns, language_cell
 from analysis.views.domains import domain_jga, jga_by_attribute
 from analysis.views.overview import (
     COMPARABLE_BY,
@@ -125,6 +125,7 @@ __all__ = [
     "history_pairs_of",
     "jga_by_attribute",
     "jga_interval",
+    "language_cell",
     "leaderboard",
     "matching_dialogue",
     "not_applicable_notes",

@@ -18,25 +18,34 @@ SIDES = ("only_a", "only_b")
 DIFFERENCE_COLUMNS = ["dialogue_id", "turn_index", "user", "errors_a", "errors_b"]
 
 
-def _group_facts(scored: Scored, domain: str | None, slot: str | None) -> tuple[pd.Index, pd.Index]:
-    """(tids where the group occurs in gold or prediction, tids where it is wrong) of one run."""
-    slots = scored.slots
+def _in_group(slots: pd.DataFrame, domain: str | None, slot: str | None, own: str | None = None) -> pd.Series:
+    """The slot rows of the group: `domain` (and `slot`), or, with `own`, the rows the run itself names so
+    (a domain, or a `domain-slot` label when `slot` is given): another language's name of the group."""
+    if own is not None:
+        names = slots["domain"].astype("str")
+        if slot is not None:
+            names = names + "-" + slots["slot"].astype("str")
+        return names == own
     keep = slots["domain"].astype("str") == domain
     if slot is not None:
         keep &= slots["slot"].astype("str") == slot
-    rows = slots.loc[keep, ["tid", "outcome"]]
+    return keep
+
+
+def _group_facts(scored: Scored, domain: str, slot: str | None, own: str | None) -> tuple[pd.Index, pd.Index]:
+    """(tids where the group occurs in gold or prediction, tids where it is wrong) of one run."""
+    slots = scored.slots
+    rows = slots.loc[_in_group(slots, domain, slot, own), ["tid", "outcome"]]
     wrong = rows.loc[rows["outcome"] != Outcome.CORRECT.key, "tid"]
     return pd.Index(rows["tid"].unique()), pd.Index(wrong.unique())
 
 
-def _errors(scored: Scored, tids: pd.Series, domain: str | None, slot: str | None) -> pd.Series:
+def _errors(scored: Scored, tids: pd.Series, domain: str | None, slot: str | None, own: str | None) -> pd.Series:
     """Per tid: its wrong slots (of the group, when one is given) as `domain-slot: gold → predicted`."""
     slots = scored.slots
     keep = slots["tid"].isin(tids) & (slots["outcome"] != Outcome.CORRECT.key)
     if domain is not None:
-        keep &= slots["domain"].astype("str") == domain
-    if slot is not None:
-        keep &= slots["slot"].astype("str") == slot
+        keep &= _in_group(slots, domain, slot, own)
     errors = slots[keep]
     gold = errors["gold_display"].astype("str").fillna(ABSENT)
     pred = errors["pred_display"].astype("str").fillna(ABSENT)
@@ -46,7 +55,13 @@ def _errors(scored: Scored, tids: pd.Series, domain: str | None, slot: str | Non
 
 
 def differing_turns(
-    a: Scored, b: Scored, *, domain: str | None = None, slot: str | None = None, limit: int = 1000
+    a: Scored,
+    b: Scored,
+    *,
+    domain: str | None = None,
+    slot: str | None = None,
+    own_b: str | None = None,
+    limit: int = 1000,
 ) -> dict[str, Any]:
     """The paired turns (same dialogue and turn) where exactly one of runs A and B is right, split into
     `only_a` (A right, B wrong) and `only_b` (B right, A wrong), each sorted by dialogue and turn and cut at
@@ -54,7 +69,9 @@ def differing_turns(
 
     Right means the whole state (no `domain`), the state restricted to `domain` (on the turns where the
     domain occurs in gold or prediction of either run), or the slot `domain`-`slot` (on the turns where it
-    occurs in either run): the turn-level facts behind JGA, per-domain JGA and a slot's accuracy. A delta of
+    occurs in either run): the turn-level facts behind JGA, per-domain JGA and a slot's accuracy. `own_b`: run
+    B's own name of the group when its ontology names it otherwise (another language: a domain, or a
+    `domain-slot` label with `slot`), as the cross-lingual alignment pairs them. A delta of
     another metric (slot F1, FGA) moves with these turns but also with partial credit, which no list of whole
     turns shows. Returns `only_a`, `only_b` (columns `DIFFERENCE_COLUMNS`: `errors_a`/`errors_b` each run's
     wrong slots of the group, `gold → predicted`, `—` for absent) and `counts`: per side its turns and
@@ -71,6 +88,9 @@ def differing_turns(
     [{'turn_index': 1, 'errors_a': 'hotel-stars: 4 → —'}]
     >>> differing_turns(a, b, domain="hotel", slot="stars")["counts"]["only_a"]
     {'turns': 0, 'dialogues': 0}
+    >>> zh = scored_from_states([{"旅馆": {"区域": "东"}}] * 2, [{"旅馆": {"区域": "西"}}] * 2, run_id="zh")
+    >>> differing_turns(a, zh, domain="hotel", slot="area", own_b="旅馆-区域")["only_a"]["errors_b"].tolist()
+    ['旅馆-区域: 东 → 西', '旅馆-区域: 东 → 西']
     """
     if slot is not None and domain is None:
         raise ValueError(f"slot {slot!r} needs its domain: pass domain= as well")
@@ -80,8 +100,8 @@ def differing_turns(
         right_b = paired["joint_correct_b"].to_numpy(dtype=bool)
         counted = np.ones(len(paired), dtype=bool)
     else:
-        occurs_a, wrong_a = _group_facts(a, domain, slot)
-        occurs_b, wrong_b = _group_facts(b, domain, slot)
+        occurs_a, wrong_a = _group_facts(a, domain, slot, None)
+        occurs_b, wrong_b = _group_facts(b, domain, slot, own_b)
         counted = (paired["tid_a"].isin(occurs_a) | paired["tid_b"].isin(occurs_b)).to_numpy()
         right_a = ~paired["tid_a"].isin(wrong_a).to_numpy()
         right_b = ~paired["tid_b"].isin(wrong_b).to_numpy()
@@ -97,9 +117,9 @@ def differing_turns(
         table = rows[["dialogue_id", "turn_index"]].reset_index(drop=True)
         users = rows["tid_a"].map(a.turns.set_index("tid")["user"]).astype("object").fillna("")
         table["user"] = users.astype("str").to_numpy()
-        for letter, scored in (("a", a), ("b", b)):
+        for letter, scored, own in (("a", a, None), ("b", b, own_b)):
             tids = rows[f"tid_{letter}"]
-            text = tids.map(_errors(scored, tids, domain, slot)).astype("object").fillna("").astype("str")
+            text = tids.map(_errors(scored, tids, domain, slot, own)).astype("object").fillna("").astype("str")
             table[f"errors_{letter}"] = text.to_numpy()
         table["dialogue_id"] = table["dialogue_id"].astype("str")
         table["turn_index"] = table["turn_index"].astype("int64")
@@ -121,3 +141,19 @@ def delta_group(deltas: pd.DataFrame, group: str) -> tuple[str | None, str | Non
     domain = row.get("domain")
     slot = row.get("slot")
     return (None if pd.isna(domain) else str(domain)), (None if slot is None or pd.isna(slot) else str(slot))
+
+
+def language_cell(matrix: pd.DataFrame, *, by: str, column: str, key: str) -> tuple[str, str, str | None, str] | None:
+    """The clicked cell of a language heatmap (`figures.language_heatmap` of a `language_matrix`): (its run,
+    the pivot's domain, the pivot's slot when `by` is "slot", the run's own name of the group); None for a
+    cell with no counterpart in that run or a label the matrix does not hold."""
+    from analysis.figures.crosslingual import language_labels
+
+    labels = language_labels(matrix)
+    run = next((r for r, shown in labels.items() if column in (shown, f"{shown} (pivot)")), None)
+    rows = matrix[(matrix["run_id"].astype("str") == run) & (matrix["key"].astype("str") == key)]
+    if run is None or rows.empty or pd.isna(rows["own"].iloc[0]):
+        return None
+    domain = str(rows["domain"].iloc[0])
+    slot = key[len(domain) + 1 :] if by == "slot" else None
+    return run, domain, slot, str(rows["own"].iloc[0])
