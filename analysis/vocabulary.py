@@ -72,7 +72,7 @@ COLUMN_LABELS: dict[str, str] = {
     # review, slices, FewJoint
     "n_reviewed": "reviewed",
     "n_gold_errors": "gold annotation errors",
-    "n_seeds": "seeds",
+    "n_seeds": "number of seeds",
     "slot_f1": "slot F1",
     "ill_formed_bio_tags": "ill-formed BIO tags",
     "queries_with_ill_formed_bio": "queries with ill-formed BIO",

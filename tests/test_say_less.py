@@ -43,6 +43,7 @@ def opened(page: str, runs: list[str] = RUNS, **state) -> AppTest:
     at.run()
     at.switch_page(page).run()
     assert not at.exception, [e.value for e in at.exception]
+    assert not [e.value for e in at.error if "unexpected error" in e.value]  # shown in place (ui.errors)
     return at
 
 
@@ -95,6 +96,13 @@ def test_every_chart_and_header_says_it_in_people_s_words(page: str) -> None:
         if "causes" in table.value.columns:  # one name per cause: the cause chart's
             named = {c for cell in table.value["causes"] for c in str(cell).split("; ") if c}
             assert named <= set(CAUSE_LABELS.values()) and not named & set(CAUSES), named
+
+
+def test_the_overview_over_seeds_names_its_columns_once() -> None:
+    seeds = [f"simulated-B-mwz-en-predicted-s{i}" for i in (1, 2, 3)]
+    at = opened("pages/overview.py", runs=[*seeds, "simulated-C-mwz-en-predicted"])
+    table = next(d.value for d in at.dataframe if "number of seeds" in d.value.columns)
+    assert sorted(table["number of seeds"].tolist()) == [1, 3] and len(set(table.columns)) == len(table.columns)
 
 
 def test_the_vocabulary_names_what_the_tables_held() -> None:

@@ -220,13 +220,25 @@ _SHARES = {"share", "acc_a", "acc_b", "gap", "score", "jaccard", "consistency", 
 def _formats(columns: Sequence[str]) -> dict[str, Any]:
     """Four decimals for metrics, percentages for shares (display only; values stay exact)."""
     config: dict[str, Any] = {}
+    headers = _headers(columns)
     for column in columns:
-        header = label(column)
+        header = headers[column]
         if column == "share":
             config[header] = st.column_config.NumberColumn(header, format="percent")
         elif column in _SHARES or column in LABELS or column in {"jga", "precision", "recall", "f1"}:
             config[header] = st.column_config.NumberColumn(header, format="%.4f")
     return config
+
+
+def _headers(columns: Sequence[str]) -> dict[str, str]:
+    """Each column's header (`analysis.vocabulary.label`); a header another column of the table already
+    shows (a frame with both `seeds` and `n_seeds`, say) keeps its machine name: two equal headers are one
+    table Arrow refuses."""
+    headers: dict[str, str] = {}
+    for column in columns:
+        header = label(column)
+        headers[column] = column if header in headers.values() or (header != column and header in columns) else header
+    return headers
 
 
 def show_table(
@@ -247,7 +259,7 @@ def show_table(
     """
     frame = _frame(frame_or_rows).reset_index(drop=True)
     shown = frame[list(columns)] if columns is not None else frame
-    display = shown.rename(columns={c: label(c) for c in shown.columns})
+    display = shown.rename(columns=_headers(shown.columns))
     styled: Any = display
     if "outcome" in shown.columns and len(shown) and len(shown) <= 2000:
         outcome_values = shown["outcome"].astype(str).to_numpy()
