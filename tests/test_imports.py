@@ -255,7 +255,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.diagnostics",
         "analysis.stats",
         "analysis.dstc10_rules",
-        "analysis.vocabulary",
+        "analysis.wording",
     ),
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs

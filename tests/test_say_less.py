@@ -14,7 +14,7 @@ from streamlit.testing.v1 import AppTest
 
 import page_registry
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES
-from analysis.vocabulary import ELISION, label, short_names
+from analysis.wording import ELISION, label, short_names
 from analysis.workspace import read_manifest
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -19,8 +19,8 @@ from analysis import export
 from analysis.escaping import literal_point
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
-from analysis.vocabulary import COLUMN_LABELS as COLUMN_LABELS  # the Review page names outcomes with it
-from analysis.vocabulary import label
+from analysis.wording import COLUMN_LABELS as COLUMN_LABELS  # the Review page names outcomes with it
+from analysis.wording import label
 from ui import data
 
 # Pale backgrounds behind the text marker, so the marker (not the colour) carries the meaning.
@@ -231,7 +231,7 @@ def _formats(columns: Sequence[str]) -> dict[str, Any]:
 
 
 def _headers(columns: Sequence[str]) -> dict[str, str]:
-    """Each column's header (`analysis.vocabulary.label`); a header another column of the table already
+    """Each column's header (`analysis.wording.label`); a header another column of the table already
     shows (a frame with both `seeds` and `n_seeds`, say) keeps its machine name: two equal headers are one
     table Arrow refuses."""
     headers: dict[str, str] = {}

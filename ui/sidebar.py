@@ -17,7 +17,7 @@ from analysis.formats.sniff import brief_text, mapping_option, verdict_text
 from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
-from analysis.vocabulary import short_names
+from analysis.wording import short_names
 from ui import data, errors, state
 from ui.data import DECLARED
 from ui.text import md

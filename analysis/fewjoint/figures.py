@@ -16,7 +16,7 @@ import plotly.graph_objects as go
 from analysis.fewjoint.chunks import conlleval_chunks
 from analysis.fewjoint.scoring import METRICS, FewJointResult
 from analysis.palette import CATEGORICAL, COUNT_SCALE, OKABE_ITO
-from analysis.vocabulary import label
+from analysis.wording import label
 
 ERROR_BAR = {"type": "data", "visible": True, "color": "#444444", "thickness": 1.2, "width": 3}
 

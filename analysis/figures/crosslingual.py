@@ -15,7 +15,7 @@ from analysis.palette import (
     DIVERGING_SCALE,
     OKABE_ITO,
 )
-from analysis.vocabulary import label
+from analysis.wording import label
 
 AGREEMENT_NAMES = {
     "both_correct": "both correct",

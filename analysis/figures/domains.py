@@ -13,7 +13,7 @@ from analysis.figures.style import _colours, apply_style, empty_figure
 from analysis.palette import (
     SCORE_SCALE,
 )
-from analysis.vocabulary import label
+from analysis.wording import label
 
 
 def grouped_jga_bar(

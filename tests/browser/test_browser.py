@@ -13,7 +13,7 @@ from playwright.sync_api import Page, expect
 
 from analysis import views
 from analysis.scoring import score_run
-from analysis.vocabulary import short_names
+from analysis.wording import short_names
 from analysis.workspace import load_entry, read_manifest
 from page_registry import PAGES as REGISTRY
 
