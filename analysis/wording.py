@@ -59,7 +59,7 @@ COLUMN_LABELS: dict[str, str] = {
     # the paired comparison
     "row": "run (row)",
     "column": "run (column)",
-    "label": "metric name",
+    "label": "name",  # a metric's in the pairwise table, a system's in the seeds table
     "delta": "Δ",
     "low": "95% low",
     "high": "95% high",
