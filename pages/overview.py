@@ -6,7 +6,8 @@ import ui
 from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
-from ui import explain
+from ui import differences, explain
+from ui.notice import comparability_notice
 
 PAIRED_MAX = 20  # runs the paired comparison takes at once (190 pairs)
 
@@ -25,8 +26,7 @@ if board is None:
 warnings = views.comparability_warnings(board)
 
 st.caption(ui.md(caption))
-for line in warnings:
-    st.warning(ui.md(line), icon=":material/warning:")
+comparability_notice(warnings)  # one compact line that expands into the reasons
 # Runs that differ only in their seed: mean ± sample std with each seed's point, or the seeds separately.
 seed_groups = seeds.seed_groups(board)
 combine_seeds = bool((seed_groups != "").any()) and ui.toggle(
@@ -158,8 +158,11 @@ else:
     if matrix_tab.open:
         with matrix_tab:
             table = ui.compute(views.significance_table, group, metric=compare_metric, shared_turns=shared_turns)
-            ui.show_figure(ui.figure(figures.significance_heatmap, table), key="compare_matrix", name="significance")
-            st.caption(ui.md(table.attrs.get("holm_note", "")))
+            matrix = differences.clickable_pairs(ui.figure(figures.significance_heatmap, table))
+            clicked = ui.show_figure(matrix, key="compare_matrix", name="significance", select=True)
+            if clicked and "x" in clicked[0] and "y" in clicked[0]:  # a cell is row − column: B is the row
+                differences.pick("overview", str(clicked[0]["x"]), str(clicked[0]["y"]))
+            st.caption(ui.md(table.attrs.get("holm_note", "")) + " Click a cell to list the turns behind it.")
             ui.show_table(table, key="compare_table", name="pairwise deltas", na_rep="n/a")
             over_seeds = ui.compute(views.seed_comparison, group, metric=compare_metric, shared_turns=shared_turns)
             if len(over_seeds):
@@ -176,8 +179,12 @@ else:
                 deltas = ui.compute(
                     views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope, shared_turns=shared_turns
                 )
-                st.caption(ui.md(deltas.attrs.get("holm_note", "")))
-                ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
+                st.caption(ui.md(deltas.attrs.get("holm_note", "")) + " Click a bar to list the turns behind it.")
+                bars = ui.figure(figures.delta_bar, deltas)
+                clicked = ui.show_figure(bars, key=f"compare_{scope}", name=f"delta per {scope}", select=True)
+                if clicked and "y" in clicked[0]:
+                    differences.pick("overview", run_a, run_b, *views.delta_group(deltas, str(clicked[0]["y"])))
+    differences.turn_lists("overview", group, what=LABELS.get(compare_metric, compare_metric))
 
 # --- the SGD evaluator's own numbers, for runs scored under the sgd convention (analysis.sgd) -------------
 # A leaderboard from the score store means no run is scored under the sgd convention (`stored_leaderboard`):

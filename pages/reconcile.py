@@ -106,7 +106,7 @@ picked_slot = ui.show_table(
     columns=["cause", "dialogue_id", "turn_index", "slot_name", "gold", "pred", "outcome_a", "outcome_b"],
 )
 st.caption(
-    f"outcome a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
+    f"outcome under a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
     "Pick a row to open the turn in the dialogue viewer (scored under the sidebar's convention)."
 )
 if picked_slot is not None:
@@ -114,7 +114,7 @@ if picked_slot is not None:
 
 st.subheader("Flipped turns")
 picked_turn = ui.show_table(
-    flips,
+    figures_reconcile.flips_table(flips),
     key="reconcile_flips",
     name=f"flipped turns {a} {b}",
     select=True,

@@ -240,6 +240,30 @@ def item_form(current: dict[str, Any], annotations: Any) -> None:
             )
 
 
+def second_opinion(wanted: dict[str, Any], annotations: Any, marker: tuple[int, int]) -> None:
+    """One click to the items others reviewed and I did not (a second opinion), counted under the other
+    filters; and back to the unreviewed ones."""
+    me, status = wanted["me"], wanted["status"]
+    others = {**wanted, "status": "by-others", "tag": None}
+    key = (tuple(runs), convention, marker, tuple(others.items()))
+    n = review.memo("by_others", key, lambda: len(review_queue(episodes, annotations, **others)) if me else 0)
+    target = "unreviewed" if status == "by-others" else "by-others"
+    label = (
+        "Back to the items nobody reviewed"
+        if target == "unreviewed"
+        else f"Second opinion: {n:,} item(s) others reviewed, not you"
+    )
+    if st.button(
+        label,
+        key="review_second_opinion",
+        icon=":material/rate_review:",
+        disabled=not me and target == "by-others",
+        help="enter your reviewer name above first" if not me else None,
+    ):
+        ui.put(review_status=target, review_tag="", review_item=None)
+        st.rerun()  # the whole page: the Status filter above shows the change
+
+
 def queue_contents() -> None:
     review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
     try:
@@ -299,6 +323,7 @@ def queue_contents() -> None:
         + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
         + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
     )
+    second_opinion(wanted, annotations, marker)
     by_others_note = st.container()
     if status == "by-others" and not me:
         by_others_note.info(

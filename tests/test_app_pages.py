@@ -133,7 +133,8 @@ def test_the_upload_form_is_sent_only_while_its_box_is_open():
     loaded with the first page); opened, it has both uploaders, the format and the run name."""
     at = opened("overview")
     no_exception(at)
-    assert [e.label for e in at.expander] == ["Upload a run"]
+    notice = "Not comparable as they stand"  # the demo's runs side by side: the Overview's one notice
+    assert [e.label for e in at.expander if not e.label.startswith(notice)] == ["Upload a run"]
     assert not at.get("file_uploader")
     at = app(w_upload_box=True)  # a fresh session with the box open (AppTest drops an unchanged sidebar on a rerun)
     at.run()

@@ -256,6 +256,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.diagnostics",
         "analysis.stats",
         "analysis.dstc10_rules",
+        "analysis.wording",
     ),
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs

@@ -117,9 +117,9 @@ def test_fewjoint_leaderboard_equals_score_fewjoint(fewjoint, averaging):
 def test_fewjoint_shows_ill_formed_bio_per_seed(fewjoint):
     at = opened("fewjoint")
     no_exception(at)
-    seeds = table_with(at, "ill formed bio tags").set_index("seed")
+    seeds = table_with(at, "ill-formed BIO tags").set_index("seed")
     per_seed = fewjoint["episode"].per_seed.assign(seed=lambda f: f["seed"].astype(str)).set_index("seed")
-    assert seeds["ill formed bio tags"].to_dict() == per_seed["n_ill_formed"].astype(int).to_dict()
+    assert seeds["ill-formed BIO tags"].to_dict() == per_seed["n_ill_formed"].astype(int).to_dict()
     merged = [w.body for w in at.warning if "Ill-formed BIO" in w.body]
     assert len(merged) == 1, "one box for all seeds"
     for seed, row in per_seed.iterrows():
@@ -206,9 +206,9 @@ def test_reconcile_pair_shows_its_flips(manifest):
     from analysis.reconcile.core import reconcile
 
     rec = reconcile(load_entry(next(e for e in manifest.entries if e.name == run_id)), list(DEFAULT_CONVENTIONS))
-    flips = table_with(at, "correct a")
+    flips = table_with(at, "correct under a")
     assert len(flips) == len(rec.flips("exact", "mwzeval"))
-    responsible = table_with(at, "outcome a")
+    responsible = table_with(at, "outcome under a")
     assert len(responsible) == sum(rec.causes("exact", "mwzeval").values())
     causes = next(chart(at, i) for i in range(len(at.get("plotly_chart"))) if "cause" in json.dumps(chart(at, i)))
     assert sum(values(causes["data"][0]["y"])) == len(responsible)

@@ -17,12 +17,13 @@ import page_registry
 from analysis import views
 from analysis.figures import run_colours
 from analysis.model import RunInfo
-from ui import data, state
+from ui import data, navigate, notice, state
+from ui.navigate import open_dialogue
 from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, resolve, select, tabs, toggle
 from ui.text import md
 
-DIALOGUE_PAGE = page_registry.by_url("dialogue").file
+DIALOGUE_PAGE = navigate.DIALOGUE_PAGE
 
 __all__ = [
     "ORIGIN_PANELS",
@@ -111,12 +112,11 @@ def ensure_frame(page: str) -> None:
 
 
 def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("convention",)) -> None:
-    """One warning per way the runs a chart or table sets side by side cannot be compared; by default
-    only mixed conventions, the difference nobody typed: under the sidebar's "as declared per run" each
+    """One compact notice (`ui.notice`) naming each way the runs a chart or table sets side by side cannot be
+    compared, which expands into the sentences; by default only mixed conventions, the difference nobody typed: under the sidebar's "as declared per run" each
     run is scored under its own (manifest key, else the workspace's, else its format's). The Overview
     checks every difference (`views.comparability_warnings` on its leaderboard)."""
-    for line in compute(views.comparability_warnings, list(run_ids), about=tuple(about)):
-        st.warning(md(line), icon=":material/warning:")
+    notice.comparability_notice(compute(views.comparability_warnings, list(run_ids), about=tuple(about)))
 
 
 def drawn_runs(
@@ -160,17 +160,6 @@ def need_runs(n: int = 1) -> list[str]:
         st.info(f"Select at least {n} run{'s' if n > 1 else ''} in the sidebar (or open a workspace / upload a run).")
         st.stop()
     return selected
-
-
-def open_dialogue(run: str, dialogue: str, turn: int | None = None, slot: str | None = None) -> None:
-    """Jump to the dialogue viewer at a run, dialogue, turn (and slot filter)."""
-    values: dict[str, Any] = {"run": run, "dialogue": dialogue, "turn": int(turn) if turn is not None else 0}
-    if slot is not None:
-        values["slot"] = slot
-    if run not in runs():
-        values["runs"] = [*runs(), run]
-    state.put(**values)
-    st.switch_page(DIALOGUE_PAGE)
 
 
 def switch_tab(page: str, label: str) -> None:

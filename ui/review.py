@@ -276,7 +276,16 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True, frame: pd.DataF
     widgets = (f"{key}_tags_{digest}", f"{key}_comment_{digest}")
     with st.form(key=f"{key}_form_{digest}", border=True):
         st.text(f"Tag: {_describe(item)}" + (f" · as {who}" if who else ""))
-        st.multiselect("Tags", annotations.tags, default=tags, key=widgets[0], disabled=not who, placeholder="tags")
+        # No "Select all" (Streamlit offers one by default): one click put every tag of the taxonomy on an item.
+        st.multiselect(
+            "Tags",
+            annotations.tags,
+            default=tags,
+            key=widgets[0],
+            disabled=not who,
+            placeholder="tags",
+            select_all=False,
+        )
         st.text_input("Comment", value=comment, key=widgets[1], disabled=not who, max_chars=MAX_COMMENT)
         st.form_submit_button(
             "Save tags",

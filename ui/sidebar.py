@@ -18,6 +18,7 @@ from analysis.formats.sniff import brief_text, mapping_option, verdict_text
 from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
+from analysis.wording import short_names
 from ui import data, errors, state
 from ui.data import DECLARED
 from ui.text import md
@@ -437,10 +438,27 @@ def render() -> None:
     if st.session_state.get("runs") is None:
         st.session_state["runs"] = known
     sidebar.header("Runs")
-    state.multiselect("Runs shown", known, state="runs", container=sidebar)
+    # Long names shortened where it stays unambiguous: a chip cut at its width made siblings look alike.
+    short = short_names(known)
+    shortened = "; long names are shortened where no other run could match (… stands for the parts left out)"
+    state.multiselect(
+        "Runs shown",
+        known,
+        state="runs",
+        container=sidebar,
+        format_func=lambda r: short.get(r, r),
+        help="the runs every page shows" + (shortened if any(short[r] != r for r in known) else ""),
+    )
     runs = state.selected_runs()
     if runs:
-        state.select("Focus run", runs, state="run", container=sidebar, help="the run of single-run views")
+        state.select(
+            "Focus run",
+            runs,
+            state="run",
+            container=sidebar,
+            format_func=lambda r: short.get(r, r),
+            help="the run of single-run views" + (shortened if any(short[r] != r for r in runs) else ""),
+        )
     conventions = [DECLARED, *CONVENTIONS]
     state.select(
         "Convention",

@@ -16,6 +16,7 @@ from analysis.palette import (
     DIVERGING_SCALE,
     OKABE_ITO,
 )
+from analysis.wording import label
 
 AGREEMENT_NAMES = {
     "both_correct": "both correct",
@@ -76,7 +77,7 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
     support = ["n_dialogues_differ", "n_dialogues"] if supported else []
     extra = [c for c in shown if c not in support][:4] + support
     custom = np.stack([frame[c].astype(str).to_numpy() for c in extra], axis=-1) if extra else None
-    hover = "".join(f"<br>{plotly_text(c)}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
+    hover = "".join(f"<br>{plotly_text(label(c))}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
     colours = np.where(frame[value].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
     error = None
     opacity: Any = 1.0
@@ -95,16 +96,16 @@ def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, s
             marker={"color": colours, "opacity": opacity},
             error_y=error,
             customdata=custom,
-            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(value)}: %{{y:.4f}}{hover}<extra></extra>",
+            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(label(value))}: %{{y:.4f}}{hover}<extra></extra>",
         )
     )
-    title: dict[str, Any] = {"text": f"Gap by {by.replace('_', ' ')} (A − B)"}
+    title: dict[str, Any] = {"text": f"Gap by {label(by)} (A − B)"}
     if supported:
         title["subtitle"] = {
             "text": "95% paired interval over dialogues; pale, no interval: the sides differ in fewer than "
             f"{gaps.attrs.get('min_support', 'enough')} dialogues"
         }
-    fig.update_layout(title=title, yaxis_title=value, xaxis_title=by)
+    fig.update_layout(title=title, yaxis_title=label(value), xaxis_title=label(by))
     if by == "turn_index":
         fig.update_xaxes(type="linear")
     return apply_style(fig, style)
@@ -194,7 +195,7 @@ def language_heatmap(
             "subtitle": {"text": f"colour: gap to the pivot {plotly_text(labels.get(pivot, pivot))} (value − pivot)"},
         },
         xaxis_title="language",
-        yaxis_title=by,
+        yaxis_title=label(by),
     )
     fig.update_yaxes(autorange="reversed")
     apply_style(fig, style, height=max(360, 22 * len(keys) + 180))

@@ -61,6 +61,7 @@ from analysis.views.dialogue import (
     turn_row,
     turns_listing,
 )
+from analysis.views.differences import DIFFERENCE_COLUMNS, SIDES, delta_group, differing_turns, language_cell
 from analysis.views.domains import domain_jga, jga_by_attribute
 from analysis.views.overview import (
     COMPARABLE_BY,
@@ -88,6 +89,7 @@ __all__ = [
     "ABSENT",
     "COMPARABLE_BY",
     "DEPTH_METRICS",
+    "DIFFERENCE_COLUMNS",
     "INTERVAL_RESAMPLES",
     "LEADERBOARD_METRICS",
     "LEADERBOARD_SHOWN",
@@ -95,6 +97,7 @@ __all__ = [
     "OUTCOME_LABELS",
     "PICKER_COLUMNS",
     "PICKER_SORTS",
+    "SIDES",
     "STANDARD_TURN_COLUMNS",
     "TURN_LIST_COLUMNS",
     "aligned_slot",
@@ -109,11 +112,13 @@ __all__ = [
     "crosslingual_turns",
     "dataset_version",
     "default_pair",
+    "delta_group",
     "depth_jga",
     "depth_metrics",
     "dialogue_index",
     "dialogue_view",
     "diff_at",
+    "differing_turns",
     "domain_jga",
     "filter_turns",
     "first_dialogue_with_errors",
@@ -126,6 +131,7 @@ __all__ = [
     "history_pairs_of",
     "jga_by_attribute",
     "jga_interval",
+    "language_cell",
     "leaderboard",
     "left_out_of_comparison",
     "matching_dialogue",
