@@ -1,8 +1,8 @@
 """The report of many runs (issue 40 requirement 4): `python -m analysis report` over a workspace of 40, 80
 and 500 perturbed MultiWOZ 2.1 test runs (7,372 turns each, the runs of `bench_scale.py`), every run in the
 score store first (as after a dashboard session or `--store`), so the report reads the warm store and
-scores nothing. Reports, per size, the report's wall time and the peak RSS of its process tree (sampled
-from /proc every 0.1 s, as `bench_scale.py` does), and the number of files written. Run by hand:
+scores nothing. Reports, per size, the report's wall time, the CPU seconds and peak RSS of its process tree
+(sampled from /proc every 0.1 s, as `bench_scale.py` does), and the number of files written. Run by hand:
 
     .venv/bin/python benchmarks/bench_report_scale.py [--sizes 40 80 500] [--formats svg] [--code DIR]
 
@@ -64,6 +64,7 @@ def report(workspace: Path, out: Path, formats: str, code: Path) -> dict[str, fl
     seconds = time.perf_counter() - started
     return {
         "seconds": round(seconds, 1),
+        "cpu_s": round(rss.cpu_s, 1),  # the process tree's CPU: on a loaded machine, wall time says little
         "peak_rss_gb": round(rss.peak / 1024**3, 2),
         "files": sum(1 for _ in out.iterdir()) if out.exists() else 0,
         "exit": done.returncode,
