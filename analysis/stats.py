@@ -653,3 +653,76 @@ def over_seeds(
     grouped = long.groupby([*keys, "metric"], sort=False, dropna=False)["value"]
     out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1), n_seeds="count", min="min", max="max")
     return out.reset_index()
+
+
+# --- intervals of many runs, one run held at a time -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """One run's share of `bootstrap_ci(combine(runs), metric, by="run_id")`, per metric: its per-dialogue
+    sums over its own dialogues (`dialogues`, in order of first turn) and its point estimate. Small (a few
+    numbers per dialogue): a report keeps one per run instead of the runs' tables (`runs_bootstrap_ci`)."""
+
+    run_id: str
+    dialogues: pd.Index
+    stats: dict[str, _Stats]
+    points: dict[str, pd.DataFrame]
+
+
+def run_parts(scored: Scored, metrics: Sequence[str]) -> RunParts:
+    """A single run's `RunParts` for `metrics`."""
+    dialogues = _dialogues(scored)
+    stats = {m: _stats(scored, m, ["run_id"], dialogues) for m in metrics}
+    points: dict[str, pd.DataFrame] = {}
+    for metric in metrics:
+        point = _point(scored, metric, ["run_id"])
+        assert isinstance(point, pd.DataFrame)
+        points[metric] = point
+    return RunParts(scored.metas[0].run_id, dialogues, stats, points)
+
+
+def runs_bootstrap_ci(
+    parts: Sequence[RunParts], metric: str, *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """`bootstrap_ci(combine(runs), metric, by="run_id", ...)` from the runs' `RunParts` (in the runs'
+    order), the same numbers: every run's dialogues placed on the combination's dialogues (their union, in
+    order of first turn), resampled together. Memory: the runs' per-dialogue sums, not their tables."""
+    _check(metric, n_resamples, level)
+    pooled = pd.Index(pd.concat([p.dialogues.to_series() for p in parts], ignore_index=True).unique())
+    ordered = sorted(parts, key=lambda p: p.run_id)  # the combination's groups, sorted by run id
+
+    def placed(part: RunParts, values: np.ndarray) -> np.ndarray:
+        out = np.zeros((*values.shape[:-1], len(pooled)))
+        out[..., pooled.get_indexer(part.dialogues)] = values
+        return out
+
+    shares = [p.stats[metric] for p in ordered]
+    counts = None
+    if shares and shares[0].counts is not None:  # GCA: every run's label counts
+        counts = np.concatenate(
+            [placed(p, s.counts) for p, s in zip(ordered, shares, strict=True) if s.counts is not None], axis=1
+        )
+    stats = _Stats(
+        pd.concat([s.labels for s in shares], ignore_index=True),
+        np.vstack([placed(p, s.num) for p, s in zip(ordered, shares, strict=True)]),
+        np.vstack([placed(p, s.den) for p, s in zip(ordered, shares, strict=True)]),
+        np.vstack([placed(p, s.rows) for p, s in zip(ordered, shares, strict=True)]),
+        counts,
+    )
+    point = pd.concat([p.points[metric] for p in ordered], ignore_index=True)
+    estimate = _with_points(stats.labels, point, ["run_id"])
+    samples = _ratio(resample_counts(len(pooled), n_resamples=n_resamples, seed=seed), stats)
+    low, high = _percentiles(samples, level)
+    return stats.labels.assign(
+        metric=metric,
+        estimate=estimate,
+        low=low,
+        high=high,
+        n_dialogues=(stats.rows > 0).sum(axis=1),
+        n_turns=stats.rows.sum(axis=1).astype("int64"),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=METHOD,
+    )

@@ -573,9 +573,25 @@ def stored_view(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, A
         return None
     try:
         return _stored_answer(query)
-    except InputError as exc:
-        errors.log.warning("%s", exc)
+    except InputError as exc:  # a damaged entry: removed (one warning line), the view computed and rescored
+        _healed(args, store_views.heal(query, exc))
         return None
+
+
+def _healed(args: Sequence[Any], removed: set[str]) -> None:
+    """The runs of a view's arguments whose store entries `store_views.heal` removed: their scored tables,
+    read from those entries, are dropped from this process's cache, so the view computed next scores them
+    again and stores them whole (a run whose other tables were fine would otherwise stay unstored)."""
+    if not removed:
+        return
+    pairs = [a for arg in args for a in (arg if isinstance(arg, list) else [arg]) if _is_source(a)]
+    for source, choice in pairs:
+        if source.uploaded:
+            continue
+        convention = effective_convention(source, choice)
+        with contextlib.suppress(OSError):
+            if store_runs.key(source.entry, convention) in removed:
+                _score.clear(source.key, convention, source)
 
 
 def stores(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any] | None = None) -> bool:
@@ -595,7 +611,7 @@ def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None)
         return None
     try:
         board = _stored_answer(query)
-    except InputError as exc:
-        errors.log.warning("%s", exc)
+    except InputError as exc:  # a damaged entry: removed (one warning line), the board computed and rescored
+        _healed([list(pairs)], store_views.heal(query, exc))
         return None
     return board, board_caption(board, [e.convention for e in query.entries])

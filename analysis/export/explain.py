@@ -5,6 +5,7 @@ it decomposed into Reconcile's causes (`analysis.vocabulary`, `analysis.reconcil
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
 import pandas as pd
 
@@ -50,7 +51,7 @@ def _loaded(workspace: Workspace, name: str) -> Run | None:
 
 
 def explain_tables(
-    workspace: Workspace, scoreds: dict[str, Scored]
+    workspace: Workspace, scoreds: Mapping[str, Scored]
 ) -> tuple[list[tuple[str, str, pd.DataFrame]], list[str]]:
     """(tables as (name, caption, frame), warnings): per run with names only one side uses, its vocabulary
     table; per run with a published number, its gap table; one warning per run with a naming mismatch."""

@@ -3,7 +3,7 @@ history), and the paired comparison of runs on the same gold."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
@@ -280,9 +280,20 @@ def gold_groups(scoreds: Sequence[Scored], *, shared_turns: bool = False) -> lis
     (`analysis.shared_turns`; they are compared on the turns all of them hold)."""
     if shared_turns:
         return group_by_gold([(_meta(s).run_id, s) for s in scoreds], shared_turns=True)[0]
+    return gold_groups_of({_meta(s).run_id: _gold_fingerprint(s) for s in scoreds})
+
+
+def gold_fingerprint(scored: Scored) -> tuple[str, int, int]:
+    """The run's gold fingerprint (`gold_groups`): equal for runs on the same gold."""
+    return _gold_fingerprint(scored)
+
+
+def gold_groups_of(fingerprints: Mapping[str, tuple[str, int, int]]) -> list[list[str]]:
+    """`gold_groups` from each run's `gold_fingerprint` (run id -> fingerprint, in the runs' order): what a
+    caller that holds one run at a time (the report) keeps instead of the runs."""
     groups: dict[tuple[str, int, int], list[str]] = {}
-    for scored in scoreds:
-        groups.setdefault(_gold_fingerprint(scored), []).append(_meta(scored).run_id)
+    for run_id, fingerprint in fingerprints.items():
+        groups.setdefault(fingerprint, []).append(run_id)
     found = [g for g in groups.values() if len(g) >= 2]
     return sorted(found, key=len, reverse=True)
 
