@@ -15,6 +15,8 @@ COLUMN_LABELS: dict[str, str] = {
     "run_id": "run",
     "n_turns": "turns",
     "n_dialogues": "dialogues",
+    "n_dialogues_differ": "dialogues where the runs differ",
+    "n_turns_differ": "turns where the runs differ",
     "n_warnings": "alignment warnings",
     "warnings": "warning details",
     "slot_name": "slot",

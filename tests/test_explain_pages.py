@@ -104,7 +104,11 @@ def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(
     table = next(d.value for d in at.dataframe if "convention" in d.value.columns)
     assert table["convention"].tolist()[:2] == ["mwzeval", "mwzeval-lenient"]
     assert at.selectbox(key="w_reconcile_a").value == "mwzeval"
-    counts = next(d.value for d in at.dataframe if "only a" in d.value.columns)
+    counts = next(d.value for d in at.dataframe if "only a right" in d.value.columns)
+    # A convention whose scorer never reads this gold (DSTC9 on English MultiWOZ) is n/a, never the pair.
+    unread = set(table.loc[table.drop(columns="convention").isna().all(axis=1), "convention"])
+    assert "dstc9" in unread
+    counts = counts[~counts["a"].isin(unread) & ~counts["b"].isin(unread)]
     mine = counts[(counts["a"] == "mwzeval") | (counts["b"] == "mwzeval")]
     best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
     assert at.selectbox(key="w_reconcile_b").value == (best["b"] if best["a"] == "mwzeval" else best["a"])
