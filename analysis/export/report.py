@@ -708,6 +708,10 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
             )
         )
+        from analysis.seeds import seed_groups
+
+        if not (seed_groups(board[board["run_id"].isin(group)]) != "").any():
+            continue  # no system with two seeds or more on this gold (read off the board, no run read back)
         if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
             plan.notes.append(
                 f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
