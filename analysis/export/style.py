@@ -31,6 +31,10 @@ PX_PER_IN = 96.0  # plotly layout pixels are CSS pixels
 DPI = 300
 PX_PER_PT = PX_PER_IN / 72
 FONT_FAMILY = "Liberation Sans, Noto Sans CJK SC, DejaVu Sans, sans-serif"
+# PDF: Chromium's PDF backend (Skia) embeds a CFF-outline font (Noto CJK) as Type 3 glyph drawings, which
+# venues' checkers reject; CJK text there is set in Droid Sans Fallback (fonts-droid-fallback), TrueType
+# outlines embedded as a CID TrueType font, with Noto CJK only for a character it lacks.
+PDF_FONT_FAMILY = "Liberation Sans, Droid Sans Fallback, Noto Sans CJK SC, DejaVu Sans, sans-serif"
 
 
 @dataclass(frozen=True)
