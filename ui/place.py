@@ -59,8 +59,12 @@ def _fresh(key: str, value: Any) -> bool:
 
 
 def _figure_file(fig: go.Figure, fmt: str, style_key: str, width_key: str) -> bytes:
+    from analysis.palette import grayscale_safe
+
     style = st.session_state.get(style_key, "paper")
     width = st.session_state.get(width_key, "single")
+    if st.session_state.get(f"{style_key[: -len('__style')]}__grey", False):
+        fig = grayscale_safe(go.Figure(fig))  # a copy: the page's figure keeps its look
     try:
         return export.figure_bytes(fig, fmt, style=style, width=width)
     except export.ExportUnavailableError as exc:  # the button still downloads something that says why
@@ -78,6 +82,7 @@ def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
         style_key, width_key = f"{key}__style", f"{key}__width"
         left.selectbox("Style", export.STYLES, key=style_key)
         right.selectbox("Width", export.WIDTHS, key=width_key, format_func=lambda w: f"{w} column")
+        st.checkbox("Grayscale-safe: markers and patterns", key=f"{key}__grey")
         for column, fmt in zip(st.columns(len(export.FIGURE_FORMATS)), export.FIGURE_FORMATS, strict=True):
             column.download_button(
                 fmt.upper(),

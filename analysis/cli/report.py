@@ -2,7 +2,7 @@
 
 ``python -m analysis report WORKSPACE --out DIR [--formats pdf,svg,png] [--style paper|slides]
 [--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--columns A,B,...]
-[--pdf|--no-pdf] [--no-progress]``
+[--pdf|--no-pdf] [--grayscale] [--no-progress]``
 
 Writes the figures (one browser for the batch, a progress bar on stderr), the tables (LaTeX,
 Markdown, CSV), a LaTeX snippet per figure (``fig-<name>.tex``), ``main.tex`` (the whole report) and
@@ -81,6 +81,9 @@ def register(subparsers: Any) -> None:
         default=None,
         help="compile main.tex into main.pdf with xelatex (or pdflatex) (default: when one is installed)",
     )
+    parser.add_argument(
+        "--grayscale", action="store_true", help="every trace also gets a marker or bar pattern: apart printed in grey"
+    )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
 
@@ -123,6 +126,7 @@ def run(args: argparse.Namespace) -> int:
             intervals=args.intervals,
             pdf=args.pdf,
             columns=getattr(args, "columns", None),
+            grayscale=getattr(args, "grayscale", False),
         )
     except ExportUnavailableError as exc:
         print(f"report: {exc}", file=sys.stderr)

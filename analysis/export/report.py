@@ -59,6 +59,7 @@ from analysis.escaping import markdown_text, plotly_text
 from analysis.export.latex import CJK_NEEDS, CJK_PREAMBLE, has_cjk, is_cjk
 from analysis.export.latex import CJK_RANGES as _CJK_RANGES
 from analysis.model import dialogue_key
+from analysis.palette import grayscale_safe
 from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored, combine
 from analysis.store import runs as store_runs
@@ -384,6 +385,36 @@ def leaderboard_item(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> 
     return _leaderboard_item(board, _cis_by_run(scoreds, n_resamples=n_resamples), n_resamples=n_resamples)
 
 
+def drawn_intervals(figure: go.Figure) -> bool:
+    """True when the figure draws intervals: visible error bars or a filled band."""
+    for trace in figure.data:
+        error = getattr(trace, "error_y", None)
+        if error is not None and error.visible and (error.array is not None or error.value):
+            return True
+        if getattr(trace, "fill", None) in ("toself", "tonexty", "tozeroy"):
+            return True
+    return False
+
+
+def pair_kind(a: Scored, b: Scored) -> str:
+    """What a pair of parallel runs compares, for a caption: "Cross-lingual" only when their languages
+    differ; else what does differ (dataset, convention, ...), in the same language.
+
+    >>> from types import SimpleNamespace as S
+    >>> run = lambda **k: S(metas=[S(**{"language": "en", "dataset": "MultiWOZ", "convention": "exact", **k})])
+    >>> pair_kind(run(), run(language="zh")), pair_kind(run(), run(convention="mwzeval"))
+    ('Cross-lingual', 'Same-language (en; convention differs)')
+    """
+    ma, mb = a.metas[0], b.metas[0]
+    if (ma.language or "") != (mb.language or ""):
+        return "Cross-lingual"
+    conventions = [getattr(getattr(s, "convention", None), "name", None) or s.metas[0].convention for s in (a, b)]
+    differ = ["dataset"] if ma.dataset != mb.dataset else []
+    differ += ["convention"] if conventions[0] != conventions[1] else []
+    what = f"; {' and '.join(differ)} differ{'s' if len(differ) == 1 else ''}" if differ else ""
+    return f"Same-language ({ma.language or 'language not given'}{what})"
+
+
 def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list[tuple[str, str]]:
     """Pairs of runs over the same dialogues in two languages or datasets: the manifest's `[[mappings]]`
     first, then runs of one system and history mode that differ in language or dataset and share at
@@ -513,11 +544,18 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         depth_ci = _concat_ci([scoreds[r] for r in members], by="turn_index", n_resamples=n_resamples)
         domain_frames.append(domain_ci.assign(dataset=dataset))
         which = f"{dataset} ({len(members)} run{'s' if len(members) > 1 else ''})"
+        figure = domain_figure(domain_ci, colours=colours)
+        # Beyond four runs the bars become a heatmap (`figures.grouped_jga_bar`): no interval is drawn there.
+        drawn = (
+            f"error bars: {method}"
+            if drawn_intervals(figure)
+            else "each cell's JGA printed; intervals in the per-domain JGA table"
+        )
         plan.figures.append(
             FigureItem(
                 f"domain-jga-{_slug(dataset)}",
-                f"JGA per domain, {which}: turns where the domain occurs; {method}.",
-                domain_figure(domain_ci, colours=colours),
+                f"JGA per domain, {which}: turns where the domain occurs; {drawn}.",
+                figure,
             )
         )
         plan.figures.append(
@@ -588,7 +626,7 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             plan.figures.append(
                 FigureItem(
                     f"crosslingual-{by}-{_slug(a)}-vs-{_slug(b)}",
-                    f"Cross-lingual gap by {by} (accuracy of {a} minus {b}, positive: A better) over "
+                    f"{pair_kind(scoreds[a], scoreds[b])} gap by {by} (accuracy of {a} minus {b}, positive: A better) over "
                     f"{pairing.get('paired_turns', 0):,} paired turns; slots aligned from the parallel gold "
                     f"({len(overrides)} from the manifest){_top_note(shown, by, 'the largest absolute gap')}.",
                     fig,
@@ -961,13 +999,15 @@ def write_report(
     intervals: str = "brackets",
     pdf: bool = False,
     columns: Sequence[str] | None = None,
+    grayscale: bool = False,
 ) -> list[Written]:
     """Write the plan's figures (one browser for the batch), tables, a LaTeX snippet per figure
     (`fig-<name>.tex`), `main.tex` and the index; returns what was written (`main.tex`, and `main.pdf` when
     compiled, as the item of kind "document"). `pdf`: compile main.tex (`compile_main`; a failure is a
     `CompileError` raised once every other file is written). `intervals`: how tables show an interval,
     `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`). `columns`: the leaderboard table's columns
-    (`leaderboard_columns` names them; default all, in as many parts as the page needs)."""
+    (`leaderboard_columns` names them; default all, in as many parts as the page needs). `grayscale`: every
+    trace also gets the marker or bar pattern of its colour (`palette.grayscale_safe`), for print in grey."""
     columns = check_columns(columns)
     if intervals not in E.tables.INTERVAL_FORMS:
         raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
@@ -1003,7 +1043,9 @@ def write_report(
 
     failure: CompileError | None = None
     try:
-        stems = [(item.figure, out / item.name) for item in figures]
+        stems = [
+            (grayscale_safe(go.Figure(item.figure)) if grayscale else item.figure, out / item.name) for item in figures
+        ]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
         snippets = []
         for item in figures:
@@ -1094,6 +1136,7 @@ def build_report(
     intervals: str = "brackets",
     pdf: bool | None = None,
     columns: Sequence[str] | None = None,
+    grayscale: bool = False,
 ) -> list[Written]:
     """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
 
@@ -1120,6 +1163,7 @@ def build_report(
             intervals=intervals,
             pdf=pdf,
             columns=columns,
+            grayscale=grayscale,
         )
 
 
