@@ -89,10 +89,21 @@ def pdf_font_types(pdf: Path) -> list[str]:
     return types
 
 
-def compile_tex(folder: Path, main: str, engine: str, *, timeout: float = 240) -> Compiled:
-    """Compile `folder/main` with `engine` (once: no cross-references are checked) and read the log."""
+def compile_tex(folder: Path, main: str, engine: str, *, build: Path | None = None, timeout: float = 240) -> Compiled:
+    """Compile `folder/main` with `engine` (once: no cross-references are checked) and read the log; the
+    log and PDF go to `build` (default: `folder`)."""
+    build = build or folder
+    build.mkdir(parents=True, exist_ok=True)
     done = subprocess.run(
-        [engine, "-interaction=nonstopmode", "-halt-on-error", "-file-line-error", "-no-shell-escape", main],
+        [
+            engine,
+            "-interaction=nonstopmode",
+            "-halt-on-error",
+            "-file-line-error",
+            "-no-shell-escape",
+            f"-output-directory={build}",
+            main,
+        ],
         cwd=folder,
         capture_output=True,
         stdin=subprocess.DEVNULL,
@@ -100,10 +111,10 @@ def compile_tex(folder: Path, main: str, engine: str, *, timeout: float = 240) -
         check=False,
     )
     stem = main.rsplit(".", 1)[0]
-    log = (folder / f"{stem}.log").read_text(encoding="utf-8", errors="replace")
+    log = (build / f"{stem}.log").read_text(encoding="utf-8", errors="replace")
     errors = [line for line in log.splitlines() if _ERROR.match(line)]
     overfull = [float(w) for w in _OVERFULL.findall(log)]
-    pdf = folder / f"{stem}.pdf"
+    pdf = build / f"{stem}.pdf"
     fonts = pdf_font_types(pdf) if pdf.exists() else []
     return Compiled(engine, done.returncode, errors, overfull, fonts, log)
 

@@ -809,10 +809,13 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\usepackage{lmodern}",
         "  \\newcommand{\\missingchar}[1]{\\texttt{[U+#1]}}",
         "  % Chinese in CJKutf8's CJK environment (Arphic gbsn, Type 1) when installed, else as [U+XXXX].",
-        "  \\IfFileExists{CJKutf8.sty}{\\usepackage{CJKutf8}"
-        "\\newcommand{\\dstcjk}[1]{\\begin{CJK}{UTF8}{gbsn}#1\\end{CJK}}}{\\newcommand{\\dstcjk}[1]{#1}",
+        "  \\IfFileExists{CJKutf8.sty}{\\usepackage{CJKutf8}\\def\\ReportHaveCJK{}}{}",
+        "  \\ifdefined\\ReportHaveCJK",
+        "    \\newcommand{\\dstcjk}[1]{\\begin{CJK}{UTF8}{gbsn}#1\\end{CJK}}",
+        "  \\else",
+        "    \\newcommand{\\dstcjk}[1]{#1}",
         _pdflatex_chars(cjk_text),
-        "  }",
+        "  \\fi",
         _pdflatex_chars(other_text),
         "\\fi",
         "\\usepackage{graphicx}",
@@ -835,9 +838,15 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
     if plan.notes:
         lines += ["\\section*{Notes}", "\\begin{itemize}", notes.rstrip("\n"), "\\end{itemize}"]
     lines.append("\\clearpage")
-    lines += [f"\\input{{{name}}}" for name in figures]
+    # A table of the same name as a figure (the leaderboard) follows it, on its page when both fit.
+    paired = {name.removeprefix("fig-"): name for name in figures}
+    beside = {paired[t]: t for t in tables if t in paired}
+    for name in figures:
+        lines.append(f"\\input{{{name}}}")
+        if name in beside:
+            lines.append(f"\\input{{{beside[name]}}}")
     lines.append("\\clearpage")
-    lines += [f"\\input{{{name}}}" for name in tables]
+    lines += [f"\\input{{{name}}}" for name in tables if name not in beside.values()]
     lines += ["\\end{document}", ""]
     return "\n".join(lines)
 
