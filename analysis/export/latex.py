@@ -68,6 +68,28 @@ SYMBOLS = {
     "\u2248": "$\\approx$",
     "\u00b7": "$\\cdot$",
     "\u221e": "$\\infty$",
+    "\u2205": "$\\emptyset$",
+    "\u2208": "$\\in$",
+    "\u2209": "$\\notin$",
+    "\u2227": "$\\wedge$",
+    "\u2228": "$\\vee$",
+    "\u00ac": "$\\neg$",
+    "\u222a": "$\\cup$",
+    "\u2229": "$\\cap$",
+    "\u2282": "$\\subset$",
+    "\u2286": "$\\subseteq$",
+    "\u221a": "$\\surd$",
+    "\u2211": "$\\sum$",
+    "\u2261": "$\\equiv$",
+    "\u223c": "$\\sim$",
+    "\u21d2": "$\\Rightarrow$",
+    "\u2194": "$\\leftrightarrow$",
+    "\u2191": "$\\uparrow$",
+    "\u2193": "$\\downarrow$",
+    "\u00b0": "$^{\\circ}$",
+    "\u2032": "$'$",
+    "\u2713": "$\\surd$",
+    "\u2717": "$\\times$",
     "\u2026": "\\ldots{}",
     "\u2022": "\\textbullet{}",
     "\u2013": "--",
@@ -95,6 +117,12 @@ CJK_RUN = re.compile(f"[{_CJK_CLASS}]+(?:[ \u3000]*[{_CJK_CLASS}]+)*")
 CJK_PREAMBLE = (
     "\\ProvideDocumentCommand{\\dstcjk}{m}{\\ifdefined\\XeTeXversion#1\\else\\ifdefined\\directlua#1"
     "\\else\\begin{CJK}{UTF8}{gbsn}#1\\end{CJK}\\fi\\fi}"
+)
+# `\dstchar{c}{XXXX}`: a character pdflatex's fonts lack, printed by XeLaTeX and LuaLaTeX, as [U+XXXX] by
+# pdflatex (never dropped; the snippet's header says to compile with XeLaTeX).
+CHAR_PREAMBLE = (
+    "\\ProvideDocumentCommand{\\dstchar}{mm}{\\ifdefined\\XeTeXversion#1\\else\\ifdefined\\directlua#1"
+    "\\else\\texttt{[U+#2]}\\fi\\fi}"
 )
 CJK_NEEDS = (
     "Chinese/Japanese/Korean text: pdflatex needs \\usepackage{CJKutf8} (texlive-lang-chinese); "
@@ -145,6 +173,8 @@ def _char(ch: str) -> str:
         return SYMBOLS[ch]
     if unicodedata.category(ch) == "Cc":  # NUL, tab, line breaks: a blank line ends a paragraph in a tabular
         return " "
+    if ord(ch) > 0x17F and not is_cjk(ch):  # beyond pdflatex's fonts: printed by XeLaTeX, [U+XXXX] by pdflatex
+        return f"\\dstchar{{{ch}}}{{{ord(ch):04X}}}"
     return ch
 
 

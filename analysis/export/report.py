@@ -56,7 +56,7 @@ from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
-from analysis.export.latex import CJK_NEEDS, CJK_PREAMBLE, has_cjk, is_cjk
+from analysis.export.latex import CHAR_PREAMBLE, CJK_NEEDS, CJK_PREAMBLE, beyond_pdflatex, has_cjk, is_cjk
 from analysis.export.latex import CJK_RANGES as _CJK_RANGES
 from analysis.model import dialogue_key
 from analysis.palette import grayscale_safe
@@ -728,6 +728,8 @@ def figure_snippet(name: str, caption: str, graphic: str, *, wide: bool = False)
     env, size = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
     stem, dot, extension = graphic.rpartition(".")
     cjk = ["% " + CJK_NEEDS, CJK_PREAMBLE] if has_cjk(caption) else []
+    if beyond_pdflatex(caption):
+        cjk += ["% Characters pdflatex cannot print: compile with XeLaTeX (pdflatex prints [U+XXXX]).", CHAR_PREAMBLE]
     return "\n".join(
         [
             f"% Figure of `python -m analysis report`: \\input{{fig-{name}.tex}}; needs \\usepackage{{graphicx}}.",
@@ -818,6 +820,7 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\fi",
         _pdflatex_chars(other_text),
         "\\fi",
+        CHAR_PREAMBLE,
         "\\usepackage{graphicx}",
         "\\usepackage{booktabs}",
         "\\setcounter{topnumber}{4}\\setcounter{dbltopnumber}{4}\\setcounter{totalnumber}{6}",

@@ -324,8 +324,14 @@ def _parts(text: str, numeric: bool) -> tuple[str, str]:
 
 
 def _words(text: str) -> list[str]:
-    """The pieces a line may not be broken inside: split at spaces and after hyphens (TeX breaks there)."""
-    return [piece for word in text.split() for piece in re.split(r"(?<=-)", word) if piece]
+    """The pieces a line may not be broken inside: split at spaces, after hyphens and around every CJK
+    character (TeX breaks there; CJKutf8 and xeCJK between any two CJK characters).
+
+    >>> _words("taxi-leaveAt 餐厅-名称: 12:30")
+    ['taxi-', 'leaveAt', '餐', '厅', '-', '名', '称', ':', '12:30']
+    """
+    spaced = L.CJK_RUN.sub(lambda run: " " + " ".join(run.group()) + " ", text)
+    return [piece for word in spaced.split() for piece in re.split(r"(?<=-)", word) if piece]
 
 
 def column_widths(cells: _Cells, layout: Layout) -> tuple[list[float], list[float]]:
@@ -361,18 +367,19 @@ def table_width(cells: _Cells, layout: Layout, columns: Sequence[int] | None = N
     return sum(wrapped.get(at, widths[at]) + 2 * L.TABCOLSEP_PT for at in chosen)
 
 
-def _wrapped(cells: _Cells, layout: Layout, columns: Sequence[int]) -> Layout | None:
+def _wrapped(cells: _Cells, layout: Layout, columns: Sequence[int], *, force: bool = False) -> Layout | None:
     """The layout with its widest text columns wrapped to one width (never narrower than their longest
-    unbreakable piece nor `_MIN_WRAP_PT`) so that the table fits; None when no width does."""
+    unbreakable piece nor `_MIN_WRAP_PT`) so that the table fits; None when no width does. `force`: the
+    last resort, text columns wrapped to whatever width fits (a piece wider than it may stick out)."""
     widths, pieces = column_widths(cells, layout)
     text = [at for at in columns if not cells.numeric[at]]
     fixed = sum(widths[at] + 2 * L.TABCOLSEP_PT for at in columns if cells.numeric[at])
     available = layout.limit_pt() - fixed - 2 * L.TABCOLSEP_PT * len(text)
 
     def shown(at: int, cap: float) -> float:
-        return min(widths[at], max(pieces[at], _MIN_WRAP_PT, cap))
+        return min(widths[at], cap if force else max(pieces[at], _MIN_WRAP_PT, cap))
 
-    if not text or sum(shown(at, 0.0) for at in text) > available:
+    if not text or (not force and sum(shown(at, 0.0) for at in text) > available):
         return None
     low, high = 0.0, max(widths[at] for at in text)
     for _ in range(30):  # the widest cap that fits
@@ -432,6 +439,30 @@ def split_layout(cells: _Cells) -> tuple[Layout, list[list[int]]] | None:
     return best
 
 
+# Lines of a table float on ACL's page (24.7 cm of text) at 11 pt and below, the caption and rules left room.
+PAGE_LINES = {"": 48, "\\small": 52, "\\footnotesize": 58, "\\scriptsize": 64}
+
+
+def rows_on_a_page(cells: _Cells, layout: Layout) -> int:
+    """How many of the table's rows fit one page in `layout` (a wrapped cell takes as many lines as its
+    estimated width needs; a stacked interval one more)."""
+    size = L.SIZES[layout.size]
+    wrap = dict(layout.wrap)
+    budget = PAGE_LINES[layout.size]
+    used = 0
+    for at, row in enumerate(cells.rows):
+        lines = 1
+        for column, text in enumerate(row):
+            if column in wrap:
+                lines = max(lines, math.ceil(L.text_width_pt(text, size) * 1.15 / wrap[column]))
+            elif layout.stacked and cells.numeric[column] and _split_interval(text)[1]:
+                lines = max(lines, 2)
+        used += lines
+        if used > budget:
+            return max(at, 1)
+    return len(cells.rows)
+
+
 def _select(cells: _Cells, columns: Sequence[int]) -> _Cells:
     return _Cells(
         [cells.header[at] for at in columns],
@@ -450,15 +481,28 @@ def _latex(cells: _Cells, caption: str | None, label: str | None, interval_form:
     layout = fit_layout(cells)
     split = split_layout(cells) if layout is None and len(cells.header) > 2 else None
     if split is None:
-        return _latex_float(cells, caption, label, interval_form, layout or Layout(*LAYOUTS[-1]))
+        if layout is None:  # nothing fits, not even in parts: the smallest type, text wrapped as narrow as it takes
+            last = Layout(*LAYOUTS[-1])
+            layout = _wrapped(cells, last, list(range(len(cells.header))), force=True) or last
+        kept, total = rows_on_a_page(cells, layout), len(cells.rows)
+        if kept < total:  # a float cannot break across pages: the first rows, the rest counted in the caption
+            cells = _Cells(cells.header, cells.rows[:kept], cells.bold[:kept], cells.numeric, cells.note)
+            caption = f"{caption.rstrip('.')} (the first {kept} of {total} rows; the CSV export holds every row)."
+        return _latex_float(cells, caption, label, interval_form, layout)
     chosen, groups = split
+    fitted = [_fits(_select(cells, group), chosen, list(range(len(group)))) or chosen for group in groups]
+    kept, total = (
+        min(rows_on_a_page(_select(cells, g), f) for g, f in zip(groups, fitted, strict=True)),
+        len(cells.rows),
+    )
+    rows = f"; the first {kept} of {total} rows, the CSV export holds every row" if kept < total else ""
+    cells = _Cells(cells.header, cells.rows[:kept], cells.bold[:kept], cells.numeric, cells.note)
     parts = []
-    for n, group in enumerate(groups, 1):
+    for n, (group, layout_n) in enumerate(zip(groups, fitted, strict=True), 1):
         part = _select(cells, group)
-        shown = f"{caption.rstrip('.')} (part {n} of {len(groups)})."
+        shown = f"{caption.rstrip('.')} (part {n} of {len(groups)}{rows})."
         where = label if n == 1 else f"{label}-part{n}"
-        fitted = _fits(part, chosen, list(range(len(group)))) or chosen
-        parts.append(_latex_float(part, shown, where, interval_form, fitted, header=n == 1))
+        parts.append(_latex_float(part, shown, where, interval_form, layout_n, header=n == 1))
     return "".join(parts)
 
 
@@ -510,6 +554,8 @@ def _latex_float(
             )
     if L.has_cjk(texts):
         lines.append(L.CJK_PREAMBLE)
+    if L.beyond_pdflatex(texts):
+        lines.append(L.CHAR_PREAMBLE)
     lines += [
         f"\\begin{{{layout.env}}}[t]",
         "\\centering",
