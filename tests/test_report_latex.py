@@ -270,7 +270,9 @@ def test_demo_main_pdf_has_every_caption_and_no_empty_page(demo_report: tuple[Pa
     assert n_pages == front + len(float_pages), "a page without any figure or table"
     raw = " ".join(" ".join(_pdf_pages(out / "main.pdf")).split())
     assert len(re.findall(r"Figure \d+:", raw)) == len(figures)
-    assert len(re.findall(r"Table \d+:", raw)) == len(tables)
+    # a table too wide or too long for one page prints in parts, each a float of its own
+    floats = sum((out / f"{t.name}.tex").read_text(encoding="utf-8").count("\\begin{table") for t in tables)
+    assert floats >= len(tables) and len(re.findall(r"Table \d+:", raw)) == floats
     if engine == "xelatex":
         assert "餐厅" in raw  # the per-domain table's Chinese domains, in Noto CJK
 

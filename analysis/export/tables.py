@@ -324,13 +324,19 @@ def _parts(text: str, numeric: bool) -> tuple[str, str]:
 
 
 def _words(text: str) -> list[str]:
-    """The pieces a line may not be broken inside: split at spaces, after hyphens and around every CJK
-    character (TeX breaks there; CJKutf8 and xeCJK between any two CJK characters).
+    """The pieces a line may not be broken inside: split at spaces, after hyphens and in CJK text every
+    two characters (CJKutf8 and xeCJK break between CJK characters, but not before closing punctuation:
+    two is the safe guess).
 
-    >>> _words("taxi-leaveAt 餐厅-名称: 12:30")
-    ['taxi-', 'leaveAt', '餐', '厅', '-', '名', '称', ':', '12:30']
+    >>> _words("taxi-leaveAt 餐厅名-名称: 12:30")
+    ['taxi-', 'leaveAt', '餐厅', '名', '-', '名称', ':', '12:30']
     """
-    spaced = L.CJK_RUN.sub(lambda run: " " + " ".join(run.group()) + " ", text)
+
+    def pairs(run: re.Match[str]) -> str:
+        chars = run.group()
+        return " " + " ".join(chars[at : at + 2] for at in range(0, len(chars), 2)) + " "
+
+    spaced = L.CJK_RUN.sub(pairs, text)
     return [piece for word in spaced.split() for piece in re.split(r"(?<=-)", word) if piece]
 
 
@@ -443,24 +449,37 @@ def split_layout(cells: _Cells) -> tuple[Layout, list[list[int]]] | None:
 PAGE_LINES = {"": 48, "\\small": 52, "\\footnotesize": 58, "\\scriptsize": 64}
 
 
-def rows_on_a_page(cells: _Cells, layout: Layout) -> int:
-    """How many of the table's rows fit one page in `layout` (a wrapped cell takes as many lines as its
-    estimated width needs; a stacked interval one more)."""
+def row_lines(cells: _Cells, layout: Layout) -> list[int]:
+    """The lines each row takes in `layout`: a wrapped cell as many as its estimated width needs, a
+    stacked interval one more."""
     size = L.SIZES[layout.size]
     wrap = dict(layout.wrap)
-    budget = PAGE_LINES[layout.size]
-    used = 0
-    for at, row in enumerate(cells.rows):
+    counts = []
+    for row in cells.rows:
         lines = 1
         for column, text in enumerate(row):
             if column in wrap:
                 lines = max(lines, math.ceil(L.text_width_pt(text, size) * 1.15 / wrap[column]))
             elif layout.stacked and cells.numeric[column] and _split_interval(text)[1]:
                 lines = max(lines, 2)
+        counts.append(lines)
+    return counts
+
+
+def _row_chunks(cells: _Cells, groups: Sequence[Sequence[int]], layouts: Sequence[Layout]) -> list[tuple[int, int]]:
+    """Row ranges (start, end) that each fit one page in every column group's layout (a float cannot
+    break across pages)."""
+    per_group = [row_lines(_select(cells, g), lay) for g, lay in zip(groups, layouts, strict=True)]
+    budget = min(PAGE_LINES[lay.size] for lay in layouts)
+    chunks, start, used = [], 0, 0
+    for at in range(len(cells.rows)):
+        lines = max(counts[at] for counts in per_group)
+        if used + lines > budget and at > start:
+            chunks.append((start, at))
+            start, used = at, 0
         used += lines
-        if used > budget:
-            return max(at, 1)
-    return len(cells.rows)
+    chunks.append((start, len(cells.rows)))
+    return chunks
 
 
 def _select(cells: _Cells, columns: Sequence[int]) -> _Cells:
@@ -484,25 +503,24 @@ def _latex(cells: _Cells, caption: str | None, label: str | None, interval_form:
         if layout is None:  # nothing fits, not even in parts: the smallest type, text wrapped as narrow as it takes
             last = Layout(*LAYOUTS[-1])
             layout = _wrapped(cells, last, list(range(len(cells.header))), force=True) or last
-        kept, total = rows_on_a_page(cells, layout), len(cells.rows)
-        if kept < total:  # a float cannot break across pages: the first rows, the rest counted in the caption
-            cells = _Cells(cells.header, cells.rows[:kept], cells.bold[:kept], cells.numeric, cells.note)
-            caption = f"{caption.rstrip('.')} (the first {kept} of {total} rows; the CSV export holds every row)."
-        return _latex_float(cells, caption, label, interval_form, layout)
-    chosen, groups = split
-    fitted = [_fits(_select(cells, group), chosen, list(range(len(group)))) or chosen for group in groups]
-    kept, total = (
-        min(rows_on_a_page(_select(cells, g), f) for g, f in zip(groups, fitted, strict=True)),
-        len(cells.rows),
-    )
-    rows = f"; the first {kept} of {total} rows, the CSV export holds every row" if kept < total else ""
-    cells = _Cells(cells.header, cells.rows[:kept], cells.bold[:kept], cells.numeric, cells.note)
+        groups, layouts = [list(range(len(cells.header)))], [layout]
+    else:
+        chosen, groups = split
+        layouts = [_fits(_select(cells, g), chosen, list(range(len(g)))) or chosen for g in groups]
+    chunks = _row_chunks(cells, groups, layouts)
+    n_parts = len(groups) * len(chunks)
+    if n_parts == 1:
+        return _latex_float(cells, caption, label, interval_form, layouts[0])
     parts = []
-    for n, (group, layout_n) in enumerate(zip(groups, fitted, strict=True), 1):
-        part = _select(cells, group)
-        shown = f"{caption.rstrip('.')} (part {n} of {len(groups)}{rows})."
-        where = label if n == 1 else f"{label}-part{n}"
-        parts.append(_latex_float(part, shown, where, interval_form, layout_n, header=n == 1))
+    total = len(cells.rows)
+    for start, end in chunks:
+        rows = _Cells(cells.header, cells.rows[start:end], cells.bold[start:end], cells.numeric, cells.note)
+        for group, layout_n in zip(groups, layouts, strict=True):
+            n = len(parts) + 1
+            which = f", rows {start + 1}-{end} of {total}" if len(chunks) > 1 else ""
+            shown = f"{caption.rstrip('.')} (part {n} of {n_parts}{which})."
+            where = label if n == 1 else f"{label}-part{n}"
+            parts.append(_latex_float(_select(rows, group), shown, where, interval_form, layout_n, header=n == 1))
     return "".join(parts)
 
 
