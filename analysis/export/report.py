@@ -803,6 +803,8 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\XeTeXinterchartoks \\ReportCJKClass 0 = {\\endgroup}",
         "  \\XeTeXinterchartoks \\ReportCJKClass 4095 = {\\endgroup}",
         "  \\XeTeXinterchartokenstate=1",
+        '  \\XeTeXlinebreaklocale "zh" % a line may break between two CJK characters, as xeCJK allows',
+        "  \\XeTeXlinebreakskip=0pt plus 1pt",
         "  \\tracinglostchars=3 % a character without a glyph is an error, not a gap",
         "  \\newcommand{\\dstcjk}[1]{#1}",
         "\\else",
