@@ -22,7 +22,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -167,6 +167,10 @@ class _Cells:
     bold: list[list[bool]]
     numeric: list[bool]
     note: str = ""  # said under the table: how best values were picked when runs are not all comparable
+    # column widths per (type size, stacked): the layout search measures the same cells many times
+    measured: dict[tuple[str, bool], tuple[list[float], list[float]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def _cells(
@@ -342,7 +346,14 @@ def _words(text: str) -> list[str]:
 
 def column_widths(cells: _Cells, layout: Layout) -> tuple[list[float], list[float]]:
     """Estimated printed width of each column on one line, and of its longest unbreakable piece (points,
-    without the space between columns)."""
+    without the space between columns); measured once per type size and stacking."""
+    key = (layout.size, layout.stacked)
+    if key not in cells.measured:
+        cells.measured[key] = _measure(cells, layout)
+    return cells.measured[key]
+
+
+def _measure(cells: _Cells, layout: Layout) -> tuple[list[float], list[float]]:
     size = L.SIZES[layout.size]
     small = L.SIZES[_SMALLER[layout.size]]
     widths = [L.text_width_pt(h, size) for h in cells.header]
