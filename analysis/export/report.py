@@ -1057,9 +1057,8 @@ def write_report(
 
     failure: CompileError | None = None
     try:
-        stems = [
-            (grayscale_safe(go.Figure(item.figure)) if grayscale else item.figure, out / item.name) for item in figures
-        ]
+        shown_as = grayscale_safe if grayscale else go.Figure  # a copy either way: the plan keeps its figures
+        stems = [(shown_as(go.Figure(item.figure)), out / item.name) for item in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
         snippets = []
         for item in figures:
