@@ -1057,8 +1057,7 @@ def write_report(
 
     failure: CompileError | None = None
     try:
-        shown_as = grayscale_safe if grayscale else go.Figure  # a copy either way: the plan keeps its figures
-        stems = [(shown_as(go.Figure(item.figure)), out / item.name) for item in figures]
+        stems = [(_painted(item.figure, grayscale), out / item.name) for item in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
         snippets = []
         for item in figures:
@@ -1121,6 +1120,11 @@ def write_report(
     if failure is not None:
         raise failure
     return written
+
+
+def _painted(figure: go.Figure, grayscale: bool) -> go.Figure:
+    """The figure as written: with `grayscale`, a copy with a marker or pattern per colour (the plan keeps its own)."""
+    return grayscale_safe(go.Figure(figure)) if grayscale else figure
 
 
 def _write(path: Path, data: bytes) -> None:
