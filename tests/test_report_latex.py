@@ -397,3 +397,26 @@ def test_real_report_snippets_and_main_compile_in_an_acl_page(real_report: Path,
     if not HAVE_TEX:
         pytest.skip("pdflatex, xelatex and pdffonts are needed (scripts/system-deps.sh)")
     _assert_compiles(real_report, engine, tmp_path)
+
+
+def test_grayscale_report_gives_every_trace_its_marker_or_pattern(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import plotly.graph_objects as go
+
+    from analysis.palette import DISTINCT, pattern
+
+    seen: list = []
+
+    def capture(stems: list, **options: object) -> None:
+        seen.extend(figure for figure, _ in stems)
+        _fake_figures(stems, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(R.E, "write_figures", capture)
+    bars = go.Figure([go.Bar(x=["a", "b"], y=[1, 2], marker_color=[DISTINCT[0], DISTINCT[9]])])
+    plan = R.ReportPlan("grey", figures=[R.FigureItem("bars", "Bars.", bars)])
+    R.write_report(plan, tmp_path, formats=("pdf",), progress=False, grayscale=True)
+    assert list(seen[0].data[0].marker.pattern.shape) == ["", pattern(9)[0]] and pattern(9) != pattern(0)
+    assert bars.data[0].marker.pattern.shape is None  # the plan's own figure is left as it was
+    with pytest.raises(ValueError, match="no column F2"):
+        R.write_report(plan, tmp_path, formats=("pdf",), progress=False, columns=["run", "F2"])
