@@ -330,15 +330,15 @@ def _parts(text: str, numeric: bool) -> tuple[str, str]:
 def _words(text: str) -> list[str]:
     """The pieces a line may not be broken inside: split at spaces, after hyphens and in CJK text every
     two characters (CJKutf8 and xeCJK break between CJK characters, but not before closing punctuation:
-    two is the safe guess).
+    two is the safe guess; nor between a CJK character and a Latin letter next to it).
 
-    >>> _words("taxi-leaveAt 餐厅名-名称: 12:30")
-    ['taxi-', 'leaveAt', '餐厅', '名', '-', '名称', ':', '12:30']
+    >>> _words("taxi-leaveAt 餐厅名-名称: 12:30 帮我找CHAO吗")
+    ['taxi-', 'leaveAt', '餐厅', '名-', '名称:', '12:30', '帮我', '找CHAO吗']
     """
 
     def pairs(run: re.Match[str]) -> str:
         chars = run.group()
-        return " " + " ".join(chars[at : at + 2] for at in range(0, len(chars), 2)) + " "
+        return " ".join(chars[at : at + 2] for at in range(0, len(chars), 2))
 
     spaced = L.CJK_RUN.sub(pairs, text)
     return [piece for word in spaced.split() for piece in re.split(r"(?<=-)", word) if piece]
