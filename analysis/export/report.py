@@ -1057,7 +1057,8 @@ def write_report(
 
     failure: CompileError | None = None
     try:
-        stems = [(_painted(item.figure, grayscale), out / item.name) for item in figures]
+        paint = grayscale_safe if grayscale else None  # on a copy: the plan keeps its figures
+        stems = [(paint(go.Figure(i.figure)) if paint else i.figure, out / i.name) for i in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
         snippets = []
         for item in figures:
@@ -1120,11 +1121,6 @@ def write_report(
     if failure is not None:
         raise failure
     return written
-
-
-def _painted(figure: go.Figure, grayscale: bool) -> go.Figure:
-    """The figure as written: with `grayscale`, a copy with a marker or pattern per colour (the plan keeps its own)."""
-    return grayscale_safe(go.Figure(figure)) if grayscale else figure
 
 
 def _write(path: Path, data: bytes) -> None:
