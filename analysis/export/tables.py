@@ -522,7 +522,7 @@ def _latex(cells: _Cells, caption: str | None, label: str | None, interval_form:
     n_parts = len(groups) * len(chunks)
     if n_parts == 1:
         return _latex_float(cells, caption, label, interval_form, layouts[0])
-    parts = []
+    parts: list[str] = []
     total = len(cells.rows)
     for start, end in chunks:
         rows = _Cells(cells.header, cells.rows[start:end], cells.bold[start:end], cells.numeric, cells.note)
