@@ -237,7 +237,9 @@ def test_dashboard_and_report_write_the_same_leaderboard_latex(demo_report: tupl
     tex = report.decode()
     assert "\\label{tab:leaderboard}" in tex and "\\caption{Leaderboard: " in tex
     assert "\\_" not in _header(tex) and "warning" not in _header(tex) and " low" not in _header(tex)
-    assert ("$\\pm$" in tex) == (form == "pm") and ("{\\footnotesize[" in tex) == (form == "brackets")
+    assert ("$\\pm$0" in tex) == (form == "pm") and (re.search(r"\{\\\w+ \{\[\}0\.", tex) is not None) == (
+        form == "brackets"
+    )
     # One bold per metric column in every group of two or more comparable runs.
     sizes = comparable_groups(item.frame).value_counts()
     n_metrics = len(item.options["intervals"])
