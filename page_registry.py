@@ -84,10 +84,21 @@ def overview(d: Defaults) -> FirstViews:
 
     sort = HEADLINE[0][0]
     board: Call = (views.leaderboard, (d.runs,), {"sort": sort})
+    if _many(d):  # the chart draws the best few of the board (`ui.drawn_runs`): drawn on the visit
+        return FirstViews([board, (views.scope_caption, (d.runs,), {})], [])
     return FirstViews(
         [board, (views.scope_caption, (d.runs,), {})],
         [(seeds.overview_bar, board, (), {"metric": sort, "colours": d.colours})],  # seeds combined, if any
     )
+
+
+def _many(d: Defaults) -> bool:
+    """More runs selected than a chart draws (`analysis.views.shown.CHART_RUNS`): the pages draw the best few
+    by a metric the page chooses (`ui.drawn_runs`), which the prefetch does not know; their views are left
+    to the visit."""
+    from analysis.views.shown import CHART_RUNS
+
+    return len(d.runs) > CHART_RUNS
 
 
 def slots(d: Defaults) -> FirstViews:
@@ -112,6 +123,11 @@ def domains(d: Defaults) -> FirstViews:
 
     per_domain: Call = (views.domain_jga, (d.runs,), {})
     mix: Call = (views.outcome_mix, (d.focus,), {"by": "domain"})
+    if _many(d):
+        return FirstViews(
+            [mix],
+            [(figures.outcome_mix_bar, mix, (), {"title": f"Error outcomes per domain — {d.focus} (focus run)"})],
+        )
     return FirstViews(
         [per_domain, mix, (views.attribute_columns, (d.runs,), {})],
         [
@@ -134,6 +150,8 @@ def turn_depth(d: Defaults) -> FirstViews:
     depth: Call = (views.depth_jga, (d.runs,), {})
     origins: Call = (views.origins_by_depth, (d.runs[:ORIGIN_PANELS],), {})
     first_errors: Call = (views.first_error_distribution, (d.runs,), {})
+    if _many(d):
+        return FirstViews([], [])
     return FirstViews(
         [depth, origins, first_errors, (views.history_pairs_of, (d.runs,), {})],
         [

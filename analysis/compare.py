@@ -37,6 +37,7 @@ from analysis import stats as S
 from analysis.errors import InputError
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
+from analysis.shared_turns import on_shared_turns
 
 SCOPES: dict[str, list[str]] = {"overall": [], "domain": ["domain"], "slot": ["domain", "slot"]}
 COMPARABLE: tuple[str, ...] = R.INTERVAL_METRICS  # the metrics with a dialogue bootstrap
@@ -63,6 +64,11 @@ HOLM_NOTE = (
     "per domain and per slot, one pair and one metric over its groups; McNemar, over all pairs. "
     "A bootstrap p of 0 counts as 1/B ({floor:g}) in the correction. Significant: Holm p <= {alpha:g}."
 )
+SUPPORT_NOTE = (
+    "Support: n_dialogues and n_turns are the group's own (counted by either run); n_dialogues_differ and "
+    "n_turns_differ those where the two runs differ. A delta whose runs differ in fewer than {min_support} "
+    "dialogues, or whose interval has zero width, is not tested: no interval, no p-value, no star."
+)
 COLUMNS = [
     "a",
     "b",
@@ -85,7 +91,18 @@ COLUMNS = [
     "family_size",
     "n_turns",
     "n_dialogues",
+    "n_turns_differ",
+    "n_dialogues_differ",
+    "tested",
+    "support_text",
 ]
+# Support before significance (issue 41): a delta is tested only when the runs differ in at least this many
+# dialogues of its group. Below it the paired bootstrap has too few clusters to say anything (with one
+# differing dialogue every resample that draws it gives the same delta: a zero-width interval and p < 1/B),
+# so the row keeps its delta and counts, and gets no interval, no p-value and no star. Ten dialogues is about
+# 1% of a 1,000-dialogue test set, and the fewest for which even an exact sign test over the differing
+# dialogues could reach p = 0.002 (2 / 2^10).
+MIN_SUPPORT = 10
 
 
 def holm(p_values: Sequence[float] | np.ndarray) -> np.ndarray:
@@ -125,6 +142,9 @@ class Comparison:
     seed: int
     alpha: float
     skipped: dict[str, str] = field(default_factory=dict)
+    min_support: int = MIN_SUPPORT
+    n_dialogues: int = 0  # the dialogues resampled (shared by every run)
+    left_out: dict[str, str] = field(default_factory=dict)  # run -> what of it is not compared, and why
 
     @property
     def pairs(self) -> list[tuple[str, str]]:
@@ -166,6 +186,10 @@ class Comparison:
             "alpha": self.alpha,
             "method": S.PAIRED_METHOD,
             "multiple_testing": self.holm_note,
+            "min_support": self.min_support,
+            "support": SUPPORT_NOTE.format(min_support=self.min_support),
+            "n_dialogues": self.n_dialogues,
+            "left_out": self.left_out,
             "deltas": clean(self.deltas),
             "mcnemar": clean(self.mcnemar),
             "skipped": self.skipped,
@@ -229,12 +253,13 @@ def check_same_gold(a: Scored, b: Scored) -> None:
 @dataclass
 class _Block:
     """One run's resampled sums for one metric and scope: per group, the point sums and the (B, groups)
-    resampled sums of the numerator and denominator (GCA: of its four counts)."""
+    resampled sums of the numerator and denominator (GCA: of its four counts), and the run's per-turn rows
+    (`stats`: what `stats.support` compares between two runs)."""
 
     labels: pd.DataFrame
     parts: list[np.ndarray]  # (groups, dialogues) each: [num, den] or GCA's four counts
     gca: bool
-    n_turns: np.ndarray
+    stats: S._Stats
     sums: list[np.ndarray] = field(default_factory=list)  # (B, groups) each, filled by `_resample`
 
     def value(self, sums: list[np.ndarray]) -> np.ndarray:
@@ -248,7 +273,7 @@ def _block(scored: Scored, metric: str, keys: list[str], shared: pd.Index) -> _B
     stats = S._stats(scored, metric, keys, shared)
     gca = stats.counts is not None
     parts = list(stats.counts) if stats.counts is not None else [stats.num, stats.den]
-    return _Block(stats.labels, parts, gca, stats.rows.sum(axis=1))
+    return _Block(stats.labels, parts, gca, stats)
 
 
 def _resample(blocks: list[_Block], weights: np.ndarray) -> None:
@@ -283,7 +308,7 @@ def _aligned_sums(
     return out_points, out_sums
 
 
-def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float) -> pd.DataFrame:
+def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float, n_dialogues: int) -> pd.DataFrame:
     """The numbers of `stats.paired_bootstrap` from two runs' blocks over the same dialogues."""
     same = not keys or a.labels.equals(b.labels)  # the usual case: both runs have the same groups
     labels = a.labels
@@ -303,12 +328,9 @@ def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float) -> pd.DataFr
     with np.errstate(divide="ignore", invalid="ignore"):
         at_most = (delta <= S._TIE).sum(axis=0) / valid
         at_least = (delta >= -S._TIE).sum(axis=0) / valid
-    if same:
-        counted = pd.Series(np.maximum(a.n_turns, b.n_turns))
-    else:
-        turns = pd.concat([a.labels.assign(_n=a.n_turns), b.labels.assign(_n=b.n_turns)], ignore_index=True)
-        n_turns = turns.groupby(keys, sort=True)["_n"].max().rename("_n").reset_index()
-        counted = labels.merge(n_turns, on=keys, how="left")["_n"]
+    counted = S.support(
+        a.stats, b.stats, S._where(a.stats, labels, keys), S._where(b.stats, labels, keys), len(labels), n_dialogues
+    )
     return labels.assign(
         estimate_a=estimate_a,
         estimate_b=estimate_b,
@@ -316,7 +338,7 @@ def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float) -> pd.DataFr
         low=low,
         high=high,
         p_value=np.minimum(1.0, 2 * np.minimum(at_most, at_least)),
-        n_turns=counted.fillna(0).to_numpy(dtype="int64"),
+        **counted,
     )
 
 
@@ -331,6 +353,8 @@ def compare(
     alpha: float = ALPHA,
     mcnemar: bool = True,
     check_gold: bool = True,
+    min_support: int = MIN_SUPPORT,
+    shared_turns: bool = False,
 ) -> Comparison:
     """Compare every pair of `runs` (a mapping name -> scored run, or scored runs named by their run id).
 
@@ -339,6 +363,9 @@ def compare(
     dialogue bootstrap); one that does not apply to all runs, or cannot be broken down by a scope, is
     listed in `skipped`.
     Each run's per-dialogue sums are computed once (not once per pair) and resampled in one matrix product.
+    `shared_turns`: runs on one gold with turns missing are compared on the turns all of them hold
+    (`analysis.shared_turns`); `Comparison.left_out` names what each run loses. `min_support`: a delta
+    is tested only when the runs differ in at least that many dialogues of its group (`MIN_SUPPORT`).
     """
     named = dict(runs) if isinstance(runs, Mapping) else {s.metas[0].run_id: s for s in runs}
     if len(named) < 2:
@@ -350,6 +377,9 @@ def compare(
     unknown = [s for s in scopes if s not in SCOPES]
     if unknown:
         raise ValueError(f"scopes have to be among {', '.join(SCOPES)}, got {unknown}")
+    left_out: dict[str, str] = {}
+    if shared_turns:  # runs on one gold with turns missing: each restricted to the turns all of them hold
+        named, left_out = on_shared_turns(named)
     names = list(named)
     first = named[names[0]]
     for name in names[1:]:
@@ -391,16 +421,53 @@ def compare(
         for metric in wanted:
             for scope in scopes:
                 if (a, metric, scope) in blocks and (b, metric, scope) in blocks:
-                    rows = _pair_rows(blocks[a, metric, scope], blocks[b, metric, scope], SCOPES[scope], level)
+                    rows = _pair_rows(
+                        blocks[a, metric, scope], blocks[b, metric, scope], SCOPES[scope], level, len(shared)
+                    )
                     frames.append(rows.assign(a=a, b=b, metric=metric, scope=scope))
-    deltas = _finish(pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(), n_resamples, alpha)
-    deltas = deltas.assign(n_dialogues=len(shared))
+    frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
+    deltas = _finish(frame, n_resamples, alpha, min_support)
     # McNemar pairs every two runs' turns (~35 ms a pair): a view that shows no McNemar skips it.
     mc = _mcnemar(named, names, alpha) if mcnemar else pd.DataFrame(columns=MCNEMAR_COLUMNS)
-    return Comparison(names, first.convention.name, deltas, mc, n_resamples, level, seed, alpha, skipped)
+    return Comparison(
+        names,
+        first.convention.name,
+        deltas,
+        mc,
+        n_resamples,
+        level,
+        seed,
+        alpha,
+        skipped,
+        min_support=min_support,
+        n_dialogues=len(shared),
+        left_out=left_out,
+    )
 
 
-def _finish(frame: pd.DataFrame, n_resamples: int, alpha: float) -> pd.DataFrame:
+def support_text(n_dialogues_differ: int, n_turns_differ: int, n_dialogues: int) -> str:
+    """The support of one delta, in words.
+
+    >>> support_text(2, 10, 3)
+    'differ in 2 of 3 dialogues (10 turns)'
+    >>> support_text(1, 1, 1)
+    'differ in 1 of 1 dialogue (1 turn)'
+    """
+    dialogues = "dialogue" if n_dialogues == 1 else "dialogues"
+    turns = "turn" if n_turns_differ == 1 else "turns"
+    return f"differ in {n_dialogues_differ:,} of {n_dialogues:,} {dialogues} ({n_turns_differ:,} {turns})"
+
+
+def _gate(frame: pd.DataFrame, min_support: int) -> pd.Series:
+    """Which rows are tested: the runs differ in `min_support` dialogues or more and the interval has width;
+    the others lose their interval and p-value (kept: the delta and the counts)."""
+    width = frame["high"] - frame["low"]
+    tested = (frame["n_dialogues_differ"] >= min_support) & (width > S._TIE) & frame["p_value"].notna()
+    frame.loc[~tested, ["low", "high", "p_value"]] = np.nan
+    return tested
+
+
+def _finish(frame: pd.DataFrame, n_resamples: int, alpha: float, min_support: int = MIN_SUPPORT) -> pd.DataFrame:
     """Labels, group names, Holm within each family, texts; columns in `COLUMNS` order."""
     if not len(frame):
         return pd.DataFrame(columns=COLUMNS)
@@ -416,8 +483,18 @@ def _finish(frame: pd.DataFrame, n_resamples: int, alpha: float) -> pd.DataFrame
         np.where(frame["scope"] == "domain", frame["domain"].astype(str), ""),
     )
     frame["group"] = group
+    frame["tested"] = _gate(frame, min_support)
+    frame["support_text"] = [
+        support_text(k, t, n)
+        for k, t, n in zip(frame["n_dialogues_differ"], frame["n_turns_differ"], frame["n_dialogues"], strict=True)
+    ]
     floor = 1 / n_resamples
-    frame["p_text"] = [S.format_p(p, n_resamples=n_resamples) for p in frame["p_value"]]
+    frame["p_text"] = [
+        S.format_p(p, n_resamples=n_resamples)
+        if tested
+        else (f"not tested: fewer than {min_support} dialogues differ" if k < min_support else "not tested: no spread")
+        for p, tested, k in zip(frame["p_value"], frame["tested"], frame["n_dialogues_differ"], strict=True)
+    ]
     effective = np.where(frame["p_value"].notna(), np.maximum(frame["p_value"], floor), np.nan)
     overall = frame["scope"] == "overall"
     family = np.where(
@@ -439,7 +516,7 @@ def _finish(frame: pd.DataFrame, n_resamples: int, alpha: float) -> pd.DataFrame
         "Holm p n/a" if math.isnan(p) else (f"Holm p <= {p:.3g}" if b else f"Holm p = {p:.3g}")
         for p, b in zip(frame["p_holm"], bound, strict=True)
     ]
-    return frame.reindex(columns=COLUMNS[:-1]).reset_index(drop=True)
+    return frame.reindex(columns=COLUMNS).reset_index(drop=True)
 
 
 MCNEMAR_COLUMNS = [
@@ -478,26 +555,56 @@ def _mcnemar(named: Mapping[str, Scored], names: list[str], alpha: float) -> pd.
     return frame
 
 
+def by_evidence(rows: pd.DataFrame) -> pd.DataFrame:
+    """The significant rows ranked by evidence, one per group. Evidence is the delta in units of its
+    bootstrap standard error (read from the interval: `|delta| / ((high - low) / (2 z))`, z the normal
+    quantile of the level); the bootstrap p cannot rank them, as many sit at its 1/B floor. A group
+    significant in several metrics is listed once, under its strongest; `also` counts its other
+    significant metrics, and `evidence` is the ratio.
+
+    >>> rows = pd.DataFrame({"group": ["taxi", "taxi", "hotel"], "metric": ["jga", "rsa", "jga"],
+    ...     "significant": [True, True, True], "p_holm": [0.005, 0.005, 0.01], "delta": [0.18, 0.17, 0.35],
+    ...     "low": [0.10, 0.14, 0.30], "high": [0.25, 0.20, 0.40]})
+    >>> by_evidence(rows)[["group", "metric", "also"]].to_dict("records")
+    [{'group': 'hotel', 'metric': 'jga', 'also': 0}, {'group': 'taxi', 'metric': 'rsa', 'also': 1}]
+    """
+    hits = rows[rows["significant"].astype(bool)]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        evidence = hits["delta"].abs() / ((hits["high"] - hits["low"]) / (2 * _Z95))
+    ranked = hits.assign(evidence=evidence).sort_values(["evidence", "p_holm"], ascending=[False, True], kind="stable")
+    also = ranked.groupby("group", sort=False)["metric"].transform("size") - 1
+    return ranked.assign(also=also.astype("int64")).drop_duplicates("group")
+
+
+_Z95 = 1.959964  # the normal quantile of a 95% interval; only ranks, so the level's own z is not needed
+
+
 def text_report(result: Comparison, *, top_groups: int = 10) -> str:
-    """The CLI's readable report: per pair, the overall deltas, McNemar, then the largest significant
-    per-domain and per-slot deltas."""
+    """The CLI's readable report: per pair, the overall deltas with their support, McNemar, then the
+    per-domain and per-slot deltas with the strongest evidence (one line per group), and the count of
+    groups too thin to test."""
     lines = [
         f"{len(result.runs)} runs, convention {result.convention}; delta = b - a, "
-        f"{result.level:.0%} paired cluster-bootstrap interval over {result.deltas['n_dialogues'].max()} "
+        f"{result.level:.0%} paired cluster-bootstrap interval over {result.n_dialogues} "
         f"dialogues, B = {result.n_resamples:,}",
         result.holm_note,
+        SUPPORT_NOTE.format(min_support=result.min_support),
     ]
+    for name, what in result.left_out.items():
+        lines.append(f"left out of {name}: {what}")
     width = max((len(v) for v in R.LABELS.values()), default=10)
     for a, b in result.pairs:
         lines += ["", f"== {b} - {a}"]
         here = result.deltas[(result.deltas["a"] == a) & (result.deltas["b"] == b)]
         overall = here[here["scope"] == "overall"]
-        lines.append(f"  {'metric':<{width}}  {'a':>7}  {'b':>7}  {'delta':>8}  {'interval':<19}  p / Holm p")
+        lines.append(f"  {'metric':<{width}}  {'a':>7}  {'b':>7}  {'delta':>8}  {'interval':<19}  p / Holm p; support")
         for r in overall.itertuples():
             mark = " *" if r.significant else ""
+            interval = f"[{r.low:+.4f}, {r.high:+.4f}]" if r.tested else f"{'(no interval)':<19}"
+            tests = f"{r.p_text}; {r.p_holm_text}{mark}" if r.tested else r.p_text
             lines.append(
                 f"  {r.label:<{width}}  {r.estimate_a:7.4f}  {r.estimate_b:7.4f}  {r.delta:+8.4f}  "
-                f"[{r.low:+.4f}, {r.high:+.4f}]  {r.p_text}; {r.p_holm_text}{mark}"
+                f"{interval}  {tests}; {r.support_text}"
             )
         mc = result.mcnemar[(result.mcnemar["a"] == a) & (result.mcnemar["b"] == b)].iloc[0]
         lines.append(
@@ -506,14 +613,25 @@ def text_report(result: Comparison, *, top_groups: int = 10) -> str:
             + (" *" if mc["significant"] else "")
         )
         for scope in ("domain", "slot"):
-            groups = here[(here["scope"] == scope) & here["significant"]]
+            rows = here[here["scope"] == scope]
+            thin = rows[~rows["tested"].astype(bool)]
+            untested = (
+                f" ({thin['group'].nunique()} {scope}s not tested in some metric: their runs differ in fewer "
+                f"than {result.min_support} dialogues)"
+                if len(thin)
+                else ""
+            )
+            groups = by_evidence(rows).head(top_groups)
             if not len(groups):
-                lines.append(f"  per {scope}: no significant delta")
+                lines.append(f"  per {scope}: no significant delta{untested}")
                 continue
-            groups = groups.reindex(groups["delta"].abs().sort_values(ascending=False).index).head(top_groups)
-            lines.append(f"  per {scope}: {len(groups)} largest significant deltas")
+            lines.append(f"  per {scope}: {len(groups)} strongest significant deltas, one per {scope}{untested}")
             for r in groups.itertuples():
-                lines.append(f"    {r.label} {r.group}: {r.delta:+.4f} [{r.low:+.4f}, {r.high:+.4f}] {r.p_holm_text}")
+                also = f"; significant in {r.also} more metric(s)" if r.also else ""
+                lines.append(
+                    f"    {r.group} {r.label}: {r.delta:+.4f} [{r.low:+.4f}, {r.high:+.4f}] {r.p_holm_text}; "
+                    f"{r.support_text}{also}"
+                )
     for what, reason in result.skipped.items():
         lines.append(f"not compared: {what}: {reason}")
     lines.append("* significant after Holm's correction")

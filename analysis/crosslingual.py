@@ -23,6 +23,7 @@ import pandas as pd
 from analysis import metrics as M
 from analysis.diagnostics import AGREEMENT, agreement
 from analysis.errors import InputError
+from analysis.gap_support import MIN_SUPPORT, gap_support
 from analysis.metrics import turn_facts
 from analysis.model import dialogue_key
 from analysis.outcomes import Outcome
@@ -274,7 +275,7 @@ def _domain_accuracy(scored: Scored, tids: pd.Series) -> pd.DataFrame:
     return facts.groupby("domain", sort=False)["joint_correct"].agg(acc="mean", n_turns="size")
 
 
-def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str) -> pd.DataFrame:
+def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str, support: bool = False) -> pd.DataFrame:
     """Accuracy on each side and the gap `acc_a - acc_b` per aligned slot, aligned domain or turn depth.
 
     Only paired turns count, and correctness is judged within each side. `by="turn_index"`: JGA of
@@ -283,7 +284,9 @@ def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str)
     value is. `by="domain"`: per aligned domain pair (`align_domains`), the turns where the domain
     occurs, correct when all its slots are (as `analysis.metrics` groups by domain). Columns: the
     group (`turn_index`, or `slot_a`/`slot_b`/`domain_a`/`domain_b`), `acc_a`, `n_turns_a`, `acc_b`,
-    `n_turns_b`, `gap`; an accuracy over no turns is NaN.
+    `n_turns_b`, `gap`; an accuracy over no turns is NaN. With `support`, also the gap's 95% paired
+    dialogue-bootstrap interval and support (`analysis.gap_support`: `low`, `high`, `n_dialogues`,
+    `n_dialogues_differ`, `n_turns_differ`, `tested`; no interval for a gap too thin to test).
 
     >>> from analysis.demo.testing import scored_from_states
     >>> en = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
@@ -326,7 +329,59 @@ def crosslingual_gaps(a: Scored, b: Scored, alignment: pd.DataFrame, *, by: str)
     out = out.astype({"acc_a": "float64", "acc_b": "float64"})
     out[["n_turns_a", "n_turns_b"]] = out[["n_turns_a", "n_turns_b"]].fillna(0).astype("int64")
     out["gap"] = out["acc_a"] - out["acc_b"]
-    return out.reset_index(drop=True)
+    out = out.reset_index(drop=True)
+    if not support:
+        return out
+    group = "turn_index" if by == "turn_index" else f"{by}_a"
+    names = dict(zip(out[f"{by}_b"], out[group], strict=True)) if by != "turn_index" else None
+    rows_a = _gap_rows(a, paired, "a", by, None)
+    rows_b = _gap_rows(b, paired, "b", by, names)
+    counted = gap_support(rows_a, rows_b, pd.Index(out[group]))
+    out = pd.concat([out, counted], axis=1)
+    out.attrs["min_support"] = MIN_SUPPORT
+    return out
+
+
+def _gap_rows(scored: Scored, paired: pd.DataFrame, side: str, by: str, names: dict | None) -> pd.DataFrame:
+    """One side's (group, dialogue, pair, ok) rows behind `crosslingual_gaps` (`gap_support`'s input); a
+    B-side slot or domain is named by its A-side partner (`names`)."""
+    pairs = paired[[f"tid_{side}", "pair", "dialogue_id", "turn_index", f"joint_correct_{side}"]]
+    dialogue = dialogue_key(pairs["dialogue_id"])
+    if by == "turn_index":
+        return pd.DataFrame(
+            {
+                "group": pairs["turn_index"],
+                "dialogue": dialogue,
+                "pair": pairs["pair"],
+                "ok": pairs[f"joint_correct_{side}"],
+            }
+        )
+    if by == "slot":
+        slots = scored.slots[["tid", "domain", "slot", "outcome"]]
+        rows = pd.DataFrame(
+            {
+                "tid": slots["tid"].to_numpy(),
+                "group": (slots["domain"].astype("str") + "-" + slots["slot"].astype("str")).to_numpy(),
+                "ok": (slots["outcome"] == Outcome.CORRECT.key).to_numpy(),
+            }
+        )
+    else:
+        facts = turn_facts(scored, by="domain")
+        rows = pd.DataFrame(
+            {
+                "tid": facts["tid"].to_numpy(),
+                "group": facts["domain"].astype("str").to_numpy(),
+                "ok": facts["joint_correct"].to_numpy(),
+            }
+        )
+    on_pairs = pd.DataFrame(
+        {"tid": pairs[f"tid_{side}"].to_numpy(), "pair": pairs["pair"].to_numpy(), "dialogue": dialogue.to_numpy()}
+    )
+    rows = rows.merge(on_pairs, on="tid")
+    if names is not None:
+        rows["group"] = rows["group"].map(names)
+        rows = rows[rows["group"].notna()]
+    return rows[["group", "dialogue", "pair", "ok"]]
 
 
 def _error_text(scored: Scored, tids: pd.Series) -> pd.DataFrame:

@@ -13,7 +13,9 @@ which the upload form offers.
 
 from __future__ import annotations
 
+import os
 import pickle
+import signal
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -26,6 +28,11 @@ from analysis.model import Run
 from analysis.workspace import RunEntry, load_entry
 
 TIMEOUT_S = 300.0
+# What one worker may use: it is killed past CPU_LIMIT_S seconds of CPU time, and an allocation past
+# MEMORY_LIMIT_BYTES of address space fails (a MemoryError), so one hostile file costs the server neither
+# a core nor its memory. The input limits keep a real file's parse under 1.5 GB and a few seconds.
+CPU_LIMIT_S = 120
+MEMORY_LIMIT_BYTES = 6 * 1024**3
 ROOT = Path(__file__).resolve().parents[1]
 
 
@@ -38,12 +45,16 @@ class Unrecognised:
     sniffed: dict[str, Any]
 
 
-def load_entry_or_error(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str | Unrecognised:
+def load_entry_or_error(
+    entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> Run | str | Unrecognised:
     """`load_entry`, or the one-line error of a file that cannot be read (runs in the child)."""
     try:
         return load_entry(entry, pred_data=pred_data, gold_data=gold_data)
     except InputError as exc:
         return _unrecognised(entry, pred_data, exc) or str(exc)
+    except MemoryError:
+        return f"{Path(str(entry.pred)).name}: reading it needs more than {_gib(memory_bytes)} of memory; stopped"
     except (ValueError, KeyError, TypeError) as exc:  # a file no declared format can read
         return f"{entry.pred}: cannot load: {' '.join(str(exc).split())}"
     except Exception as exc:  # anything else is still one line for the user
@@ -64,24 +75,50 @@ def _unrecognised(entry: RunEntry, pred_data: bytes | None, exc: InputError) -> 
     return Unrecognised(str(exc), found)
 
 
+def _gib(n: int) -> str:
+    return f"{n / 1024**3:g} GB"
+
+
 def load_entry_isolated(entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None) -> Run | str | Unrecognised:
-    """`load_entry_or_error` in a child process; a child that fails or overruns is one line too."""
+    """`load_entry_or_error` in a child process, within CPU_LIMIT_S and MEMORY_LIMIT_BYTES; a child that
+    fails or overruns is one line too. The calling thread only waits (it holds no lock other sessions
+    need), so a slow file costs the server nothing but this wait. Relative paths are the caller's: the
+    child runs in the caller's working directory."""
     name = Path(str(entry.pred)).name
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([path] if path else [])])}
     try:
         done = subprocess.run(
             [sys.executable, "-m", "analysis.isolated"],
-            input=pickle.dumps((entry, pred_data, gold_data), protocol=pickle.HIGHEST_PROTOCOL),
+            input=pickle.dumps(
+                ((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), entry, pred_data, gold_data), protocol=pickle.HIGHEST_PROTOCOL
+            ),
             capture_output=True,
             timeout=TIMEOUT_S,
-            cwd=ROOT,
+            env=env,
             check=False,
         )
     except subprocess.TimeoutExpired:
         return f"{name}: reading took longer than {TIMEOUT_S:.0f} s and was stopped"
+    if done.returncode == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
+        return f"{name}: reading it used more than {CPU_LIMIT_S} s of CPU time; stopped"
     if done.returncode != 0 or not done.stdout:
         return f"{name}: the process reading it stopped (exit {done.returncode}; out of memory?)"
     result = pickle.loads(done.stdout)  # our own child's answer, never the user's bytes
     return result if isinstance(result, Run | str | Unrecognised) else f"{name}: cannot load"
+
+
+def _limit_self(cpu_s: int, memory_bytes: int) -> None:
+    """The child's own limits, set before it parses the user's bytes: CPU time (SIGXCPU at the soft limit,
+    whose default action ends the process; SIGKILL 5 s later), address space, and no core file."""
+    import resource
+
+    signal.signal(signal.SIGXCPU, signal.SIG_DFL)
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    spent = int(used.ru_utime + used.ru_stime) + 1  # the imports so far count against the limit
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    resource.setrlimit(resource.RLIMIT_CPU, (spent + cpu_s, spent + cpu_s + 5))
+    resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
 def _child() -> None:
@@ -89,8 +126,9 @@ def _child() -> None:
     # would not load in the parent.
     from analysis import isolated
 
-    entry, pred_data, gold_data = pickle.load(sys.stdin.buffer)
-    result = isolated.load_entry_or_error(entry, pred_data, gold_data)
+    (cpu_s, memory_bytes), entry, pred_data, gold_data = pickle.load(sys.stdin.buffer)
+    isolated._limit_self(cpu_s, memory_bytes)
+    result = isolated.load_entry_or_error(entry, pred_data, gold_data, memory_bytes)
     sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
 
 

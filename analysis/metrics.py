@@ -994,13 +994,14 @@ def _with_turn_keys(scored: Scored, facts: pd.DataFrame, keys: list[str]) -> pd.
 GCA_COUNTS = ("gca_correct", "gca_wrong", "gca_overpred", "gca_missed")
 
 
-def _gca_events(scored: Scored) -> pd.DataFrame:
+def _gca_events(scored: Scored, *, once: bool = False) -> pd.DataFrame:
     """GCA's judged label changes: one row per (turn, label) event with its slot row, turn position and
-    the four 0/1 counts (`GCA_COUNTS`); memoised."""
-    return scored.memoised(("gca_events",), lambda: _compute_gca_events(scored))
+    the four 0/1 counts (`GCA_COUNTS`); memoised. `once`: a label changed on both sides counts once (by
+    its gold change), not twice as the GCA repository's src/gca.py counts it in three cases."""
+    return scored.memoised(("gca_events", once), lambda: _compute_gca_events(scored, once=once))
 
 
-def _compute_gca_events(scored: Scored) -> pd.DataFrame:
+def _compute_gca_events(scored: Scored, *, once: bool) -> pd.DataFrame:
     # Per dialogue, every label (domain-slot) seen so far holds a value, "none" once dropped, or is absent
     # before it is first seen. A turn judges the labels whose gold or predicted state changed.
     slots, r = scored.slots, _rows(scored)
@@ -1045,10 +1046,7 @@ def _compute_gca_events(scored: Scored) -> pd.DataFrame:
         "gca_overpred": g_changed & p_here & ~eq & (g == _NONE),
         "gca_missed": g_changed & ~p_here & (g != _NONE),
     }
-    # ... one whose prediction alone changed, against gold (its second loop). The reference code judges a
-    # label changed on both sides twice in three cases (both drop it; gold changes it as the prediction
-    # drops it; gold drops it as the prediction changes it); here it counts once, by its gold change:
-    # none of the 19 gca_poc files has such a turn, and counted twice a perfect prediction scores below 1.
+    # ... one whose prediction alone changed, against gold (its second loop).
     by_pred = p_changed & ~g_changed
     second = {
         "gca_correct": by_pred & ((~g_here & (p == _NONE)) | (g_here & eq)),
@@ -1056,12 +1054,21 @@ def _compute_gca_events(scored: Scored) -> pd.DataFrame:
         "gca_overpred": by_pred & ~g_here & (p != _NONE),
         "gca_missed": by_pred & g_here & ~eq & (p == _NONE),
     }
+    if not once:
+        # src/gca.py's second loop also judges a label that changed on both sides, and counts it a second
+        # time in three cases: both drop it (correct, then missed: a right drop costs a miss); gold changes
+        # it as the prediction drops it (wrong, then missed); gold drops it as the prediction changes it
+        # (over-predicted, then wrong). Its other cases it skips, as the label was judged already.
+        both = g_changed & p_changed
+        second["gca_missed"] = second["gca_missed"] | (both & (p == _NONE) & ((g == _NONE) | ~eq))
+        second["gca_wrong"] = second["gca_wrong"] | (both & (g == _NONE) & (p != _NONE) & ~eq)
     judged = g_changed | p_changed
     row = np.concatenate([np.arange(len(tid)), np.flatnonzero(drop)])
     return pd.DataFrame(
         {
             "tid": event_tid[judged],
             "row": row[judged],
+            # A column is 0/1 per event: the second count of a label always falls in another column.
             **{k: (first[k] | second[k])[judged].astype(float) for k in GCA_COUNTS},
         }
     )
@@ -1292,11 +1299,22 @@ def gca_from_counts(correct: Any, wrong: Any, overpred: Any, missed: Any) -> Any
 
 @_needs_values(*GCA_COUNTS)
 def gca_counts(scored: Scored, *, by: By = None) -> pd.DataFrame:
-    """Per `by` group: GCA's four label counts (`GCA_COUNTS`) and `n_turns` (turns, or with a slot-level
-    column turns where the group has a judged change); the dialogue bootstrap resamples them per turn."""
-    keys = _by_list(by)
+    """Per `by` group: GCA's four label counts (`GCA_COUNTS`) as the GCA repository's src/gca.py counts
+    them (a label changed on both sides of a turn counted twice in three cases) and `n_turns` (turns, or
+    with a slot-level column turns where the group has a judged change); the dialogue bootstrap resamples
+    them per turn."""
+    return _gca_counts(scored, _by_list(by), once=False)
+
+
+@_needs_values(*GCA_COUNTS)
+def gca_counts_once(scored: Scored, *, by: By = None) -> pd.DataFrame:
+    """`gca_counts` with every judged label change counted once (`granular_change_accuracy_once`)."""
+    return _gca_counts(scored, _by_list(by), once=True)
+
+
+def _gca_counts(scored: Scored, keys: list[str], *, once: bool) -> pd.DataFrame:
     _check_by(scored, keys)
-    events = _gca_events(scored)
+    events = _gca_events(scored, once=once)
     counts = list(GCA_COUNTS)
     slot_keys = [k for k in keys if k in SLOT_LEVEL]
     if slot_keys:
@@ -1328,21 +1346,48 @@ def gca_counts(scored: Scored, *, by: By = None) -> pd.DataFrame:
 
 @_needs_values("gca")
 def granular_change_accuracy(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
-    """GCA: judges only what changes. Per dialogue, each label (domain-slot) seen so far holds a value,
-    or "none" once dropped; in each turn the labels whose gold state changed are judged against the
-    prediction, then those whose predicted state alone changed against gold; each changed label counts
-    once. Correct, wrong, over-predicted and missed counts over all turns give GCA (`gca_from_counts`).
+    """GCA as the GCA repository's src/gca.py computes it: judges only what changes. Per dialogue, each
+    label (domain-slot) seen so far holds a value, or "none" once dropped; in each turn the labels whose
+    gold state changed are judged against the prediction (its first loop), then those whose predicted
+    state changed against gold (its second loop). A label changed on both sides is judged by both loops
+    and counted twice in three cases: both drop it (correct and missed), gold changes it as the
+    prediction drops it (wrong and missed), gold drops it as the prediction changes it (over-predicted
+    and wrong); so a prediction right at every turn can score below 1. Correct, wrong, over-predicted
+    and missed counts over all turns give GCA (`gca_from_counts`). `granular_change_accuracy_once`
+    counts each change once.
 
     >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
     ...                        [{"hotel": {"area": "west"}}, {"hotel": {"area": "west"}}])
     >>> granular_change_accuracy(s)  # the one change was wrong
     0.0
+    >>> both_drop = scored_from_states([{"hotel": {"area": "east"}}, {}], [{"hotel": {"area": "east"}}, {}])
+    >>> round(granular_change_accuracy(both_drop), 4), granular_change_accuracy_once(both_drop)
+    (0.7692, 1.0)
     """
-    keys = _by_list(by)
-    out = gca_counts(scored, by=keys)
+    return _gca_value(scored, _by_list(by), once=False)
+
+
+@_needs_values("gca_once")
+def granular_change_accuracy_once(scored: Scored, *, by: By = None) -> float | pd.DataFrame:
+    """GCA with each judged label change counted once: a label changed on both sides of a turn is judged
+    by its gold change alone (`granular_change_accuracy` is the repository's count, which judges it twice
+    in three cases). A prediction right at every turn scores 1. Not a number the GCA repository prints.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> s = scored_from_states([{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}],
+    ...                        [{"hotel": {"area": "east"}}, {"hotel": {"area": "east"}}])
+    >>> granular_change_accuracy_once(s)
+    1.0
+    """
+    return _gca_value(scored, _by_list(by), once=True)
+
+
+def _gca_value(scored: Scored, keys: list[str], *, once: bool) -> float | pd.DataFrame:
+    out = _gca_counts(scored, keys, once=once)
     value = gca_from_counts(*(out[c].to_numpy() for c in GCA_COUNTS))
+    name = "gca_once" if once else "gca"
     if not keys:
         return float(value[0])
-    out["gca"] = value
-    return out[[*keys, "gca", "n_turns"]]
+    out[name] = value
+    return out[[*keys, name, "n_turns"]]

@@ -60,10 +60,15 @@ class RunInfo:
     # (its services are seen, the others unseen), as paths; "" for none (`analysis.sgd`).
     schema: str = ""
     train_schema: str = ""
+    # The JGA the run's paper publishes (a fraction, or a percentage above 1): the Overview and the
+    # report decompose the gap between it and the run's own number (`analysis.reconcile.gap`).
+    published_jga: float | None = None
 
     def __post_init__(self) -> None:
         if self.history not in HISTORY_MODES:
             raise ValueError(f"history must be one of {', '.join(HISTORY_MODES)}, got {self.history!r}")
+        if self.published_jga is not None and not 0 <= self.published_jga <= 100:
+            raise ValueError(f"published_jga must be a fraction or a percentage, got {self.published_jga!r}")
 
 
 INFO_FIELDS = tuple(f.name for f in fields(RunInfo))

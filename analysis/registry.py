@@ -22,6 +22,7 @@ from typing import Any, Literal
 
 from analysis import dstc10_rules as DSTC10
 from analysis import metrics as M
+from analysis import scorer_inputs
 from analysis.scoring import Scored
 
 # How `analysis.stats` breaks a metric into per-dialogue sums for the dialogue bootstrap:
@@ -110,7 +111,17 @@ METRICS: tuple[Metric, ...] = (
         for lam in M.FGA_LAMBDAS
     ),
     Metric("turn_accuracy", "Turn-level accuracy", M.turn_accuracy, applies_to=M.values_missing),
+    # GCA as the GCA repository's src/gca.py counts it (a label changed on both sides of a turn counted twice
+    # in three cases), and the one-count variant under a name of its own (docs/metrics.md says which is which).
     Metric("gca", "GCA", M.granular_change_accuracy, interval="gca", applies_to=M.values_missing),
+    Metric(
+        "gca_once",
+        "GCA, each change once",
+        M.granular_change_accuracy_once,
+        interval=None,
+        applies_to=M.values_missing,
+        shown=False,
+    ),
     # DSTC10 track 2 task 1's scores.py prints these beside JGA and slot accuracy (the `dstc10` convention).
     *(
         Metric(
@@ -139,6 +150,70 @@ GROUPED: dict[str, tuple[str, ...]] = {
     "fga_sets": tuple(f"fga_sets_{lam}" for lam in M.FGA_LAMBDAS),
 }
 
+# What a scorer prints, in its order and under its own names (issue 39): under a convention named after it,
+# the command line, the Overview and the report lead with these lines ("what mwzeval prints"), then the rest.
+# convention -> (metric, the scorer's own name for it). Each scorer's source says its names:
+SCORER_METRICS: dict[str, tuple[tuple[str, str], ...]] = {
+    # mwzeval/metrics.py::get_dst's dict (its joint accuracy and F1 in percent there, fractions here)
+    "mwzeval": (
+        ("jga", "joint_accuracy"),
+        ("slot_f1_micro", "slot_f1"),
+        ("slot_precision", "slot_precision"),
+        ("slot_recall", "slot_recall"),
+    ),
+    # convlab/dst/evaluate_unified_datasets.py::evaluate's dict
+    "convlab3": (
+        ("slot_f1_micro", "slot_f1"),
+        ("slot_precision", "slot_precision"),
+        ("slot_recall", "slot_recall"),
+        ("jga", "accuracy"),
+    ),
+    # convlab2/dst/dstc9/utils.py::eval_states: 'joint accuracy', then its 'slot' dict
+    **{
+        name: (
+            ("jga", "joint accuracy"),
+            ("slot_accuracy", "slot accuracy"),
+            ("slot_precision", "slot precision"),
+            ("slot_recall", "slot recall"),
+            ("slot_f1_micro", "slot f1"),
+        )
+        for name in ("dstc9", "dstc9-multiwoz", "dstc9-crosswoz")
+    },
+    # TRADE's evaluate_metrics, as its evaluate() prints them
+    "trade": (("jga", "Joint Acc"), ("slot_accuracy_trade", "Turn Acc"), ("joint_f1_trade", "Joint F1")),
+    # IC-DST's evaluate/evaluate_metrics.py, as its score.txt writes them
+    "icdst": (("jga", "correct (joint accuracy)"), ("slot_accuracy_trade", "Slot Acc"), ("joint_f1_trade", "Joint F1")),
+    # DSTC10 track 2 task 1's scores.py, its scores.json (slot: value_prediction and none_prediction prec/rec/f1)
+    "dstc10": (
+        ("jga", "joint_goal_accuracy"),
+        ("slot_accuracy", "slot accuracy"),
+        *(
+            (f"dstc10_{side}_{part}", f"{side}_prediction {short}")
+            for side in DSTC10.SIDES
+            for part, short in zip(DSTC10.PARTS, ("prec", "rec", "f1"), strict=True)
+        ),
+    ),
+    # CheckDST's checkdst_class.py: joint goal accuracy
+    "checkdst": (("jga", "jga"),),
+}
+
+
+def scorer_metrics(convention: str) -> tuple[tuple[str, str], ...]:
+    """The metrics the scorer a convention is named after prints, in its order, with its names; () when the
+    convention names no scorer or the scorer's lines are not declared.
+
+    >>> [label for _, label in scorer_metrics("mwzeval")]
+    ['joint_accuracy', 'slot_f1', 'slot_precision', 'slot_recall']
+    """
+    return SCORER_METRICS.get(convention, ())
+
+
+def scorer_heading(convention: str) -> str:
+    """The heading above a scorer's own lines: "what mwzeval prints"."""
+    scorer = scorer_inputs.SCORERS.get(convention)
+    return f"what {scorer.name if scorer else convention} prints"
+
+
 # The selections of views that show some of the metrics, in their column order.
 # The report's leaderboard, with CIs: the headline numbers, and the metrics that judge a turn's own changes.
 REPORT_METRICS = ("jga", "final_turn_jga", "slot_f1_micro", "slot_accuracy", "fga_0.5", "turn_accuracy", "gca")
@@ -153,9 +228,18 @@ def get(name: str) -> Metric:
         raise ValueError(f"metric has to be one of {', '.join(NAMES)}, got {name!r}") from None
 
 
+def unread_gold(scored: Scored) -> str | None:
+    """Why no metric applies to these runs: a convention named after a scorer over gold that scorer never
+    reads (`analysis.scorer_inputs`); None when the scorer reads it (as given or prepared)."""
+    return scorer_inputs.not_read(scored.alignment)
+
+
 def values(scored: Scored, names: tuple[str, ...] | None = None) -> dict[str, float]:
     """The metrics `names` (default: all, in registry order) of one run or the pooled runs; a function
-    shared by several metrics (micro P/R/F1) is called once."""
+    shared by several metrics (micro P/R/F1) is called once. NaN, every one, where the convention's scorer
+    never reads the run's gold (`unread_gold`)."""
+    if unread_gold(scored):
+        return {name: float("nan") for name in (NAMES if names is None else names)}
     results: dict[Callable[..., Any], Any] = {}
     out: dict[str, float] = {}
     for name in NAMES if names is None else names:
@@ -178,6 +262,9 @@ def not_applicable(scored: Scored, names: tuple[str, ...] | None = None) -> dict
     reasons: dict[Callable[[Scored], str | None], str | None] = {}
     out: dict[str, str] = {}
     skipped = set(left_out(scored))
+    unread = unread_gold(scored)
+    if unread:
+        return {name: unread for name in (NAMES if names is None else names) if name not in skipped}
     for name in NAMES if names is None else names:
         if name in skipped:
             continue

@@ -13,6 +13,7 @@ import pyarrow.compute as pc
 from rapidfuzz import fuzz
 from rapidfuzz.process import cpdist
 
+from analysis import scorer_inputs
 from analysis.conventions import (
     MULTIWOZ30,
     Convention,
@@ -144,10 +145,20 @@ class _Side:
 def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     """Normalise both sides under `convention` (default: the run's own), pair slots, classify outcomes."""
     conv = get_convention(convention if convention is not None else run.meta.convention)
+    # The gold as the convention's scorer would be handed it (its own pipeline's preparation), and how.
+    run, gold_input = scorer_inputs.prepare(run, conv)
     conv = resolve_convention(conv, pc.unique(_arrow(run.gold["domain"])).to_pylist())
     run_id = run.meta.run_id
     turns = run.turns
     alignment = run.alignment.to_dict()
+    if gold_input is not None:
+        alignment["notes"] = {
+            **alignment.get("notes", {}),
+            scorer_inputs.NOTE: {"status": gold_input.status, "note": gold_input.note},
+        }
+        line = scorer_inputs.warning(conv, gold_input)
+        if line:
+            alignment["warnings"] = [*alignment.get("warnings", []), line]
     if not conv.score_missing_turns and "pred_missing" in turns and turns["pred_missing"].any():
         # mwzeval scores only the turns the prediction file holds; the report still counts the others.
         n_missing = int(turns["pred_missing"].sum())

@@ -76,6 +76,14 @@ SETTINGS: tuple[Setting, ...] = (
         "`analysis.formats.reading`",
     ),
     Setting(
+        "DST_MAX_DIRECTORY_BYTES",
+        "positive integer",
+        256 * MiB,
+        "268435456 (256 MiB)",
+        "Bytes of all the files of a directory read as one run (SGD's `dialogues_*.json`), after unpacking.",
+        "`analysis.formats.sgd_files`",
+    ),
+    Setting(
         "DST_MAX_RATIO",
         "positive integer",
         200,

@@ -32,6 +32,7 @@ import pandas as pd
 
 from analysis import metrics as M
 from analysis import registry as R
+from analysis import scorer_inputs
 from analysis.diagnostics import agreement
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
@@ -64,6 +65,12 @@ class _Stats:
     den: np.ndarray  # (groups, dialogues)
     rows: np.ndarray  # (groups, dialogues): counted turns (turn-group rows) per dialogue
     counts: np.ndarray | None = None  # GCA: (4, groups, dialogues) label counts; num and den unused
+    # Per counted turn (turn-group row): its group, dialogue position and turn index, and the values
+    # summed into the matrices above ([num, den], GCA: its four counts); `support` compares two runs' rows.
+    row_group: np.ndarray | None = None
+    row_dialogue: np.ndarray | None = None
+    row_turn: np.ndarray | None = None
+    row_parts: tuple[np.ndarray, ...] = ()
 
 
 def _check(metric: str, n_resamples: int, level: float) -> None:
@@ -158,11 +165,51 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
         return np.bincount(flat, weights=weights, minlength=size).astype(float).reshape(n_groups, n_dialogues)
 
     counts = None
+    row_parts: tuple[np.ndarray, ...] = (num, den)
     if parts:  # resamples use the counts; num / den hold the group's GCA over its turns (unit weights: GCA)
         counts = np.stack([total(p) for p in parts])
         group_gca = M.gca_from_counts(*(np.bincount(g, weights=p, minlength=n_groups) for p in parts))
         num = np.asarray(group_gca, dtype=float)[g] if len(g) else num
-    return _Stats(labels.reset_index(drop=True), total(num), total(den), total(None), counts)
+        row_parts = tuple(parts)
+    turn = per["turn_index"].to_numpy(dtype="int64")
+    return _Stats(labels.reset_index(drop=True), total(num), total(den), total(None), counts, g, d, turn, row_parts)
+
+
+SUPPORT_COLUMNS = ("n_dialogues", "n_turns", "n_dialogues_differ", "n_turns_differ")
+
+
+def support(
+    rows_a: _Stats, rows_b: _Stats, where_a: np.ndarray, where_b: np.ndarray, n_groups: int, n_dialogues: int
+) -> dict[str, np.ndarray]:
+    """Per group (`n_groups` of them; `where_a`/`where_b` map each run's own groups to them): the group's
+    own dialogues and turns (counted by either run: `n_dialogues`, `n_turns`), and those where the two runs
+    differ (`n_dialogues_differ`, `n_turns_differ`): a turn differs when its numerator or denominator (GCA:
+    any of its four counts) differs, a turn only one run counts included; a dialogue differs when one of
+    its turns does. Runs over the same `n_dialogues` dialogues (positions from `_stats`)."""
+    assert rows_a.row_group is not None and rows_b.row_group is not None
+    assert rows_a.row_dialogue is not None and rows_b.row_dialogue is not None
+    assert rows_a.row_turn is not None and rows_b.row_turn is not None
+    group = np.concatenate([where_a[rows_a.row_group], where_b[rows_b.row_group]])
+    dialogue = np.concatenate([rows_a.row_dialogue, rows_b.row_dialogue])
+    turn = np.concatenate([rows_a.row_turn, rows_b.row_turn])
+    n_a = len(rows_a.row_group)
+    span = int(turn.max()) - int(turn.min()) + 1 if len(turn) else 1
+    flat = (group * n_dialogues + dialogue) * span + (turn - (int(turn.min()) if len(turn) else 0))
+    keys, inverse = np.unique(flat, return_inverse=True)
+    differ = np.zeros(len(keys), dtype=bool)
+    for part_a, part_b in zip(rows_a.row_parts, rows_b.row_parts, strict=True):
+        sum_a = np.bincount(inverse[:n_a], weights=part_a, minlength=len(keys))
+        sum_b = np.bincount(inverse[n_a:], weights=part_b, minlength=len(keys))
+        differ |= np.abs(sum_a - sum_b) > _TIE
+    key_group = keys // (n_dialogues * span)
+    group_dialogue = np.unique(keys // span)
+    differ_dialogue = np.unique(keys[differ] // span)
+    return {
+        "n_dialogues": np.bincount(group_dialogue // n_dialogues, minlength=n_groups),
+        "n_turns": np.bincount(key_group, minlength=n_groups),
+        "n_dialogues_differ": np.bincount(differ_dialogue // n_dialogues, minlength=n_groups),
+        "n_turns_differ": np.bincount(key_group[differ], minlength=n_groups),
+    }
 
 
 def _dialogues(scored: Scored) -> pd.Index:
@@ -314,6 +361,12 @@ def _bootstrap_ci(
         seed=seed,
         method=METHOD,
     )
+    unread = scorer_inputs.unread_runs(scored.alignment)
+    # A scorer's name over gold it never reads: no headline estimate, no interval (`registry.unread_gold`).
+    # Slices (per domain, per turn) keep theirs, as the pages that show them compute their numbers directly.
+    if unread and set(keys) <= {"run_id"}:
+        rows = out["run_id"].isin(list(unread)) if "run_id" in keys else np.ones(len(out), dtype=bool)
+        out.loc[rows, ["estimate", "low", "high"]] = np.nan
     if keys:
         return out
     record = out.iloc[0].to_dict()
@@ -339,6 +392,13 @@ def _restrict(scored: Scored, dialogues: pd.Index) -> Scored:
     turns = scored.turns[keep.to_numpy()]
     slots = scored.slots[scored.slots["tid"].isin(turns["tid"])]
     return Scored(scored.convention, scored.metas, turns, slots, scored.ontology, scored.alignment)
+
+
+def _where(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Per group of `stats`, its row in `labels` (the union of two runs' groups)."""
+    if not keys:
+        return np.zeros(len(stats.labels), dtype="int64")
+    return pd.MultiIndex.from_frame(labels[keys]).get_indexer(pd.MultiIndex.from_frame(stats.labels[keys]))
 
 
 def _aligned(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> _Stats:
@@ -376,8 +436,11 @@ def paired_bootstrap(
     ties counting on both sides, capped at 1: identical runs give exactly 1), `p_floor` (1/B, B the
     `n_resamples`: a resampled p of 0 only says p < 1/B) and `p_text`, the p to print (`format_p`:
     `p < 0.001 (B = 1,000)` when no resample fell on the other side), and `win_ratio` (the share
-    of resamples where b beats a, ties counted half), plus the dialogue counts. With `by` (turn or
-    slot-level columns other than `run_id`): one row per group.
+    of resamples where b beats a, ties counted half), plus the dialogue counts: `n_dialogues` paired
+    (resampled), and the support (`support`): the turns the metric counts (`n_turns`; per group the group's
+    own, `n_group_dialogues` its dialogues) and the dialogues and turns where the two runs differ
+    (`n_dialogues_differ`, `n_turns_differ`). With `by` (turn or slot-level columns other than `run_id`):
+    one row per group.
 
     >>> from analysis.demo.testing import scored_from_states
     >>> s = scored_from_states({"a": [{"hotel": {"area": "east"}}], "b": [{}]}, {"a": [{}], "b": [{}]})
@@ -401,6 +464,10 @@ def paired_bootstrap(
             .sort_values(keys)
             .reset_index(drop=True)
         )
+    counted = support(
+        stats_a, stats_b, _where(stats_a, labels, keys), _where(stats_b, labels, keys), len(labels), len(shared)
+    )
+    if keys:
         stats_a, stats_b = _aligned(stats_a, labels, keys), _aligned(stats_b, labels, keys)
     point_a = _with_points(labels, _point(a_shared, metric, keys), keys)
     point_b = _with_points(labels, _point(b_shared, metric, keys), keys)
@@ -426,6 +493,10 @@ def paired_bootstrap(
         p_text=[format_p(p, n_resamples=n_resamples) for p in p_value],
         win_ratio=wins + ties / 2,
         n_dialogues=len(shared),
+        n_group_dialogues=counted["n_dialogues"],
+        n_turns=counted["n_turns"],
+        n_dialogues_differ=counted["n_dialogues_differ"],
+        n_turns_differ=counted["n_turns_differ"],
         only_in_a=len(dialogues_a) - len(shared),
         only_in_b=len(dialogues_b) - len(shared),
         n_resamples=n_resamples,
@@ -437,7 +508,7 @@ def paired_bootstrap(
         return out
     record = out.iloc[0].to_dict()
     floats = ("estimate_a", "estimate_b", "delta", "low", "high", "p_value", "p_floor", "win_ratio")
-    ints = ("n_dialogues", "only_in_a", "only_in_b")
+    ints = ("n_dialogues", "n_turns", "n_dialogues_differ", "n_turns_differ", "only_in_a", "only_in_b")
     return {
         "metric": metric,
         **{k: float(record[k]) for k in floats},
@@ -582,3 +653,76 @@ def over_seeds(
     grouped = long.groupby([*keys, "metric"], sort=False, dropna=False)["value"]
     out = grouped.agg(mean="mean", std=lambda v: v.std(ddof=1), n_seeds="count", min="min", max="max")
     return out.reset_index()
+
+
+# --- intervals of many runs, one run held at a time -------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunParts:
+    """One run's share of `bootstrap_ci(combine(runs), metric, by="run_id")`, per metric: its per-dialogue
+    sums over its own dialogues (`dialogues`, in order of first turn) and its point estimate. Small (a few
+    numbers per dialogue): a report keeps one per run instead of the runs' tables (`runs_bootstrap_ci`)."""
+
+    run_id: str
+    dialogues: pd.Index
+    stats: dict[str, _Stats]
+    points: dict[str, pd.DataFrame]
+
+
+def run_parts(scored: Scored, metrics: Sequence[str]) -> RunParts:
+    """A single run's `RunParts` for `metrics`."""
+    dialogues = _dialogues(scored)
+    stats = {m: _stats(scored, m, ["run_id"], dialogues) for m in metrics}
+    points: dict[str, pd.DataFrame] = {}
+    for metric in metrics:
+        point = _point(scored, metric, ["run_id"])
+        assert isinstance(point, pd.DataFrame)
+        points[metric] = point
+    return RunParts(scored.metas[0].run_id, dialogues, stats, points)
+
+
+def runs_bootstrap_ci(
+    parts: Sequence[RunParts], metric: str, *, n_resamples: int = 1000, level: float = 0.95, seed: int = 0
+) -> pd.DataFrame:
+    """`bootstrap_ci(combine(runs), metric, by="run_id", ...)` from the runs' `RunParts` (in the runs'
+    order), the same numbers: every run's dialogues placed on the combination's dialogues (their union, in
+    order of first turn), resampled together. Memory: the runs' per-dialogue sums, not their tables."""
+    _check(metric, n_resamples, level)
+    pooled = pd.Index(pd.concat([p.dialogues.to_series() for p in parts], ignore_index=True).unique())
+    ordered = sorted(parts, key=lambda p: p.run_id)  # the combination's groups, sorted by run id
+
+    def placed(part: RunParts, values: np.ndarray) -> np.ndarray:
+        out = np.zeros((*values.shape[:-1], len(pooled)))
+        out[..., pooled.get_indexer(part.dialogues)] = values
+        return out
+
+    shares = [p.stats[metric] for p in ordered]
+    counts = None
+    if shares and shares[0].counts is not None:  # GCA: every run's label counts
+        counts = np.concatenate(
+            [placed(p, s.counts) for p, s in zip(ordered, shares, strict=True) if s.counts is not None], axis=1
+        )
+    stats = _Stats(
+        pd.concat([s.labels for s in shares], ignore_index=True),
+        np.vstack([placed(p, s.num) for p, s in zip(ordered, shares, strict=True)]),
+        np.vstack([placed(p, s.den) for p, s in zip(ordered, shares, strict=True)]),
+        np.vstack([placed(p, s.rows) for p, s in zip(ordered, shares, strict=True)]),
+        counts,
+    )
+    point = pd.concat([p.points[metric] for p in ordered], ignore_index=True)
+    estimate = _with_points(stats.labels, point, ["run_id"])
+    samples = _ratio(resample_counts(len(pooled), n_resamples=n_resamples, seed=seed), stats)
+    low, high = _percentiles(samples, level)
+    return stats.labels.assign(
+        metric=metric,
+        estimate=estimate,
+        low=low,
+        high=high,
+        n_dialogues=(stats.rows > 0).sum(axis=1),
+        n_turns=stats.rows.sum(axis=1).astype("int64"),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=METHOD,
+    )

@@ -9,6 +9,7 @@ import pandas as pd
 
 from analysis import metrics as M
 from analysis import registry as R
+from analysis import scorer_inputs
 from analysis.outcomes import Outcome
 from analysis.scoring import Scored
 
@@ -122,6 +123,21 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
         )
     }
     result["alignment"] = scored.alignment if len(scored.metas) > 1 else next(iter(scored.alignment.values()), {})
+    result["gold_input"] = gold_inputs(scored)
+    lead = R.scorer_metrics(scored.convention.name)
+    if lead:  # what the scorer prints, in its order and under its names: shown first
+        result["scorer_metrics"] = {
+            "heading": R.scorer_heading(scored.convention.name),
+            "metrics": [{"metric": name, "name": label} for name, label in lead],
+        }
+    unread = R.unread_gold(scored)
+    if unread:  # a scorer's name over gold it never reads: no number under that name, per turn or slot either
+        result["unread_gold"] = unread
+        result["jga_by_turn"] = {t: None for t in result["jga_by_turn"]}
+        result["per_domain_jga"] = {d: None for d in result["per_domain_jga"]}
+        result["per_slot"] = {
+            k: dict.fromkeys(v, None) | {"support": v["support"]} for k, v in result["per_slot"].items()
+        }
     if group_by:
         groups = M.joint_goal_accuracy(scored, by=group_by)
         assert isinstance(groups, pd.DataFrame)
@@ -130,4 +146,17 @@ def metric_suite(scored: Scored, *, group_by: str | None = None) -> dict[str, An
             str(g): {"jga": j, "n_turns": int(n)}
             for g, j, n in zip(groups[group_by], groups["jga"], groups["n_turns"], strict=True)
         }
+        if unread:
+            result["groups"] = {g: {"jga": None, "n_turns": v["n_turns"]} for g, v in result["groups"].items()}
     return _clean(result)
+
+
+def gold_inputs(scored: Scored) -> dict[str, dict[str, str]]:
+    """Per run, how the convention's scorer met its gold (`analysis.scorer_inputs`): `status` (as given,
+    prepared, n/a) and `note`; empty for a convention named after no scorer."""
+    out = {}
+    for run_id, alignment in scored.alignment.items():
+        found = (alignment.get("notes") or {}).get(scorer_inputs.NOTE)
+        if isinstance(found, dict):
+            out[run_id] = {"status": str(found.get("status", "")), "note": str(found.get("note", ""))}
+    return out

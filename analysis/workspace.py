@@ -74,6 +74,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
+import stat
 import tomllib
 import types
 from dataclasses import dataclass, field, replace
@@ -83,6 +85,7 @@ from typing import Any, get_args, get_type_hints
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats.mapping import Mapping, mapping_from
+from analysis.formats.reading import special_kind
 from analysis.loading import load_run
 from analysis.model import HISTORY_MODES, INFO_FIELDS, Run, RunInfo
 
@@ -161,13 +164,37 @@ class Workspace:
         return bool(self.settings.get("dashboard", {}).get("edit_manifest", True))
 
 
+MAX_MANIFEST_BYTES = 16 * 1024 * 1024  # a manifest is a few kB; anything this large is not one
+
+
+def _manifest_text(path: Path) -> str:
+    """A manifest's text. Opened without waiting (a FIFO typed as the manifest path would block the session
+    for good) and checked to be a regular file of at most MAX_MANIFEST_BYTES before anything is read."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        status = os.fstat(fd)
+        if not stat.S_ISREG(status.st_mode):
+            raise InputError(str(path), "workspace", f"cannot read manifest: is {special_kind(status.st_mode)}")
+        if status.st_size > MAX_MANIFEST_BYTES:
+            raise InputError(
+                str(path), "workspace", f"manifest of {status.st_size:,} bytes (limit {MAX_MANIFEST_BYTES:,})"
+            )
+        with os.fdopen(os.dup(fd), "rb") as handle:
+            data = handle.read(MAX_MANIFEST_BYTES + 1)
+    finally:
+        os.close(fd)
+    if len(data) > MAX_MANIFEST_BYTES:
+        raise InputError(str(path), "workspace", f"manifest larger than the limit of {MAX_MANIFEST_BYTES:,} bytes")
+    return data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")  # as read_text's universal newlines
+
+
 def read_manifest(path: str | Path) -> Workspace:
     """Parse and check a manifest without loading any run file."""
     path = Path(path)
     if path.is_dir():
         path = path / "workspace.toml"
     try:
-        text = path.read_text(encoding="utf-8")
+        text = _manifest_text(path)
     except FileNotFoundError:
         raise InputError(str(path), "workspace", "manifest not found") from None
     except (OSError, UnicodeDecodeError) as exc:
@@ -231,9 +258,11 @@ def _table(manifest: str, where: str, raw: Any, keys: set[str]) -> dict[str, Any
 
 
 def _typed(manifest: str, key: str, value: Any, kind: type) -> Any:
-    """`value` checked to be a `kind` (a bool is not an integer here)."""
+    """`value` checked to be a `kind` (a bool is not an integer here; an integer is a number)."""
+    if kind is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
     if not isinstance(value, kind) or (kind is not bool and isinstance(value, bool)):
-        names = {str: "a string", bool: "true or false", int: "an integer"}
+        names = {str: "a string", bool: "true or false", int: "an integer", float: "a number"}
         raise InputError(manifest, "workspace", f"{key} must be {names.get(kind, kind.__name__)}, got {value!r}")
     return value
 
@@ -338,7 +367,9 @@ def _entry(
         raise InputError(manifest, "workspace", f"run {name!r}: history has to be one of {HISTORY_MODES}")
     declared = {key: raw[key] for key in INFO_KEYS if key in raw}
     for key, value in declared.items():
-        _typed(manifest, f"run {name!r}: {key}", value, _info_types()[key])
+        declared[key] = _typed(manifest, f"run {name!r}: {key}", value, _info_types()[key])
+    if not 0 <= declared.get("published_jga", 0) <= 100:
+        raise InputError(manifest, "workspace", f"run {name!r}: published_jga must be a fraction or a percentage")
     # The system defaults to the run's name, the convention to the workspace's (None: the files' own).
     meta = RunInfo(**{"run_id": name, "system": name, "convention": default_convention} | declared)
     if meta.convention is not None and meta.convention not in CONVENTIONS:

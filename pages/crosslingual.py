@@ -12,6 +12,7 @@ from analysis import crosslingual as X
 from analysis import figures, views
 from analysis.crosslingual import GAP_COLUMN, LANGUAGE_BY, mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
+from ui import differences
 
 st.title("Cross-lingual and cross-ontology")
 runs = ui.need_runs(2)
@@ -165,11 +166,14 @@ def show_languages(choice: dict, columns: list) -> None:
     ui.warn_incomparable(picked_runs)
     for by in LANGUAGE_BY:
         matrix = summary["matrix"][by]
-        ui.show_figure(
-            ui.figure(figures.language_heatmap, matrix, by=by, pivot=pivot, metric=metric),
-            key=f"xl_languages_{by}",
-            name=f"{metric} by {by} and language",
+        heat = differences.clickable_pairs(
+            ui.figure(figures.language_heatmap, matrix, by=by, pivot=pivot, metric=metric), filled=True
         )
+        clicked = ui.show_figure(heat, key=f"xl_languages_{by}", name=f"{metric} by {by} and language", select=True)
+        if clicked and "x" in clicked[0] and "y" in clicked[0]:  # a language's cell: its turns against the pivot's
+            cell = views.language_cell(matrix, by=by, column=str(clicked[0]["x"]), key=str(clicked[0]["y"]))
+            if cell is not None and cell[0] != pivot:
+                differences.pick("crosslingual", pivot, cell[0], cell[1], cell[2], own_b=cell[3])
         with st.expander(f"Language × {by} table (JGA and slot F1, gaps to the pivot)"):
             ui.show_table(matrix, key=f"xl_languages_table_{by}", name=f"language x {by}")
         unaligned = summary["unaligned"][by]
@@ -180,6 +184,8 @@ def show_languages(choice: dict, columns: list) -> None:
                 + ", ".join(f"{row.own} ({row.run_id}, {row.n_turns} turns)" for row in unaligned.head(12).itertuples())
                 + (" …" if len(unaligned) > 12 else "")
             )
+    st.caption("Click a language's cell to list the turns only the pivot (A) or only that language (B) gets right.")
+    differences.turn_lists("crosslingual", picked_runs, what=figures.LANGUAGE_METRIC_NAMES.get(metric, metric))
 
 
 if languages_tab.open:

@@ -74,9 +74,16 @@ with st.expander("Find a dialogue: sort, filter, search", icon=":material/search
         first = picked_dialogue["first_error_turn"]
         ui.put(dialogue=str(picked_dialogue["dialogue_id"]), turn=0 if first != first else int(first))
         st.rerun()
-options = [str(d) for d in matches["dialogue_id"]] or list(labels)
+matched = [str(d) for d in matches["dialogue_id"]]
+options = list(matched or labels)
+# A dialogue opened by a link or a chart's click stays on screen outside the filters, until the filters change:
+# then the dialogue shown is one they keep (a search that excludes the open dialogue moves the viewer off it).
+filters_now = (search, sort, tuple(first_range) if by_first else None, int(min_errors), int(min_run))
+if ui.get("_picker_filters", filters_now) != filters_now and ui.get("dialogue") not in options:
+    ui.put(dialogue=None)
+ui.put(_picker_filters=filters_now)
 if ui.get("dialogue") in labels and ui.get("dialogue") not in options:
-    options.insert(0, ui.get("dialogue"))  # the dialogue opened (a link, a chart's click) stays, filters or not
+    options.insert(0, ui.get("dialogue"))
 dialogue = ui.select(
     "Dialogue",
     options,
@@ -85,6 +92,8 @@ dialogue = ui.select(
     format_func=labels.get,
     index_hint=views.first_dialogue_with_errors(index),
 )
+if matched and dialogue not in matched:
+    top[1].caption("opened from a link or a chart, outside the search and filters")
 compare = ui.select(
     "Side by side with",
     ["", *[r for r in runs if r != run]],

@@ -6,6 +6,8 @@ import streamlit as st
 
 import ui
 from analysis import figures, views
+from ui import differences, explain
+from ui.clicks import clickable_cells
 
 st.title("Domains")
 runs = ui.need_runs()
@@ -14,7 +16,9 @@ st.caption(
     ui.md(ui.compute(views.scope_caption, runs)) + " · per-domain JGA counts the turns where the domain occurs "
     "in gold or prediction, judging the state restricted to that domain"
 )
+runs, _ = ui.drawn_runs(runs, page="domains")  # many runs: the best few by a metric, or a search
 ui.warn_incomparable(runs)
+explain.mark_slots(focus)  # slots a naming mismatch concerns, and the number under the convention mapping them
 per_domain_tab, mix_tab, attribute_tab = ui.tabs(
     ["JGA per domain", "Outcomes per domain", "JGA by dialogue attribute"], page="domains"
 )
@@ -23,7 +27,7 @@ if per_domain_tab.open:
     with per_domain_tab:
         # From the score store when it holds every run (DuckDB, `ui.data.stored_view`: no run parsed), else computed.
         per_domain = ui.compute(views.domain_jga, runs)
-        ui.show_figure(
+        bars = clickable_cells(
             ui.figure(
                 figures.grouped_jga_bar,
                 per_domain,
@@ -31,10 +35,18 @@ if per_domain_tab.open:
                 colours=ui.colours(),
                 title="JGA per domain",
                 highlight=focus,  # the focus run stands out among many
-            ),
-            key="domains_jga",
-            name="per-domain JGA",
+            )
         )
+        clicked = ui.show_figure(bars, key="domains_jga", name="per-domain JGA", select=True)
+        if clicked and len(runs) > 1:  # the focus run against the run clicked (or the next one, its own bar)
+            run, domain = views.chart_pick(clicked[0], figures.trace_runs(bars))
+            other = run if run in runs and run != focus else next(r for r in runs if r != focus)
+            differences.pick("domains", focus, other, str(domain))
+        if len(runs) > 1:
+            st.caption(
+                "Click a bar (or cell) to list, in its domain, the turns only the focus run or only that run gets right."
+            )
+        differences.turn_lists("domains", runs, what="JGA per domain")
         ui.show_table(per_domain, key="domains_table", name="per-domain JGA")
 
 if mix_tab.open:

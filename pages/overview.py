@@ -6,6 +6,8 @@ import ui
 from analysis import figures, seeds, stats, views
 from analysis.sgd import views as sgd_views
 from analysis.suite import LABELS
+from ui import differences, explain
+from ui.notice import comparability_notice
 
 PAIRED_MAX = 20  # runs the paired comparison takes at once (190 pairs)
 
@@ -24,16 +26,17 @@ if board is None:
 warnings = views.comparability_warnings(board)
 
 st.caption(ui.md(caption))
-for line in warnings:
-    st.warning(ui.md(line), icon=":material/warning:")
+comparability_notice(warnings)  # one compact line that expands into the reasons
 # Runs that differ only in their seed: mean ± sample std with each seed's point, or the seeds separately.
 seed_groups = seeds.seed_groups(board)
 combine_seeds = bool((seed_groups != "").any()) and ui.toggle(
     "Combine seeds (mean ± std over runs that differ only in their seed)", state="combine_seeds", default=True
 )
+# A sweep's worth of runs is not drawn as a thousand bars: the best by the sorted metric, or those a search finds.
+_, drawn_board = ui.drawn_runs(runs, page="overview", board=board, metric=sort_by)
 if combine_seeds or not (seed_groups != "").any():  # the same chart as `leaderboard_bar` without seeds
     ui.show_figure(
-        ui.figure(seeds.overview_bar, board, metric=sort_by, colours=ui.colours()),
+        ui.figure(seeds.overview_bar, drawn_board, metric=sort_by, colours=ui.colours()),
         key="overview_bar",
         name="leaderboard over seeds" if combine_seeds else "leaderboard",
     )
@@ -46,10 +49,13 @@ if combine_seeds:
     )
 elif (seed_groups != "").any():
     ui.show_figure(
-        ui.figure(figures.leaderboard_bar, board, metric=sort_by, colours=ui.colours()),
+        ui.figure(figures.leaderboard_bar, drawn_board, metric=sort_by, colours=ui.colours()),
         key="overview_bar_runs",
         name="leaderboard",
     )
+# Under a convention named after a scorer, its own metrics lead, in its order (`views.scorer_lead`).
+heading, lead = views.scorer_lead(board)
+lead_keys = [metric for metric, _ in lead]
 columns = [
     "run_id",
     "system",
@@ -60,7 +66,8 @@ columns = [
     "convention",
     "n_dialogues",
     "n_turns",
-    *[k for k in metric_keys if k in views.LEADERBOARD_SHOWN or k == sort_by],
+    *lead_keys,
+    *[k for k in metric_keys if (k in views.LEADERBOARD_SHOWN or k == sort_by) and k not in lead_keys],
     *[c for c in (f"{sort_by}_low", f"{sort_by}_high") if c in board.columns],
     "not_applicable",
     "n_warnings",
@@ -79,7 +86,17 @@ st.caption(
     "resamples of dialogues (turns of one dialogue are correlated, so dialogues are resampled). "
     "Alignment warnings say how predictions paired with gold."
 )
+if lead:
+    st.caption(
+        ui.md(
+            f"The first metric columns are {heading}, in its order: "
+            + ", ".join(f"{name} ({LABELS[metric]})" for metric, name in lead)
+            + ". The columns after them are this tool's metrics, not printed by that scorer."
+        )
+    )
 for note in views.not_applicable_notes(board):
+    st.caption(ui.md(note))
+for note in views.gold_input_notes(board):  # gold prepared as the convention's scorer prepares it, or never read
     st.caption(ui.md(note))
 if combine_seeds:
     shown = by_seed[["label", "n_seeds", "seeds", "runs"]].copy()
@@ -93,6 +110,9 @@ failed = st.session_state.get("failed", {})
 for name, error in failed.items():
     st.error(ui.md(f"run {name} failed to load: {error}"))
 
+# --- the focus run's vocabulary check and the gap to its paper's number (ui.explain) --------------------
+explain.overview_section(ui.focus() or runs[0])
+
 # --- paired comparison of the runs on the same gold (analysis.compare) ------------------------------
 st.subheader("Paired comparison")
 # Every pair is a paired bootstrap, and finding the runs on the same gold reads every run's turns: with a
@@ -105,7 +125,15 @@ if len(runs) > PAIRED_MAX:
         state="compare_runs",
         max_selections=PAIRED_MAX,
     )
-groups = ui.compute(views.gold_groups, compared) if len(compared) >= 2 else []
+# Runs on one gold with turns missing (PPTOD lacks a turn) are compared on the turns all of them hold when
+# asked; whatever the comparison leaves out is named, with why.
+shared_turns = len(compared) >= 2 and ui.toggle(
+    "Compare on shared turns (runs on one gold with turns missing)", state="compare_shared_turns"
+)
+groups = ui.compute(views.gold_groups, compared, shared_turns=shared_turns) if len(compared) >= 2 else []
+left_out = ui.compute(views.left_out_of_comparison, compared, shared_turns=shared_turns) if len(compared) >= 2 else []
+if left_out:
+    st.caption(ui.md("Left out of the paired comparison: " + "; ".join(left_out) + "."))
 if not groups:
     st.caption(
         f"Pick two to {PAIRED_MAX} runs above to compare them pair by pair."
@@ -129,10 +157,17 @@ else:
     matrix_tab, pair_tab = ui.tabs(["Significance matrix", "Deltas of a pair"], page="overview")
     if matrix_tab.open:
         with matrix_tab:
-            table = ui.compute(views.significance_table, group, metric=compare_metric)
-            ui.show_figure(ui.figure(figures.significance_heatmap, table), key="compare_matrix", name="significance")
-            st.caption(ui.md(table.attrs.get("holm_note", "")))
+            table = ui.compute(views.significance_table, group, metric=compare_metric, shared_turns=shared_turns)
+            matrix = differences.clickable_pairs(ui.figure(figures.significance_heatmap, table))
+            clicked = ui.show_figure(matrix, key="compare_matrix", name="significance", select=True)
+            if clicked and "x" in clicked[0] and "y" in clicked[0]:  # a cell is row − column: B is the row
+                differences.pick("overview", str(clicked[0]["x"]), str(clicked[0]["y"]))
+            st.caption(ui.md(table.attrs.get("holm_note", "")) + " Click a cell to list the turns behind it.")
             ui.show_table(table, key="compare_table", name="pairwise deltas", na_rep="n/a")
+            over_seeds = ui.compute(views.seed_comparison, group, metric=compare_metric, shared_turns=shared_turns)
+            if len(over_seeds):
+                st.caption(ui.md(over_seeds.attrs.get("note", "")))
+                ui.show_table(over_seeds, key="compare_seeds_table", name="systems over seeds", na_rep="n/a")
     if pair_tab.open:
         with pair_tab:
             sides = st.columns(2)
@@ -141,9 +176,15 @@ else:
                 "Run b (delta = b − a)", [r for r in group if r != run_a], state="compare_b", container=sides[1]
             )
             for scope in ("domain", "slot"):
-                deltas = ui.compute(views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope)
-                st.caption(ui.md(deltas.attrs.get("holm_note", "")))
-                ui.show_figure(ui.figure(figures.delta_bar, deltas), key=f"compare_{scope}", name=f"delta per {scope}")
+                deltas = ui.compute(
+                    views.pair_deltas, run_a, run_b, metric=compare_metric, scope=scope, shared_turns=shared_turns
+                )
+                st.caption(ui.md(deltas.attrs.get("holm_note", "")) + " Click a bar to list the turns behind it.")
+                bars = ui.figure(figures.delta_bar, deltas)
+                clicked = ui.show_figure(bars, key=f"compare_{scope}", name=f"delta per {scope}", select=True)
+                if clicked and "y" in clicked[0]:
+                    differences.pick("overview", run_a, run_b, *views.delta_group(deltas, str(clicked[0]["y"])))
+    differences.turn_lists("overview", group, what=LABELS.get(compare_metric, compare_metric))
 
 # --- the SGD evaluator's own numbers, for runs scored under the sgd convention (analysis.sgd) -------------
 # A leaderboard from the score store means no run is scored under the sgd convention (`stored_leaderboard`):

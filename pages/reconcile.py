@@ -6,8 +6,8 @@ import streamlit as st
 import ui
 from analysis.conventions import CONVENTIONS
 from analysis.reconcile import figures as figures_reconcile
-from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS
-from analysis.suite import not_applicable, not_applicable_text
+from analysis.reconcile.core import CAUSE_LABELS, CAUSES
+from analysis.suite import gold_inputs, not_applicable, not_applicable_text
 from ui import reconcile as data
 
 st.title("Reconcile conventions")
@@ -16,8 +16,8 @@ runs = ui.need_runs()
 # --- settings -------------------------------------------------------------------------------------
 top = st.columns([2, 5])
 run = ui.select("Run", runs, state="run", widget="w_run_reconcile", container=top[0])
-if ui.get("reconcile_conventions") is None:
-    ui.put(reconcile_conventions=list(DEFAULT_CONVENTIONS))
+if ui.get("reconcile_conventions") is None:  # the run's own convention, its lenient variant, the default ones
+    ui.put(reconcile_conventions=list(ui.compute(data.default_conventions, ui.loaded(run))))
 conventions = ui.multiselect("Conventions", list(CONVENTIONS), state="reconcile_conventions", container=top[1])
 if not conventions:
     st.info("Pick at least one convention.")
@@ -49,6 +49,9 @@ with right:
         reasons = {metric: why for metric, why in not_applicable(scored).items() if metric in table.columns}
         if reasons:
             st.caption(ui.md(f"{convention}: {not_applicable_text(reasons)}"))
+        for found in gold_inputs(scored).values():  # gold prepared as that scorer's own pipeline prepares it
+            if found["status"] == "prepared":
+                st.caption(ui.md(f"{convention}: gold prepared: {found['note']}"))
     st.caption("Turns whose joint correctness differs, per pair (only a: correct under a only).")
     ui.show_table(rec.flip_counts(), key="reconcile_flip_counts", name=f"flips per pair {run}", height=250)
 
@@ -69,6 +72,14 @@ b = ui.select(
     index_hint=best[1] if best[1] != a else None,
 )
 causes = rec.causes(a, b)
+lenient = data.lenient_offer(rec, a, b)
+if lenient:  # slot naming is a cause: the convention that maps the names is one click away
+    st.button(
+        f"Add {lenient} (slot naming causes flips here: it maps the names)",
+        key="reconcile_add_lenient",
+        on_click=ui.put,
+        kwargs={"reconcile_conventions": [*conventions, lenient]},
+    )
 cause = ui.select(
     "Cause",
     ["", *[c for c in CAUSES if causes.get(c)]],
@@ -95,7 +106,7 @@ picked_slot = ui.show_table(
     columns=["cause", "dialogue_id", "turn_index", "slot_name", "gold", "pred", "outcome_a", "outcome_b"],
 )
 st.caption(
-    f"outcome a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
+    f"outcome under a / b: the slot's outcome under {ui.md(a)} / {ui.md(b)} (ignored: it does not count there). "
     "Pick a row to open the turn in the dialogue viewer (scored under the sidebar's convention)."
 )
 if picked_slot is not None:
@@ -103,7 +114,7 @@ if picked_slot is not None:
 
 st.subheader("Flipped turns")
 picked_turn = ui.show_table(
-    flips,
+    figures_reconcile.flips_table(flips),
     key="reconcile_flips",
     name=f"flipped turns {a} {b}",
     select=True,

@@ -35,7 +35,7 @@ from analysis.review.analysis import (
 from analysis.review.store import AnnotationStore, StoreError
 from analysis.scoring import OUTCOMES
 from ui import errors as ui_errors
-from ui import review
+from ui import review, review_causes
 from ui.clicks import clickable_cells
 from ui.place import COLUMN_LABELS
 
@@ -68,6 +68,8 @@ head = st.columns([2, 3])
 who = review.reviewer_box(container=head[0])
 head[1].caption(f"Annotations: {ui.md(store.backend)} store · every value and comment below is shown as plain text")
 
+# A sweep's worth of runs (500: 78 s of error items) is reviewed 20 at a time: the best by a metric, or a search.
+runs, _ = ui.drawn_runs(runs, page="review", verb="Reviewed here")
 error_turns = ui.compute(review.review_errors, runs)  # one row per error turn (slot row)
 episodes = ui.compute(review.review_episodes, runs)  # one row per error episode: the review items
 choices = review.options(error_turns)
@@ -238,6 +240,30 @@ def item_form(current: dict[str, Any], annotations: Any) -> None:
             )
 
 
+def second_opinion(wanted: dict[str, Any], annotations: Any, marker: tuple[int, int]) -> None:
+    """One click to the items others reviewed and I did not (a second opinion), counted under the other
+    filters; and back to the unreviewed ones."""
+    me, status = wanted["me"], wanted["status"]
+    others = {**wanted, "status": "by-others", "tag": None}
+    key = (tuple(runs), convention, marker, tuple(others.items()))
+    n = review.memo("by_others", key, lambda: len(review_queue(episodes, annotations, **others)) if me else 0)
+    target = "unreviewed" if status == "by-others" else "by-others"
+    label = (
+        "Back to the items nobody reviewed"
+        if target == "unreviewed"
+        else f"Second opinion: {n:,} item(s) others reviewed, not you"
+    )
+    if st.button(
+        label,
+        key="review_second_opinion",
+        icon=":material/rate_review:",
+        disabled=not me and target == "by-others",
+        help="enter your reviewer name above first" if not me else None,
+    ):
+        ui.put(review_status=target, review_tag="", review_item=None)
+        st.rerun()  # the whole page: the Status filter above shows the change
+
+
 def queue_contents() -> None:
     review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
     try:
@@ -297,6 +323,7 @@ def queue_contents() -> None:
         + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
         + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
     )
+    second_opinion(wanted, annotations, marker)
     by_others_note = st.container()
     if status == "by-others" and not me:
         by_others_note.info(
@@ -408,6 +435,8 @@ def live_check() -> None:
 
 
 live_check()
+
+review_causes.causes_panel(runs, opened)  # a naming mismatch or a value rule: one item, tagged once
 
 st.subheader("Export and import")
 scoreds = review.scored_runs_later(runs)  # the runs are read at an export's click, not on every run

@@ -7,6 +7,7 @@ import streamlit as st
 import ui
 from analysis import figures, views
 from analysis.outcomes import OUTCOMES
+from ui import explain
 from ui.clicks import clickable_cells
 
 CONFUSIONS = "Value confusions"
@@ -20,6 +21,7 @@ table = ui.compute(views.slot_table, run)
 st.caption(
     ui.md(f"{ui.compute(views.scope_caption, run)} · {len(table)} slots · run {run} (focus run, set in the sidebar)")
 )
+explain.mark_slots(run)  # slots a naming mismatch concerns, and the number under the convention mapping them
 values_note = ui.compute(views.values_note, run)
 if values_note:  # a per-slot correctness file: no values, so no P/R/F1 and no value confusions
     st.info(ui.md(values_note), icon=":material/info:")

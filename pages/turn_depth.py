@@ -27,6 +27,8 @@ def open_turn(run: str, turns: Any, *, key: str) -> None:
 st.title("Turn depth and compounding")
 runs = ui.need_runs()
 st.caption(ui.md(ui.compute(views.scope_caption, runs)) + " · turn 0 is the first user turn")
+# With a sweep's worth of runs selected, the charts and tables draw the best few (or those a search finds).
+runs, _ = ui.drawn_runs(runs, page="turn_depth")
 ui.warn_incomparable(runs)
 by_depth, compounding, origins_tab = ui.tabs(
     ["JGA by turn depth", "Error compounding: JGA against GJGA", "Where errors come from"], page="turn_depth"

@@ -33,6 +33,7 @@ import argparse
 import atexit
 import ctypes
 import logging
+import math
 import os
 import re
 import shutil
@@ -192,6 +193,16 @@ def arrow_on_glibc() -> None:
     os.environ.setdefault("ARROW_DEFAULT_MEMORY_POOL", "system")
 
 
+def upload_cap_mb(workspace: str) -> int:
+    """The server's own upload cap, in whole MB: the dashboard's upload limit (`ui.data.upload_limit_mb`,
+    never above what the readers read). Streamlit counts an upload's body against it as it streams in and
+    stops at the cap, so a larger file is refused before the server holds it whole."""
+    from ui.data import open_manifest, upload_limit_mb
+
+    opened = open_manifest(workspace)
+    return max(math.ceil(upload_limit_mb(None if isinstance(opened, str) else opened)), 1)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0], allow_abbrev=False)
     parser.add_argument("--workspace", default=str(DEFAULT_WORKSPACE), help="the workspace manifest (TOML)")
@@ -221,6 +232,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"dashboard: Plotly not preloaded (the first chart waits for it): {problem}", file=sys.stderr)
     from streamlit.web import cli
 
+    if not any(option.startswith("--server.maxUploadSize") for option in streamlit_options):
+        streamlit_options.append(f"--server.maxUploadSize={upload_cap_mb(workspace)}")
     sys.argv = ["streamlit", "run", str(APP), *streamlit_options, "--", "--workspace", workspace]
     cli.main()
 

@@ -8,6 +8,7 @@
 #                      snippets with Chinese compile under XeLaTeX (xeCJK) and pdflatex (CJKutf8, gbsn Type 1 fonts)
 #   fonts-droid-fallback  Chinese in figure PDFs as a TrueType font (Noto CJK is CFF: Chromium embeds it as Type 3)
 #   poppler-utils      pdftotext/pdfinfo: the tests read main.pdf's pages and captions
+#   default-jre-headless  Java 17 for pyspark (local mode): docs/store.md's Spark query is run in the tests
 set -euo pipefail
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
@@ -22,6 +23,7 @@ kpsewhich xeCJK.sty >/dev/null 2>&1 || need+=(texlive-lang-chinese)
 kpsewhich CJKutf8.sty >/dev/null 2>&1 || need+=(latex-cjk-chinese)
 kpsewhich gbsnu4e.tfm >/dev/null 2>&1 || need+=(latex-cjk-chinese-arphic-gbsn00lp)
 command -v pdftotext >/dev/null 2>&1 || need+=(poppler-utils)
+command -v java >/dev/null 2>&1 || need+=(default-jre-headless)
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" = 0 ] || SUDO=sudo

@@ -98,7 +98,7 @@ def _row(result: C.Comparison, metric: str, scope: str = "overall", a: str = "A"
 
 
 def test_hand_made_pair_gives_the_deltas_and_mcnemar_counts_known_by_hand(hand) -> None:
-    result = C.compare(hand, n_resamples=500)
+    result = C.compare(hand, n_resamples=500, min_support=1)  # three dialogues: test them all
     jga = _row(result, "jga")
     assert (jga["estimate_a"], jga["estimate_b"]) == pytest.approx((0.6, 0.8))
     assert jga["delta"] == pytest.approx(0.2)
@@ -122,10 +122,12 @@ def test_direction_is_b_minus_a(hand) -> None:
 
 def test_identical_runs_differ_by_nothing(hand) -> None:
     twin = scored_from_states(GOLD, PRED_A, run_id="A2")
-    result = C.compare({"A": hand["A"], "A2": twin}, n_resamples=200)
+    result = C.compare({"A": hand["A"], "A2": twin}, n_resamples=200, min_support=1)
     overall = result.overall()
     assert (overall["delta"].abs() < 1e-12).all()
-    assert (overall["p_value"] == 1.0).all() and not overall["significant"].any()
+    # Nothing differs: nothing to test (no interval, no p), and the support says so.
+    assert (overall["n_dialogues_differ"] == 0).all() and (overall["n_turns_differ"] == 0).all()
+    assert overall["p_value"].isna().all() and not overall["tested"].any() and not overall["significant"].any()
     assert result.mcnemar.iloc[0]["b01"] == result.mcnemar.iloc[0]["b10"] == 0
 
 
@@ -147,11 +149,15 @@ def test_every_number_equals_analysis_stats_on_the_demo_runs(demo, demo_result) 
             assert len(got) == len(ref_frame), (metric, scope)
             if keys:
                 assert got[keys].astype(str).to_numpy().tolist() == ref_frame[keys].astype(str).to_numpy().tolist()
+            tested = got["tested"].to_numpy(bool)  # the others keep their delta and counts only
             for column in ("estimate_a", "estimate_b", "delta", "low", "high", "p_value"):
+                where = tested if column in ("low", "high", "p_value") else np.ones(len(got), bool)
                 np.testing.assert_allclose(
-                    got[column].to_numpy(float), ref_frame[column].to_numpy(float), rtol=0, atol=1e-12,
+                    got[column].to_numpy(float)[where], ref_frame[column].to_numpy(float)[where], rtol=0, atol=1e-12,
                     err_msg=f"{metric} {scope} {column}",
                 )  # fmt: skip
+            for column in ("n_turns", "n_dialogues_differ", "n_turns_differ"):
+                assert got[column].tolist() == ref_frame[column].tolist(), (metric, scope, column)
             checked += 1
     assert checked >= 3 * len(C.COMPARABLE) - 2  # TRADE slot accuracy has no per-domain / per-slot breakdown
     mc = demo_result.mcnemar
@@ -294,3 +300,57 @@ def test_the_pages_comparison_skips_mcnemar_and_refuses_runs_on_different_gold(d
     assert page.overall("jga")["p_value"].tolist() == pytest.approx(full.overall("jga")["p_value"].tolist())
     with pytest.raises(ValueError, match="same gold"):
         views.pairwise_comparison([runs[0], hand["A"]], resamples=20)
+
+
+def test_support_counts_by_hand_and_thin_groups_get_no_test(hand) -> None:
+    """JGA: A and B differ on D1 turn 1, D2 turn 1 and D3 turn 0 (three turns in three dialogues). Per
+    domain, hotel is D1's two turns (they differ on one), taxi D3's one. Under the default minimum support
+    (10 differing dialogues) none of these is tested: the delta and counts stay, interval and p go."""
+    result = C.compare(hand, metrics=("jga",), n_resamples=200)
+    jga = _row(result, "jga")
+    assert (jga["n_dialogues"], jga["n_turns"], jga["n_dialogues_differ"], jga["n_turns_differ"]) == (3, 5, 3, 3)
+    assert jga["delta"] == pytest.approx(0.2) and not jga["tested"] and not jga["significant"]
+    assert np.isnan(jga["low"]) and np.isnan(jga["high"]) and np.isnan(jga["p_value"]) and np.isnan(jga["p_holm"])
+    assert jga["p_text"] == "not tested: fewer than 10 dialogues differ"
+    domains = result.deltas[result.deltas["scope"] == "domain"].set_index("group")
+    assert domains.loc["hotel", ["n_dialogues", "n_turns", "n_dialogues_differ", "n_turns_differ"]].tolist() == [
+        1,
+        2,
+        1,
+        1,
+    ]
+    assert domains.loc["taxi", ["n_dialogues", "n_turns", "n_dialogues_differ", "n_turns_differ"]].tolist() == [
+        1,
+        1,
+        1,
+        1,
+    ]
+    assert not domains["tested"].any() and domains["family_size"].eq(0).all()
+    assert jga["support_text"] == "differ in 3 of 3 dialogues (3 turns)"
+    # The rows left untested do not count in Holm's family; lowering the bar tests the overall JGA.
+    assert _row(C.compare(hand, metrics=("jga",), n_resamples=200, min_support=3), "jga")["tested"]
+
+
+def test_a_zero_width_interval_is_never_evidence() -> None:
+    """One dialogue (of twelve) differs, with the group living only there: every resample that draws it gives
+    the same delta, a zero-width interval and a bootstrap p of 0. It is not tested, whatever the minimum."""
+    gold = {f"D{i}": [{"hotel": {"area": "east"}}] for i in range(12)}
+    gold["D0"] = [{"hotel": {"area": "east"}, "taxi": {"leave": "9"}}]
+    pred_a = dict(gold)
+    pred_b = {**gold, "D0": [{"hotel": {"area": "east"}, "taxi": {"leave": "10"}}]}
+    runs = {"A": scored_from_states(gold, pred_a, run_id="A"), "B": scored_from_states(gold, pred_b, run_id="B")}
+    result = C.compare(runs, metrics=("jga",), scopes=("slot",), n_resamples=200, min_support=1)
+    taxi = result.deltas.set_index("group").loc["taxi-leave"]
+    assert taxi["delta"] == pytest.approx(-1.0)
+    assert not taxi["tested"] and np.isnan(taxi["p_value"]) and not taxi["significant"]
+    assert (taxi["n_dialogues"], taxi["n_dialogues_differ"], taxi["n_turns_differ"]) == (1, 1, 1)
+
+
+def test_top_groups_rank_by_evidence_one_line_per_group(demo_result) -> None:
+    """The CLI's lists of per-domain and per-slot deltas name each group once, under its strongest metric."""
+    text = C.text_report(demo_result)
+    block = text.split("per domain:")[1].split("per slot:")[0]
+    groups = [line.split()[0] for line in block.splitlines()[1:] if line.startswith("    ")]
+    assert groups and len(groups) == len(set(groups))
+    ranked = C.by_evidence(demo_result.deltas[demo_result.deltas["scope"] == "domain"])
+    assert ranked["evidence"].is_monotonic_decreasing and ranked["group"].is_unique

@@ -96,14 +96,19 @@ def test_overview_pair_tab_charts_per_domain_and_slot_deltas(scored_runs) -> Non
         spec = next(s for t, s in charts.items() if t.startswith(f"JGA per {scope}: {b} − {a}"))
         expected = views.pair_deltas(scored_runs[a], scored_runs[b], metric="jga", scope=scope).dropna(subset=["delta"])
         bar = spec["data"][0]
-        shown = dict(zip(bar["y"], _values(bar["x"]), strict=True))
+        # Each name carries its support: "hotel · 57 dlg" (the dialogues where the runs differ).
+        support = {f"{r.group} · {r.n_dialogues_differ:,} dlg": r.group for r in expected.itertuples()}
+        groups = [support[label] for label in bar["y"]]
+        shown = dict(zip(groups, _values(bar["x"]), strict=True))
         assert len(shown) == min(len(expected), 40)
         for row in expected.itertuples():
             if row.group in shown:
                 assert shown[row.group] == pytest.approx(row.delta)
-        upper = dict(zip(bar["y"], _values(bar["error_x"]["array"]), strict=True))
-        top = expected.loc[expected["delta"].abs().idxmax()]
+        upper = dict(zip(groups, _values(bar["error_x"]["array"]), strict=True))
+        tested = expected[expected["tested"]]
+        top = tested.loc[tested["delta"].abs().idxmax()]  # the largest tested delta, drawn first with its interval
         assert upper[top["group"]] == pytest.approx(top["high"] - top["delta"])
+        assert groups[-1] == top["group"]  # a horizontal chart lists from the bottom: the top bar is the last
 
 
 def test_delta_bar_and_heatmap_handle_empty_input() -> None:
@@ -112,3 +117,18 @@ def test_delta_bar_and_heatmap_handle_empty_input() -> None:
     empty = pd.DataFrame(columns=["delta"])
     assert figures.delta_bar(empty).layout.annotations[0].text == "no delta to show"
     assert "two runs" in figures.significance_heatmap(pd.DataFrame()).layout.annotations[0].text
+
+
+def test_overview_names_the_runs_the_comparison_leaves_out_and_compares_seeds(scored_runs) -> None:
+    """Issue 41: a run alone on its gold is named with the reason, not dropped in silence; the option to
+    compare on shared turns is on the page; the systems with several seeds are compared over seeds."""
+    at = _overview(view_overview="Significance matrix")
+    notice = next(c.value for c in at.caption if c.value.startswith("Left out of the paired comparison"))
+    left_out = views.left_out_of_comparison(list(scored_runs.values()))
+    assert left_out and all(line in notice for line in left_out)
+    assert any("crosswoz-en" in line and "with no other selected run" in line for line in left_out)
+    assert any(t.label.startswith("Compare on shared turns") for t in at.toggle)
+    english = views.gold_groups(list(scored_runs.values()))[0]
+    seeds = views.seed_comparison([scored_runs[r] for r in english])
+    assert len(seeds) and (seeds["n_seeds_b"].max() == 3 or seeds["n_seeds_a"].max() == 3)
+    assert any(c.value.startswith("Systems over their seeds") for c in at.caption)

@@ -181,3 +181,28 @@ def test_an_unparseable_turn_shows_its_own_text_and_reason(tmp_path) -> None:
     # A parsed turn shows no such text.
     at = _open(tmp_path / "workspace.toml", runs=["completion", "llm"], run="llm", dialogue="d1", turn=0)
     assert not at.code and not any("could not be read" in t.value for t in at.text)
+
+
+def test_a_search_that_excludes_the_open_dialogue_moves_the_viewer_off_it(demo) -> None:
+    """Issue 41: the viewer kept showing a dialogue the active search excluded. A search typed while a dialogue
+    is open shows one the search keeps; a dialogue opened by a link or a click afterwards stays, said aloud."""
+    scored = demo[EN]
+    word = "am"
+    every = views.dialogue_index(scored)["dialogue_id"].astype(str).tolist()
+    at = _open(DEMO, runs=[EN], run=EN, dialogue=every[0], turn=0)
+    at.text_input(key="picker_search").input(word).run()
+    assert not at.exception, [e.value for e in at.exception]
+    kept = [o.split(" · ")[0] for o in at.selectbox(key="w_dialogue").options]
+    assert 0 < len(kept) < len(every)
+    # from a dialogue the search excludes, typing the search again (changed) moves the viewer into its matches
+    outside = next(d for d in every if d not in kept)
+    at.session_state["dialogue"] = outside
+    at.text_input(key="picker_search").input(word.upper()).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert at.session_state["dialogue"] in kept and at.selectbox(key="w_dialogue").value in kept
+    assert outside not in [o.split(" · ")[0] for o in at.selectbox(key="w_dialogue").options]
+    # with the search unchanged, a click elsewhere (a chart, a link) opens a dialogue it excludes: it stays, said
+    at.session_state["dialogue"] = outside
+    at.run()
+    assert at.selectbox(key="w_dialogue").value == outside
+    assert any("outside the search" in c.value for c in at.caption), (outside, kept[:5], [m.value for m in at.markdown])

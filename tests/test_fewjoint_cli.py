@@ -224,3 +224,23 @@ def test_benchmark_runs() -> None:
     )
     assert done.returncode == 0, done.stderr
     assert "5 seeds x 1065 queries = 5325 query scorings" in done.stdout
+
+
+def test_nothing_aligned_is_one_line_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Predictions of another domain than the gold's: no query aligns, so every one would be scored wrong;
+    the command says so (naming the file and its first prediction) and exits 2 instead of printing zeros."""
+    from analysis.cli.main import main
+
+    stray = tmp_path / "seed1.jsonl"
+    rows = [json.loads(line) for line in DEMO_PREDS[0].read_text(encoding="utf-8").splitlines()]
+    stray.write_text(
+        "".join(json.dumps({**r, "domain": "cooking-" + r["domain"]}) + "\n" for r in rows), encoding="utf-8"
+    )
+    assert main(["fewjoint", "--gold", str(DEMO / "episodes.json"), "--pred", str(stray)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(stray) in err[0]
+    assert "no prediction aligns with a query of the gold" in err[0]
+    assert "(domain 'cooking-weather', episode 0, query 0) has no gold query" in err[0]
+    # One seed that aligns and one that does not: still refused, naming the one that does not.
+    assert main(["fewjoint", "--gold", str(DEMO / "episodes.json"), "--pred", str(DEMO_PREDS[1]), str(stray)]) == 2
+    assert str(stray) in capsys.readouterr().err

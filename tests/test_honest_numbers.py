@@ -133,7 +133,9 @@ def test_conventions_with_the_runs_own_ontology_always_apply() -> None:
 @pytest.mark.realdata
 @pytest.mark.parametrize("name", ["crosswoz_ruledst", "xrisawoz_zh"])
 def test_cli_json_gives_null_and_the_reason(name: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["metrics", *_cli_paths(name), "--convention", "trade", "--json"]) == 0
+    # The file alone (it carries its gold): TRADE's name over CrossWOZ's raw gold file is n/a altogether
+    # (`analysis.scorer_inputs`, tested in tests/test_scorer_inputs.py).
+    assert main(["metrics", *_cli_paths(name)[:2], "--convention", "trade", "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
     assert result["slot_accuracy"] is None and result["slot_accuracy_trade"] is None
     assert set(result["not_applicable"]) == {"slot_accuracy", "slot_accuracy_trade"}
@@ -151,7 +153,7 @@ def test_cli_json_keeps_the_multiwoz_number(capsys: pytest.CaptureFixture[str]) 
 
 @pytest.mark.realdata
 def test_cli_table_prints_n_a_and_the_reason(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["metrics", *_cli_paths("crosswoz_ruledst"), "--convention", "trade"]) == 0
+    assert main(["metrics", *_cli_paths("crosswoz_ruledst")[:2], "--convention", "trade"]) == 0  # it holds its gold
     out = capsys.readouterr().out
     line = next(x for x in out.splitlines() if x.strip().startswith("Slot accuracy  "))
     assert line.split()[-1] == "n/a"
@@ -179,12 +181,14 @@ def test_overview_shows_n_a_with_the_reason_under_trade() -> None:
     shown = _display_values(table).set_index("run")
     workspace = load_workspace(DEMO / "workspace.toml")
     captions = " ".join(c.value for c in at.caption)
+    # Their gold is CrossWOZ's or MultiWOZ-zh's raw file, which TRADE never reads: every metric n/a, with that
+    # reason (`analysis.scorer_inputs`), before any ontology question.
     for run in ("crosswoz-rule-dst", "simulated-A-crosswoz-zh-predicted", "simulated-A-mwz-zh-predicted"):
-        assert math.isnan(board.loc[run, "Slot accuracy"])
+        assert math.isnan(board.loc[run, "Slot accuracy"]) and math.isnan(board.loc[run, "JGA"])
         assert shown.loc[run, "Slot accuracy"] == "n/a"
         assert shown.loc[run, "Slot accuracy (TRADE compute_acc)"] == "n/a"
-        assert "30 MultiWOZ slots" in board.loc[run, "not applicable"]
-        assert f"{run}: Slot accuracy, Slot accuracy (TRADE compute_acc) n/a" in captions
+        assert "TRADE never reads" in board.loc[run, "not applicable"]
+        assert f"{run}: JGA" in captions
     run = "simulated-A-mwz-en-predicted"
     expected = M.slot_accuracy(score_run(workspace.runs[run], "trade"))
     assert board.loc[run, "Slot accuracy"] == pytest.approx(expected)
@@ -205,7 +209,10 @@ def test_reconcile_page_shows_n_a_for_the_conventions_whose_ontology_does_not_fi
     assert shown["trade"] == "n/a" and shown["mwzeval"] == "n/a"
     assert shown["exact"] != "n/a" and float(shown["exact"]) > 0.5  # its ontology: the slots the gold lists
     captions = " ".join(c.value for c in at.caption)
-    assert "trade: Slot accuracy n/a: the trade convention's ontology (the 30 MultiWOZ slots)" in captions
+    # Its gold is CrossWOZ's raw file, which TRADE and mwzeval never read: every metric n/a, with that reason
+    # (`analysis.scorer_inputs`), before any ontology question.
+    assert "trade: JGA" in captions and "TRADE never reads a crosswoz file as gold" in captions
+    assert "mwzeval never reads a crosswoz file as gold" in captions
     assert "exact: " not in captions
 
 
@@ -260,7 +267,10 @@ def test_report_leaderboard_shows_n_a_with_the_reason(report_plan: R.ReportPlan)
     table = item.frame.set_index("run")
     assert math.isnan(table.loc["crosswoz-rule-dst", "Slot accuracy"])
     assert table.loc[["mwz-a", "mwz-c"], "Slot accuracy"].notna().all()
-    assert "crosswoz-rule-dst: Slot accuracy" in item.caption and "30 MultiWOZ slots" in item.caption
+    # TRADE never reads a CrossWOZ file as gold (`analysis.scorer_inputs`): every number of that run is n/a,
+    # and the caption names the run, its metrics and why.
+    assert "crosswoz-rule-dst: JGA" in item.caption and "Slot accuracy" in item.caption
+    assert "TRADE never reads a crosswoz file as gold" in item.caption
     markdown = E.table_bytes(item.frame, "markdown", caption=item.caption, **item.options).decode()
     row = next(line for line in markdown.splitlines() if line.startswith("| crosswoz-rule-dst"))
     cells = [c.strip() for c in row.strip("|").split("|")]

@@ -246,6 +246,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.formats",),  # readers
     ("analysis.loading",),  # files to a Run
     ("analysis.conventions", "analysis.mwzeval_rules", "analysis.sgd_rules"),  # conventions, scorers' rules
+    ("analysis.scorer_inputs",),  # what each scorer reads as gold
     ("analysis.scoring",),
     # measures of a scored run (dstc10_rules: the DSTC10 scorer's own metrics over scored tables)
     (
@@ -255,16 +256,21 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.diagnostics",
         "analysis.stats",
         "analysis.dstc10_rules",
+        "analysis.wording",
     ),
     ("analysis.figures",),  # chart builders
     # features: analyses of scored runs
     (
+        "analysis.shared_turns",
         "analysis.compare",
+        "analysis.seed_compare",
+        "analysis.gap_support",
         "analysis.crosslingual",
         "analysis.reconcile",
         "analysis.sgd",
         "analysis.fewjoint",
         "analysis.seeds",
+        "analysis.vocabulary",
     ),
     ("analysis.views", "analysis.slices"),  # page-ready frames over the features
     ("analysis.review",),
@@ -297,6 +303,9 @@ EARLY_STAGES = (
 FEATURES_EXPORTS_REVIEW = (
     "analysis.views",
     "analysis.compare",
+    "analysis.shared_turns",
+    "analysis.seed_compare",
+    "analysis.gap_support",
     "analysis.crosslingual",
     "analysis.slices",
     "analysis.reconcile",

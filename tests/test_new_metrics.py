@@ -165,6 +165,43 @@ def test_gca_judges_only_changes() -> None:
     assert math.isnan(M.gca_from_counts(0, 0, 0, 0))
 
 
+def test_gca_counts_a_label_changed_on_both_sides_twice_as_the_repository_does() -> None:
+    # Counts from the GCA repository's src/gca.py (compute_gca) on the same states, run by hand:
+    # both drop the slot -> correct, then missed (C 2, W 0, O 0, M 1)
+    both_drop = scored_from_states([EAST, {}], [EAST, {}])
+    assert M.gca_counts(both_drop)[list(M.GCA_COUNTS)].iloc[0].tolist() == [2, 0, 0, 1]
+    assert M.granular_change_accuracy(both_drop) == pytest.approx(M.gca_from_counts(2, 0, 0, 1))
+    assert M.granular_change_accuracy(both_drop) < 1  # a prediction right at every turn
+    assert M.granular_change_accuracy_once(both_drop) == 1.0
+    assert M.gca_counts_once(both_drop)[list(M.GCA_COUNTS)].iloc[0].tolist() == [2, 0, 0, 0]
+    # gold changes it as the prediction drops it (wrong, then missed); gold drops it as the prediction
+    # changes it (over-predicted, then wrong): src/gca.py gives C 1, W 2, O 1, M 1, GCA 0.266129
+    s = scored_from_states([EAST, WEST, {}], [EAST, {}, {"hotel": {"area": "north"}}])
+    assert M.gca_counts(s)[list(M.GCA_COUNTS)].iloc[0].tolist() == [1, 2, 1, 1]
+    assert M.granular_change_accuracy(s) == pytest.approx(0.26612903225806456)
+    assert M.gca_counts_once(s)[list(M.GCA_COUNTS)].iloc[0].tolist() == [1, 1, 1, 0]
+    # the registry shows both, each under its own name
+    assert R.LABELS["gca"] == "GCA" and R.get("gca_once").function is M.granular_change_accuracy_once
+
+
+# The GCA repository's T5 zero-shot attraction output (data/T5/T5_result_zeroshot_attraction.json) and what its
+# code prints on it (results/T5/T5_result_zeroshot_attraction.json, GCA 33.11); read from gca_poc when present.
+T5_ATTRACTION = REALDATA / "gca_poc" / "T5_result_zeroshot_attraction.json"
+
+
+@pytest.mark.realdata
+def test_gca_is_the_repository_number_on_its_t5_attraction_file() -> None:
+    if not T5_ATTRACTION.is_file():
+        pytest.skip(
+            f"{T5_ATTRACTION} is absent: copy data/T5/T5_result_zeroshot_attraction.json of "
+            "cuthalionn/Granular_Change_Accuracy there (and its results/ file as .result.json)"
+        )
+    expected = json.loads(T5_ATTRACTION.with_suffix(".result.json").read_text(encoding="utf-8"))
+    scored = score_run(load_run(T5_ATTRACTION))
+    assert _percent(M.granular_change_accuracy(scored)) == expected["GCA"] == 33.11
+    assert _percent(M.granular_change_accuracy_once(scored)) == 33.32  # what this tool printed as GCA before
+
+
 def test_gca_formula() -> None:
     # prec = rec = 1/2 (weight 10/11 each), label prec = rec = 1 (1/11): harmonic mean with equal denominators
     alpha = 10 / 11
@@ -182,11 +219,14 @@ NEW = ["iaga", "rsa", *R.GROUPED["fga"], "turn_accuracy", "gca"]
 
 def test_all_correct_gives_1_for_every_new_metric() -> None:
     full = {d: [s or {"hotel": {"area": "north"}} for s in states] for d, states in GOLD.items()}
-    values = R.values(scored_from_states(full, full), tuple(NEW))
-    assert values == {name: 1.0 for name in NEW}
+    values = R.values(scored_from_states(full, full), (*NEW, "gca_once"))
+    # GCA as its repository counts it: d2's train-day, dropped on both sides, counts as correct and as missed
+    assert values.pop("gca") < 1
+    assert values == {name: 1.0 for name in [*NEW, "gca_once"] if name != "gca"}
     # RSA scores a turn with empty gold and prediction 0 (as the reference code does); the rest stay 1
     values = R.values(scored_from_states(GOLD, GOLD), tuple(NEW))
-    assert values["rsa"] < 1 and all(values[n] == 1.0 for n in NEW if n != "rsa")
+    assert values["rsa"] < 1 and all(values[n] == 1.0 for n in NEW if n not in ("rsa", "gca"))
+    assert values["gca"] < 1 and R.values(scored_from_states(GOLD, GOLD), ("gca_once",))["gca_once"] == 1.0
 
 
 @pytest.mark.parametrize("seed", range(5))

@@ -424,11 +424,8 @@ def test_the_reconcile_job_leaves_the_page_nothing_to_score(monkeypatch: pytest.
     data._kept_view.clear()
     prefetch.reconcile_job(runs[0], sources, {})
     source = sources[runs[0]]
-    from analysis.reconcile.core import DEFAULT_CONVENTIONS
-
-    rec = data.compute(
-        reconcile.reconciled, [data.Loaded(source)], {"conventions": tuple(DEFAULT_CONVENTIONS)}, data.DECLARED
-    )
+    conventions = data.compute(reconcile.default_conventions, [data.Loaded(source)], {}, data.DECLARED)
+    rec = data.compute(reconcile.reconciled, [data.Loaded(source)], {"conventions": conventions}, data.DECLARED)
     assert not isinstance(rec, str) and len(rec._explained) == 1  # the default pair, explained
 
     def no_scoring(*_: Any, **__: Any) -> Any:

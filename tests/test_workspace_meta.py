@@ -37,6 +37,8 @@ def _declared() -> dict[str, Any]:
             value = f"{f.name} as declared"
         elif f.type in ("int", "int | None"):
             value = 7
+        elif f.type in ("float", "float | None"):
+            value = 0.5
         elif f.type == "bool":
             value = not f.default
         else:

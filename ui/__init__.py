@@ -1,7 +1,7 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`, `drawn_runs`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,19 @@ import page_registry
 from analysis import views
 from analysis.figures import run_colours
 from analysis.model import RunInfo
-from ui import data, state
+from ui import data, navigate, notice, state
+from ui.navigate import open_dialogue
 from ui.place import figure, show_figure, show_table
 from ui.state import multiselect, resolve, select, tabs, toggle
 from ui.text import md
 
-DIALOGUE_PAGE = page_registry.by_url("dialogue").file
+DIALOGUE_PAGE = navigate.DIALOGUE_PAGE
 
 __all__ = [
     "ORIGIN_PANELS",
     "colours",
     "compute",
+    "drawn_runs",
     "ensure_frame",
     "figure",
     "focus",
@@ -110,12 +112,44 @@ def ensure_frame(page: str) -> None:
 
 
 def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("convention",)) -> None:
-    """One warning per way the runs a chart or table sets side by side cannot be compared; by default
-    only mixed conventions, the difference nobody typed: under the sidebar's "as declared per run" each
+    """One compact notice (`ui.notice`) naming each way the runs a chart or table sets side by side cannot be
+    compared, which expands into the sentences; by default only mixed conventions, the difference nobody typed: under the sidebar's "as declared per run" each
     run is scored under its own (manifest key, else the workspace's, else its format's). The Overview
     checks every difference (`views.comparability_warnings` on its leaderboard)."""
-    for line in compute(views.comparability_warnings, list(run_ids), about=tuple(about)):
-        st.warning(md(line), icon=":material/warning:")
+    notice.comparability_notice(compute(views.comparability_warnings, list(run_ids), about=tuple(about)))
+
+
+def drawn_runs(
+    runs: list[str], *, page: str, board: Any = None, metric: str | None = None, verb: str = "Drawn"
+) -> tuple[list[str], Any]:
+    """The runs a page's charts draw, and their leaderboard rows: every run up to `CHART_RUNS`; beyond, the
+    best by a metric (the page's own `metric` and `board`, else a select box of the leaderboard's metrics) or
+    those a search finds, with a caption saying which (`analysis.views.shown.chart_runs`). The leaderboard
+    comes from the score store when it holds every run (one small file per run)."""
+    from analysis.suite import LABELS
+    from analysis.views.shown import CHART_RUNS, chart_runs
+
+    if len(runs) <= CHART_RUNS:
+        return runs, board
+    columns = st.columns([1, 2])
+    asked = metric is None
+    if metric is None:
+        metric = select(
+            f"{verb}: the best {CHART_RUNS} runs by",
+            list(views.LEADERBOARD_METRICS),
+            state=f"{page}_drawn_metric",
+            container=columns[0],
+            format_func=lambda k: LABELS.get(k, k),
+        )
+    search = columns[1 if asked else 0].text_input(
+        "Search the runs by name", key=f"{page}_drawn_search", placeholder="part of a run's name"
+    )
+    if board is None:
+        stored = data.stored_leaderboard(resolve([runs])[0][0], metric)
+        board = stored[0] if stored is not None else compute(views.leaderboard, runs, sort=metric)
+    drawn, caption = chart_runs(board, metric=metric, search=search, verb=verb)
+    st.caption(md(caption))
+    return drawn, board[board["run_id"].isin(drawn)]
 
 
 def need_runs(n: int = 1) -> list[str]:
@@ -126,17 +160,6 @@ def need_runs(n: int = 1) -> list[str]:
         st.info(f"Select at least {n} run{'s' if n > 1 else ''} in the sidebar (or open a workspace / upload a run).")
         st.stop()
     return selected
-
-
-def open_dialogue(run: str, dialogue: str, turn: int | None = None, slot: str | None = None) -> None:
-    """Jump to the dialogue viewer at a run, dialogue, turn (and slot filter)."""
-    values: dict[str, Any] = {"run": run, "dialogue": dialogue, "turn": int(turn) if turn is not None else 0}
-    if slot is not None:
-        values["slot"] = slot
-    if run not in runs():
-        values["runs"] = [*runs(), run]
-    state.put(**values)
-    st.switch_page(DIALOGUE_PAGE)
 
 
 def switch_tab(page: str, label: str) -> None:

@@ -11,7 +11,7 @@ import numpy as np
 import plotly.graph_objects as go
 
 
-def _array(values: Any) -> np.ndarray:
+def numbers(values: Any) -> np.ndarray:
     """A Plotly array as numbers: plain lists, tuples, numpy arrays or typed binary (`bdata`)."""
     if isinstance(values, dict) and "bdata" in values:
         flat = np.frombuffer(base64.b64decode(values["bdata"]), dtype=np.dtype(values["dtype"]))
@@ -29,7 +29,7 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
     for trace in list(fig.data):
         if trace.type != "heatmap" or trace.z is None or trace.x is None or trace.y is None:
             continue
-        z = _array(trace.z)
+        z = numbers(trace.z)
         rows, columns = np.nonzero(~np.isnan(z))
         if not len(rows):
             continue
@@ -37,7 +37,7 @@ def clickable_cells(fig: go.Figure) -> go.Figure:
         # customdata per point: the cell's value, then the heatmap's own customdata of that cell (if any)
         data = [z[rows, columns]]
         if trace.customdata is not None:
-            data.append(_array(trace.customdata)[rows, columns])
+            data.append(numbers(trace.customdata)[rows, columns])
         template = trace.hovertemplate or "%{y} · %{x}: %{z}<extra></extra>"
         for old, new in (("%{customdata}", "%{customdata[1]}"), ("%{customdata:", "%{customdata[1]:")):
             template = template.replace(old, new)

@@ -27,13 +27,14 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
+from analysis.formats.reading import limit as read_limit
 from analysis.isolated import Unrecognised, load_entry_isolated
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored, score_run
 from analysis.store import runs as store_runs
 from analysis.store import views as store_views
-from analysis.workspace import RunEntry, Workspace, load_entry, read_manifest
+from analysis.workspace import RunEntry, Workspace, read_manifest
 from ui import errors
 
 DECLARED = "declared"
@@ -144,15 +145,12 @@ def forget_manifest() -> None:
     _manifest.clear()
 
 
-def _load_entry(source: RunSource, pred_data: bytes | None = None, gold_data: bytes | None = None) -> Run | str:
-    try:
-        return load_entry(source.entry, pred_data=pred_data, gold_data=gold_data)
-    except InputError as exc:
-        return str(exc)
-    except (ValueError, KeyError, TypeError) as exc:  # a file no declared format can read
-        return f"{source.pred}: cannot load: {' '.join(str(exc).split())}"
-    except Exception as exc:  # anything else (an encrypted zip, ...): one short line, the traceback logged
-        return errors.message(exc, f"loading {Path(source.pred).name}")
+def _load_entry(source: RunSource) -> Run | str:
+    """A workspace run the server has not read yet, parsed in a worker process within its CPU and memory
+    limits (`analysis.isolated`): a slow or huge file holds this session's thread waiting, never the
+    interpreter every other session and the health check share. Its one-line error otherwise."""
+    loaded = load_entry_isolated(source.entry, None, None)
+    return loaded.error if isinstance(loaded, Unrecognised) else loaded
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -526,8 +524,12 @@ def trim_memory() -> None:
 
 def upload_limit_mb(workspace: Workspace | None) -> float:
     """The upload limit in MB (`analysis.safety`: DST_MAX_UPLOAD_MB, the manifest's [dashboard]
-    max_upload_mb, else 200)."""
-    return upload_limit_bytes(workspace.settings if workspace is not None else None) / 1024 / 1024
+    max_upload_mb, else 200), and never more than the readers read (`DST_MAX_FILE_BYTES`, 64 MiB): a larger
+    upload would only be refused after the server had received it whole (a 190 MiB one held +182 MB)."""
+    allowed = upload_limit_bytes(workspace.settings if workspace is not None else None)
+    with contextlib.suppress(InputError):  # a mistyped variable: the reader says so when the file is read
+        allowed = min(allowed, read_limit("file_bytes"))
+    return allowed / 1024 / 1024
 
 
 def _found(pair: Any, tables: tuple[str, ...]) -> Any | None:
@@ -571,9 +573,25 @@ def stored_view(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, A
         return None
     try:
         return _stored_answer(query)
-    except InputError as exc:
-        errors.log.warning("%s", exc)
+    except InputError as exc:  # a damaged entry: removed (one warning line), the view computed and rescored
+        _healed(args, store_views.heal(query, exc))
         return None
+
+
+def _healed(args: Sequence[Any], removed: set[str]) -> None:
+    """The runs of a view's arguments whose store entries `store_views.heal` removed: their scored tables,
+    read from those entries, are dropped from this process's cache, so the view computed next scores them
+    again and stores them whole (a run whose other tables were fine would otherwise stay unstored)."""
+    if not removed:
+        return
+    pairs = [a for arg in args for a in (arg if isinstance(arg, list) else [arg]) if _is_source(a)]
+    for source, choice in pairs:
+        if source.uploaded:
+            continue
+        convention = effective_convention(source, choice)
+        with contextlib.suppress(OSError):
+            if store_runs.key(source.entry, convention) in removed:
+                _score.clear(source.key, convention, source)
 
 
 def stores(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any] | None = None) -> bool:
@@ -593,7 +611,7 @@ def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None)
         return None
     try:
         board = _stored_answer(query)
-    except InputError as exc:
-        errors.log.warning("%s", exc)
+    except InputError as exc:  # a damaged entry: removed (one warning line), the board computed and rescored
+        _healed([list(pairs)], store_views.heal(query, exc))
         return None
     return board, board_caption(board, [e.convention for e in query.entries])

@@ -1,7 +1,8 @@
 """Deep links: the URL's query parameters <-> the shared session state.
 
 `?page=dialogue&runs=a,b&run=a&dialogue=MUL0001&turn=3&slot=hotel-area&convention=exact` opens the
-same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`). Parameters
+same view in another browser; `view` names the chosen tab of a page with tabs (`ui.tabs`); `diff` the difference whose turns a page lists
+(`ui.differences`); `reviewer` and `review_*` the Review page's reviewer name and queue filters. Parameters
 are applied when they differ from what this session last wrote (a pasted link, a reload), and rewritten
 after every run of a page.
 
@@ -19,10 +20,16 @@ from typing import Any
 import streamlit as st
 
 from analysis.conventions import CONVENTIONS
-from ui import state
+from analysis.review.items import MAX_REVIEWER
+from ui import differences, state
 from ui.data import DECLARED
 
-PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view")
+PARAMS = ("page", "runs", "run", "dialogue", "turn", "slot", "convention", "compare", "view", "diff")
+# The Review page's reviewer name and queue filters (URL parameter = state key), so a reload keeps them; the
+# name is written on every page (the viewer's tag form uses it too), the filters on the Review page.
+REVIEWER = "reviewer"
+REVIEW_FILTERS = ("review_runs", "review_domain", "review_slot", "review_outcome", "review_tag", "review_status")
+REVIEW_CHECKED = ("review_domain", "review_slot", "review_outcome", "review_tag", "review_status")
 
 
 def quoted(value: str, limit: int = 60) -> str:
@@ -72,7 +79,22 @@ def apply(page_paths: dict[str, str], current_page: str) -> None:
     if params.get("view"):
         view = state.view_state(page if page in page_paths else current_page)
         values[view] = pending[view] = params["view"]
+    if params.get(REVIEWER):
+        values[REVIEWER] = params[REVIEWER].strip()[:MAX_REVIEWER]
+    if params.get("review_runs"):
+        values["review_runs"] = [r for r in params["review_runs"].split(",") if r in known]
+    for name in REVIEW_CHECKED:  # checked by the filter's select box against its choices (`state.select`)
+        if params.get(name):
+            values[name] = pending[name] = params[name]
     st.session_state[state.PENDING] = pending
+    if params.get("diff"):  # the difference whose turns a page lists (ui.differences): page|A|B|domain|slot
+        picked = differences.from_link(params["diff"])
+        if picked is None:
+            notes.append(
+                f"diff in the link is not page|run A|run B|domain|slot[|B's name], ignored: {quoted(params['diff'])}"
+            )
+        else:
+            values[differences.STATE] = picked
     if params.get("turn"):
         try:
             values["turn"] = int(params["turn"])
@@ -103,6 +125,16 @@ def write(page: str) -> None:
     view = state.get(state.view_state(page))
     if view and state.view_state(page) not in unchecked:
         params["view"] = str(view)
+    if state.get(REVIEWER):
+        params[REVIEWER] = str(state.get(REVIEWER))
+    if page == "review":
+        for name in REVIEW_FILTERS:
+            value = state.get(name)
+            if value and name not in unchecked:
+                params[name] = ",".join(value) if isinstance(value, list) else str(value)
+    picked = state.get(differences.STATE)
+    if picked and picked[0] == page:
+        params["diff"] = differences.to_link(picked)
     if state.get("turn") is not None and state.get("dialogue"):
         params["turn"] = str(state.get("turn"))
     choice = state.convention_choice()

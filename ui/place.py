@@ -19,31 +19,10 @@ from analysis import export
 from analysis.escaping import literal_point
 from analysis.figures import OUTCOME_COLOURS
 from analysis.suite import LABELS
+from analysis.wording import COLUMN_LABELS as COLUMN_LABELS  # the Review page names outcomes with it
+from analysis.wording import label
 from ui import data
 
-# Column names as people read them; frames keep their machine names.
-COLUMN_LABELS: dict[str, str] = {
-    **LABELS,
-    "run_id": "run",
-    "n_turns": "turns",
-    "n_dialogues": "dialogues",
-    "n_warnings": "alignment warnings",
-    "warnings": "warning details",
-    "slot_name": "slot",
-    "f1": "F1",
-    "wrong_value": "wrong value",
-    "dialogue_id": "dialogue",
-    "turn_index": "turn",
-    "first_error_turn": "first error turn",
-    "error_turns": "turns with errors",
-    "n_errors": "errors",
-    "n_new": "new errors",
-    "n_inherited": "inherited errors",
-    "gold_changes": "gold changed this turn",
-    "pred_changes": "prediction changed this turn",
-    "gold_change": "gold Δ",
-    "pred_change": "pred Δ",
-}
 # Pale backgrounds behind the text marker, so the marker (not the colour) carries the meaning.
 _TINTS = {k: v + "33" for k, v in OUTCOME_COLOURS.items()}
 
@@ -271,13 +250,25 @@ _SHARES = {"share", "acc_a", "acc_b", "gap", "score", "jaccard", "consistency", 
 def _formats(columns: Sequence[str]) -> dict[str, Any]:
     """Four decimals for metrics, percentages for shares (display only; values stay exact)."""
     config: dict[str, Any] = {}
+    headers = _headers(columns)
     for column in columns:
-        label = COLUMN_LABELS.get(column, column.replace("_", " "))
+        header = headers[column]
         if column == "share":
-            config[label] = st.column_config.NumberColumn(label, format="percent")
+            config[header] = st.column_config.NumberColumn(header, format="percent")
         elif column in _SHARES or column in LABELS or column in {"jga", "precision", "recall", "f1"}:
-            config[label] = st.column_config.NumberColumn(label, format="%.4f")
+            config[header] = st.column_config.NumberColumn(header, format="%.4f")
     return config
+
+
+def _headers(columns: Sequence[str]) -> dict[str, str]:
+    """Each column's header (`analysis.wording.label`); a header another column of the table already
+    shows (a frame with both `seeds` and `n_seeds`, say) keeps its machine name: two equal headers are one
+    table Arrow refuses."""
+    headers: dict[str, str] = {}
+    for column in columns:
+        header = label(column)
+        headers[column] = column if header in headers.values() or (header != column and header in columns) else header
+    return headers
 
 
 def show_table(
@@ -298,7 +289,7 @@ def show_table(
     """
     frame = _frame(frame_or_rows).reset_index(drop=True)
     shown = frame[list(columns)] if columns is not None else frame
-    display = shown.rename(columns={c: COLUMN_LABELS.get(c, c.replace("_", " ")) for c in shown.columns})
+    display = shown.rename(columns=_headers(shown.columns))
     styled: Any = display
     if "outcome" in shown.columns and len(shown) and len(shown) <= 2000:
         outcome_values = shown["outcome"].astype(str).to_numpy()
@@ -310,15 +301,15 @@ def show_table(
     config = _formats(shown.columns)
     if na_rep is not None:
         missing = [
-            label
-            for column, label in zip(shown.columns, display.columns, strict=True)
+            header
+            for column, header in zip(shown.columns, display.columns, strict=True)
             if pd.api.types.is_float_dtype(shown[column]) and shown[column].isna().any()
         ]
         if missing:
             styler = display.style if isinstance(styled, pd.DataFrame) else styled  # Styler loads jinja2: not before
             styled = styler.format("{:.4f}", na_rep=na_rep, subset=missing)
             # The browser shows a number cell's styled text only when its column sets no format of its own.
-            config.update({label: st.column_config.NumberColumn(label) for label in missing})
+            config.update({header: st.column_config.NumberColumn(header) for header in missing})
     _table_exports(shown, key=key, name=name, na_rep="–" if na_rep is None else na_rep, export_as=export_as)
     kwargs: dict[str, Any] = {"hide_index": True, "width": "stretch", "column_config": config}
     if height is not None:

@@ -301,8 +301,11 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
 def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
     """The Review page's error items and episodes of the selected runs (the slow part of its first visit:
     about 2 s for 100 MultiWOZ-size runs)."""
+    from analysis.views.shown import CHART_RUNS
     from ui import review
 
+    if len(runs) > CHART_RUNS:  # the page reviews the best few by a metric it chooses (`ui.drawn_runs`)
+        return
     args = ui.resolve([runs], sources, choice)[0]
     data.compute(review.review_errors, args, {}, choice)
     data.compute(review.review_episodes, args, {}, choice)
@@ -310,15 +313,17 @@ def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str)
 
 def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) -> None:
     """The Reconcile page's run (the focus run) scored under its conventions (the session's, else the
-    default five), and the flips of its default pair attributed to their causes (kept in the cached
+    run's own, its lenient variant and the default five), and the flips of its default pair attributed to their causes (kept in the cached
     reconciliation). An uploaded run's reconciliation is its session's: not computed here."""
-    from analysis.reconcile.core import DEFAULT_CONVENTIONS
     from ui import reconcile
 
     source = sources.get(focus)
     if source is None or source.upload is not None:
         return
-    conventions = tuple(session.get("reconcile_conventions") or DEFAULT_CONVENTIONS)
+    conventions = tuple(
+        session.get("reconcile_conventions")
+        or data.compute(reconcile.default_conventions, [data.Loaded(source)], {}, data.DECLARED)
+    )
     rec = data.compute(reconcile.reconciled, [data.Loaded(source)], {"conventions": conventions}, data.DECLARED)
     if isinstance(rec, str) or len(conventions) < 2:
         return

@@ -3,9 +3,11 @@ computed through `ui.compute` and kept whole (its per-pair attributions are comp
 
 from __future__ import annotations
 
+from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.model import Run
-from analysis.reconcile.core import Reconciliation, reconcile
+from analysis.reconcile.core import DEFAULT_CONVENTIONS, Reconciliation, reconcile
+from analysis.reconcile.gap import gap_conventions, informative_pair
 
 
 def reconciled(run: Run | str, *, conventions: tuple[str, ...]) -> Reconciliation | str:
@@ -21,10 +23,25 @@ def reconciled(run: Run | str, *, conventions: tuple[str, ...]) -> Reconciliatio
         return str(exc)
 
 
+def default_conventions(run: Run | str) -> tuple[str, ...]:
+    """The conventions the page opens with: the run's own, its lenient variant, then the default ones."""
+    if isinstance(run, str):
+        return DEFAULT_CONVENTIONS
+    return tuple(gap_conventions(run.meta.convention))
+
+
 def default_pair(rec: Reconciliation) -> tuple[str, str] | None:
-    """The pair of conventions with the most flipped turns (the first pair when none flips)."""
-    counts = rec.flip_counts()
-    if counts.empty:
+    """The informative pair: the run's own convention (the first listed when it is not among them) and the
+    convention that flips the most turns against it (None when fewer than two conventions)."""
+    return informative_pair(rec)
+
+
+def lenient_offer(rec: Reconciliation, a: str, b: str) -> str | None:
+    """The lenient variant of a or b to offer when slot naming causes flips between them and it is not shown."""
+    if not rec.causes(a, b).get("slot_alias"):
         return None
-    best = counts.sort_values("count", ascending=False, kind="stable").iloc[0]
-    return str(best["a"]), str(best["b"])
+    for name in (a, b):
+        lenient = f"{name}-lenient"
+        if lenient in CONVENTIONS and lenient not in rec.conventions:
+            return lenient
+    return None

@@ -41,6 +41,7 @@ from analysis.review.analysis import review_errors as review_errors
 from analysis.review.items import MAX_COMMENT, MAX_REVIEWER, Item, _check_reviewer, taxonomy
 from analysis.review.store import AnnotationStore, StoreError, annotations_csv, annotations_json, default_url
 from analysis.scoring import Scored
+from ui import errors
 from ui.text import md
 
 REVIEWER = "reviewer"
@@ -275,7 +276,16 @@ def tag_form(item: Item, *, key: str, ask_reviewer: bool = True, frame: pd.DataF
     widgets = (f"{key}_tags_{digest}", f"{key}_comment_{digest}")
     with st.form(key=f"{key}_form_{digest}", border=True):
         st.text(f"Tag: {_describe(item)}" + (f" · as {who}" if who else ""))
-        st.multiselect("Tags", annotations.tags, default=tags, key=widgets[0], disabled=not who, placeholder="tags")
+        # No "Select all" (Streamlit offers one by default): one click put every tag of the taxonomy on an item.
+        st.multiselect(
+            "Tags",
+            annotations.tags,
+            default=tags,
+            key=widgets[0],
+            disabled=not who,
+            placeholder="tags",
+            select_all=False,
+        )
         st.text_input("Comment", value=comment, key=widgets[1], disabled=not who, max_chars=MAX_COMMENT)
         st.form_submit_button(
             "Save tags",
@@ -395,6 +405,8 @@ def import_upload(annotations: AnnotationStore, name: str, data: bytes) -> tuple
         changed = (annotations.import_csv if suffix == ".csv" else annotations.import_json)(name, data=data)
     except (InputError, StoreError) as exc:
         return ("error", str(exc))
+    except Exception as exc:  # anything a hostile file still finds: one line, never an error box
+        return ("error", errors.message(exc, f"importing {name}"))
     if changed == 0:
         return ("ok", f"imported {name}: no row changed (nothing in it is newer than what is stored)")
     return ("ok", f"imported {name}: {changed} row{'s' if changed != 1 else ''} changed")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +18,7 @@ from analysis.formats.sniff import brief_text, mapping_option, verdict_text
 from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
+from analysis.wording import short_names
 from ui import data, errors, state
 from ui.data import DECLARED
 from ui.text import md
@@ -283,10 +285,17 @@ def _upload_box() -> None:
         return
     with box:
         limit = data.upload_limit_mb(st.session_state.get("workspace"))
+        # The browser refuses a larger file before sending any of it (the server's own cap, counted while
+        # the body streams in, is `server.maxUploadSize`: scripts/serve.py sets it to this limit).
+        most = max(math.ceil(limit), 1)
         st.file_uploader(
-            "Prediction file", key=_upload_key("w_upload_pred"), help=f"up to {limit:g} MB", on_change=_forget_offer
+            "Prediction file",
+            key=_upload_key("w_upload_pred"),
+            help=f"up to {limit:g} MB",
+            on_change=_forget_offer,
+            max_upload_size=most,
         )
-        st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"))
+        st.file_uploader("Gold file (optional)", key=_upload_key("w_upload_gold"), max_upload_size=most)
         st.selectbox("Format", ["detect", *format_names()], key="w_upload_format")
         st.text_input("Run name", key="w_upload_name", placeholder="from the file name")
         _metadata_widgets("w_upload")
@@ -429,10 +438,27 @@ def render() -> None:
     if st.session_state.get("runs") is None:
         st.session_state["runs"] = known
     sidebar.header("Runs")
-    state.multiselect("Runs shown", known, state="runs", container=sidebar)
+    # Long names shortened where it stays unambiguous: a chip cut at its width made siblings look alike.
+    short = short_names(known)
+    shortened = "; long names are shortened where no other run could match (… stands for the parts left out)"
+    state.multiselect(
+        "Runs shown",
+        known,
+        state="runs",
+        container=sidebar,
+        format_func=lambda r: short.get(r, r),
+        help="the runs every page shows" + (shortened if any(short[r] != r for r in known) else ""),
+    )
     runs = state.selected_runs()
     if runs:
-        state.select("Focus run", runs, state="run", container=sidebar, help="the run of single-run views")
+        state.select(
+            "Focus run",
+            runs,
+            state="run",
+            container=sidebar,
+            format_func=lambda r: short.get(r, r),
+            help="the run of single-run views" + (shortened if any(short[r] != r for r in runs) else ""),
+        )
     conventions = [DECLARED, *CONVENTIONS]
     state.select(
         "Convention",

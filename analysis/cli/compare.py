@@ -1,13 +1,16 @@
 """The ``compare`` sub-command: paired comparison of runs on the same gold (`analysis.compare`).
 
 ``python -m analysis compare --pred A --pred B [--pred C ...] [--gold G] [--convention X]
-[--resamples 1000] [--json]``
+[--resamples 1000] [--min-support 10] [--shared-turns] [--system S --system T ...] [--json]``
 
 Every pair (a, b) in the order given is compared as ``b - a``: every comparable metric overall, per domain
 and per slot, with dialogue-clustered paired bootstrap intervals and p-values, McNemar on turn-level JGA,
 and Holm's correction within each family (the output says which). JSON keys: ``runs``, ``pairs``,
 ``deltas`` (one record per pair, metric, scope and group), ``mcnemar`` (one per pair),
-``multiple_testing``, ``skipped``. Bad input (a file that does not parse, runs on different gold or
+``multiple_testing``, ``skipped``, ``left_out`` (``--shared-turns``: the turns each run loses, and why).
+Every delta carries its support; one whose runs differ in fewer than ``--min-support`` dialogues is not
+tested. ``--system`` (one per ``--pred``) groups the runs by system, each run a seed, and compares the
+systems' seed means with a hierarchical bootstrap (``analysis.seed_compare``). Bad input (a file that does not parse, runs on different gold or
 under different conventions) is one line on stderr, exit 2.
 """
 
@@ -59,6 +62,24 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples (default 1000)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the resampled dialogues (default 0)")
     parser.add_argument("--alpha", type=float, default=0.05, help="significance level after Holm (default 0.05)")
+    parser.add_argument(
+        "--min-support",
+        type=int,
+        default=None,
+        help="test a delta only when the runs differ in at least this many dialogues of its group "
+        "(default 10; below it the delta and its counts are shown, with no interval, p or star)",
+    )
+    parser.add_argument(
+        "--shared-turns",
+        action="store_true",
+        help="compare runs on one gold with turns missing on the turns all of them hold (the turns left out are named)",
+    )
+    parser.add_argument(
+        "--system",
+        action="append",
+        help="the system of each --pred, in the same order (give it once per --pred): the runs of one system are "
+        "its seeds, and systems are compared over seeds and dialogues with a hierarchical bootstrap",
+    )
     parser.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     parser.set_defaults(func=run)
 
@@ -94,7 +115,7 @@ def _metrics(text: str, path: str, fmt: str | None) -> tuple[str, ...] | None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.compare import compare, text_report
+    from analysis.compare import MIN_SUPPORT, compare, text_report
     from analysis.model import RunInfo
     from analysis.store.runs import scored_files
 
@@ -120,9 +141,45 @@ def run(args: argparse.Namespace) -> int:
             store=args.store,
         )
     metrics = _metrics(args.metrics, paths[0], args.format)
-    result = compare(scored, metrics=metrics, n_resamples=args.resamples, seed=args.seed, alpha=args.alpha)
+    min_support = MIN_SUPPORT if args.min_support is None else args.min_support
+    if min_support < 0:
+        raise InputError(paths[0], args.format, f"--min-support has to be 0 or more, got {min_support}")
+    options = {"n_resamples": args.resamples, "seed": args.seed, "alpha": args.alpha, "min_support": min_support}
+    if args.system:
+        return _over_seeds(args, scored, metrics, options)
+    result = compare(scored, metrics=metrics, shared_turns=args.shared_turns, **options)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
         return 0
     print(text_report(result))
+    return 0
+
+
+def _over_seeds(args: argparse.Namespace, scored: dict, metrics: tuple[str, ...] | None, options: dict) -> int:
+    """`--system`: the runs grouped by system (each run a seed), compared with the hierarchical bootstrap."""
+    from analysis import seed_compare
+
+    paths: list[str] = args.pred
+    if len(args.system) != len(paths):
+        raise InputError(
+            paths[0],
+            args.format,
+            f"--system given {len(args.system)} time(s) for {len(paths)} --pred: give one system per prediction file",
+        )
+    systems: dict[str, list] = {}
+    for system, run in zip(args.system, scored.values(), strict=True):
+        systems.setdefault(system, []).append(run)
+    if len(systems) < 2:
+        raise InputError(paths[0], args.format, "--system names one system: compare two systems or more")
+    result = seed_compare.compare_seeds(
+        systems,
+        metrics=metrics or ("jga",),
+        scopes=("overall", "domain"),
+        shared_turns=args.shared_turns,
+        **options,
+    )
+    if args.json:
+        print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
+    else:
+        print(seed_compare.text_report(result))
     return 0

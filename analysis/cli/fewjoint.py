@@ -91,8 +91,34 @@ def render_table(result: FewJointResult) -> str:
     return "\n".join(lines)
 
 
+def _refuse_unaligned(system: Any, gold: str) -> None:
+    """A seed none of whose predictions lands on a gold query (wrong gold, wrong split, keys that do not
+    match) would score every query as wrong and exit 0: an `InputError` naming the file and its first
+    prediction instead."""
+    from analysis.errors import InputError
+
+    status = system.predictions
+    for seed, path, fmt in zip(system.seeds, system.pred_paths, system.formats, strict=True):
+        if (status.loc[status["seed"] == seed, "alignment_status"] != "missing").any():
+            continue
+        extra = system.alignment[(system.alignment["seed"] == seed) & (system.alignment["kind"] == "extra")]
+        first = (
+            f"; its first prediction (domain {extra.iloc[0]['domain']!r}, episode {extra.iloc[0]['episode']}, "
+            f"query {extra.iloc[0]['query_index']}) has no gold query"
+            if len(extra)
+            else ""
+        )
+        raise InputError(
+            path,
+            fmt,
+            f"no prediction aligns with a query of the gold {gold} (nothing to score: are these predictions for "
+            f"this gold and split?){first}",
+        )
+
+
 def run(args: argparse.Namespace) -> int:
-    """Score and print; returns the exit code (0). ``InputError`` propagates to the caller."""
+    """Score and print; returns the exit code (0). ``InputError`` propagates to the caller (exit 2), also
+    when no prediction of a seed aligns with a gold query."""
     from analysis.fewjoint.episodes import GOLD_FORMAT
     from analysis.formats.reading import preflight
 
@@ -102,6 +128,7 @@ def run(args: argparse.Namespace) -> int:
     for path in args.pred:
         preflight(path)
     system = load_fewjoint_system(args.gold, args.pred, name=args.name, shots=args.shots)
+    _refuse_unaligned(system, args.gold)
     result = score_fewjoint(system, averaging=args.averaging)
     for warning in result.warnings:
         print(f"warning: {warning}", file=sys.stderr)

@@ -66,11 +66,35 @@ def _metrics(args: argparse.Namespace) -> int:
         )
     elif args.schema or args.train_schema:
         raise InputError(args.pred, fmt, "--schema and --train-schema apply to the sgd convention only")
+    extra = _explain(args, scored, mapping, result)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
-    print(_table(result, LABELS))
+    print("\n".join([_table(result, LABELS), *extra]))
     return 0
+
+
+def _explain(args: argparse.Namespace, scored: Any, mapping: Any, result: dict[str, Any]) -> list[str]:
+    """The vocabulary check and the published gap (`analysis.cli.explain`), the run parsed only when needed."""
+    from analysis.cli.explain import explain
+    from analysis.loading import load_run
+
+    def load() -> Any:
+        return load_run(
+            args.pred,
+            args.gold,
+            pred_format=args.format,
+            gold_format=args.gold_format,
+            meta=scored.metas[0],
+            pred_deltas=args.pred_deltas,
+            pred_mapping=mapping,
+            gold_field=args.gold_field,
+        )
+
+    try:
+        return explain(args, scored, load, result)
+    except ValueError as exc:
+        raise InputError(args.pred, scored.metas[0].formats[0], str(exc)) from None
 
 
 def _fmt(value: Any) -> str:
@@ -83,11 +107,28 @@ def _table(result: dict[str, Any], labels: dict[str, str]) -> str:
         f"run {run['run_id']}  ({' + '.join(run['formats'])})  convention: {result['convention']}"
         + (f" (subtask {result['subtask']})" if result.get("subtask") else ""),
         f"{result['n_dialogues']} dialogues, {result['n_turns']} turns",
-        "",
     ]
+    for found in result.get("gold_input", {}).values():  # how the scorer met the gold, when it was not as given
+        if found["status"] != "as given" or "values to predict" in found["note"]:
+            lines.append(f"gold {found['status']}: {found['note']}")
+    lines.append("")
     width = max(len(v) for v in labels.values())
-    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in labels if k in result]
-    if result.get("not_applicable"):
+    lead = result.get("scorer_metrics")
+    shown = [k for k in labels if k in result]
+    if lead:  # the scorer's own lines first, in its order and under its names; then the rest, this tool's
+        own = [m["metric"] for m in lead["metrics"]]
+        name_width = max(len(m["name"]) for m in lead["metrics"])
+        lines.append(lead["heading"][0].upper() + lead["heading"][1:] + ":")
+        lines += [
+            f"  {m['name']:<{name_width}}  {_fmt(result[m['metric']])}  ({labels[m['metric']]})"
+            for m in lead["metrics"]
+        ]
+        lines += ["", "Other metrics (this tool's, not printed by that scorer):"]
+        shown = [k for k in shown if k not in own]
+    lines += [f"  {labels[k]:<{width}}  {_fmt(result[k])}" for k in shown]
+    if result.get("unread_gold"):
+        lines += ["", f"Every metric n/a: {result['unread_gold']}"]
+    elif result.get("not_applicable"):
         from analysis.suite import not_applicable_text
 
         lines += ["", not_applicable_text(result["not_applicable"])]
@@ -180,6 +221,12 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     m.add_argument("--schema", help="sgd: the evaluated split's schema.json (default: one beside the gold files)")
     m.add_argument("--train-schema", help="sgd: the training schema.json; its services are seen, the others unseen")
     m.add_argument("--group-by", help="also JGA per value of this column (turn_index, type, domain, slot)")
+    m.add_argument(
+        "--published",
+        type=float,
+        metavar="JGA",
+        help="the JGA the paper publishes (fraction or percentage): the gap to it, decomposed into causes",
+    )
     m.add_argument("--json", action="store_true", help="one JSON object, values as fractions in [0, 1]")
     m.set_defaults(func=_metrics)
     f = sub.add_parser("formats", help="list the supported formats with an example each")

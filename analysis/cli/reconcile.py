@@ -1,6 +1,6 @@
 """The ``reconcile`` sub-command: one prediction file under several conventions, and why they differ.
 
-``python -m analysis reconcile --pred P [--gold G] [--conventions exact,trade,dstc9,mwzeval,convlab3]
+``python -m analysis reconcile --pred P [--gold G] [--conventions OWN,OWN-lenient,exact,trade,dstc9,mwzeval,convlab3]
 [--json] [--no-causes] [--examples N]``
 
 JSON (values as fractions in [0, 1], NaN as null)::
@@ -29,7 +29,9 @@ from analysis.errors import InputError
 from analysis.formats import format_names
 from analysis.model import Run
 from analysis.reconcile.core import CAUSE_LABELS, DEFAULT_CONVENTIONS, METRIC_LABELS, Reconciliation, reconcile
+from analysis.reconcile.gap import gap_conventions
 from analysis.scoring import Scored
+from analysis.suite import gold_inputs
 
 __all__ = ["parse_conventions", "register", "render_table", "run"]
 
@@ -57,8 +59,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--gold-format", choices=format_names(), help="force the gold file's format")
     parser.add_argument(
         "--conventions",
-        default=",".join(DEFAULT_CONVENTIONS),
-        help=f"comma-separated, in pair order (default: {','.join(DEFAULT_CONVENTIONS)}; known: {', '.join(CONVENTIONS)})",
+        default=None,
+        help="comma-separated, in pair order (default: the run's own convention, its lenient variant, then "
+        f"{','.join(DEFAULT_CONVENTIONS)}; known: {', '.join(CONVENTIONS)})",
     )
     parser.add_argument("--no-causes", action="store_true", help="flip counts only (skip the counterfactual scoring)")
     parser.add_argument("--examples", type=int, default=5, help="responsible slots listed per pair (default 5)")
@@ -87,10 +90,13 @@ def run(args: argparse.Namespace) -> int:
     from analysis.loading import load_run
     from analysis.store.runs import scored_files
 
-    names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
     # The flips' causes need the parsed run; its tables under each convention are read back from the score
     # store when it holds them, else scored and stored.
     loaded = load_run(args.pred, args.gold, pred_format=args.format, gold_format=args.gold_format)
+    if args.conventions is None:
+        names = gap_conventions(loaded.meta.convention)
+    else:
+        names = parse_conventions(args.conventions, path=args.pred, fmt=args.format)
 
     def score(run: Run, convention: Convention) -> Scored:
         return scored_files(
@@ -105,6 +111,8 @@ def run(args: argparse.Namespace) -> int:
 
     rec = reconcile(loaded, names, score=score)
     result = rec.to_dict(causes=not args.no_causes, examples=max(args.examples, 0))
+    # How each scorer-named convention met the gold: as given, prepared as its own pipeline does, or n/a.
+    result["gold_input"] = {name: found for name, s in rec.scored.items() for found in gold_inputs(s).values()}
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -120,7 +128,7 @@ def render_table(rec: Reconciliation, result: dict[str, Any]) -> str:
     """Readable report: metrics per convention, flip counts per pair, causes and a few examples."""
     meta = rec.run.meta
     names = list(result["conventions"])
-    width = max(12, *(len(n) for n in names))
+    width = max(12, *(len(n) + 2 for n in names))  # two spaces at least between two conventions' names
     first = max(24, *(len(label) + 1 for label in METRIC_LABELS.values()))  # the label column
     lines = [
         f"run {meta.run_id}  ({' + '.join(meta.formats)})  {result['n_turns']} turns",
@@ -129,6 +137,9 @@ def render_table(rec: Reconciliation, result: dict[str, Any]) -> str:
     ]
     for key, label in METRIC_LABELS.items():
         lines.append(f"{label:<{first}}" + "".join(f"{_fmt(result['conventions'][n][key]):>{width}}" for n in names))
+    for name, found in result.get("gold_input", {}).items():
+        if found["status"] != "as given" or "values to predict" in found["note"]:
+            lines.append(f"  {name}: gold {found['status']}: {found['note']}")
     lines += ["", "Turns whose joint correctness flips (a|b: total, correct under a only / under b only):"]
     for key, entry in result["flips"].items():
         lines.append(f"  {key:<22} {entry['count']:>6}   ({entry['only_a']} / {entry['only_b']})")

@@ -35,6 +35,7 @@ Every run keeps one colour in every file: `figures.run_colours` over the workspa
 from __future__ import annotations
 
 import contextlib
+import functools
 import html
 import logging
 import os
@@ -42,7 +43,8 @@ import re
 import signal
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,7 +63,7 @@ from analysis.export.latex import CJK_RANGES as _CJK_RANGES
 from analysis.model import dialogue_key
 from analysis.palette import grayscale_safe
 from analysis.registry import LABELS, REPORT_METRICS
-from analysis.scoring import Scored, combine
+from analysis.scoring import Scored
 from analysis.store import runs as store_runs
 from analysis.workspace import Workspace, load_workspace, read_manifest
 
@@ -70,6 +72,14 @@ LEVEL = 0.95
 FEWJOINT_LABELS = {"intent_accuracy": "intent accuracy", "slot_f1": "slot F1", "sentence_accuracy": "sentence accuracy"}
 PAIRWISE_METRICS = ("jga", "slot_f1_micro")  # the report's pairwise table (overall, every pair on one gold)
 MIN_SHARED = 0.5  # share of the smaller run's dialogues two runs must share to count as parallel
+# Scored runs the report holds in memory at once when the score store keeps them: the others are read back
+# from it when a part of the report needs them (a report of 500 MultiWOZ-size runs held every one: 5.9 GB).
+RUNS_AT_ONCE = 4
+# Runs of one gold in the pairwise table: beyond it, the best by JGA (every pair of 500 runs is 124,750
+# rows, and `compare` holds every run it compares: the report holds at most this many, or RUNS_AT_ONCE,
+# runs at once); the caption says so.
+PAIRWISE_RUNS = 10
+SEED_RUNS = 20  # runs of one gold the seeds comparison holds at once (it reads every seed of every system)
 # Per-slot and per-value figures show this many bars: a single ACL column (3.3 in wide, about 3.3 in tall)
 # at 8 pt type; the caption counts the rest.
 TOP_N = 15
@@ -270,34 +280,123 @@ def fewjoint_seeds_table(result: Any) -> pd.DataFrame:
 # --- planning ------------------------------------------------------------------------------------
 
 
-def _score_all(workspace: Workspace, convention: str | None) -> dict[str, Scored]:
-    """Every run scored, through the score store: a warm store is read back, no run parsed or scored."""
-    return store_runs.score_workspace(workspace, convention)
+def _score_all(workspace: Workspace, convention: str | None) -> Mapping[str, Scored]:
+    """Every run scored, through the score store: a warm store is read back, no run parsed or scored.
+    With a store, a `StoredRuns` (at most `RUNS_AT_ONCE` runs in memory, the others read back when asked);
+    without one (`DST_CACHE_DIR=""`), every scored run in a dict."""
+    from analysis.store import entries as store_entries
+
+    if store_entries.store_root() is None:
+        return store_runs.score_workspace(workspace, convention)
+    return StoredRuns(workspace, convention)
 
 
-def _cis_by_run(scoreds: dict[str, Scored], *, n_resamples: int) -> pd.DataFrame:
+class StoredRuns(Mapping[str, Scored]):
+    """A workspace's scored runs by name, each scored into the score store once (or found there) and read
+    back from it when asked; at most `keep` of them held at once (the most recently asked). A run that
+    does not load goes to `workspace.failed` with its one-line error, as `store_runs.score_workspace` does."""
+
+    def __init__(self, workspace: Workspace, convention: str | None, *, keep: int = RUNS_AT_ONCE) -> None:
+        from analysis.errors import InputError
+
+        self._keep = max(1, keep)
+        self._held: OrderedDict[str, Scored] = OrderedDict()
+        self._read: dict[str, Callable[[], Scored]] = {}
+        self.most_held = 0  # the largest number of runs held at once (tests)
+        failed: dict[str, str] = {}
+        for entry in workspace.entries:
+            if entry.name in workspace.failed:
+                continue
+            loaded = workspace.runs.get(entry.name)
+            given = None if loaded is None else functools.partial(_given, loaded)
+            chosen = convention or entry.meta.convention
+            read = functools.partial(store_runs.scored, entry, chosen, given)
+            try:
+                if store_runs.stored(entry, chosen, tables=("turns", "slots")) is None:
+                    self._hold(entry.name, read())  # scored and stored now; a stored run is read when asked
+            except InputError as exc:
+                failed[entry.name] = str(exc)
+                continue
+            except ValueError as exc:
+                raise InputError(str(workspace.path), "workspace", f"run {entry.name}: {exc}") from None
+            except OSError as exc:  # a file that cannot be read to key it (a FIFO is not read): its one line
+                failed[entry.name] = f"{exc.filename or entry.pred}: {exc.strerror or exc}"
+                continue
+            self._read[entry.name] = read
+        if failed:
+            workspace.failed = {**failed, **workspace.failed}
+
+    def _hold(self, name: str, scored: Scored) -> Scored:
+        self._held[name] = scored
+        self._held.move_to_end(name)
+        while len(self._held) > self._keep:
+            self._held.popitem(last=False)
+        self.most_held = max(self.most_held, len(self._held))
+        return scored
+
+    def __getitem__(self, name: str) -> Scored:
+        if name in self._held:
+            self._held.move_to_end(name)
+            return self._held[name]
+        if name not in self._read:
+            raise KeyError(name)
+        return self._hold(name, self._read[name]())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._read)
+
+    def __len__(self) -> int:
+        return len(self._read)
+
+
+def _given(run: Any) -> Any:
+    return run
+
+
+def _cis_by_run(scoreds: Mapping[str, Scored], *, n_resamples: int) -> pd.DataFrame:
     """Intervals of the leaderboard metrics, the runs of each convention combined (shared resamples)."""
-    groups: dict[str, list[Scored]] = {}
-    for scored in scoreds.values():
-        groups.setdefault(scored.convention.name, []).append(scored)
+    return _cis_of([_ci_parts(s, n_resamples) for s in scoreds.values()], n_resamples=n_resamples)
+
+
+@dataclass
+class _CiParts:
+    """What the leaderboard's intervals need of one run (`_ci_parts`): its convention, its per-dialogue
+    sums (`stats.RunParts`) and, under the sgd convention, the SGD evaluator's interval rows."""
+
+    convention: str
+    parts: stats.RunParts
+    evaluator: dict[str, dict[str, Any]]
+
+
+def _ci_parts(scored: Scored, n_resamples: int) -> _CiParts:
+    evaluator: dict[str, dict[str, Any]] = {}
+    if scored.convention.name == "sgd":
+        from analysis.sgd.views import interval_row
+
+        for metric in CI_METRICS:
+            row = interval_row(scored, metric, n_resamples, LEVEL)
+            if row is not None:
+                evaluator[metric] = row
+    return _CiParts(scored.convention.name, stats.run_parts(scored, CI_METRICS), evaluator)
+
+
+def _cis_of(runs: Sequence[_CiParts], *, n_resamples: int) -> pd.DataFrame:
+    """`stats.bootstrap_ci(combine(runs of a convention), metric, by="run_id")` per convention and metric,
+    from each run's parts (`stats.runs_bootstrap_ci`: the same numbers, no run's tables held)."""
+    groups: dict[str, list[_CiParts]] = {}
+    for run in runs:
+        groups.setdefault(run.convention, []).append(run)
     frames = []
     for members in groups.values():
-        pooled = combine(members) if len(members) > 1 else members[0]
         for metric in CI_METRICS:
-            frame = stats.bootstrap_ci(pooled, metric, by="run_id", n_resamples=n_resamples, level=LEVEL)
-            assert isinstance(frame, pd.DataFrame)
-            frames.append(_evaluators(frame, members, metric, n_resamples))
+            frame = stats.runs_bootstrap_ci([m.parts for m in members], metric, n_resamples=n_resamples, level=LEVEL)
+            frames.append(_evaluators(frame, [m.evaluator.get(metric) for m in members]))
     return pd.concat(frames, ignore_index=True)
 
 
-def _evaluators(frame: pd.DataFrame, members: list[Scored], metric: str, n_resamples: int) -> pd.DataFrame:
+def _evaluators(frame: pd.DataFrame, rows: list[dict[str, Any] | None]) -> pd.DataFrame:
     """Under the sgd convention, JGA (and AGA) are the SGD evaluator's, as on the dashboard's leaderboard."""
-    if not any(s.convention.name == "sgd" for s in members):
-        return frame
-    from analysis.sgd.views import interval_row
-
-    for scored in members:
-        row = interval_row(scored, metric, n_resamples, LEVEL) if scored.convention.name == "sgd" else None
+    for row in rows:
         if row is not None:
             at = frame.index[frame["run_id"] == row["run_id"]]
             frame.loc[at, list(row)] = pd.DataFrame([row], index=at)
@@ -338,6 +437,33 @@ def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFr
         table[f"{label} high"] = table["run"].map(part["high"]).astype(float)
         intervals[label] = (f"{label} low", f"{label} high")
     return table, intervals
+
+
+def scorer_items(board: pd.DataFrame) -> list[TableItem]:
+    """Per convention named after a scorer (with its lines declared, `registry.SCORER_METRICS`): the runs
+    under it with what that scorer prints, in its order and under its own names, as the report's first
+    tables; the leaderboard after them holds the rest."""
+    items = []
+    names = board["convention"].astype("str").str.split(" (", n=1, regex=False).str[0]
+    for name in dict.fromkeys(names):
+        runs = board[names == name]
+        heading, lead = views.scorer_lead(runs)
+        if not lead:
+            continue
+        table = runs[["run_id", "convention", "n_turns"]].rename(columns={"run_id": "run", "n_turns": "turns"})
+        for metric, label in lead:
+            table[label] = runs[metric].astype(float).to_numpy()
+        mapping = ", ".join(f"{label} is {LABELS[metric]}" for metric, label in lead)
+        items.append(
+            TableItem(
+                f"scorer_{name}",
+                f"{heading[0].upper()}{heading[1:]}: its own metrics, in its order and under its names ({mapping}). "
+                "The leaderboard that follows holds the rest, this tool's metrics.",
+                table.reset_index(drop=True),
+                {"label": f"tab:scorer-{name}", "na_rep": "n/a"},
+            )
+        )
+    return items
 
 
 def _leaderboard_item(board: pd.DataFrame, cis: pd.DataFrame, *, n_resamples: int) -> TableItem:
@@ -415,10 +541,17 @@ def pair_kind(a: Scored, b: Scored) -> str:
     return f"Same-language ({ma.language or 'language not given'}{what})"
 
 
-def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list[tuple[str, str]]:
+def crosslingual_pairs(
+    workspace: Workspace,
+    scoreds: Mapping[str, Scored],
+    *,
+    metas: Mapping[str, Any] | None = None,
+    keys: Mapping[str, set[str]] | None = None,
+) -> list[tuple[str, str]]:
     """Pairs of runs over the same dialogues in two languages or datasets: the manifest's `[[mappings]]`
     first, then runs of one system and history mode that differ in language or dataset and share at
-    least half of the smaller run's dialogues."""
+    least half of the smaller run's dialogues. `metas`, `keys`: each run's metadata and dialogue pairing
+    keys when the caller has them already (else read from the runs)."""
     pairs: list[tuple[str, str]] = []
     seen: set[frozenset[str]] = set()
 
@@ -430,8 +563,11 @@ def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list
     for entry in workspace.mappings:
         if isinstance(entry.get("a"), str) and isinstance(entry.get("b"), str):
             add(entry["a"], entry["b"])
-    metas = {r: s.metas[0] for r, s in scoreds.items()}
-    keys = {r: set(dialogue_key(s.turns["dialogue_id"]).unique()) for r, s in scoreds.items()}
+    if metas is None or keys is None:
+        metas, keys = {}, {}
+        for r, s in scoreds.items():
+            metas[r] = s.metas[0]
+            keys[r] = set(dialogue_key(s.turns["dialogue_id"]).unique())
     runs = list(scoreds)
     for i, a in enumerate(runs):
         for b in runs[i + 1 :]:
@@ -446,16 +582,20 @@ def crosslingual_pairs(workspace: Workspace, scoreds: dict[str, Scored]) -> list
     return pairs
 
 
-def comparability_notes(board: pd.DataFrame, scoreds: Sequence[Scored]) -> list[str]:
+def comparability_notes(
+    board: pd.DataFrame, scoreds: Sequence[Scored], *, groups: list[list[str]] | None = None
+) -> list[str]:
     """Every note on what keeps the runs' numbers from being compared, for the index and main.tex: the
     Overview's warnings (dataset or version, split, convention, history mode: `views.comparability_warnings`),
     runs comparable by those but not on the same gold (`views.gold_groups`: other dialogues, turns or gold
     states), metrics that do not apply to a run (`views.not_applicable_notes`), and how a run's predictions
-    paired with its gold (alignment warnings, which the tables leave out)."""
+    paired with its gold (alignment warnings, which the tables leave out). `groups`: the runs' gold groups
+    (`views.gold_groups`) when the caller has them, instead of `scoreds`."""
     notes = list(views.comparability_warnings(board))
-    on_gold = {run: i for i, group in enumerate(views.gold_groups(scoreds)) for run in group}
-    groups = views.comparable_groups(board)
-    for label, runs in board.groupby(groups.to_numpy(), sort=False)["run_id"]:
+    gold = views.gold_groups(scoreds) if groups is None else groups
+    on_gold = {run: i for i, group in enumerate(gold) for run in group}
+    comparable = views.comparable_groups(board)
+    for label, runs in board.groupby(comparable.to_numpy(), sort=False)["run_id"]:
         runs = [str(r) for r in runs]
         golds: dict[object, list[str]] = {}
         for run in runs:
@@ -504,8 +644,54 @@ def slice_tables(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> list
     return items
 
 
+@dataclass
+class _RunFacts:
+    """What the report keeps of one run after its single pass (`_run_facts`), instead of its tables."""
+
+    meta: Any
+    row: dict[str, Any]  # its leaderboard row (`views.leaderboard`)
+    fingerprint: tuple[str, int, int]  # its gold (`views.gold_fingerprint`)
+    keys: set[str]  # its dialogues' pairing keys (cross-lingual pairs)
+    ci: _CiParts
+    slot_figure: go.Figure  # the `TOP_N` worst slots
+    n_slots: int
+    domain_ci: pd.DataFrame
+    depth_ci: pd.DataFrame
+    slices: list[TableItem]
+
+
+def _run_facts(run_id: str, scored: Scored, colour: str, n_resamples: int) -> _RunFacts:
+    row = views.leaderboard([scored]).to_dict("records")[0]
+    slots = views.slot_table(scored)
+    return _RunFacts(
+        meta=scored.metas[0],
+        row=row,
+        fingerprint=views.gold_fingerprint(scored),
+        keys=set(dialogue_key(scored.turns["dialogue_id"]).unique()),
+        ci=_ci_parts(scored, n_resamples),
+        slot_figure=F.slot_f1_bar(slots, run_id=run_id, colour=colour, top=TOP_N, style="paper"),
+        n_slots=len(slots),
+        domain_ci=_concat_ci([scored], by="domain", n_resamples=n_resamples),
+        depth_ci=_concat_ci([scored], by="turn_index", n_resamples=n_resamples),
+        slices=slice_tables({run_id: scored}, n_resamples=n_resamples),
+    )
+
+
+def _pairwise_runs(group: list[str], board: pd.DataFrame) -> list[str]:
+    """The runs of a gold group the pairwise table compares: all of them up to `PAIRWISE_RUNS`, else the
+    best `PAIRWISE_RUNS` by JGA (ties in the group's order), in the group's order."""
+    if len(group) <= PAIRWISE_RUNS:
+        return group
+    jga = board.set_index("run_id")["jga"].astype("float64").fillna(-np.inf)
+    ranked = sorted(group, key=lambda run: -float(jga[run]))  # stable: ties keep the group's order
+    chosen = set(ranked[:PAIRWISE_RUNS])
+    return [run for run in group if run in chosen]
+
+
 def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamples: int = 1000) -> ReportPlan:
-    """Everything the report writes for a loaded workspace (no file is written)."""
+    """Everything the report writes for a loaded workspace (no file is written). Each run is read (from
+    the score store when it holds it) for one pass that keeps only what the report shows of it (`_RunFacts`);
+    the parts that pair runs read them back a few at a time (`StoredRuns`: at most `RUNS_AT_ONCE` held)."""
     scoreds = _score_all(workspace, convention)
     if not scoreds:
         raise InputError(str(workspace.path), "workspace", "no run loaded: " + "; ".join(workspace.failed.values()))
@@ -513,35 +699,30 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     plan.notes += [f"run {name} not loaded: {error}" for name, error in workspace.failed.items()]
     runs = list(scoreds)
     colours = F.run_colours([*runs, *workspace.fewjoint])
-    items = list(scoreds.values())
+    facts = {run_id: _run_facts(run_id, scoreds[run_id], colours[run_id], n_resamples) for run_id in runs}
 
-    board = views.leaderboard(items)
-    plan.warnings = comparability_notes(board, items)
-    cis = _cis_by_run(scoreds, n_resamples=n_resamples)
+    board = pd.DataFrame([f.row for f in facts.values()])
+    gold_groups = views.gold_groups_of({r: f.fingerprint for r, f in facts.items()})
+    plan.warnings = comparability_notes(board, [], groups=gold_groups)
+    cis = _cis_of([f.ci for f in facts.values()], n_resamples=n_resamples)
     method = f"{LEVEL:.0%} cluster-bootstrap intervals over dialogues ({n_resamples} resamples)"
+    plan.tables += scorer_items(board)  # what each scorer prints, before the rest (issue 39)
     plan.tables.append(_leaderboard_item(board, cis, n_resamples=n_resamples))
     plan.figures.append(
         FigureItem("leaderboard", f"JGA per run with {method}.", leaderboard_figure(board, cis, colours=colours))
     )
     _add_seeds(plan, board)
-    for run_id, scored in scoreds.items():
-        slots = views.slot_table(scored)
-        fig = F.slot_f1_bar(slots, run_id=run_id, colour=colours[run_id], top=TOP_N, style="paper")
-        plan.figures.append(
-            FigureItem(
-                f"slot-f1-{_slug(run_id)}",
-                f"Per-slot F1 of run {run_id}{_top_note(len(slots), 'slot', 'the lowest F1')}.",
-                fig,
-            )
-        )
+    for run_id, fact in facts.items():
+        caption = f"Per-slot F1 of run {run_id}{_top_note(fact.n_slots, 'slot', 'the lowest F1')}."
+        plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", caption, fact.slot_figure))
 
     by_dataset: dict[str, list[str]] = {}
-    for run_id, scored in scoreds.items():
-        by_dataset.setdefault(scored.metas[0].dataset or "(no dataset)", []).append(run_id)
+    for run_id, fact in facts.items():
+        by_dataset.setdefault(fact.meta.dataset or "(no dataset)", []).append(run_id)
     domain_frames = []
     for dataset, members in by_dataset.items():
-        domain_ci = _concat_ci([scoreds[r] for r in members], by="domain", n_resamples=n_resamples)
-        depth_ci = _concat_ci([scoreds[r] for r in members], by="turn_index", n_resamples=n_resamples)
+        domain_ci = pd.concat([facts[r].domain_ci for r in members], ignore_index=True)
+        depth_ci = pd.concat([facts[r].depth_ci for r in members], ignore_index=True)
         domain_frames.append(domain_ci.assign(dataset=dataset))
         which = f"{dataset} ({len(members)} run{'s' if len(members) > 1 else ''})"
         figure = domain_figure(domain_ci, colours=colours)
@@ -581,25 +762,54 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         )
     )
 
-    for group in views.gold_groups(items):  # paired comparison of the runs on the same gold (analysis.compare)
+    for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
         from analysis.compare import compare
         from analysis.export.tables import pairwise_delta_table
 
-        comparison = compare({r: scoreds[r] for r in group}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
+        compared = _pairwise_runs(group, board)
+        comparison = compare({r: scoreds[r] for r in compared}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
         pairwise = pairwise_delta_table(comparison)
         first = _slug(group[0])
+        chosen = (
+            f" Of the {len(group)} runs on this gold, the {len(compared)} best by JGA "
+            f"(the table holds at most {PAIRWISE_RUNS} runs' pairs)."
+            if len(compared) < len(group)
+            else ""
+        )
         plan.tables.append(
             TableItem(
                 f"pairwise-{first}",
-                f"Pairwise deltas b − a of the {len(group)} runs on the same gold as {group[0]}: "
+                f"Pairwise deltas b − a of the {len(compared)} runs on the same gold as {group[0]}: "
                 f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
-                f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}",
+                f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}{chosen}",
                 pairwise,
                 {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
             )
         )
+        if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
+            plan.notes.append(
+                f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
+                f"runs; it compares at most {SEED_RUNS} at once); `compare --system` compares chosen systems"
+            )
+            continue
+        systems = views.seed_systems([scoreds[r] for r in group])
+        if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
+            from analysis.export.tables import seed_delta_table
+            from analysis.seed_compare import compare_seeds
 
-    for predicted, gold in views.history_pairs_of(items):
+            over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
+            plan.tables.append(
+                TableItem(
+                    f"seeds-{first}",
+                    f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
+                    f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
+                    f"significant. {over_seeds.attrs['note']}",
+                    over_seeds,
+                    {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
+                )
+            )
+
+    for predicted, gold in views.history_pairs([f.meta for f in facts.values()]):
         curve = views.compounding_curve(scoreds[predicted], scoreds[gold])
         attrs = curve.attrs
         fig = F.compounding_figure(curve, predicted_run=predicted, gold_run=gold, colours=colours, style="paper")
@@ -612,7 +822,8 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             )
         )
 
-    for a, b in crosslingual_pairs(workspace, scoreds):
+    metas = {r: f.meta for r, f in facts.items()}
+    for a, b in crosslingual_pairs(workspace, scoreds, metas=metas, keys={r: f.keys for r, f in facts.items()}):
         from analysis.crosslingual import mapping_from_manifest
 
         overrides = mapping_from_manifest(workspace.mappings, a, b)
@@ -633,7 +844,12 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 )
             )
 
-    plan.tables += slice_tables(scoreds, n_resamples=n_resamples)
+    plan.tables += [item for fact in facts.values() for item in fact.slices]
+    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
+
+    explained, naming = explain_tables(workspace, scoreds)
+    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
+    plan.warnings += naming
 
     if workspace.fewjoint:
         from analysis.fewjoint import figures as FF

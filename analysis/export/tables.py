@@ -699,10 +699,50 @@ def table_bytes(
     return text.encode("utf-8")
 
 
+def _differ(rows: pd.DataFrame) -> list[str]:
+    """The support of each delta: the dialogues where the runs differ, of the group's own."""
+    return [f"{k:,} of {n:,}" for k, n in zip(rows["n_dialogues_differ"], rows["n_dialogues"], strict=True)]
+
+
+def _marks(rows: pd.DataFrame) -> np.ndarray:
+    """`*` significant after Holm, `n.s.` tested and not, `not tested` below the minimum support."""
+    return np.where(rows["significant"], "*", np.where(rows["tested"].astype(bool), "n.s.", "not tested"))
+
+
+def seed_delta_table(result: Any) -> pd.DataFrame:
+    """The report's table of systems compared over their seeds (`analysis.seed_compare.SeedComparison`): one
+    row per pair of systems and metric (overall), b − a of the seed means with the hierarchical bootstrap's
+    interval, p, Holm p, support and mark; `attrs["note"]` says how (for the caption)."""
+    from analysis.seed_compare import METHOD
+
+    overall = result.deltas[result.deltas["scope"] == "overall"]
+    table = pd.DataFrame(
+        {
+            "systems (b − a)": overall["b"] + " − " + overall["a"],
+            "seeds (a, b)": overall["n_seeds_a"].astype(str) + ", " + overall["n_seeds_b"].astype(str),
+            "metric": overall["label"],
+            "a": overall["estimate_a"].astype(float),
+            "b": overall["estimate_b"].astype(float),
+            "Δ": overall["delta"].astype(float),
+            "Δ low": overall["low"].astype(float),
+            "Δ high": overall["high"].astype(float),
+            "p": overall["p_text"].str.replace(r"^p ", "", regex=True),
+            "Holm p": overall["p_holm_text"].str.replace(r"^Holm p ", "", regex=True),
+            "dialogues differ": _differ(overall),
+            "sig.": _marks(overall),
+        }
+    ).reset_index(drop=True)
+    table.attrs["note"] = (
+        f"{METHOD}; Holm-corrected over the pairs of each metric; a system of one seed is resampled over dialogues only."
+    )
+    return table
+
+
 def pairwise_delta_table(result: Any, *, metrics: Sequence[str] | None = None) -> pd.DataFrame:
     """The report's table of pairwise deltas from an `analysis.compare.Comparison`: one row per pair and
-    metric (overall), b − a with its paired interval, the bootstrap p and the Holm-corrected p, and a
-    significance mark (`*`: Holm p <= alpha, `n.s.` otherwise); JGA rows also carry McNemar's test on
+    metric (overall), b − a with its paired interval, the bootstrap p and the Holm-corrected p, the support
+    (dialogues where the runs differ) and a significance mark (`*`: Holm p <= alpha, `n.s.` otherwise, `not
+    tested` below the minimum support); JGA rows also carry McNemar's test on
     turn-level JGA (turns only b / only a got right, its Holm p and mark). `attrs["note"]` says how the
     p-values were corrected (for the caption).
     """
@@ -729,7 +769,8 @@ def pairwise_delta_table(result: Any, *, metrics: Sequence[str] | None = None) -
             "Δ high": overall["high"].astype(float),
             "p": overall["p_text"].str.replace(r"^p ", "", regex=True),
             "Holm p": overall["p_holm_text"].str.replace(r"^Holm p ", "", regex=True),
-            "sig.": np.where(overall["significant"], "*", "n.s."),
+            "dialogues differ": _differ(overall),
+            "sig.": _marks(overall),
             "McNemar (turn JGA)": [
                 mcnemar_text(a, b, m) for a, b, m in zip(overall["a"], overall["b"], overall["metric"], strict=True)
             ],

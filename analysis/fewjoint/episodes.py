@@ -141,7 +141,7 @@ def _read_part(part: Any, path: str, domain: str, episode: int, name: str) -> li
     return rows
 
 
-def _text(path: Path, fmt: str) -> str:
+def _text(path: Path, fmt: str | None) -> str:
     """A file's text through the shared reader: .gz/.zip unpacked, empty, binary and non-UTF-8 refused."""
     return decode_text(read_bytes(path, fmt=fmt), str(path), fmt)
 

@@ -16,6 +16,7 @@ import plotly.graph_objects as go
 from analysis.fewjoint.chunks import conlleval_chunks
 from analysis.fewjoint.scoring import METRICS, FewJointResult
 from analysis.palette import CATEGORICAL, COUNT_SCALE, OKABE_ITO
+from analysis.wording import label
 
 ERROR_BAR = {"type": "data", "visible": True, "color": "#444444", "thickness": 1.2, "width": 3}
 
@@ -115,7 +116,7 @@ def breakdown_bar(
         colorway=list(OKABE_ITO),  # the one palette (analysis.palette), not Plotly's default colours
         title=f"{result.system}: {_LABELS[metric]} per {by} (mean ± std over {len(result.seeds)} seeds, "
         f"averaging: {result.averaging})",
-        xaxis_title=by,
+        xaxis_title=label(by),
         yaxis={"title": _LABELS[metric], "range": [0, 1.05]},
     )
     return fig

@@ -43,15 +43,17 @@ PRED_FORMATS: tuple[str, ...] = ("jsonl", "conlleval")
 def detect_prediction_format(path: str | Path) -> str:
     """``"jsonl"`` when the first non-blank line is a JSON object, else ``"conlleval"``."""
     path = Path(path)
+    # Through the shared reader, as the file is then read: `.gz` and `.zip` unpacked, a FIFO, a binary or
+    # non-UTF-8 file refused without waiting.
     try:
-        with path.open(encoding="utf-8") as handle:
-            for line in handle:
-                if line.strip():
-                    return "jsonl" if line.lstrip().startswith("{") else "conlleval"
-    except FileNotFoundError:
-        raise InputError(str(path), None, "file not found") from None
-    except UnicodeDecodeError:
-        raise InputError(str(path), None, "not UTF-8 text") from None
+        text = _text(path, None)
+    except InputError as exc:
+        if exc.problem != "file is empty":
+            raise
+        text = ""
+    first = text.lstrip()
+    if first:
+        return "jsonl" if first.startswith("{") else "conlleval"
     raise InputError(str(path), None, f"empty prediction file; expected one of {', '.join(PRED_FORMATS)}")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -15,6 +16,7 @@ from analysis.palette import (
     DIVERGING_SCALE,
     OKABE_ITO,
 )
+from analysis.wording import label
 
 AGREEMENT_NAMES = {
     "both_correct": "both correct",
@@ -58,27 +60,52 @@ def agreement_heatmap(counts: Mapping[str, int], *, run_a: str, run_b: str, styl
 
 
 def gap_bar(gaps: pd.DataFrame, *, by: str, value: str = "gap", top: int = 30, style: str = "screen") -> go.Figure:
-    """Cross-lingual gap (A − B) per slot, domain or turn depth; positive means A is better."""
+    """Cross-lingual gap (A − B) per slot, domain or turn depth; positive means A is better. With the
+    support columns of `crosslingual_gaps(..., support=True)`: the 95% paired interval as error bars, the
+    dialogues where the sides differ in the hover, and the gaps too thin to test pale, without interval
+    (the tested ones first)."""
     if not len(gaps) or value not in gaps.columns:
         return empty_figure("nothing to compare", style)
     label_col = by if by in gaps.columns else gaps.columns[0]
     frame = gaps.dropna(subset=[value])
+    supported = value == "gap" and "tested" in frame.columns
     if by != "turn_index":
-        frame = frame.reindex(frame[value].abs().sort_values(ascending=False).index).head(top)
-    extra = [c for c in gaps.columns if c not in (label_col, value)][:4]
+        tested = frame["tested"].astype(bool) if supported else pd.Series(True, index=frame.index)
+        order = pd.DataFrame({"tested": tested, "size": frame[value].abs()})
+        frame = frame.reindex(order.sort_values(["tested", "size"], ascending=False, kind="stable").index).head(top)
+    shown = [c for c in gaps.columns if c not in (label_col, value, "low", "high", "tested", "n_turns_differ")]
+    support = ["n_dialogues_differ", "n_dialogues"] if supported else []
+    extra = [c for c in shown if c not in support][:4] + support
     custom = np.stack([frame[c].astype(str).to_numpy() for c in extra], axis=-1) if extra else None
-    hover = "".join(f"<br>{plotly_text(c)}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
+    hover = "".join(f"<br>{plotly_text(label(c))}: %{{customdata[{i}]}}" for i, c in enumerate(extra))
     colours = np.where(frame[value].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
+    error = None
+    opacity: Any = 1.0
+    if supported:
+        error = {
+            "type": "data",
+            "symmetric": False,
+            "array": (frame["high"] - frame[value]).to_numpy(float),
+            "arrayminus": (frame[value] - frame["low"]).to_numpy(float),
+        }
+        opacity = np.where(frame["tested"].to_numpy(bool), 1.0, 0.35)
     fig = go.Figure(
         go.Bar(
             x=frame[label_col].astype(str),
             y=frame[value],
-            marker_color=colours,
+            marker={"color": colours, "opacity": opacity},
+            error_y=error,
             customdata=custom,
-            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(value)}: %{{y:.4f}}{hover}<extra></extra>",
+            hovertemplate=f"<b>%{{x}}</b><br>{plotly_text(label(value))}: %{{y:.4f}}{hover}<extra></extra>",
         )
     )
-    fig.update_layout(title=f"Gap by {by.replace('_', ' ')} (A − B)", yaxis_title=value, xaxis_title=by)
+    title: dict[str, Any] = {"text": f"Gap by {label(by)} (A − B)"}
+    if supported:
+        title["subtitle"] = {
+            "text": "95% paired interval over dialogues; pale, no interval: the sides differ in fewer than "
+            f"{gaps.attrs.get('min_support', 'enough')} dialogues"
+        }
+    fig.update_layout(title=title, yaxis_title=label(value), xaxis_title=label(by))
     if by == "turn_index":
         fig.update_xaxes(type="linear")
     return apply_style(fig, style)
@@ -168,7 +195,7 @@ def language_heatmap(
             "subtitle": {"text": f"colour: gap to the pivot {plotly_text(labels.get(pivot, pivot))} (value − pivot)"},
         },
         xaxis_title="language",
-        yaxis_title=by,
+        yaxis_title=label(by),
     )
     fig.update_yaxes(autorange="reversed")
     apply_style(fig, style, height=max(360, 22 * len(keys) + 180))

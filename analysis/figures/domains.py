@@ -13,6 +13,7 @@ from analysis.figures.style import _colours, apply_style, empty_figure
 from analysis.palette import (
     SCORE_SCALE,
 )
+from analysis.wording import label
 
 
 def grouped_jga_bar(
@@ -60,7 +61,7 @@ def grouped_jga_bar(
             customdata=np.stack([part["n_turns"].to_numpy(float)], axis=-1),
             hovertemplate=f"<b>{plotly_text(run)}</b><br>{plotly_text(by)}: %{{x}}<br>JGA: %{{y:.4f}}<br>%{{customdata[0]:,.0f}} turns<extra></extra>",
         )
-    fig.update_layout(barmode="group", title=title or f"JGA by {by}", yaxis_title="JGA", xaxis_title=by)
+    fig.update_layout(barmode="group", title=title or f"JGA by {label(by)}", yaxis_title="JGA", xaxis_title=label(by))
     fig.update_yaxes(range=[0, 1])
     return apply_style(fig, style)
 
@@ -93,7 +94,7 @@ def jga_heatmap(
             hovertemplate=f"<b>%{{y}}</b><br>{plotly_text(by)}: %{{x}}<br>JGA: %{{z:.4f}}<br>%{{customdata:,.0f}} turns<extra></extra>",
         )
     )
-    fig.update_layout(title=title or f"JGA by {by}", xaxis_title=by)
+    fig.update_layout(title=title or f"JGA by {label(by)}", xaxis_title=label(by))
     fig.update_yaxes(autorange="reversed")
     if highlight in runs:
         row = runs.index(str(highlight))

@@ -99,10 +99,13 @@ def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Fi
             significant = bool(r["significant"])
             z_row.append(float(r["delta"]) if significant else None)
             text_row.append(f"{r['delta']:+.3f}" if significant else "n.s.")
+            tested = bool(r.get("tested", True))
+            interval = f" [{r['low']:+.4f}, {r['high']:+.4f}]" if tested else ""
+            tests = f"{r['p_text']}; {r['p_holm_text']}" if tested else str(r["p_text"])
             hover_row.append(
-                f"{plotly_text(row)} − {plotly_text(column)}: {r['delta']:+.4f} "
-                f"[{r['low']:+.4f}, {r['high']:+.4f}]<br>{r['p_text']}; {r['p_holm_text']}"
-                + ("" if significant else "<br>not significant after Holm")
+                f"{plotly_text(row)} − {plotly_text(column)}: {r['delta']:+.4f}{interval}<br>{tests}"
+                + ("" if significant or not tested else "<br>not significant after Holm")
+                + (f"<br>runs {r['support_text']}" if "support_text" in r else "")
             )
         z.append(z_row)
         text.append(text_row)
@@ -140,17 +143,28 @@ def significance_heatmap(table: pd.DataFrame, *, style: str = "screen") -> go.Fi
 
 def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> go.Figure:
     """Per domain or slot: the delta b − a with its paired 95% interval as error bars; significant
-    deltas (Holm over the groups) solid, the others pale. Largest |delta| first (up to `top`)."""
+    deltas (Holm over the groups) solid, the others pale. Each name carries its support (the dialogues
+    where the runs differ); the deltas tested come first, largest |delta| first (up to `top`), and those
+    too thin to test (`analysis.compare.MIN_SUPPORT`) after them, with no interval."""
     frame = deltas.dropna(subset=["delta"]) if len(deltas) else deltas
     if not len(frame):
         return empty_figure("no delta to show", style)
-    frame = frame.reindex(frame["delta"].abs().sort_values(ascending=False).index).head(top)
+    tested = frame["tested"].astype(bool) if "tested" in frame else pd.Series(True, index=frame.index)
+    order = pd.DataFrame({"tested": tested, "size": frame["delta"].abs()}).sort_values(
+        ["tested", "size"], ascending=False, kind="stable"
+    )
+    frame = frame.reindex(order.index).head(top)
     frame = frame.iloc[::-1]  # largest at the top of a horizontal bar chart
     significant = frame["significant"].to_numpy(dtype=bool)
+    names = frame["group"].astype(str)
+    support = ""
+    if "n_dialogues_differ" in frame:
+        names = names + " · " + frame["n_dialogues_differ"].map("{:,}".format) + " dlg"
+        support = "<br>%{customdata[4]}"
     colours = np.where(frame["delta"].to_numpy(float) >= 0, OKABE_ITO[0], OKABE_ITO[5])
     fig = go.Figure(
         go.Bar(
-            y=frame["group"].astype(str),
+            y=names,
             x=frame["delta"],
             orientation="h",
             marker={"color": colours, "opacity": np.where(significant, 1.0, 0.35)},
@@ -166,12 +180,13 @@ def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> 
                     frame["high"].to_numpy(float),
                     frame["p_holm_text"].astype(str).to_numpy(),
                     np.where(significant, "significant", "not significant").astype(object),
+                    (frame["support_text"] if "support_text" in frame else frame["group"]).astype(str).to_numpy(),
                 ],
                 axis=-1,
             ),
             hovertemplate=(
                 "<b>%{y}</b><br>Δ %{x:+.4f} [%{customdata[0]:+.4f}, %{customdata[1]:+.4f}]"
-                "<br>%{customdata[2]} (%{customdata[3]})<extra></extra>"
+                "<br>%{customdata[2]} (%{customdata[3]})" + support + "<extra></extra>"
             ),
         )
     )
@@ -180,7 +195,10 @@ def delta_bar(deltas: pd.DataFrame, *, top: int = 40, style: str = "screen") -> 
     fig.update_layout(
         title={
             "text": f"{metric_label(str(first['metric']))} per {scope}: {first['b']} − {first['a']}",
-            "subtitle": {"text": "95% paired interval; pale: not significant after Holm over the groups"},
+            "subtitle": {
+                "text": "95% paired interval; pale: not significant after Holm over the groups; "
+                "dlg: dialogues where the runs differ"
+            },
         },
         xaxis_title="delta (b − a)",
     )

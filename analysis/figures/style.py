@@ -36,6 +36,7 @@ STYLES: dict[str, dict[str, Any]] = {
     "screen": {
         "template": "plotly_white",
         "font": {"size": 13},
+        "min_text": 11,  # px: Plotly shrinks bar and heatmap text to fit (down to 7 px), never below this here
         "height": 420,
         "margin": {"l": 60, "r": 20, "t": 60, "b": 50},
     },
@@ -107,7 +108,23 @@ def apply_style(fig: go.Figure, style: str = "screen", *, height: int | None = N
         legend=legend,
         title={"x": 0, "xanchor": "left", "y": 0.99, "yanchor": "top"},
     )
+    if spec.get("min_text"):
+        least_legible(fig, spec["min_text"])
     return plain_figure_text(fig)
+
+
+def least_legible(fig: go.Figure, size: int) -> go.Figure:
+    """No text of `fig` drawn below `size` px: bar labels keep at least that size (`uniformtext`, shown even
+    when they overflow their bar rather than shrunk to fit) and a heatmap's cell text gets that size instead of
+    Plotly's automatic one, which shrinks it to the cell (about 7 px in a crowded matrix)."""
+    fig.update_layout(uniformtext={"minsize": size, "mode": "show"})
+    for trace in fig.data:
+        if trace.type == "heatmap" and (trace.texttemplate or trace.text is not None):
+            if trace.textfont.size is None or trace.textfont.size < size:
+                trace.textfont.size = size
+        elif trace.type in ("bar", "scatter") and trace.textfont.size is not None and trace.textfont.size < size:
+            trace.textfont.size = size
+    return fig
 
 
 def _by_run(frame: pd.DataFrame) -> dict[str, pd.DataFrame]:

@@ -28,7 +28,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.errors import InputError
-from analysis.formats.reading import parse_records
+from analysis.formats.reading import limit, parse_records, read_bytes, too_big
 
 FORMAT = "sgd"
 # The dataset's own dialogue files (`dialogues_001.json`, also `test_dialogues_001.json.gz`); not the
@@ -128,9 +128,25 @@ def records_of(path: str | Path) -> tuple[list[Any], list[str]]:
     dialogues: list[Any] = []
     origin: list[str] = []
     seen: dict[str, str] = {}
-    for file in dialogue_files(path):
+    files = dialogue_files(path)
+    # Each file is within the per-file limits, but 14 of them made 6.6 GB: their total is bounded too,
+    # on disk before anything is read, then unpacked as each is read.
+    cap = limit("directory_bytes", str(path), FORMAT) if len(files) > 1 else 0
+    if cap and sum(_disk_size(f) for f in files) > cap:
+        raise too_big(str(path), FORMAT, f"the total of the directory's {len(files)} dialogue files", ENV_TOTAL, cap)
+    total = 0
+    for file in files:
         name = str(file)
-        _, records = parse_records(file, fmt=FORMAT)
+        if cap:
+            raw = read_bytes(file, fmt=FORMAT)
+            total += len(raw)
+            if total > cap:
+                raise too_big(str(path), FORMAT, "the unpacked total of the directory's dialogue files", ENV_TOTAL, cap)
+            unpacked = raw if len(raw) <= limit("file_bytes", name, FORMAT) else None
+            _, records = parse_records(file, fmt=FORMAT, data=unpacked)
+            del raw, unpacked
+        else:
+            _, records = parse_records(file, fmt=FORMAT)
         if type(records) is not list:
             raise InputError(name, FORMAT, f"the top level must be a JSON list of dialogues, got {_kind(records)}")
         for position, dialogue in enumerate(records):
@@ -156,6 +172,16 @@ def records_of(path: str | Path) -> tuple[list[Any], list[str]]:
             dialogues.append(dialogue)
             origin.append(name)
     return dialogues, origin
+
+
+ENV_TOTAL = "DST_MAX_DIRECTORY_BYTES"
+
+
+def _disk_size(file: Path) -> int:
+    try:
+        return file.stat().st_size
+    except OSError:  # gone or unreadable: reading it says what is wrong
+        return 0
 
 
 def directory_records(path: str | Path, *, fmt: str | None = None) -> tuple[str, Any]:

@@ -47,6 +47,7 @@ from analysis.conventions import CONVENTIONS, Convention, get_convention, normal
 from analysis.model import STATE_COLUMNS, TURN_KEY, Run
 from analysis.outcomes import ERROR_OUTCOMES, Outcome
 from analysis.registry import LABELS, RECONCILE_METRICS, values
+from analysis.scorer_inputs import NOTE as SCORER_INPUT
 from analysis.scoring import Scored, score_run
 
 __all__ = [
@@ -81,7 +82,7 @@ SWITCH_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
 )
 # Groups compared on part of a field: whitespace deletion alone, and the other normaliser steps.
 _WHITESPACE = "delete_whitespace"
-CAUSES = (*(g for g, _ in SWITCH_GROUPS), "hedged_prediction", "combined")
+CAUSES = (*(g for g, _ in SWITCH_GROUPS), "hedged_prediction", "gold_prepared", "combined")
 CAUSE_LABELS = {
     "turns": "turn denominator (turns the prediction file lacks are not scored)",
     "dontcare": "dontcare policy",
@@ -94,6 +95,7 @@ CAUSE_LABELS = {
     "slot_alias": "slot naming",
     "slot_scope": "slot scope (a slot outside the gold state's listed slots, or the ontology)",
     "relation": "relation compared",
+    "gold_prepared": "the scorer's own preparation of the gold (placeholders emptied, slots renamed or dropped)",
     "empty_ratio": "undefined ratios",
     "combined": "combined (no single switch)",
 }
@@ -530,7 +532,8 @@ class Reconciliation:
             cause[(cause == "multi_value") & first["unit"].isin(set(hedged)).to_numpy()] = "hedged_prediction"
             by_unit = pd.Series(cause, index=first["unit"].to_numpy())
             chosen = units.loc[units["responsible"]]
-            self._explained[(a, b)] = self._summarise(chosen, by_unit, self._denominator_rows(a, b))
+            extra = pd.concat([self._denominator_rows(a, b), self._prepared_rows(a, b, chosen)], ignore_index=True)
+            self._explained[(a, b)] = self._summarise(chosen, by_unit, extra)
         return self._explained
 
     def _denominator_rows(self, a: str, b: str) -> pd.DataFrame:
@@ -551,6 +554,36 @@ class Reconciliation:
                 "outcome_a": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), a]],
                 "outcome_b": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), b]],
                 "cause": "turns",
+            }
+        )
+
+    def _prepares_gold(self, name: str) -> bool:
+        """Whether the convention's scorer read a prepared copy of the gold (`analysis.scorer_inputs`)."""
+        found = (self.scored[name].alignment.get(self.run.meta.run_id, {}).get("notes") or {}).get(SCORER_INPUT)
+        return isinstance(found, dict) and found.get("status") == "prepared"
+
+    def _prepared_rows(self, a: str, b: str, chosen: pd.DataFrame) -> pd.DataFrame:
+        """Flipped turns with no responsible raw slot when a or b scores a prepared gold (ConvLab-3's MultiWOZ
+        preprocessing empties `not mentioned`, renames and drops slots): the preparation is their cause, one
+        row each, no slot."""
+        if not (self._prepares_gold(a) or self._prepares_gold(b)):
+            return self._denominator_rows(a, b).iloc[0:0]
+        both = (self.counted[a] & self.counted[b]).to_numpy()
+        flipped = both & (self.correct[a] != self.correct[b]).to_numpy()
+        turns = self.correct.loc[flipped & ~self.correct["tid"].isin(set(chosen["tid"])).to_numpy(), ["tid", *TURN_KEY]]
+        label = {True: "correct", False: "wrong"}
+        return pd.DataFrame(
+            {
+                "tid": turns["tid"].to_numpy(),
+                "dialogue_id": turns["dialogue_id"].to_numpy(),
+                "turn_index": turns["turn_index"].to_numpy(),
+                "domain": "",
+                "slot": "",
+                "gold": "",
+                "pred": "",
+                "outcome_a": [label[bool(v)] for v in self.correct.loc[turns.index, a]],
+                "outcome_b": [label[bool(v)] for v in self.correct.loc[turns.index, b]],
+                "cause": "gold_prepared",
             }
         )
 

@@ -12,7 +12,7 @@ from analysis.figures import apply_style, empty_figure
 from analysis.palette import OKABE_ITO
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, METRIC_LABELS
 
-__all__ = ["cause_bar", "convention_bar", "responsible_table"]
+__all__ = ["cause_bar", "convention_bar", "flips_table", "responsible_table"]
 
 
 def convention_bar(
@@ -101,3 +101,17 @@ def responsible_table(responsible: pd.DataFrame, *, cause: str | None = None) ->
             "slot": rows["slot"].astype("str"),
         }
     ).reset_index(drop=True)
+
+
+def flips_table(flips: pd.DataFrame) -> pd.DataFrame:
+    """`Reconciliation.flips(a, b)` for display: `causes` named as the cause chart and the responsible table
+    name them (`CAUSE_LABELS`, joined by `; `), one name per cause; `cause_ids` keeps the ids.
+
+    >>> flips_table(pd.DataFrame({"causes": ["normaliser, dontcare", ""]}))["causes"].tolist()
+    ['value normalisation; dontcare policy', '']
+    """
+    if "causes" not in flips.columns:
+        return flips
+    ids = flips["causes"].fillna("").astype("str")
+    labels = {ids_: "; ".join(CAUSE_LABELS.get(c, c) for c in ids_.split(", ") if c) for ids_ in ids.unique()}
+    return flips.assign(causes=ids.map(labels).to_numpy(), cause_ids=ids.to_numpy())

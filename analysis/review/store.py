@@ -79,6 +79,7 @@ import io
 import json
 import logging
 import random
+import sys
 import threading
 import time
 import tomllib
@@ -631,6 +632,57 @@ class AnnotationStore:
 
         return _retrying(write, self.where)
 
+    def annotate_many(
+        self,
+        items: Sequence[Item],
+        tags: Iterable[str] | str,
+        comment: str = "",
+        *,
+        reviewer: str,
+    ) -> int:
+        """Set `reviewer`'s tag set and comment on every item at once (one transaction, each logged as an
+        `edit` event): a systematic cause's items tagged together. The number of items written."""
+        who = _check_reviewer(reviewer)
+        checked = json.dumps(_check_tags(tags, self.tags), ensure_ascii=False)
+        note = _check_comment(comment)
+        now = _now()
+        rows = {}
+        for item in items:  # one row per item key (an item named twice is written once)
+            components = self._components(item)
+            rows[components["item_key"]] = {
+                **components,
+                "reviewer": who,
+                "tags": checked,
+                "comment": note,
+                "created_at": now,
+                "updated_at": now,
+                "version": 1,
+            }
+        if not rows:
+            return 0
+
+        def write() -> int:
+            with self._writing() as conn:
+                written = conn.execute(self._upsert_statement(newer_only=False), list(rows.values())).all()
+                conn.execute(
+                    insert(events_table),
+                    [
+                        {
+                            "item_key": key,
+                            "reviewer": reviewer_,
+                            "version": version,
+                            "action": "edit",
+                            "tags": tags_,
+                            "comment": comment_,
+                            "written_at": updated,
+                        }
+                        for key, reviewer_, version, updated, tags_, comment_ in written
+                    ],
+                )
+            return len(written)
+
+        return _retrying(write, self.where)
+
     def _components(self, item: Item | str) -> dict[str, Any]:
         # An item is anything but a key string: a page's `Item` may come from a module Streamlit reloaded
         # after a source change (another class object than this module's `Item`).
@@ -747,6 +799,11 @@ class AnnotationStore:
             payload = json.loads(data if data is not None else Path(path).read_bytes())
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
             raise InputError(str(path), fmt, f"cannot read JSON: {exc}") from None
+        except RecursionError:  # a hostile file of nested brackets
+            raise InputError(str(path), fmt, "cannot read JSON: nested too deeply for the parser") from None
+        except ValueError:  # an integer longer than Python converts
+            digits = sys.get_int_max_str_digits()
+            raise InputError(str(path), fmt, f"cannot read JSON: a number has more than {digits:,} digits") from None
         records = payload.get("annotations") if isinstance(payload, dict) else payload
         if not isinstance(records, list) or not all(isinstance(r, dict) for r in records):
             raise InputError(str(path), fmt, "expected {'annotations': [ {...}, ... ]} or a list of objects")

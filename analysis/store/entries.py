@@ -22,7 +22,7 @@ import shutil
 import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from analysis.conventions import get_convention, resolve_convention
 from analysis.model import RunInfo, RunMeta
 from analysis.scoring import Scored
 from analysis.settings import cache_root
+from analysis.store import checks
 
 log = logging.getLogger("analysis.store")
 
@@ -115,8 +116,8 @@ def _scorer_modules_remembered() -> dict[str, Path]:
     files = sorted((str(p.relative_to(base)), p.stat()) for p in base.rglob("*.py"))
     stamp = "\0".join(f"{name}\0{st.st_size}\0{st.st_mtime_ns}" for name, st in files)
     memo = root / "digests" / f"modules-{hashlib.sha256(f'{base}{stamp}'.encode()).hexdigest()[:32]}"
-    with contextlib.suppress(OSError, ValueError):
-        names = json.loads(memo.read_text(encoding="utf-8"))
+    with contextlib.suppress(OSError, ValueError):  # `checks.Damaged` (a FIFO, a huge file) is a ValueError
+        names = json.loads(checks.read_regular(memo, checks.MEMO_MAX_BYTES).decode("utf-8"))
         found = {name: _module_file(base, name) for name in names}
         if all(path is not None for path in found.values()):
             return {name: path for name, path in found.items() if path is not None}
@@ -188,6 +189,9 @@ def file_digest(path: str | Path, root: Path | None = None) -> str:
         stat = path.stat()
     except OSError:
         return "missing"
+    special = checks.special(stat.st_mode)
+    if special is not None:  # never read (a FIFO would block the caller: a server's start-up)
+        raise OSError(errno.EINVAL, f"{special}, not a file", str(path))
     identity = (stat.st_dev, stat.st_ino, stat.st_size, stat.st_mtime_ns)
     known = _DIGESTS.get(identity)
     if known is not None:
@@ -204,8 +208,8 @@ def _file_digest(path: Path, stat: os.stat_result, root: Path | None) -> str:
     if root is not None:
         stamp = f"{path.resolve()}\0{stat.st_size}\0{stat.st_mtime_ns}"
         memo = root / "digests" / hashlib.sha256(stamp.encode()).hexdigest()[:32]
-        with contextlib.suppress(OSError):
-            text = memo.read_text(encoding="ascii").strip()
+        with contextlib.suppress(OSError, ValueError):  # absent, or not a memo the store wrote: read the file
+            text = checks.read_regular(memo, checks.MEMO_MAX_BYTES).decode("ascii").strip()
             if len(text) == 64:
                 return text
     digest = hashlib.sha256()
@@ -425,6 +429,10 @@ _HEADERS_MAX = 4096
 
 
 def _header(root: Path, key: str) -> Entry | None:
+    """The entry whose header is `<root>/entries/<key>.json`, or None: absent, or damaged (removed with one
+    warning line). A header is read only when it is a regular file (a FIFO is never opened: it would block
+    the reader) of bounded size and nesting, and taken only with every field a reader uses
+    (`checks.header_problem`), written by this scorer."""
     path = header_path(root, key)
     try:
         stat = path.stat()
@@ -437,25 +445,34 @@ def _header(root: Path, key: str) -> Entry | None:
     known = _HEADERS.get(path)
     if known is not None and identity is not None and known[0] == identity:
         return known[1]
+    _HEADERS.pop(path, None)
     try:
-        header = json.loads(path.read_text(encoding="utf-8"))
+        header = checks.parse_header(checks.read_regular(path, checks.HEADER_MAX_BYTES))
     except FileNotFoundError:
-        _HEADERS.pop(path, None)
         return None
-    except (OSError, ValueError) as exc:
-        _HEADERS.pop(path, None)
-        _discard(root, key, None, f"its header {path} cannot be read ({exc})")
+    except (OSError, ValueError) as exc:  # `checks.Damaged` too
+        _discard(root, key, None, f"its header {path} cannot be read ({' '.join(str(exc).split())})")
         return None
-    if not isinstance(header, dict) or header.get("key") != key or "tables" not in header:
-        _HEADERS.pop(path, None)
-        _discard(root, key, None, f"its header {path} is not a store header")
+    why = checks.header_problem(
+        header,
+        key,
+        schema_version=SCHEMA_VERSION,
+        scorer_version=scorer_version(),
+        tables=TABLES,
+        meta_fields=_META_FIELDS,
+    )
+    if why is not None:
+        _discard(root, key, None, f"its header {path} is not whole: {why}")
         return None
-    entry = Entry(key, str(header["convention"]), header, root)
+    entry = Entry(key, header["convention"], header, root)
     if identity is not None:
         if len(_HEADERS) >= _HEADERS_MAX:
             _HEADERS.clear()
         _HEADERS[path] = (identity, entry)
     return entry
+
+
+_META_FIELDS = {f.name for f in fields(RunMeta)}
 
 
 def _discard(root: Path, key: str, convention: str | None, why: str) -> None:
@@ -495,23 +512,31 @@ def _check(entry: Entry, tables: tuple[str, ...], *, deep: bool) -> str | None:
         if want is None:
             return f"its header lists no {table} table"
         try:
-            size = path.stat().st_size
+            size = checks.regular_size(path)
+        except checks.Damaged as exc:
+            return str(exc)
         except OSError:
             return f"{path} is missing"
         if size != want["bytes"]:
             return f"{path} has {size:,} bytes, its header says {want['bytes']:,} (truncated?)"
         try:
             if deep:
-                data = path.read_bytes()
+                data = checks.read_regular(path, size)
                 if hashlib.sha256(data).hexdigest() != want["sha256"]:
                     return f"{path} does not match its digest"
-                rows = pq.ParquetFile(io.BytesIO(data)).metadata.num_rows
+                part = pq.ParquetFile(io.BytesIO(data))
             else:
-                rows = pq.ParquetFile(path).metadata.num_rows
+                part = pq.ParquetFile(path)
+            rows = part.metadata.num_rows
+            missing = checks.missing_columns(table, part.schema_arrow.names)
+        except checks.Damaged as exc:
+            return str(exc)
         except (OSError, pa.ArrowException) as exc:
             return f"{path} cannot be read as Parquet ({' '.join(str(exc).split())})"
         if rows != want["rows"]:
             return f"{path} holds {rows:,} rows, its header says {want['rows']:,}"
+        if missing:
+            return f"{path} is not a {table} table: it has no {', '.join(missing)} column"
     return None
 
 
@@ -528,14 +553,18 @@ def load(root: Path, key: str) -> Scored | None:
         _discard(root, key, entry.convention, f"its tables cannot be read ({' '.join(str(exc).split())})")
         return None
     header = entry.header
-    conv = get_convention(header["convention"])
-    if header.get("subtask"):
-        conv = replace(conv, subtask=header["subtask"])
-    conv = resolve_convention(conv, [])
-    meta_fields = dict(header["meta"])
-    for name in ("sources", "formats"):
-        meta_fields[name] = tuple(meta_fields.get(name) or ())
-    meta = RunMeta(**meta_fields)
+    try:
+        conv = get_convention(header["convention"])
+        if header.get("subtask"):
+            conv = replace(conv, subtask=header["subtask"])
+        conv = resolve_convention(conv, [])
+        meta_fields = dict(header["meta"])
+        for name in ("sources", "formats"):
+            meta_fields[name] = tuple(meta_fields.get(name) or ())
+        meta = RunMeta(**meta_fields)
+    except (TypeError, ValueError, KeyError) as exc:  # a convention or metadata no scorer of this version wrote
+        _discard(root, key, entry.convention, f"its header does not describe a run ({' '.join(str(exc).split())})")
+        return None
     ontology = pd.DataFrame(header["ontology"], columns=["domain", "slot"], dtype="str")
     ontology.insert(0, "run_id", pd.array([meta.run_id] * len(ontology), dtype="str"))
     return Scored(conv, [meta], turns, slots, ontology, header["alignment"])

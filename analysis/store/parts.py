@@ -32,7 +32,7 @@ import pyarrow as pa
 
 from analysis import metrics as M
 from analysis import registry as R
-from analysis import stats, views
+from analysis import scorer_inputs, stats, views
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
 
@@ -121,6 +121,10 @@ def dialogue_parts(scored: Scored) -> pd.DataFrame:
                     out[part] = counts[0]
         for suffix, values in parts.items():
             out[f"{col}__{suffix}"] = np.asarray(values, dtype="float64")
+    if scorer_inputs.unread_runs(scored.alignment):  # gold its scorer never reads: no interval from these parts
+        for name in list(out):
+            if name.endswith("__num") or name in GCA_PARTS:
+                out[name] = np.full(len(dialogues), np.nan)
     return pd.DataFrame(out)
 
 

@@ -21,6 +21,7 @@ from analysis import views
 from analysis.errors import InputError
 from analysis.metrics import SLOT_LEVEL, VALUELESS_FORMATS
 from analysis.review import analysis as review
+from analysis.store import entries as store_entries
 from analysis.store import queries
 from analysis.store import runs as store_runs
 from analysis.store.entries import Entry, log
@@ -156,9 +157,28 @@ def answer(
         return None
     try:
         return found.answer()
-    except InputError as exc:  # a store file damaged after its check: logged, and the caller computes the view
-        log.warning("%s", exc)
+    except InputError as exc:  # a store file damaged after its check: removed, and the caller computes the view
+        heal(found, exc)
         return None
+
+
+def heal(found: Query, failure: Exception) -> set[str]:
+    """After `found.answer()` failed (a store file damaged past the size check that chose it, e.g. bytes
+    overwritten in place): every entry it read checked whole (`entries.lookup`: each table it read has
+    its header's size, rows, SHA-256 and columns), and each damaged one removed with one warning line, so
+    that the caller's in-memory path scores and stores it again; the store keys removed. When none is found
+    damaged, the failure itself is the one warning line."""
+    removed: set[str] = set()
+    query: Query | None = found
+    while query is not None:
+        tables = query.stored.tables_for(dict(query.params))
+        for entry in query.entries:
+            if store_entries.lookup(entry.root, entry.key, tables=tables, deep=True) is None:
+                removed.add(entry.key)
+        query = query.base
+    if not removed:
+        log.warning("%s", failure)
+    return removed
 
 
 # --- the stored answers ---------------------------------------------------------------------------------

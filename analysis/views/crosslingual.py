@@ -27,7 +27,8 @@ def crosslingual_summary(
     a: Scored, b: Scored, *, overrides: tuple[tuple[str, str], ...] = (), min_score: float = 0.5
 ) -> dict[str, Any]:
     """Everything the cross-lingual page shows for runs A and B: the slot and domain alignment, the
-    agreement counts over paired turns, and the gaps by slot, domain and turn depth."""
+    agreement counts over paired turns, and the gaps by slot, domain and turn depth with their intervals and
+    support."""
     from analysis import crosslingual as X
 
     alignment = X.align_ontologies(a, b, overrides=dict(overrides) or None, min_score=min_score)
@@ -39,7 +40,7 @@ def crosslingual_summary(
         "domains": X.align_domains(alignment),
         "cells": cells,
         "pairing": counts,
-        "gaps": {by: X.crosslingual_gaps(a, b, alignment, by=by) for by in X.GAP_BY},
+        "gaps": {by: X.crosslingual_gaps(a, b, alignment, by=by, support=True) for by in X.GAP_BY},
     }
 
 

@@ -3,16 +3,16 @@ history), and the paired comparison of runs on the same gold."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pandas as pd
 
 from analysis import registry as R
-from analysis import stats
+from analysis import scorer_inputs, stats
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
+from analysis.shared_turns import group_by_gold, on_shared_turns
 from analysis.suite import headline_metrics, not_applicable, not_applicable_text
 from analysis.views.common import INTERVAL_RESAMPLES, META_COLUMNS, _meta
 
@@ -69,6 +69,43 @@ def leaderboard(
     return board
 
 
+def scorer_lead(board: pd.DataFrame) -> tuple[str, list[tuple[str, str]]]:
+    """What the scorer prints, when every run of the board is under one convention named after a scorer:
+    its heading ("what mwzeval prints") and its metrics in its order, each with the scorer's own name; ("", [])
+    otherwise. The Overview and the report lead with these, then show the rest.
+
+    >>> scorer_lead(pd.DataFrame({"convention": ["convlab3"]}))[1][-1]
+    ('jga', 'accuracy')
+    >>> scorer_lead(pd.DataFrame({"convention": ["exact"]}))
+    ('', [])
+    """
+    if "convention" not in board.columns or not len(board):
+        return "", []
+    names = {str(c).split(" (")[0] for c in board["convention"]}  # dstc9's label names its subtask
+    if len(names) != 1:
+        return "", []
+    name = names.pop()
+    lead = R.scorer_metrics(name)
+    return (R.scorer_heading(name), list(lead)) if lead else ("", [])
+
+
+def gold_input_notes(board: pd.DataFrame) -> list[str]:
+    """One line per run whose gold its convention's scorer reads only once prepared, or never (every metric
+    n/a), or holds placeholders it scores as values: from the run's warnings (`analysis.scorer_inputs`).
+
+    >>> gold_input_notes(pd.DataFrame({"run_id": ["a"], "warnings": ["x | gold under convlab3 prepared: y"]}))
+    ['a: gold under convlab3 prepared: y']
+    """
+    if "warnings" not in board.columns:
+        return []
+    return [
+        f"{run}: {line}"
+        for run, text in zip(board["run_id"], board["warnings"], strict=True)
+        for line in str(text or "").split(" | ")
+        if line.startswith(scorer_inputs.WARNING_PREFIX)
+    ]
+
+
 def not_applicable_notes(board: pd.DataFrame) -> list[str]:
     """One line per run with a metric shown as n/a: the run, the metrics and the reason (for captions).
 
@@ -110,20 +147,35 @@ def comparable_groups(table: pd.DataFrame) -> pd.Series:
     return pd.concat(parts, axis=1).apply(lambda row: ", ".join(v for v in row if v), axis=1)
 
 
-_VERSION = re.compile(r"^(?P<family>.*?)[\s_-]*v?(?P<version>\d+(?:\.\d+)+|\d+)$")
-
-
 def dataset_version(name: str) -> tuple[str, str]:
-    """Split a dataset name into (family, version).
+    """Split a dataset name into (family, version): the name ends in a version (`2`, `2.1`), maybe after
+    separators (spaces, `_`, `-`) and a `v`, and something comes before it on the first line.
+
+    Scanned back from the end by hand, in linear time: the pattern it replaces,
+    `^(.*?)[\\s_-]*v?(\\d+(?:\\.\\d+)+|\\d+)$`, tried every end of its lazy family against every run of
+    separators (8,000 spaces took 3.8 s), and a dataset name is the user's.
 
     >>> dataset_version("MultiWOZ 2.1"), dataset_version("CrossWOZ"), dataset_version("MultiWOZ-zh")
     (('multiwoz', '2.1'), ('crosswoz', ''), ('multiwoz-zh', ''))
     """
     text = name.strip()
-    match = _VERSION.match(text)
-    if match and match.group("family"):
-        return match.group("family").strip().lower(), match.group("version")
-    return text.lower(), ""
+    # The version: the longest tail of digit runs joined by single dots (`\d` is any decimal digit).
+    start = len(text)
+    while start > 0 and text[start - 1].isdecimal():
+        start -= 1
+        while start > 0 and text[start - 1].isdecimal():
+            start -= 1
+        if not (start >= 2 and text[start - 1] == "." and text[start - 2].isdecimal()):
+            break
+        start -= 1
+    if start == len(text):
+        return text.lower(), ""
+    family = start - 1 if start > 0 and text[start - 1] == "v" else start
+    while family > 0 and (text[family - 1].isspace() or text[family - 1] in "_-"):
+        family -= 1
+    if family == 0 or "\n" in text[:family]:  # `.` matched no line break
+        return text.lower(), ""
+    return text[:family].strip().lower(), text[start:]
 
 
 def _groups(board: pd.DataFrame, column: str, label: Any = None) -> str:
@@ -221,14 +273,54 @@ def _fingerprint(scored: Scored) -> tuple[str, int, int]:
     return scored.convention.name, len(turns), digest
 
 
-def gold_groups(scoreds: Sequence[Scored]) -> list[list[str]]:
+def gold_groups(scoreds: Sequence[Scored], *, shared_turns: bool = False) -> list[list[str]]:
     """The runs on the same gold (same turns and gold state, scored under one convention), groups of two
-    or more runs in the order given, largest group first: the runs `analysis.compare` can pair."""
+    or more runs in the order given, largest group first: the runs `analysis.compare` can pair. With
+    `shared_turns`, runs whose gold agrees on the turns they share are grouped although turns are missing
+    (`analysis.shared_turns`; they are compared on the turns all of them hold)."""
+    if shared_turns:
+        return group_by_gold([(_meta(s).run_id, s) for s in scoreds], shared_turns=True)[0]
+    return gold_groups_of({_meta(s).run_id: _gold_fingerprint(s) for s in scoreds})
+
+
+def gold_fingerprint(scored: Scored) -> tuple[str, int, int]:
+    """The run's gold fingerprint (`gold_groups`): equal for runs on the same gold."""
+    return _gold_fingerprint(scored)
+
+
+def gold_groups_of(fingerprints: Mapping[str, tuple[str, int, int]]) -> list[list[str]]:
+    """`gold_groups` from each run's `gold_fingerprint` (run id -> fingerprint, in the runs' order): what a
+    caller that holds one run at a time (the report) keeps instead of the runs."""
     groups: dict[tuple[str, int, int], list[str]] = {}
-    for scored in scoreds:
-        groups.setdefault(_gold_fingerprint(scored), []).append(_meta(scored).run_id)
+    for run_id, fingerprint in fingerprints.items():
+        groups.setdefault(fingerprint, []).append(run_id)
     found = [g for g in groups.values() if len(g) >= 2]
     return sorted(found, key=len, reverse=True)
+
+
+def left_out_of_comparison(scoreds: Sequence[Scored], *, shared_turns: bool = False) -> list[str]:
+    """What the paired comparison leaves out, one sentence each: every selected run in no group of
+    `gold_groups` and why (no other run on its gold; or the turns differ, with the option that takes it
+    in), and with `shared_turns`, the turns each grouped run loses.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> a = scored_from_states({"d": [{}, {}]}, {"d": [{}, {}]}, run_id="a")
+    >>> b = scored_from_states({"d": [{}]}, {"d": [{}]}, run_id="b")
+    >>> left_out_of_comparison([a, b])[0][:44]
+    'b is on the gold of a but the turns differ ('
+    >>> left_out_of_comparison([a, b], shared_turns=True)
+    ['a: 1 turn of 2 not compared (d turn 1): missing from b']
+    """
+    named = [(_meta(s).run_id, s) for s in scoreds]
+    if len(named) < 2:
+        return []
+    groups, reasons = group_by_gold(named, shared_turns=shared_turns)
+    lines = list(reasons.values())
+    if shared_turns:
+        by_name = dict(named)
+        for group in groups:
+            lines += [f"{run}: {what}" for run, what in on_shared_turns({r: by_name[r] for r in group})[1].items()]
+    return lines
 
 
 def pairwise_comparison(
@@ -237,6 +329,7 @@ def pairwise_comparison(
     metrics: tuple[str, ...] = ("jga",),
     scopes: tuple[str, ...] = ("overall",),
     resamples: int = INTERVAL_RESAMPLES,
+    shared_turns: bool = False,
 ) -> Any:
     """`analysis.compare.compare` of the runs (every pair, b - a in the order given), for the pages: the
     paired bootstrap only (their charts show no McNemar, which costs ~35 ms a pair: 7 s for 20 runs). The
@@ -245,18 +338,26 @@ def pairwise_comparison(
     from analysis.compare import compare
 
     named = {_meta(s).run_id: s for s in scoreds}
-    if len({_gold_fingerprint(s) for s in scoreds}) > 1:
+    if not shared_turns and len({_gold_fingerprint(s) for s in scoreds}) > 1:
         raise ValueError("paired comparison needs runs on the same gold: pick them from gold_groups")
-    return compare(named, metrics=metrics, scopes=scopes, n_resamples=resamples, mcnemar=False, check_gold=False)
+    return compare(
+        named,
+        metrics=metrics,
+        scopes=scopes,
+        n_resamples=resamples,
+        mcnemar=False,
+        check_gold=False,  # grouped by their fingerprint, or checked on the shared turns
+        shared_turns=shared_turns,
+    )
 
 
 def significance_table(
-    scoreds: Sequence[Scored], *, metric: str = "jga", resamples: int = INTERVAL_RESAMPLES
+    scoreds: Sequence[Scored], *, metric: str = "jga", resamples: int = INTERVAL_RESAMPLES, shared_turns: bool = False
 ) -> pd.DataFrame:
     """Every ordered pair of the runs (row run, column run) with the overall delta row - column of
     `metric`, its interval, Holm-corrected p over all pairs and whether it is significant; for the
     Overview's matrix. `attrs["holm_note"]` says how the p-values were corrected."""
-    result = pairwise_comparison(scoreds, metrics=(metric,), resamples=resamples)
+    result = pairwise_comparison(scoreds, metrics=(metric,), resamples=resamples, shared_turns=shared_turns)
     overall = result.overall(metric)
     forward = overall.assign(row=overall["b"], column=overall["a"])
     backward = overall.assign(
@@ -269,21 +370,80 @@ def significance_table(
         estimate_b=overall["estimate_a"],
     )
     keep = ["row", "column", "metric", "label", "delta", "low", "high", "p_value", "p_text", "p_holm", "p_holm_text"]
-    table = pd.concat([forward, backward], ignore_index=True)[[*keep, "significant", "family_size"]]
+    support = ["n_dialogues_differ", "n_turns_differ", "support_text", "tested"]
+    table = pd.concat([forward, backward], ignore_index=True)[[*keep, "significant", "family_size", *support]]
     table.attrs["holm_note"] = result.holm_note
     table.attrs["runs"] = list(result.runs)
     return table.reset_index(drop=True)
 
 
 def pair_deltas(
-    a: Scored, b: Scored, *, metric: str = "jga", scope: str = "slot", resamples: int = INTERVAL_RESAMPLES
+    a: Scored,
+    b: Scored,
+    *,
+    metric: str = "jga",
+    scope: str = "slot",
+    resamples: int = INTERVAL_RESAMPLES,
+    shared_turns: bool = False,
 ) -> pd.DataFrame:
     """Per domain or per slot (`scope`): `metric` of run b minus run a with its paired interval and
-    Holm-corrected p over the groups (`analysis.compare`); for the delta charts."""
-    result = pairwise_comparison([a, b], metrics=(metric,), scopes=(scope,), resamples=resamples)
+    Holm-corrected p over the groups (`analysis.compare`), and its support; for the delta charts."""
+    result = pairwise_comparison(
+        [a, b], metrics=(metric,), scopes=(scope,), resamples=resamples, shared_turns=shared_turns
+    )
     rows = result.deltas[result.deltas["scope"] == scope].reset_index(drop=True)
+    thin = int((~rows["tested"].astype(bool)).sum())
     rows.attrs["holm_note"] = (
-        f"Per {scope}: p-values Holm-corrected over this pair's {int(rows['p_value'].notna().sum())} {scope}s "
+        f"Per {scope}: p-values Holm-corrected over this pair's {int(rows['p_value'].notna().sum())} tested {scope}s "
         f"(a bootstrap p of 0 counts as 1/B, B = {resamples:,}); pale bars are not significant at {result.alpha:g}."
+        + (
+            f" {thin} {scope}s are not tested: their runs differ in fewer than {result.min_support} dialogues "
+            "(the count beside each name), or their interval has no width: pale, without an interval, listed last."
+            if thin
+            else ""
+        )
     )
     return rows
+
+
+def seed_systems(scoreds: Sequence[Scored]) -> dict[str, list[Scored]]:
+    """The runs as systems over seeds: runs that differ only in their seed (`seeds.seed_groups`) are one
+    system, named by the group's label; every other run is a system of one seed, named by its run id."""
+    from analysis.seeds import seed_groups
+
+    table = run_table(scoreds)
+    labels = seed_groups(table)
+    systems: dict[str, list[Scored]] = {}
+    for scored, run, label in zip(scoreds, table["run_id"], labels, strict=True):
+        systems.setdefault(label or str(run), []).append(scored)
+    return systems
+
+
+def seed_comparison(
+    scoreds: Sequence[Scored],
+    *,
+    metric: str = "jga",
+    resamples: int = INTERVAL_RESAMPLES,
+    shared_turns: bool = False,
+) -> pd.DataFrame:
+    """Every pair of systems among the runs (`seed_systems`), `metric` b − a of their means over seeds with
+    the hierarchical bootstrap of `analysis.seed_compare` (seeds, then dialogues), overall; empty when no
+    system has two seeds or more. Columns: a, b, their seeds, estimates, delta, interval, p, Holm p,
+    significance and support. `attrs["note"]` says how it was computed."""
+    from analysis.seed_compare import METHOD, compare_seeds
+
+    systems = seed_systems(scoreds)
+    if len(systems) < 2 or all(len(runs) < 2 for runs in systems.values()):
+        return pd.DataFrame()
+    result = compare_seeds(
+        systems, metrics=(metric,), scopes=("overall",), n_resamples=resamples, shared_turns=shared_turns
+    )
+    keep = ["a", "n_seeds_a", "b", "n_seeds_b", "label", "estimate_a", "estimate_b", "delta", "low", "high"]
+    keep += ["p_text", "p_holm_text", "significant", "support_text", "tested"]
+    table = result.deltas[keep].reset_index(drop=True)
+    table.attrs["note"] = (
+        f"Systems over their seeds (runs that differ only in their seed): delta b − a of the seed means, "
+        f"{result.level:.0%} {METHOD}; B = {resamples:,}; Holm over the pairs. A system of one seed is "
+        "resampled over dialogues only."
+    )
+    return table

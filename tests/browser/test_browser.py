@@ -13,6 +13,7 @@ from playwright.sync_api import Page, expect
 
 from analysis import views
 from analysis.scoring import score_run
+from analysis.wording import short_names
 from analysis.workspace import load_entry, read_manifest
 from page_registry import PAGES as REGISTRY
 
@@ -126,7 +127,8 @@ def test_copied_deep_link_lands_on_the_same_dialogue_and_turn(page: Page, server
         fresh.goto(copied)
         loaded(fresh)
         expect(fresh.get_by_role("heading", name="Turn 3", exact=True)).to_be_visible(timeout=TIMEOUT)
-        for label, shown in (("Dialogue", f"{dialogue} ·"), ("Run", RUN), ("Focus run", RUN)):
+        short = short_names([e.name for e in read_manifest(DEMO).entries])[RUN]  # the sidebar's label
+        for label, shown in (("Dialogue", f"{dialogue} ·"), ("Run", RUN), ("Focus run", short)):
             box = fresh.get_by_role("combobox", name=label, exact=True)
             expect(box).to_have_value(re.compile("^" + re.escape(shown)), timeout=TIMEOUT)
         assert "turn=3" in fresh.url

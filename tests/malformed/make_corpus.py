@@ -1731,6 +1731,21 @@ def hostile_cases() -> list[Case]:
         format="jsonl",
         contains="item 0 of the JSON array is a JSON number, expected an object",
     )
+    # issue 40: line ends and NUL characters ------------------------------------------------------------
+    add(
+        "jsonl_cr_only_line_ends.jsonl",
+        "encoding",
+        "jsonl",
+        (line_ok + "\r" + line_ok.replace('"turn_index": 0', '"turn_index": 1') + "\r").encode(),
+        contains="lines end in a carriage return (CR) alone",
+    )
+    add(
+        "csv_nul_in_slot_name.csv",
+        "binary",
+        "csv",
+        (CSV_HEAD + "MUL0001,0,gold,hotel,area,east\n" * 400 + "MUL0002,0,gold,hotel,ar\x00ea,east\n").encode(),
+        contains="CSV line 402 holds a NUL character",
+    )
     return out
 
 

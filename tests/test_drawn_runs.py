@@ -1,0 +1,121 @@
+"""Pages with more runs selected than a chart can draw (issue 43 requirement 2, issue 40 requirement 4): the
+charts draw the best `CHART_RUNS` by a chosen metric, or the runs a search finds, and a caption says so;
+the Overview's table still lists every run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from streamlit.testing.v1 import AppTest
+
+from analysis.views.shown import CHART_RUNS, chart_runs
+
+ROOT = Path(__file__).resolve().parents[1]
+APP = ROOT / "app.py"
+DEMO = ROOT / "data" / "demo"
+GOLD = DEMO / "multiwoz21" / "test_subset.json.gz"
+# Three prediction files on one gold, with different numbers: copies of them rank in three tiers.
+PREDICTIONS = [
+    DEMO / "simulated" / f"simulated-{name}.jsonl.gz"
+    for name in ("A-mwz-en-predicted", "B-mwz-en-predicted-s1", "C-mwz-en-predicted")
+]
+N = CHART_RUNS + 4
+TIMEOUT = 300
+
+
+def test_every_run_up_to_the_limit_and_no_caption() -> None:
+    board = pd.DataFrame({"run_id": ["a", "b"], "jga": [0.1, 0.2]})
+    assert chart_runs(board, metric="jga", limit=2) == (["a", "b"], "")
+
+
+def test_the_best_by_the_metrics_direction_a_run_without_a_value_last() -> None:
+    board = pd.DataFrame(
+        {"run_id": ["a", "b", "c", "d"], "jga": [0.2, float("nan"), 0.9, 0.5], "iaga": [0.2, 0.1, 0.9, 0.5]}
+    )
+    assert chart_runs(board, metric="jga", limit=3)[0] == ["c", "d", "a"]
+    assert chart_runs(board, metric="jga", limit=4)[0] == ["a", "b", "c", "d"]  # all fit: board order
+    board["jga"] = [0.2, 0.3, 0.9, 0.5]
+    shown, caption = chart_runs(board, metric="jga", limit=2)
+    assert shown == ["c", "d"]
+    assert caption == "Drawn: the 2 best of the 4 selected runs by JGA; search for others."
+
+
+def test_a_search_finds_runs_by_name_and_says_how_many_matched() -> None:
+    board = pd.DataFrame({"run_id": [f"run-{i}" for i in range(12)], "jga": [i / 12 for i in range(12)]})
+    shown, caption = chart_runs(board, metric="jga", search="RUN-1", limit=2)
+    assert shown == ["run-11", "run-10"]
+    assert caption == "Drawn: the 3 runs of the 12 selected whose name contains 'RUN-1', the 2 best by JGA."
+
+
+def _workspace(folder: Path, n: int) -> Path:
+    lines = ['[workspace]\nname = "many"\nconvention = "exact"\nallow_outside_root = true\n']
+    for i in range(n):
+        lines.append(
+            f'[[runs]]\nname = "copy-{i:02d}"\nsystem = "copy-{i:02d}"\ndataset = "MultiWOZ 2.1"\n'
+            f'format = "jsonl"\npred = "{PREDICTIONS[i % len(PREDICTIONS)]}"\ngold = "{GOLD}"\n'
+        )
+    manifest = folder / "workspace.toml"
+    manifest.write_text("\n".join(lines), encoding="utf-8")
+    return manifest
+
+
+def _page(manifest: Path, page: str, **state: object) -> AppTest:
+    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
+    at.session_state["workspace_path"] = str(manifest)
+    for key, value in state.items():
+        at.session_state[key] = value
+    at.run()
+    if page != "overview":
+        at.switch_page(f"pages/{page}.py").run()
+    assert not at.exception, [e.value for e in at.exception]
+    return at
+
+
+def _charts(at: AppTest) -> dict[str, dict]:
+    specs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
+    return {str(s["layout"].get("title", {}).get("text", "")): s for s in specs}
+
+
+def _drawn(spec: dict) -> set[str]:
+    """The runs a chart draws: its traces' names, or the categories of a single bar trace."""
+    names = {str(t.get("name")) for t in spec["data"] if str(t.get("name", "")).startswith("copy-")}
+    if names:
+        return names
+    return {str(v) for t in spec["data"] for v in [*t.get("x", []), *t.get("y", [])] if str(v).startswith("copy-")}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    at = _page(manifest, "overview")
+    board = at.dataframe[0].value
+    assert len(board) == N, board.columns  # the table lists every run
+    best = set(board.sort_values("JGA", ascending=False, kind="stable")["run"].head(CHART_RUNS))
+    captions = [c.value for c in at.caption]
+    assert f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in captions
+    bars = [spec for title, spec in _charts(at).items() if _drawn(spec)]
+    assert bars and _drawn(bars[0]) == best
+
+    at = _page(manifest, "overview", overview_drawn_search="copy-0")
+    assert "Drawn: the 10 runs of the 24 selected whose name contains 'copy-0'." in [c.value for c in at.caption]
+    bars = [spec for spec in _charts(at).values() if _drawn(spec)]
+    assert _drawn(bars[0]) == {f"copy-0{i}" for i in range(10)}
+
+    at = _page(manifest, "turn_depth")
+    assert f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
+        c.value for c in at.caption
+    ]
+    depth = next(spec for title, spec in _charts(at).items() if "depth" in title.lower())
+    assert _drawn(depth) == best
+
+    at = _page(manifest, "review")
+    assert f"Reviewed here: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
+        c.value for c in at.caption
+    ]

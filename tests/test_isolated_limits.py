@@ -1,0 +1,93 @@
+"""Files the server has not read are parsed in a worker process with a CPU-time and a memory limit
+(`analysis.isolated`), for workspace runs as for uploads: a file past either is stopped and reported in one
+line, and the server's thread only waits."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import isolated
+from analysis.formats.mapping import mapping_from
+from analysis.model import Run, RunInfo
+from analysis.workspace import RunEntry, load_entry, read_manifest
+from ui import data
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo" / "workspace.toml"
+
+# A declared mapping's id pattern is the user's own regular expression: this one backtracks exponentially
+# on an id without the `b` it requires (2^34 ways to split the a's), minutes of CPU in one `re.match`.
+HOSTILE_PATTERN = r"^(?P<dialogue>(a+)+b)-(?P<turn>\d+)$"
+
+
+def _hostile_entry(tmp_path: Path) -> RunEntry:
+    path = tmp_path / "hostile.json"
+    path.write_text(json.dumps([{"flag": "a" * 34 + "-1", "predict": {}, "ground_truth": {}}]))
+    mapping = mapping_from(
+        {"id": "flag", "id_pattern": HOSTILE_PATTERN, "pred": "predict", "gold": "ground_truth"}, str(path)
+    )
+    return RunEntry(RunInfo(run_id="hostile"), path, mapping=mapping)
+
+
+def test_a_workspace_run_is_parsed_in_the_worker_with_the_same_tables() -> None:
+    entry = read_manifest(DEMO).entries[0]
+    source = data.source_from_entry(entry)
+    loaded = data._load_entry(source)
+    assert isinstance(loaded, Run), loaded
+    expected = load_entry(entry)
+    pd.testing.assert_frame_equal(loaded.turns, expected.turns)
+    pd.testing.assert_frame_equal(loaded.pred, expected.pred)
+    pd.testing.assert_frame_equal(loaded.gold, expected.gold)
+
+
+def test_a_relative_path_is_the_callers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    entry = read_manifest(DEMO).entries[0]
+    monkeypatch.chdir(entry.pred.parent)
+    relative = RunEntry(entry.meta, Path(entry.pred.name), entry.gold, format=entry.format)
+    assert isinstance(isolated.load_entry_isolated(relative, None, None), Run)
+
+
+def test_a_file_past_the_cpu_limit_is_stopped_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
+    entry = _hostile_entry(tmp_path)
+    started = time.monotonic()
+    result = isolated.load_entry_isolated(entry, None, None)
+    assert result == "hostile.json: reading it used more than 1 s of CPU time; stopped"
+    assert time.monotonic() - started < 60
+
+
+def test_the_server_thread_only_waits_while_the_worker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """While one thread waits on a hostile file, another thread of the same process keeps running Python
+    (the health check and other sessions are such threads): its loop of small steps is never held up."""
+    monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
+    entry = _hostile_entry(tmp_path)
+    done = threading.Event()
+    waiter = threading.Thread(target=lambda: (isolated.load_entry_isolated(entry, None, None), done.set()))
+    waiter.start()
+    longest = 0.0
+    while not done.is_set():
+        before = time.monotonic()
+        sum(range(10_000))
+        time.sleep(0.01)
+        longest = max(longest, time.monotonic() - before)
+    waiter.join()
+    assert longest < 1.0, f"a step of the other thread waited {longest:.2f} s"
+
+
+def test_a_file_past_the_memory_limit_is_stopped_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", 1024**3)
+    path = tmp_path / "big.jsonl"
+    line = {"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {"hotel": {"name": "x" * 9_000}}}
+    with path.open("w") as handle:
+        for i in range(6_000):  # 54 MB of text: parsed, its tables and copies pass 1 GB of address space
+            handle.write(json.dumps({**line, "dialogue_id": f"d{i}"}) + "\n")
+    result = isolated.load_entry_isolated(RunEntry(RunInfo(run_id="big"), path), None, None)
+    assert isinstance(result, str) and "\n" not in result, result
+    assert result.startswith("big.jsonl: "), result
+    assert "1 GB of memory" in result or "out of memory" in result, result

@@ -1,0 +1,198 @@
+"""The score store heals (issue 40 req 2): an entry damaged in any way (its header a FIFO, nested too deep,
+without a field, from another scorer; a part truncated, overwritten in place, of another table, a FIFO) is
+found on the path that reads it, removed with one warning line and scored again: never a failed page,
+never a server that does not start. Each kind through the API, through the dashboard's pages (AppTest) and,
+for the FIFO, through the server's start-up (`scripts/serve.py`)."""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import logging
+import os
+import re
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import streamlit as st
+from streamlit.testing.v1 import AppTest
+
+from analysis import views
+from analysis.store import entries
+from analysis.store import runs as store_runs
+from analysis.workspace import read_manifest
+from tests.conftest import ROOT
+from ui import data
+
+DEMO = ROOT / "data" / "demo"
+APP = ROOT / "app.py"
+NAMES = ("simulated-A-mwz-en-predicted", "simulated-B-mwz-en-predicted-s2")
+# damage -> the table it hits (None: the header); every kind a reader must survive
+DAMAGES = {
+    "header-fifo": None,
+    "header-deep": None,
+    "header-no-convention": None,
+    "header-older-scorer": None,
+    "header-not-json": None,
+    "part-truncated": "runs",
+    "part-overwritten-same-size": "runs",
+    "part-of-another-table": "turns",
+    "part-fifo": "runs",
+    "domains-overwritten-same-size": "domains",
+}
+
+pytestmark = pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason="the demo workspace is absent")
+
+
+def workspace(folder: Path) -> Path:
+    """The demo manifest cut to NAMES, its paths absolute."""
+    blocks = re.split(r"\n(?=\[\[)", (DEMO / "workspace.toml").read_text(encoding="utf-8"))
+    keep = ['[workspace]\nname = "Healing"\nconvention = "exact"\nallow_outside_root = true\n']
+    for block in blocks:
+        name = re.search(r'^name = "([^"]+)"', block, flags=re.M)
+        if block.startswith("[[runs]]") and name is not None and name.group(1) in NAMES:
+            keep.append(block)
+    text = re.sub(r'"([^"]+\.(?:gz|json|jsonl))"', lambda m: f'"{(DEMO / m.group(1)).as_posix()}"', "\n".join(keep))
+    path = folder / "workspace.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def damage(root: Path, key: str, kind: str) -> None:
+    """Damage entry `key` of the store at `root` the way `kind` says."""
+    header = entries.header_path(root, key)
+    table = DAMAGES[kind]
+    if table is None:
+        fields = json.loads(header.read_text(encoding="utf-8"))
+        header.unlink()
+        if kind == "header-fifo":
+            os.mkfifo(header)
+        elif kind == "header-deep":
+            header.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+        elif kind == "header-no-convention":
+            del fields["convention"]
+            header.write_text(json.dumps(fields), encoding="utf-8")
+        elif kind == "header-older-scorer":
+            header.write_text(json.dumps({**fields, "scorer_version": "0123456789abcdef"}), encoding="utf-8")
+        else:
+            header.write_text("{not json", encoding="utf-8")
+        return
+    part = entries.table_path(root, table, "exact", key)
+    raw = part.read_bytes()
+    if kind == "part-truncated":
+        part.write_bytes(raw[: len(raw) // 2])
+    elif kind.endswith("overwritten-same-size"):  # only its digest (or the Parquet reader) can tell
+        middle = len(raw) // 2
+        part.write_bytes(raw[:middle] + bytes(64) + raw[middle + 64 :])
+    elif kind == "part-fifo":
+        part.unlink()
+        os.mkfifo(part)
+    else:  # a whole Parquet file of other columns, its header rewritten to match: only its columns tell
+        sink = io.BytesIO()
+        pq.write_table(pa.table({"run_id": ["x"], "something": [1.0]}), sink)
+        part.write_bytes(sink.getvalue())
+        fields = json.loads(header.read_text(encoding="utf-8"))
+        fields["tables"][table] = {
+            "rows": 1,
+            "bytes": len(sink.getvalue()),
+            "sha256": hashlib.sha256(sink.getvalue()).hexdigest(),
+        }
+        header.write_text(json.dumps(fields), encoding="utf-8")
+
+
+@pytest.fixture
+def stored(monkeypatch, tmp_path):
+    """A two-run workspace whose runs are all in a fresh store: (manifest path, store root, first run's key)."""
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = workspace(tmp_path)
+    runs = read_manifest(manifest).entries
+    store_runs.ensure_all(runs, "exact", workers=1)
+    root = entries.store_root()
+    assert root is not None
+    entries._HEADERS.clear()
+    _clear_caches()
+    yield manifest, root, store_runs.key(runs[0], "exact", root)
+    _clear_caches()
+
+
+def _clear_caches() -> None:
+    st.cache_data.clear()
+    st.cache_resource.clear()
+
+
+def _warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.name == "analysis.store" and r.levelno >= logging.WARNING]
+
+
+def _whole(root: Path, key: str) -> bool:
+    return entries.lookup(root, key) is not None
+
+
+@pytest.mark.parametrize("kind", list(DAMAGES))
+def test_a_damaged_entry_is_found_removed_and_scored_again(stored, caplog, kind):
+    """Through the API the pages use: the sidebar's check of every run, the Overview's leaderboard and the
+    Domains page's JGA from the store, the scored runs; the damaged run scored again (stored for next time)."""
+    manifest, root, key = stored
+    damage(root, key, kind)
+    pairs = [(data.source_from_entry(e), data.DECLARED) for e in read_manifest(manifest).entries]
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        loaded, failed = data.load_workspace(read_manifest(manifest))
+        assert list(loaded) == list(NAMES) and failed == {}
+        # From the store, or None (the page computes it) when it cannot answer.
+        data.stored_leaderboard(pairs, "jga")
+        data.stored_view(views.domain_jga, [pairs], {})
+        scoreds = [data.scored(source, choice) for source, choice in pairs]
+        entries.flush()
+    assert [s.run_ids[0] for s in scoreds] == list(NAMES)
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert f"entry {key} is damaged" in warnings[0] and "scored again" in warnings[0]
+    assert _whole(root, key)  # rescored and stored whole
+    assert data.stored_leaderboard(pairs, "jga") is not None  # the next view reads the store again
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind", list(DAMAGES))
+def test_every_page_opens_over_a_damaged_store(stored, caplog, kind):
+    """The dashboard (AppTest over `app.py`) on a workspace whose store is damaged: the Overview and the pages
+    that read the other stored tables open without an exception or an error box, with one warning line."""
+    manifest, root, key = stored
+    damage(root, key, kind)
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        at = AppTest.from_file(str(APP), default_timeout=180)
+        at.session_state["workspace_path"] = str(manifest)
+        at.run()
+        for page in ("overview", "domains", "turn_depth", "slots", "dialogue"):
+            if page != "overview":
+                at.switch_page(f"pages/{page}.py").run()
+            assert not at.exception, (page, [e.value for e in at.exception])
+            assert not at.error, (page, [e.value for e in at.error])
+        entries.flush()
+    warnings = _warnings(caplog)
+    assert len(warnings) == 1, warnings
+    assert f"entry {key} is damaged" in warnings[0]
+    assert _whole(root, key)
+
+
+@pytest.mark.slow
+def test_the_server_starts_over_a_store_whose_header_is_a_fifo(stored):
+    """`scripts/serve.py` (what `make run` starts) warms the workspace from its store: a FIFO in place of an
+    entry's header used to block the warm-up for good, so the server never started."""
+    from tests.test_serve import _healthy, _line, serving
+
+    manifest, root, key = stored
+    damage(root, key, "header-fifo")
+    started = time.monotonic()
+    with serving(manifest) as (url, lines):
+        line = _line(lines, "dashboard: workspace", timeout=120)
+        assert line.startswith("dashboard: workspace ready: 2 runs"), line
+        assert _healthy(url)
+        assert time.monotonic() - started < 120
+        said = [entry for entry in lines if "is damaged" in entry]
+        assert len(said) == 1 and key in said[0] and "FIFO" in said[0], "".join(lines)
+        assert not any("Traceback" in entry for entry in lines), "".join(lines)
+    assert not entries.header_path(root, key).is_fifo()

@@ -1,0 +1,254 @@
+"""The vocabulary check (`analysis.vocabulary`), the published gap (`analysis.reconcile.gap`) and what
+`metrics` prints of them: on small runs, and on the mwzeval outputs against MultiWOZ 2.1 gold."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from analysis.cli.main import main
+from analysis.conventions import CONVENTIONS
+from analysis.demo.testing import run_from_states
+from analysis.loading import load_run
+from analysis.model import RunInfo
+from analysis.reconcile.core import reconcile
+from analysis.reconcile.gap import UNEXPLAINED, as_fraction, gap_turns, published_gap
+from analysis.scoring import score_run
+from analysis.vocabulary import MISMATCH, naming_fix, vocabulary
+from tests.conftest import realdata_path
+
+GOLD = [{"hotel": {"bookday": "monday", "area": "east"}}, {"hotel": {"bookday": "friday", "area": "west"}}] * 2
+PRED = [{"hotel": {"day": "monday", "area": "east"}}, {"hotel": {"day": "friday", "area": "west"}}] * 2
+
+
+def test_a_renamed_slot_is_a_naming_mismatch_and_other_names_are_listed() -> None:
+    pred = [{**p, "taxi": {"stars": "4"}} for p in PRED]
+    gold = [{**g, "train": {"people": "2"}} for g in GOLD]
+    table = vocabulary(score_run(run_from_states(gold, pred), "exact"))
+    rows = {(r.kind, r.domain, r.slot): r for r in table.itertuples()}
+    mismatch = rows[(MISMATCH, "hotel", "day")]
+    assert (mismatch.gold_slot, mismatch.shared_turns, mismatch.turns) == ("bookday", 4, 4)
+    assert rows[("predicted only", "taxi", "stars")].entries == 4
+    assert rows[("gold only", "train", "people")].examples == "2"
+
+
+def test_values_that_differ_are_no_naming_mismatch() -> None:
+    pred = [{"hotel": {"day": "sunday", "area": "east"}}] * 4
+    table = vocabulary(score_run(run_from_states(GOLD, pred), "exact"))
+    assert MISMATCH not in set(table["kind"])
+    assert {"predicted only", "gold only"} <= set(table["kind"])
+
+
+def test_a_run_whose_names_agree_has_an_empty_check() -> None:
+    assert vocabulary(score_run(run_from_states(GOLD, GOLD), "exact")).empty
+
+
+def test_the_published_number_may_be_a_percentage() -> None:
+    assert as_fraction(56.2) == pytest.approx(0.562) and as_fraction(0.5) == 0.5
+    with pytest.raises(ValueError):
+        as_fraction(120)
+
+
+def test_the_gap_adds_up_to_the_published_number() -> None:
+    run = run_from_states(GOLD, PRED)
+    rec = reconcile(run, ["exact", "trade"])
+    target, table = published_gap(rec, "exact", 0.9)
+    assert target == "trade"
+    assert table["jga_change"].sum() == pytest.approx(0.9 - rec.metrics.loc["exact", "jga"])
+    naming = table.set_index("cause").loc["slot_alias"]
+    assert naming["turns"] == 4 and naming["turns_up"] == 4
+    assert table.set_index("cause").loc[UNEXPLAINED, "jga_change"] == pytest.approx(0.9 - 1.0)
+    assert len(gap_turns(rec, "exact", target, "slot_alias")) == 4
+
+
+def _mwzeval_run(name: str):
+    return load_run(realdata_path("mwzeval_outputs", f"{name}.json"), realdata_path("multiwoz21", "test.json.zip"))
+
+
+# mwzeval's own numbers on these files (../shared/realdata/scorer_oracles/README.md): official, and with
+# the booking slots named alike on both sides and every turn scored (what mwzeval-lenient computes).
+MWZEVAL = {"ubar": (0.324742, 0.431633), "augpt": (0.383885, 0.562534)}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", sorted(MWZEVAL))
+def test_the_booking_slots_of_mwzeval_outputs_are_naming_mismatches(name: str) -> None:
+    run = _mwzeval_run(name)
+    scored = score_run(run, "mwzeval")
+    table = vocabulary(scored, run)
+    found = table[table["kind"] == MISMATCH]
+    pairs = set(zip(found["domain"] + "-" + found["slot"], found["gold_slot"], strict=True))
+    assert pairs == {
+        ("restaurant-people", "bookpeople"),
+        ("restaurant-day", "bookday"),
+        ("restaurant-time", "booktime"),
+        ("hotel-people", "bookpeople"),
+        ("hotel-day", "bookday"),
+        ("hotel-stay", "bookstay"),
+        ("train-people", "bookpeople"),
+    }
+    assert (found["agreement"] > 0.85).all()
+    fix = naming_fix(run, "mwzeval", table)
+    assert (fix.convention, fix.mapped) == ("mwzeval-lenient", 7)
+    assert fix.before["jga"] == pytest.approx(MWZEVAL[name][0], abs=5e-5)
+    assert fix.metrics["jga"] == pytest.approx(MWZEVAL[name][1], abs=5e-5)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("convention", sorted(CONVENTIONS))
+def test_every_convention_gets_a_vocabulary_check_on_ubar(convention: str) -> None:
+    """Under every convention: the check runs, and mwzeval's 2.2 booking names are a mismatch only where the
+    convention renames the gold (mwzeval) while the lenient variant and TRADE's aliases see one name."""
+    run = _mwzeval_run("ubar")
+    try:
+        scored = score_run(run, convention)
+    except ValueError as exc:  # a convention for another dataset says so (the SGD evaluator needs a schema)
+        pytest.skip(f"{convention} does not score this run: {exc}")
+    table = vocabulary(scored, run)
+    names = set(table.loc[table["kind"] == MISMATCH, "gold_slot"])
+    if convention == "mwzeval":
+        assert names == {"bookpeople", "bookday", "booktime", "bookstay"}
+    if convention in ("mwzeval-lenient", "trade"):
+        assert not names
+
+
+@pytest.mark.realdata
+def test_trade_named_predictions_against_raw_gold_are_naming_mismatches() -> None:
+    """TRADE's file (`book day`, `arriveby`) against raw MultiWOZ 2.1 names (`day`, `arriveBy`): under DSTC9,
+    whose slot scope ignores a predicted name the gold turn does not list, every such name is still seen."""
+    run = load_run(realdata_path("mlcsg", "all_prediction_TRADE.json"), realdata_path("multiwoz21", "test.json.zip"))
+    table = vocabulary(score_run(run, "dstc9"), run)
+    found = table[table["kind"] == MISMATCH]
+    assert ("restaurant", "book people", "people") in set(
+        zip(found["domain"], found["slot"], found["gold_slot"], strict=True)
+    )
+    assert len(found) == 11
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize(
+    ("pred", "gold"),
+    [
+        (("wild", "dstc10_task1_teamA01_entry0.json.gz"), ("wild", "dstc10_task1_test_labels.json.gz")),
+        (("wild", "checkdst_PI_example.checkdst_prediction.jsonl"), None),
+        (("wild", "gptdst_gpt35_ours_running_log.json"), None),
+    ],
+)
+def test_the_wild_files_get_a_vocabulary_check(pred, gold) -> None:
+    run = load_run(realdata_path(*pred), realdata_path(*gold) if gold else None)
+    table = vocabulary(score_run(run), run)
+    assert set(table["kind"]) <= {MISMATCH, "predicted only", "gold only"}
+    assert (table["entries"] > 0).all()
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_metrics_prints_the_vocabulary_and_the_published_gap(capsys) -> None:
+    pred, gold = realdata_path("mwzeval_outputs", "ubar.json"), realdata_path("multiwoz21", "test.json.zip")
+    argv = ["metrics", "--pred", str(pred), "--gold", str(gold), "--convention", "mwzeval", "--published", "56.2"]
+    assert main([*argv, "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["vocabulary"]["counts"][MISMATCH] == 7
+    assert result["vocabulary"]["naming_fix"]["convention"] == "mwzeval-lenient"
+    gap = result["published_gap"]
+    assert gap["published"] == pytest.approx(0.562) and gap["reference"] == "mwzeval-lenient"
+    causes = {c["cause"]: c for c in gap["causes"]}
+    assert causes["slot_alias"]["turns"] == 788 and causes["slot_alias"]["turns_down"] == 0
+    assert sum(c["jga_change"] for c in gap["causes"]) == pytest.approx(gap["gap"])
+    assert causes[UNEXPLAINED]["jga_change"] == pytest.approx(0.562 - 0.431633, abs=5e-5)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "naming mismatch: predicted restaurant-people = gold restaurant-bookpeople" in out
+    assert "under mwzeval-lenient, which maps 7 of these names: JGA 0.4316" in out
+    assert "slot naming" in out and "of the gap" in out
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_reconcile_opens_on_the_runs_convention_and_the_one_flipping_most() -> None:
+    """UBAR's mwzeval output: the default list starts with mwzeval and its lenient variant, the default pair
+    is mwzeval against the convention flipping the most turns, and slot naming there offers the lenient one."""
+    from ui import reconcile as ui_reconcile
+
+    run = load_run(
+        realdata_path("mwzeval_outputs", "ubar.json"),
+        realdata_path("multiwoz21", "test.json.zip"),
+        meta=RunInfo(convention="mwzeval"),
+    )
+    names = ui_reconcile.default_conventions(run)
+    assert names[:2] == ("mwzeval", "mwzeval-lenient")
+    rec = reconcile(run, names)
+    a, b = ui_reconcile.default_pair(rec)
+    counts = rec.flip_counts()
+    mine = counts[(counts["a"] == "mwzeval") | (counts["b"] == "mwzeval")]
+    assert a == "mwzeval" and b in set(mine["a"]) | set(mine["b"])
+    # A convention whose scorer never reads this gold (DSTC9 on English MultiWOZ: JGA n/a) is never the pair.
+    unread = set(rec.table().set_index("convention")["jga"].loc[lambda s: s.isna()].index)
+    assert unread and b not in unread
+    scored = mine[~mine["a"].isin(unread) & ~mine["b"].isin(unread)]
+    assert rec.flips(a, b).shape[0] == scored["count"].max()
+    without = reconcile(run, ["mwzeval", "exact"])
+    assert ui_reconcile.lenient_offer(without, "mwzeval", "exact") == "mwzeval-lenient"
+
+
+def _manifest(tmp_path, value: str):
+    from analysis.workspace import read_manifest
+
+    (tmp_path / "run.jsonl").write_text("", encoding="utf-8")
+    (tmp_path / "workspace.toml").write_text(
+        f'[workspace]\nname = "w"\n\n[[runs]]\nname = "r"\npred = "run.jsonl"\npublished_jga = {value}\n',
+        encoding="utf-8",
+    )
+    return read_manifest(tmp_path / "workspace.toml")
+
+
+def test_a_manifest_gives_the_published_number_as_a_fraction_or_a_percentage(tmp_path) -> None:
+    assert _manifest(tmp_path, "56").entries[0].meta.published_jga == 56.0
+    assert _manifest(tmp_path, "0.562").entries[0].meta.published_jga == 0.562
+    from analysis.errors import InputError
+
+    for bad in ("560", '"high"'):
+        with pytest.raises(InputError, match="published_jga"):
+            _manifest(tmp_path, bad)
+
+
+def test_a_published_number_out_of_range_is_bad_input(tmp_path, capsys) -> None:
+    pred = tmp_path / "run.jsonl"
+    pred.write_text(json.dumps({"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {}}) + "\n", encoding="utf-8")
+    assert main(["metrics", "--pred", str(pred), "--published", "120"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "a published JGA is a fraction or a percentage, got 120.0" in err[0]
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_a_turn_the_prediction_file_lacks_is_the_gaps_turns_cause() -> None:
+    """PPTOD's file lacks the last turn of PMUL3688: mwzeval does not score it, mwzeval-lenient scores it as an
+    empty prediction. That turn, and the changed weight of every turn right under both, are the `turns` row."""
+    run = load_run(
+        realdata_path("mwzeval_outputs", "pptod.json"),
+        realdata_path("multiwoz21", "test.json.zip"),
+        meta=RunInfo(convention="mwzeval"),
+    )
+    rec = reconcile(run, ["mwzeval", "mwzeval-lenient"])
+    target, table = published_gap(rec, "mwzeval", 0.5)
+    rows = table.set_index("cause")
+    assert target == "mwzeval-lenient" and rows.loc["turns", "turns"] == 1
+    assert rows.loc["turns", "jga_change"] < 0  # one more turn in the denominator, wrong
+    assert table["jga_change"].sum() == pytest.approx(0.5 - rec.metrics.loc["mwzeval", "jga"])
+    lacking = gap_turns(rec, "mwzeval", target, "turns")
+    assert lacking[["dialogue_id", "turn_index"]].values.tolist() == [["PMUL3688", 5]]
+
+
+def test_the_text_lists_the_first_names_and_counts_the_rest() -> None:
+    from analysis.vocabulary import vocabulary_lines
+
+    pred = [{"hotel": {"area": "east", **{f"extra{n:02d}": "x" for n in range(15)}}}]
+    table = vocabulary(score_run(run_from_states([{"hotel": {"area": "east"}}], pred), "exact"))
+    lines = vocabulary_lines(table)
+    assert lines[0].startswith("Vocabulary: 0 naming mismatch(es), 15 predicted name(s)")
+    assert sum(line.startswith("  predicted only") for line in lines) == 12
+    assert lines[-1] == "  ... and 3 more name(s) one side only uses (the JSON output lists every one)"
+    assert len(vocabulary_lines(table, shown_others=None)) == 16
