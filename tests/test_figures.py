@@ -142,7 +142,10 @@ def test_beyond_merged_runs_the_muted_runs_share_traces_and_keep_their_points(ru
     bounds all there, separated by gaps, its name in the hover; a clicked point of a shared trace names its
     run, also once the figure went through the cache's JSON; the highlighted run stays alone, on top."""
     depth = views.depth_jga(runs)
-    names = [f"run<{i}>" for i in range(2 * figures.MERGED_RUNS)]  # colours and dashes repeat
+    from analysis.palette import CATEGORICAL
+
+    # colours (21) and dashes (4, by eights of runs) repeat as pairs from the 64th run on
+    names = [f"run<{i}>" for i in range(max(2 * figures.MERGED_RUNS, 3 * len(CATEGORICAL) + 8))]
     many = pd.concat(
         [
             depth[depth["run_id"] == "a"].assign(run_id=n, jga=depth["jga"].iloc[0] - i / 100)

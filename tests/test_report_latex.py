@@ -19,6 +19,7 @@ import pytest
 from analysis.cli.main import main
 from analysis.export import figures as E
 from analysis.export import report as R
+from analysis.export.latex import SYMBOLS, is_cjk
 from analysis.export.tables import latex_escape
 
 DEMO = Path(__file__).resolve().parent.parent / "data" / "demo"
@@ -92,15 +93,30 @@ def _words(text: str) -> str:
     return "".join(re.findall(r"[0-9a-z\u4e00-\u9fff]", text))
 
 
+HAVE_CJKUTF8 = bool(shutil.which("kpsewhich")) and bool(
+    subprocess.run(["kpsewhich", "CJKutf8.sty"], capture_output=True, text=True, check=False).stdout.strip()
+)
+
+
 def _as_printed(text: str, engine: str) -> str:
-    """What an engine prints of `text`: pdflatex prints characters its fonts lack as [U+XXXX]."""
+    """What an engine prints of `text`: pdflatex prints CJK with CJKutf8 (when installed) and other
+    characters its fonts lack as [U+XXXX]."""
     if engine == "xelatex":
         return text
-    return "".join(f"[U+{ord(c):04X}]" if ord(c) > 0x17F and c not in R._PDFLATEX_CHARS else c for c in text)
+
+    def shown(c: str) -> str:
+        kept = ord(c) <= 0x17F or c in R._PDFLATEX_CHARS or c in SYMBOLS or (HAVE_CJKUTF8 and is_cjk(c))
+        return c if kept else f"[U+{ord(c):04X}]"
+
+    return "".join(shown(c) for c in text)
 
 
-def _pdf_pages(path: Path) -> list[str]:
-    text = subprocess.run(["pdftotext", "-enc", "UTF-8", str(path), "-"], capture_output=True, check=True).stdout
+def _pdf_pages(path: Path, *, raw: bool = False) -> list[str]:
+    """The text of each page; `raw`: in content order (a paragraph running on into the next column stays whole)."""
+    options = ["-raw"] if raw else []
+    text = subprocess.run(
+        ["pdftotext", *options, "-enc", "UTF-8", str(path), "-"], capture_output=True, check=True
+    ).stdout
     return text.decode("utf-8").split("\f")[:-1]  # pdftotext ends every page with a form feed
 
 
@@ -135,9 +151,14 @@ def test_main_tex_inputs_every_snippet_and_the_notes(tmp_path: Path, monkeypatch
     assert all((tmp_path / name).is_file() for name in inputs)
     assert latex_escape(_hostile_plan().warnings[0]) in main_tex
     assert latex_escape(_hostile_plan().notes[0]) in main_tex
-    # pdflatex's branch declares what its fonts lack; no raw Chinese in main.tex itself
+    # pdflatex's branch sets CJK with CJKutf8, or declares it missing without; no raw Chinese in main.tex
+    # itself; symbols are commands in the snippets (the minus sign: $-$), nothing to declare
+    assert "\\usepackage{CJKutf8}" in main_tex
     assert "\\DeclareUnicodeCharacter{9910}{\\missingchar{9910}}" in main_tex
-    assert "\\DeclareUnicodeCharacter{2212}{\\ensuremath{-}}" in main_tex
+    assert "\\DeclareUnicodeCharacter{2212}" not in main_tex
+    assert "b $-$ a $\\pm$0.1, $\\Delta$" in (tmp_path / f"fig-slot-f1-{R._slug(HOSTILE)}.tex").read_text(
+        encoding="utf-8"
+    )
     assert not re.search("[\u4e00-\u9fff]", main_tex)
     index = (tmp_path / "index.md").read_text(encoding="utf-8")
     assert "## Whole report" in index and "(main.tex)" in index and "main.pdf" not in index
@@ -213,7 +234,7 @@ def test_hostile_names_compile_and_print_literally(
     # the special characters print as themselves, not as TeX commands or lost
     for piece in ("run_1 & 100% #2 $x$ {y} ~z ^w \\relax [o]", "<a>|b"):
         assert piece in " ".join(raw.split()), piece
-    assert (CHINESE in raw) if engine == "xelatex" else ("[U+9910]" in raw)
+    assert (CHINESE in raw) if engine == "xelatex" or HAVE_CJKUTF8 else ("[U+9910]" in raw)
 
 
 @pytest.fixture(scope="module")
@@ -253,7 +274,9 @@ def test_demo_main_pdf_has_every_caption_and_no_empty_page(demo_report: tuple[Pa
     assert n_pages == front + len(float_pages), "a page without any figure or table"
     raw = " ".join(" ".join(_pdf_pages(out / "main.pdf")).split())
     assert len(re.findall(r"Figure \d+:", raw)) == len(figures)
-    assert len(re.findall(r"Table \d+:", raw)) == len(tables)
+    # a table too wide or too long for one page prints in parts, each a float of its own
+    floats = sum((out / f"{t.name}.tex").read_text(encoding="utf-8").count("\\begin{table") for t in tables)
+    assert floats >= len(tables) and len(re.findall(r"Table \d+:", raw)) == floats
     if engine == "xelatex":
         assert "餐厅" in raw  # the per-domain table's Chinese domains, in Noto CJK
 
@@ -274,7 +297,7 @@ def test_demo_index_has_every_comparability_note(demo_report: tuple[Path, list[R
         n.startswith("Alignment of simulated-C-mwz-en-predicted: 5 gold turns have no prediction") for n in notes
     )
     index = (out / "index.md").read_text(encoding="utf-8")
-    pdf_text = _words("".join(_pdf_pages(out / "main.pdf")))
+    pdf_text = _words("".join(_pdf_pages(out / "main.pdf", raw=True)))  # a note may run on into the next column
     for note in notes:
         assert f"- {note}" in index.replace("\\", "")
         assert _words(note) in pdf_text
@@ -302,3 +325,102 @@ def test_notes_name_runs_of_one_dataset_on_different_gold(monkeypatch: pytest.Mo
     assert "a, c vs b" in notes[0]
     assert "Not applicable: b: Slot accuracy n/a: slots outside the ontology." in notes
     assert "Alignment of c: 2 gold turns have no prediction; 1 dialogue differs." in notes
+
+
+# --- issue 42: every snippet and main.tex compile in an ACL-like two-column page, with both engines -----
+
+REAL_WORKSPACE_RUNS = {  # real files: a CrossWOZ run (Chinese names), a Chinese RiSAWOZ run, a MultiWOZ run
+    "crosswoz-rule-dst": ("CrossWOZ", "zh", ("crosswoz_ruledst/test_preds.json", "crosswoz/test.json.zip")),
+    "xrisawoz-zh": ("RiSAWOZ", "zh", ("xrisawoz_llm/zh.jsonl",)),
+    "mlcsg-trade": ("MultiWOZ 2.1", "en", ("mlcsg/all_prediction_TRADE.json",)),
+}
+
+
+def _snippets(out: Path) -> list[str]:
+    return sorted(p.name for p in out.glob("*.tex") if p.name != R.MAIN_TEX and not p.name.startswith("acl-"))
+
+
+def _assert_compiles(out: Path, engine: str, tmp_path: Path) -> None:
+    """Every snippet of the report in one ACL-like document, and main.tex, under `engine`: no error, no
+    overfull box over 1 pt, no Type 3 font in the PDFs (the figures' included); every figure PDF too."""
+    from tests import acl_latex
+
+    snippets = _snippets(out)
+    assert any(s.startswith("fig-") for s in snippets) and any(not s.startswith("fig-") for s in snippets)
+    paper = acl_latex.compile_snippets(out, snippets, engine, name="acl")
+    assert paper.problems() == [], (engine, paper.problems(), paper.errors[:3])
+    whole = acl_latex.compile_tex(out, R.MAIN_TEX, engine, build=tmp_path / engine)
+    assert whole.problems() == [], (engine, whole.problems(), whole.errors[:3])
+    assert paper.font_types and whole.font_types
+    for pdf in sorted(out.glob("*.pdf")):
+        assert "Type 3" not in acl_latex.pdf_font_types(pdf), pdf.name
+
+
+@pytest.mark.slow
+@needs_latex
+@pytest.mark.parametrize("engine", ["pdflatex", "xelatex"])
+def test_demo_snippets_and_main_compile_in_an_acl_page(
+    demo_report: tuple[Path, list[R.Written]], engine: str, tmp_path: Path
+) -> None:
+    from tests.acl_latex import HAVE_TEX
+
+    if not HAVE_TEX:
+        pytest.skip("pdflatex, xelatex and pdffonts are needed (scripts/system-deps.sh)")
+    _assert_compiles(demo_report[0], engine, tmp_path)
+
+
+@pytest.fixture(scope="module")
+def real_report(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from tests.conftest import realdata_path
+
+    if not (Path("/usr/bin/chromium").exists() or E.browser_path() is not None):
+        pytest.skip("no Chromium (make test installs it)")
+    if not HAVE_LATEX:
+        pytest.skip("no LaTeX (make test installs it: scripts/system-deps.sh)")
+    blocks = ['[workspace]\nname = "Real files 真实"\nallow_outside_root = true\n']
+    for name, (dataset, language, files) in REAL_WORKSPACE_RUNS.items():
+        paths = [realdata_path(*f.split("/")).as_posix() for f in files]
+        gold = f'gold = "{paths[1]}"\n' if len(paths) > 1 else ""
+        blocks.append(
+            f'[[runs]]\nname = "{name}"\nsystem = "{name}"\ndataset = "{dataset}"\nlanguage = "{language}"\n'
+            f'pred = "{paths[0]}"\n{gold}'
+        )
+    folder = tmp_path_factory.mktemp("real-report")
+    (folder / "workspace.toml").write_text("\n".join(blocks), encoding="utf-8")
+    out = folder / "out"
+    R.build_report(folder / "workspace.toml", out, formats=("pdf",), n_resamples=50, progress=False)
+    return out
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+@pytest.mark.parametrize("engine", ["pdflatex", "xelatex"])
+def test_real_report_snippets_and_main_compile_in_an_acl_page(real_report: Path, engine: str, tmp_path: Path) -> None:
+    from tests.acl_latex import HAVE_TEX
+
+    if not HAVE_TEX:
+        pytest.skip("pdflatex, xelatex and pdffonts are needed (scripts/system-deps.sh)")
+    _assert_compiles(real_report, engine, tmp_path)
+
+
+def test_grayscale_report_gives_every_trace_its_marker_or_pattern(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import plotly.graph_objects as go
+
+    from analysis.palette import DISTINCT, pattern
+
+    seen: list = []
+
+    def capture(stems: list, **options: object) -> None:
+        seen.extend(figure for figure, _ in stems)
+        _fake_figures(stems, **options)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(R.E, "write_figures", capture)
+    bars = go.Figure([go.Bar(x=["a", "b"], y=[1, 2], marker_color=[DISTINCT[0], DISTINCT[9]])])
+    plan = R.ReportPlan("grey", figures=[R.FigureItem("bars", "Bars.", bars)])
+    R.write_report(plan, tmp_path, formats=("pdf",), progress=False, grayscale=True)
+    assert list(seen[0].data[0].marker.pattern.shape) == ["", pattern(9)[0]] and pattern(9) != pattern(0)
+    assert bars.data[0].marker.pattern.shape is None  # the plan's own figure is left as it was
+    with pytest.raises(ValueError, match="no column F2"):
+        R.write_report(plan, tmp_path, formats=("pdf",), progress=False, columns=["run", "F2"])

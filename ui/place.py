@@ -38,8 +38,12 @@ def _fresh(key: str, value: Any) -> bool:
 
 
 def _figure_file(fig: go.Figure, fmt: str, style_key: str, width_key: str) -> bytes:
+    from analysis.palette import grayscale_safe
+
     style = st.session_state.get(style_key, "paper")
     width = st.session_state.get(width_key, "single")
+    if st.session_state.get(f"{style_key[: -len('__style')]}__grey", False):
+        fig = grayscale_safe(go.Figure(fig))  # a copy: the page's figure keeps its look
     try:
         return export.figure_bytes(fig, fmt, style=style, width=width)
     except export.ExportUnavailableError as exc:  # the button still downloads something that says why
@@ -57,6 +61,7 @@ def _figure_exports(fig: go.Figure, *, key: str, name: str) -> None:
         style_key, width_key = f"{key}__style", f"{key}__width"
         left.selectbox("Style", export.STYLES, key=style_key)
         right.selectbox("Width", export.WIDTHS, key=width_key, format_func=lambda w: f"{w} column")
+        st.checkbox("Grayscale-safe: markers and patterns", key=f"{key}__grey")
         for column, fmt in zip(st.columns(len(export.FIGURE_FORMATS)), export.FIGURE_FORMATS, strict=True):
             column.download_button(
                 fmt.upper(),
@@ -107,15 +112,31 @@ def _table_file(
     interval_form: str = "brackets",
     export_as: TableExport | None = None,
     groups: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> bytes:
     """A table's file as its export button downloads it: LaTeX with the caption derived from the table's
     name and a label from the caption, or, for a table the report writes too (`export_as`, e.g. the
-    leaderboard), exactly the report's table (same frame, caption, label and options)."""
+    leaderboard), exactly the report's table (same frame, caption, label and options). `columns`: the
+    columns the export's picker kept (None: all)."""
     if export_as is not None:
         item = export_as()
-        return export.table_bytes(item.frame, fmt, caption=item.caption, interval_form=interval_form, **item.options)
+        options = {**item.options, "columns": columns} if columns is not None else item.options
+        return export.table_bytes(item.frame, fmt, caption=item.caption, interval_form=interval_form, **options)
     caption = export.tables.caption_from_name(name)
-    return export.table_bytes(frame, fmt, caption=caption, na_rep=na_rep, interval_form=interval_form, groups=groups)
+    return export.table_bytes(
+        frame, fmt, caption=caption, na_rep=na_rep, interval_form=interval_form, groups=groups, columns=columns
+    )
+
+
+def export_columns(frame: pd.DataFrame, export_as: TableExport | None = None) -> list[str]:
+    """The columns the export's picker offers, as headers: the report table's (`export_as.columns`) or
+    the frame's shown columns (no internal column, no interval bound)."""
+    declared = getattr(export_as, "columns", None)
+    if declared is not None:
+        return list(declared)
+    bounds = {c for pair in export.tables.found_intervals(list(frame.columns)).values() for c in pair}
+    shown = [c for c in frame.columns if c not in bounds and c not in export.tables.INTERNAL_COLUMNS]
+    return list(dict.fromkeys(export.tables.header(c) for c in shown))
 
 
 def _table_exports(
@@ -129,6 +150,11 @@ def _table_exports(
         form = st.radio(  # a widget: changing it reruns the page, so the buttons below get the new form
             "Intervals", list(_INTERVAL_FORMS), format_func=_INTERVAL_FORMS.get, key=form_key, horizontal=True
         )
+        offered = export_columns(frame, export_as)
+        picked = st.multiselect(  # a LaTeX table wider than a column spans both, or prints in parts
+            "Columns", offered, default=offered, key=f"{key}__columns", help="the columns the files hold"
+        )
+        columns = None if not picked or list(picked) == offered else list(picked)
         for column, fmt in zip(st.columns(len(export.TABLE_FORMATS)), export.TABLE_FORMATS, strict=True):
             column.download_button(
                 {"latex": "LaTeX", "markdown": "Markdown", "csv": "CSV"}[fmt],
@@ -141,6 +167,7 @@ def _table_exports(
                     interval_form=str(form or "brackets"),
                     export_as=export_as,
                     groups=groups,
+                    columns=columns,
                 ),
                 file_name=export.file_name(name, fmt),
                 mime=export.MIME_TYPES[fmt],
@@ -164,6 +191,9 @@ def leaderboard_export(
         scoreds = [data.scored(source, pick) for source, pick in resolved[0]]
         return leaderboard_item({s.metas[0].run_id: s for s in scoreds})
 
+    from analysis.export.report import leaderboard_columns
+
+    make.columns = leaderboard_columns()  # type: ignore[attr-defined]  # the export's column picker offers these
     return make
 
 

@@ -1,8 +1,8 @@
 """The ``report`` sub-command: every dashboard figure and table of a workspace as paper-ready files.
 
 ``python -m analysis report WORKSPACE --out DIR [--formats pdf,svg,png] [--style paper|slides]
-[--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--pdf|--no-pdf]
-[--no-progress]``
+[--width single|double] [--convention NAME] [--resamples N] [--intervals brackets|pm] [--columns A,B,...]
+[--pdf|--no-pdf] [--grayscale] [--no-progress]``
 
 Writes the figures (one browser for the batch, a progress bar on stderr), the tables (LaTeX,
 Markdown, CSV), a LaTeX snippet per figure (``fig-<name>.tex``), ``main.tex`` (the whole report) and
@@ -69,10 +69,20 @@ def register(subparsers: Any) -> None:
         help="intervals in tables: brackets `0.519 [0.507, 0.531]` (default) or pm `0.519 ±0.012` (half-width)",
     )
     parser.add_argument(
+        "--columns",
+        type=lambda text: [c.strip() for c in text.split(",") if c.strip()],
+        default=None,
+        help="the leaderboard table's columns, e.g. run,JGA,'Slot F1 (micro)' (default: all, in as many parts as "
+        "the page needs; a table wider than a column spans both)",
+    )
+    parser.add_argument(
         "--pdf",
         action=argparse.BooleanOptionalAction,
         default=None,
         help="compile main.tex into main.pdf with xelatex (or pdflatex) (default: when one is installed)",
+    )
+    parser.add_argument(
+        "--grayscale", action="store_true", help="every trace also gets a marker or bar pattern: apart printed in grey"
     )
     parser.add_argument("--no-progress", action="store_true", help="no progress bar")
     parser.set_defaults(func=run)
@@ -94,9 +104,14 @@ def _manifest_is_a_file(workspace: str) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from analysis.export.report import MAIN_PDF, CompileError, build_report
+    from analysis.export.report import MAIN_PDF, CompileError, build_report, check_columns
 
     _manifest_is_a_file(args.workspace)
+    try:
+        check_columns(getattr(args, "columns", None))
+    except ValueError as exc:
+        print(f"report: --columns: {exc}", file=sys.stderr)
+        return 2
     started = time.perf_counter()
     try:
         written = build_report(
@@ -110,6 +125,8 @@ def run(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             intervals=args.intervals,
             pdf=args.pdf,
+            columns=getattr(args, "columns", None),
+            grayscale=getattr(args, "grayscale", False),
         )
     except ExportUnavailableError as exc:
         print(f"report: {exc}", file=sys.stderr)

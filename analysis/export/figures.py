@@ -25,7 +25,7 @@ import plotly.graph_objects as go
 
 from analysis.export.files import EXTENSIONS, FIGURE_FORMATS
 from analysis.export.fonts import cjk_font_face_css, font_face_css
-from analysis.export.style import DPI, PX_PER_IN, Preset, preset, style_figure
+from analysis.export.style import DPI, PDF_FONT_FAMILY, PX_PER_IN, Preset, preset, style_figure
 
 INSTALL_HINT = (
     "figure export needs Chromium and the fonts: `apt-get install chromium fonts-liberation fonts-noto-cjk` "
@@ -125,6 +125,15 @@ def export_session() -> Iterator[None]:
                 kaleido.stop_sync_server(silence_warnings=True)
 
 
+def for_format(figure: dict[str, Any], fmt: str) -> dict[str, Any]:
+    """A styled figure (as a dict) as it renders in `fmt`: a PDF's text in `PDF_FONT_FAMILY` (TrueType
+    fonts only, so no Type 3 font in the file), other formats as they are."""
+    if fmt != "pdf":
+        return figure
+    layout = figure.get("layout", {})
+    return {**figure, "layout": {**layout, "font": {**layout.get("font", {}), "family": PDF_FONT_FAMILY}}}
+
+
 def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
     import kaleido
 
@@ -137,9 +146,9 @@ def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
     }
     with _LOCK:  # the sync server answers on one queue: one request at a time
         if _server_running():
-            data = kaleido.calc_fig_sync(fig.to_dict(), opts=opts)
+            data = kaleido.calc_fig_sync(for_format(fig.to_dict(), fmt), opts=opts)
         else:
-            data = kaleido.calc_fig_sync(fig.to_dict(), opts=opts, kopts={"mathjax": False})
+            data = kaleido.calc_fig_sync(for_format(fig.to_dict(), fmt), opts=opts, kopts={"mathjax": False})
     if isinstance(data, BaseException):
         raise data
     return bytes(data)
@@ -217,7 +226,10 @@ def write_figures(
         try:
             for at in range(0, len(jobs), BATCH_CHUNK):
                 chunk = jobs[at : at + BATCH_CHUNK]
-                specs = [{"fig": d, "path": str(p), "opts": _opts(d["layout"], fmt, spec)} for d, fmt, p in chunk]
+                specs = [
+                    {"fig": for_format(d, fmt), "path": str(p), "opts": _opts(d["layout"], fmt, spec)}
+                    for d, fmt, p in chunk
+                ]
                 errors = kaleido.write_fig_from_object_sync(specs)
                 if isinstance(errors, BaseException):
                     raise errors

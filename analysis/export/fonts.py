@@ -1,8 +1,8 @@
 """Font embedding for SVG files: `@font-face` rules holding subsets of the fonts a figure draws with.
 
 PDF needs nothing from here: Chromium's PDF backend (Skia) embeds every font it uses as a subset
-(Liberation Sans as a TrueType CID font, CJK glyphs as Type 3 vector glyphs), so the PDF is
-self-contained vector. An SVG keeps its text as text (selectable, searchable, editable), so
+(Liberation Sans and, for CJK, Droid Sans Fallback as TrueType CID fonts: `style.PDF_FONT_FAMILY`; a CFF
+font such as Noto CJK would become Type 3 glyphs), so the PDF is self-contained vector. An SVG keeps its text as text (selectable, searchable, editable), so
 `analysis.export.figures.finish_svg` puts a `<style>` element in it with these rules:
 
 - Liberation Sans (fonts-liberation; regular, and bold when used) as a `data:font/ttf;base64,` subset

@@ -58,7 +58,10 @@ from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
+from analysis.export.latex import CHAR_PREAMBLE, CJK_NEEDS, CJK_PREAMBLE, beyond_pdflatex, has_cjk, is_cjk
+from analysis.export.latex import CJK_RANGES as _CJK_RANGES
 from analysis.model import dialogue_key
+from analysis.palette import grayscale_safe
 from analysis.registry import LABELS, REPORT_METRICS
 from analysis.scoring import Scored
 from analysis.store import runs as store_runs
@@ -77,6 +80,20 @@ RUNS_AT_ONCE = 4
 # runs at once); the caption says so.
 PAIRWISE_RUNS = 10
 SEED_RUNS = 20  # runs of one gold the seeds comparison holds at once (it reads every seed of every system)
+# Per-slot and per-value figures show this many bars: a single ACL column (3.3 in wide, about 3.3 in tall)
+# at 8 pt type; the caption counts the rest.
+TOP_N = 15
+
+
+def _top_note(n: int, what: str, order: str) -> str:
+    """The caption's words for a figure cut to `TOP_N` bars of `n`.
+
+    >>> _top_note(40, "slot", "the lowest F1"), _top_note(3, "slot", "the lowest F1")
+    (': the 15 slots with the lowest F1, of 40 (25 more not shown)', '')
+    """
+    if n <= TOP_N:
+        return ""
+    return f": the {TOP_N} {what}s with {order}, of {n} ({n - TOP_N} more not shown)"
 
 
 @dataclass
@@ -386,11 +403,31 @@ def _evaluators(frame: pd.DataFrame, rows: list[dict[str, Any] | None]) -> pd.Da
     return frame
 
 
+LEADERBOARD_META = ("run", "system", "dataset", "language", "history", "convention", "turns")
+
+
+def leaderboard_columns() -> list[str]:
+    """The leaderboard table's columns, as `--columns` names them (a header each).
+
+    >>> leaderboard_columns()[:3], "JGA" in leaderboard_columns()
+    (['run', 'system', 'dataset'], True)
+    """
+    return [*LEADERBOARD_META, *(LABELS.get(m, m) for m in CI_METRICS)]
+
+
+def check_columns(columns: Sequence[str] | None) -> list[str] | None:
+    """`--columns` checked against the leaderboard's (`leaderboard_columns`): the chosen headers, or a
+    ValueError naming the columns there are."""
+    if columns is None:
+        return None
+    return [str(c) for c in E.tables.choose_columns(leaderboard_columns(), list(columns))]
+
+
 def leaderboard_table(board: pd.DataFrame, cis: pd.DataFrame) -> tuple[pd.DataFrame, dict[str, tuple[str, str]]]:
     """The leaderboard as a table frame: run metadata, turns and the CI metrics with their intervals."""
     table = board[["run_id", "system", "dataset", "language", "history", "convention", "n_turns"]].rename(
         columns={"run_id": "run", "n_turns": "turns"}
-    )
+    )  # the columns of LEADERBOARD_META
     intervals = {}
     for metric in CI_METRICS:
         part = cis[cis["metric"] == metric].set_index("run_id")
@@ -472,6 +509,36 @@ def leaderboard_item(scoreds: dict[str, Scored], *, n_resamples: int = 1000) -> 
     (`ui.place.leaderboard_export`), so both give the same LaTeX for the same runs."""
     board = views.leaderboard(list(scoreds.values()))
     return _leaderboard_item(board, _cis_by_run(scoreds, n_resamples=n_resamples), n_resamples=n_resamples)
+
+
+def drawn_intervals(figure: go.Figure) -> bool:
+    """True when the figure draws intervals: visible error bars or a filled band."""
+    for trace in figure.data:
+        error = getattr(trace, "error_y", None)
+        if error is not None and error.visible and (error.array is not None or error.value):
+            return True
+        if getattr(trace, "fill", None) in ("toself", "tonexty", "tozeroy"):
+            return True
+    return False
+
+
+def pair_kind(a: Scored, b: Scored) -> str:
+    """What a pair of parallel runs compares, for a caption: "Cross-lingual" only when their languages
+    differ; else what does differ (dataset, convention, ...), in the same language.
+
+    >>> from types import SimpleNamespace as S
+    >>> run = lambda **k: S(metas=[S(**{"language": "en", "dataset": "MultiWOZ", "convention": "exact", **k})])
+    >>> pair_kind(run(), run(language="zh")), pair_kind(run(), run(convention="mwzeval"))
+    ('Cross-lingual', 'Same-language (en; convention differs)')
+    """
+    ma, mb = a.metas[0], b.metas[0]
+    if (ma.language or "") != (mb.language or ""):
+        return "Cross-lingual"
+    conventions = [getattr(getattr(s, "convention", None), "name", None) or s.metas[0].convention for s in (a, b)]
+    differ = ["dataset"] if ma.dataset != mb.dataset else []
+    differ += ["convention"] if conventions[0] != conventions[1] else []
+    what = f"; {' and '.join(differ)} differ{'s' if len(differ) == 1 else ''}" if differ else ""
+    return f"Same-language ({ma.language or 'language not given'}{what})"
 
 
 def crosslingual_pairs(
@@ -586,7 +653,8 @@ class _RunFacts:
     fingerprint: tuple[str, int, int]  # its gold (`views.gold_fingerprint`)
     keys: set[str]  # its dialogues' pairing keys (cross-lingual pairs)
     ci: _CiParts
-    slot_figure: go.Figure
+    slot_figure: go.Figure  # the `TOP_N` worst slots
+    n_slots: int
     domain_ci: pd.DataFrame
     depth_ci: pd.DataFrame
     slices: list[TableItem]
@@ -594,13 +662,15 @@ class _RunFacts:
 
 def _run_facts(run_id: str, scored: Scored, colour: str, n_resamples: int) -> _RunFacts:
     row = views.leaderboard([scored]).to_dict("records")[0]
+    slots = views.slot_table(scored)
     return _RunFacts(
         meta=scored.metas[0],
         row=row,
         fingerprint=views.gold_fingerprint(scored),
         keys=set(dialogue_key(scored.turns["dialogue_id"]).unique()),
         ci=_ci_parts(scored, n_resamples),
-        slot_figure=F.slot_f1_bar(views.slot_table(scored), run_id=run_id, colour=colour, style="paper"),
+        slot_figure=F.slot_f1_bar(slots, run_id=run_id, colour=colour, top=TOP_N, style="paper"),
+        n_slots=len(slots),
         domain_ci=_concat_ci([scored], by="domain", n_resamples=n_resamples),
         depth_ci=_concat_ci([scored], by="turn_index", n_resamples=n_resamples),
         slices=slice_tables({run_id: scored}, n_resamples=n_resamples),
@@ -643,7 +713,8 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     )
     _add_seeds(plan, board)
     for run_id, fact in facts.items():
-        plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", f"Per-slot F1 of run {run_id}.", fact.slot_figure))
+        caption = f"Per-slot F1 of run {run_id}{_top_note(fact.n_slots, 'slot', 'the lowest F1')}."
+        plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", caption, fact.slot_figure))
 
     by_dataset: dict[str, list[str]] = {}
     for run_id, fact in facts.items():
@@ -654,11 +725,18 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         depth_ci = pd.concat([facts[r].depth_ci for r in members], ignore_index=True)
         domain_frames.append(domain_ci.assign(dataset=dataset))
         which = f"{dataset} ({len(members)} run{'s' if len(members) > 1 else ''})"
+        figure = domain_figure(domain_ci, colours=colours)
+        # Beyond four runs the bars become a heatmap (`figures.grouped_jga_bar`): no interval is drawn there.
+        drawn = (
+            f"error bars: {method}"
+            if drawn_intervals(figure)
+            else "each cell's JGA printed; intervals in the per-domain JGA table"
+        )
         plan.figures.append(
             FigureItem(
                 f"domain-jga-{_slug(dataset)}",
-                f"JGA per domain, {which}: turns where the domain occurs; {method}.",
-                domain_figure(domain_ci, colours=colours),
+                f"JGA per domain, {which}: turns where the domain occurs; {drawn}.",
+                figure,
             )
         )
         plan.figures.append(
@@ -757,14 +835,15 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         pairing = summary["pairing"]
         for by, label in (("slot", "slot_a"), ("domain", "domain_a")):
             gaps = summary["gaps"][by]
-            fig = F.gap_bar(gaps, by=label, value="gap", style="paper")
+            fig = F.gap_bar(gaps, by=label, value="gap", top=TOP_N, style="paper")
+            shown = len(gaps["gap"].dropna()) if "gap" in gaps.columns else 0
             fig.update_layout(title=f"Gap by {by}: {plotly_text(a)} − {plotly_text(b)}")  # styled already: escape here
             plan.figures.append(
                 FigureItem(
                     f"crosslingual-{by}-{_slug(a)}-vs-{_slug(b)}",
-                    f"Cross-lingual gap by {by} (accuracy of {a} minus {b}, positive: A better) over "
+                    f"{pair_kind(scoreds[a], scoreds[b])} gap by {by} (accuracy of {a} minus {b}, positive: A better) over "
                     f"{pairing.get('paired_turns', 0):,} paired turns; slots aligned from the parallel gold "
-                    f"({len(overrides)} from the manifest).",
+                    f"({len(overrides)} from the manifest){_top_note(shown, by, 'the largest absolute gap')}.",
                     fig,
                 )
             )
@@ -845,15 +924,6 @@ _PDFLATEX_CHARS = {
     "\u2026": r"\ldots{}",
     "\u2022": r"\textbullet{}",
 }
-# Chinese, Japanese and Korean characters (XeLaTeX sets them in Noto CJK).
-_CJK_RANGES = (
-    (0x2E80, 0x9FFF),
-    (0xAC00, 0xD7AF),
-    (0xF900, 0xFAFF),
-    (0xFE30, 0xFE4F),
-    (0xFF00, 0xFFEF),
-    (0x20000, 0x2FA1F),
-)
 
 
 class CompileError(Exception):
@@ -877,9 +947,13 @@ def figure_snippet(name: str, caption: str, graphic: str, *, wide: bool = False)
     """
     env, size = ("figure*", r"\textwidth") if wide else ("figure", r"\columnwidth")
     stem, dot, extension = graphic.rpartition(".")
+    cjk = ["% " + CJK_NEEDS, CJK_PREAMBLE] if has_cjk(caption) else []
+    if beyond_pdflatex(caption):
+        cjk += ["% Characters pdflatex cannot print: compile with XeLaTeX (pdflatex prints [U+XXXX]).", CHAR_PREAMBLE]
     return "\n".join(
         [
             f"% Figure of `python -m analysis report`: \\input{{fig-{name}.tex}}; needs \\usepackage{{graphicx}}.",
+            *cjk,
             f"\\begin{{{env}}}[t]",
             "\\centering",
             # braces around the stem: a name with dots (multiwoz-2.1) is not read as an extension
@@ -910,20 +984,25 @@ def _pdflatex_chars(text: str) -> str:
 
 def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
     r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
-    table snippet (`\input`), in ACL's two-column geometry (7.7 cm columns: a single-column figure prints
-    at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese, Japanese and
-    Korean (a font switch by XeTeX's inter-character tokens: xeCJK would need ctex, texlive-lang-chinese);
-    pdflatex in Latin Modern, printing characters its fonts lack as [U+XXXX] (`body`: every snippet's text,
-    for the characters to declare). A character no font has stops XeLaTeX with an error
-    (\tracinglostchars=3) rather than vanish. Tables span both columns and shrink to fit the page."""
+    table snippet (`\input`), in ACL's two-column geometry and 11 pt type (7.7 cm columns: a single-column
+    figure prints at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese,
+    Japanese and Korean (a font switch by XeTeX's inter-character tokens); pdflatex in Latin Modern, CJK text
+    (`\dstcjk`) in CJKutf8's Arphic gbsn when installed, and characters its fonts lack as [U+XXXX] (`body`:
+    every snippet's text, for the characters to declare). A character no font has stops XeLaTeX with an error
+    (\tracinglostchars=3) rather than vanish. Each table snippet chose its own float (`table` or `table*`)
+    and type size to fit its column (`analysis.export.tables.fit_layout`): nothing is shrunk here."""
     esc = E.tables.latex_escape
     items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
     notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
+    text = body + items + notes + plan.title
+    cjk_text = "".join(ch for ch in text if is_cjk(ch))
+    other_text = "".join(ch for ch in text if not is_cjk(ch))
     lines = [
         "% The report as one document, written by `python -m analysis report`.",
-        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese as [U+XXXX]).",
-        "\\documentclass[10pt,twocolumn]{article}",
-        "\\usepackage[a4paper,textwidth=16cm,textheight=24.7cm,columnsep=0.6cm]{geometry}",
+        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese with CJKutf8).",
+        "\\documentclass[11pt,twocolumn]{article}",
+        "% ACL's geometry (acl.sty): A4, 2.5 cm margins, 0.6 cm between the columns.",
+        "\\usepackage[a4paper,margin=2.5cm,columnsep=0.6cm]{geometry}",
         "\\usepackage{iftex}",
         "\\ifXeTeX",
         "  \\usepackage{fontspec}",
@@ -931,7 +1010,7 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\IfFontExistsTF{Liberation Sans}{\\setsansfont{Liberation Sans}}{}",
         "  \\IfFontExistsTF{Liberation Mono}{\\setmonofont{Liberation Mono}}{}",
         "  % Chinese, Japanese, Korean in Noto CJK: a font switch around every run of such characters",
-        "  % (XeTeX's inter-character tokens; xeCJK would need ctex's texlive-lang-chinese).",
+        "  % (XeTeX's inter-character tokens, so no package beyond fontspec is needed).",
         "  \\newXeTeXintercharclass\\ReportCJKClass",
         "  \\newcount\\ReportChar",
         "  \\def\\ReportCJKRange#1#2{\\ReportChar=#1\\relax\\loop\\XeTeXcharclass\\ReportChar=\\ReportCJKClass"
@@ -944,25 +1023,28 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\XeTeXinterchartoks \\ReportCJKClass 0 = {\\endgroup}",
         "  \\XeTeXinterchartoks \\ReportCJKClass 4095 = {\\endgroup}",
         "  \\XeTeXinterchartokenstate=1",
+        '  \\XeTeXlinebreaklocale "zh" % a line may break between two CJK characters, as xeCJK allows',
+        "  \\XeTeXlinebreakskip=0pt plus 1pt",
         "  \\tracinglostchars=3 % a character without a glyph is an error, not a gap",
+        "  \\newcommand{\\dstcjk}[1]{#1}",
         "\\else",
         "  \\usepackage[T1]{fontenc}",
         "  \\usepackage[utf8]{inputenc}",
         "  \\usepackage{lmodern}",
         "  \\newcommand{\\missingchar}[1]{\\texttt{[U+#1]}}",
-        _pdflatex_chars(body + items + notes + plan.title),
+        "  % Chinese in CJKutf8's CJK environment (Arphic gbsn, Type 1) when installed, else as [U+XXXX].",
+        "  \\IfFileExists{CJKutf8.sty}{\\usepackage{CJKutf8}\\def\\ReportHaveCJK{}}{}",
+        "  \\ifdefined\\ReportHaveCJK",
+        "    \\newcommand{\\dstcjk}[1]{\\begin{CJK}{UTF8}{gbsn}#1\\end{CJK}}",
+        "  \\else",
+        "    \\newcommand{\\dstcjk}[1]{#1}",
+        _pdflatex_chars(cjk_text),
+        "  \\fi",
+        _pdflatex_chars(other_text),
         "\\fi",
+        CHAR_PREAMBLE,
         "\\usepackage{graphicx}",
         "\\usepackage{booktabs}",
-        "\\usepackage{adjustbox}",
-        "% Tables span both columns and shrink to fit the page when wider or taller (a float cannot break).",
-        "\\makeatletter",
-        "\\renewenvironment{table}[1][tbp]{\\@dblfloat{table}[#1]}{\\end@dblfloat}",
-        "\\makeatother",
-        "\\let\\ReportTabular\\tabular",
-        "\\let\\endReportTabular\\endtabular",
-        "\\renewenvironment{tabular}{\\begin{adjustbox}{max totalsize={\\textwidth}{0.8\\textheight}}\\ReportTabular}"
-        "{\\endReportTabular\\end{adjustbox}}",
         "\\setcounter{topnumber}{4}\\setcounter{dbltopnumber}{4}\\setcounter{totalnumber}{6}",
         "\\renewcommand{\\topfraction}{0.95}\\renewcommand{\\dbltopfraction}{0.95}",
         "\\renewcommand{\\textfraction}{0.05}\\renewcommand{\\floatpagefraction}{0.7}",
@@ -981,9 +1063,15 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
     if plan.notes:
         lines += ["\\section*{Notes}", "\\begin{itemize}", notes.rstrip("\n"), "\\end{itemize}"]
     lines.append("\\clearpage")
-    lines += [f"\\input{{{name}}}" for name in figures]
+    # A table of the same name as a figure (the leaderboard) follows it, on its page when both fit.
+    paired = {name.removeprefix("fig-"): name for name in figures}
+    beside = {paired[t]: t for t in tables if t in paired}
+    for name in figures:
+        lines.append(f"\\input{{{name}}}")
+        if name in beside:
+            lines.append(f"\\input{{{beside[name]}}}")
     lines.append("\\clearpage")
-    lines += [f"\\input{{{name}}}" for name in tables]
+    lines += [f"\\input{{{name}}}" for name in tables if name not in beside.values()]
     lines += ["\\end{document}", ""]
     return "\n".join(lines)
 
@@ -1144,12 +1232,17 @@ def write_report(
     on_file: Callable[[Path], None] | None = None,
     intervals: str = "brackets",
     pdf: bool = False,
+    columns: Sequence[str] | None = None,
+    grayscale: bool = False,
 ) -> list[Written]:
     """Write the plan's figures (one browser for the batch), tables, a LaTeX snippet per figure
     (`fig-<name>.tex`), `main.tex` and the index; returns what was written (`main.tex`, and `main.pdf` when
     compiled, as the item of kind "document"). `pdf`: compile main.tex (`compile_main`; a failure is a
     `CompileError` raised once every other file is written). `intervals`: how tables show an interval,
-    `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`)."""
+    `brackets` (`0.519 [0.507, 0.531]`) or `pm` (`0.519 ±0.012`). `columns`: the leaderboard table's columns
+    (`leaderboard_columns` names them; default all, in as many parts as the page needs). `grayscale`: every
+    trace also gets the marker or bar pattern of its colour (`palette.grayscale_safe`), for print in grey."""
+    columns = check_columns(columns)
     if intervals not in E.tables.INTERVAL_FORMS:
         raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
     for fmt in formats:
@@ -1184,7 +1277,8 @@ def write_report(
 
     failure: CompileError | None = None
     try:
-        stems = [(item.figure, out / item.name) for item in figures]
+        paint = grayscale_safe if grayscale else None  # on a copy: the plan keeps its figures
+        stems = [(paint(go.Figure(i.figure)) if paint else i.figure, out / i.name) for i in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
         snippets = []
         for item in figures:
@@ -1204,6 +1298,8 @@ def write_report(
             for fmt in E.TABLE_FORMATS:
                 path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
                 options = {"interval_form": intervals, **table.options}
+                if columns is not None and table.name == "leaderboard":
+                    options["columns"] = columns
                 data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
                 _write(path, data)
                 if fmt == "latex":
@@ -1272,6 +1368,8 @@ def build_report(
     progress: bool = True,
     intervals: str = "brackets",
     pdf: bool | None = None,
+    columns: Sequence[str] | None = None,
+    grayscale: bool = False,
 ) -> list[Written]:
     """Load a workspace manifest and write its full report into `out_dir` (see the module docstring).
 
@@ -1281,6 +1379,7 @@ def build_report(
     browser that fails or does not start within `BROWSER_START_SECONDS` is an `ExportUnavailableError` (the
     CLI's exit 3) before any figure is written, not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
+    columns = check_columns(columns)  # and so are unknown columns
     if pdf is None:
         pdf = latex_engine() is not None
     with browser_starting() as browser_ready:  # the browser starts while the runs load and are planned
@@ -1288,7 +1387,16 @@ def build_report(
         plan = plan_report(loaded, convention=convention, n_resamples=n_resamples)
         browser_ready()
         return write_report(
-            plan, out_dir, formats=formats, style=style, width=width, progress=progress, intervals=intervals, pdf=pdf
+            plan,
+            out_dir,
+            formats=formats,
+            style=style,
+            width=width,
+            progress=progress,
+            intervals=intervals,
+            pdf=pdf,
+            columns=columns,
+            grayscale=grayscale,
         )
 
 

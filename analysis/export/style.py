@@ -31,6 +31,11 @@ PX_PER_IN = 96.0  # plotly layout pixels are CSS pixels
 DPI = 300
 PX_PER_PT = PX_PER_IN / 72
 FONT_FAMILY = "Liberation Sans, Noto Sans CJK SC, DejaVu Sans, sans-serif"
+# PDF: Chromium's PDF backend (Skia) embeds a CFF-outline font (Noto CJK) as Type 3 glyph drawings, which
+# venues' checkers reject; CJK text there is set in Droid Sans Fallback (fonts-droid-fallback), TrueType
+# outlines embedded as a CID TrueType font, symbols in DejaVu Sans (TrueType: ✓ and the like), Noto CJK only for
+# a character all of them lack.
+PDF_FONT_FAMILY = "Liberation Sans, Droid Sans Fallback, DejaVu Sans, Noto Sans CJK SC, sans-serif"
 
 
 @dataclass(frozen=True)

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -31,7 +30,9 @@ import pandas as pd
 
 from analysis import registry
 from analysis.escaping import markdown_text
+from analysis.export import latex as L
 from analysis.export.files import TABLE_FORMATS
+from analysis.export.latex import latex_text
 from analysis.safe_csv import frame_csv
 from analysis.views import comparable_groups
 
@@ -65,41 +66,22 @@ _LOWER_BETTER = {m.name for m in registry.METRICS if not m.higher_is_better}
 _LOWER_BETTER |= {m.label for m in registry.METRICS if not m.higher_is_better}
 _BOUND = re.compile(r"^(?P<base>.+?)(?:_| )(?P<end>low|high)$")
 
-_LATEX_SPECIAL = {
-    "\\": r"\textbackslash{}",
-    "&": r"\&",
-    "%": r"\%",
-    "$": r"\$",
-    "#": r"\#",
-    "_": r"\_",
-    "{": r"\{",
-    "}": r"\}",
-    "~": r"\textasciitilde{}",
-    "^": r"\textasciicircum{}",
-    # OT1 (pdflatex's default font encoding) has no < > |: they would print as an inverted !, ? and a dash.
-    "<": r"\textless{}",
-    ">": r"\textgreater{}",
-    "|": r"\textbar{}",
-    # A cell opening a row right after \\ (or the header after \toprule) must not be read as their
-    # optional argument: `[2pt]` there is a length, `[x]` an error.
-    "[": "{[}",
-    "]": "{]}",
-}
 _LABEL_UNSAFE = re.compile(r"[^A-Za-z0-9:._/-]")
 
 
 def latex_escape(text: object) -> str:
-    r"""Text safe anywhere in a LaTeX table (cell, header, caption, note): the ten special characters
-    and `< > | [ ]` escaped, control characters (NUL, tab, line breaks: a blank line ends a paragraph
-    inside a tabular) as spaces, and a leading `*` braced so it is not read as `\*`.
+    r"""Text safe anywhere in a LaTeX table (cell, header, caption, note) under pdflatex and XeLaTeX
+    (`analysis.export.latex.latex_text`): the ten special characters and `< > | [ ]` escaped, symbols as
+    commands (`$\lambda$`, `$-$`, `$\Delta$`), CJK runs in `\dstcjk{}`, control characters (NUL, tab, line
+    breaks: a blank line ends a paragraph inside a tabular) as spaces, and a leading `*` braced so it is not
+    read as `\*`.
 
     >>> latex_escape("taxi-leaveAt_100% & #1")
     'taxi-leaveAt\\_100\\% \\& \\#1'
     >>> latex_escape("*a<b>|[c]\n\n")
     '{*}a\\textless{}b\\textgreater{}\\textbar{}{[}c{]}  '
     """
-    escaped = "".join(_LATEX_SPECIAL.get(ch, " " if unicodedata.category(ch) == "Cc" else ch) for ch in str(text))
-    return "{*}" + escaped[1:] if escaped.startswith("*") else escaped
+    return latex_text(text)
 
 
 def latex_label(text: str) -> str:
@@ -154,6 +136,30 @@ def found_intervals(columns: Sequence[object]) -> dict[str, tuple[str, str]]:
     return found
 
 
+def choose_columns(columns: Sequence[object], chosen: Sequence[str]) -> list[Any]:
+    """The `columns` a user chose, in the order chosen, each named by its machine name or its header
+    (`header`, case-insensitive); an unknown name is refused with the names there are.
+
+    >>> choose_columns(["run_id", "jga", "slot_f1_micro"], ["run", "JGA"])
+    ['run_id', 'jga']
+    >>> choose_columns(["run_id", "jga"], ["run", "F1"])
+    Traceback (most recent call last):
+    ...
+    ValueError: no column F1: the table's columns are run, JGA
+    """
+    by_name: dict[str, Any] = {}
+    for column in columns:
+        by_name.setdefault(str(column).lower(), column)
+        by_name.setdefault(header(column).lower(), column)
+    picked = []
+    for name in chosen:
+        column = by_name.get(str(name).strip().lower())
+        if column is None:
+            raise ValueError(f"no column {name}: the table's columns are {', '.join(header(c) for c in columns)}")
+        picked.append(column)
+    return list(dict.fromkeys(picked))
+
+
 @dataclass(frozen=True)
 class _Cells:
     header: list[str]
@@ -161,6 +167,10 @@ class _Cells:
     bold: list[list[bool]]
     numeric: list[bool]
     note: str = ""  # said under the table: how best values were picked when runs are not all comparable
+    # column widths per (type size, stacked): the layout search measures the same cells many times
+    measured: dict[tuple[str, bool], tuple[list[float], list[float]]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
 
 def _cells(
@@ -173,11 +183,14 @@ def _cells(
     na_rep: str = "–",
     interval_form: str = "brackets",
     groups: Sequence[str] | None = None,
+    shown: Sequence[str] | None = None,
 ) -> _Cells:
     intervals = {**found_intervals(list(frame.columns)), **dict(intervals or {})}
     intervals = {k: v for k, v in intervals.items() if k in frame.columns and all(c in frame.columns for c in v)}
     hidden = {c for pair in intervals.values() for c in pair} | set(INTERNAL_COLUMNS)
     columns = [c for c in frame.columns if c not in hidden]
+    if shown is not None:
+        columns = choose_columns(columns, shown)
     float_columns = [c for c in columns if _is_number(frame[c]) and pd.api.types.is_float_dtype(frame[c])]
     best_columns = {c for c in (float_columns if best is None else best) if c in columns}
     lower = set(lower_better) | (_LOWER_BETTER & set(map(str, columns)))
@@ -263,43 +276,333 @@ def _split_interval(text: str) -> tuple[str, str, str]:
     return text, "", ""
 
 
+# How a table is fitted to the page, tried in order until its estimated width fits: the environment
+# (`table`: one column, `table*`: both), the type size (never below 7 pt) and whether an interval goes under
+# its value (stacked) rather than beside it. A table no layout fits is split into parts of columns.
+LAYOUTS = (
+    ("table", "", False),
+    ("table", "\\small", False),
+    ("table", "\\footnotesize", False),
+    ("table", "\\small", True),
+    ("table", "\\footnotesize", True),
+    ("table*", "", False),
+    ("table*", "\\small", False),
+    ("table*", "\\footnotesize", False),
+    ("table*", "\\small", True),
+    ("table*", "\\footnotesize", True),
+    ("table*", "\\scriptsize", True),
+)
+_SMALLER = {
+    "": "\\small",
+    "\\small": "\\footnotesize",
+    "\\footnotesize": "\\scriptsize",
+    "\\scriptsize": "\\scriptsize",
+}
+_MARGIN = 0.94  # room for what the estimate misses (kerning, rounding)
+_MIN_WRAP_PT = 50.0  # a wrapped text column is never narrower
+
+
+@dataclass(frozen=True)
+class Layout:
+    """Where and how a table prints: environment, type size, intervals under their values or not, and the
+    text columns set as wrapped paragraphs (`p{width}`: column index, width in points)."""
+
+    env: str
+    size: str
+    stacked: bool
+    wrap: tuple[tuple[int, float], ...] = ()
+
+    def limit_pt(self) -> float:
+        width = L.ACL.textwidth_pt if self.env == "table*" else L.ACL.columnwidth_pt
+        return width * _MARGIN
+
+
+def _parts(text: str, numeric: bool) -> tuple[str, str]:
+    """A cell as (value, interval text with its brackets or ±), for measuring."""
+    value, form, rest = _split_interval(text) if numeric else (text, "", "")
+    if form == "[":
+        return value, "[" + rest
+    if form == "±":
+        return value, "±" + rest
+    return value, ""
+
+
+def _words(text: str) -> list[str]:
+    """The pieces a line may not be broken inside: split at spaces, after hyphens and in CJK text every
+    two characters (CJKutf8 and xeCJK break between CJK characters, but not before closing punctuation:
+    two is the safe guess; nor between a CJK character and a Latin letter next to it).
+
+    >>> _words("taxi-leaveAt 餐厅名-名称: 12:30 帮我找CHAO吗")
+    ['taxi-', 'leaveAt', '餐厅', '名-', '名称:', '12:30', '帮我', '找CHAO吗']
+    """
+
+    def pairs(run: re.Match[str]) -> str:
+        chars = run.group()
+        return " ".join(chars[at : at + 2] for at in range(0, len(chars), 2))
+
+    spaced = L.CJK_RUN.sub(pairs, text)
+    return [piece for word in spaced.split() for piece in re.split(r"(?<=-)", word) if piece]
+
+
+def column_widths(cells: _Cells, layout: Layout) -> tuple[list[float], list[float]]:
+    """Estimated printed width of each column on one line, and of its longest unbreakable piece (points,
+    without the space between columns); measured once per type size and stacking."""
+    key = (layout.size, layout.stacked)
+    if key not in cells.measured:
+        cells.measured[key] = _measure(cells, layout)
+    return cells.measured[key]
+
+
+def _measure(cells: _Cells, layout: Layout) -> tuple[list[float], list[float]]:
+    size = L.SIZES[layout.size]
+    small = L.SIZES[_SMALLER[layout.size]]
+    widths = [L.text_width_pt(h, size) for h in cells.header]
+    pieces = [max((L.text_width_pt(w, size) for w in _words(h)), default=0.0) for h in cells.header]
+    for row, flags in zip(cells.rows, cells.bold, strict=True):
+        for at, (text, strong) in enumerate(zip(row, flags, strict=True)):
+            value, interval = _parts(text, cells.numeric[at])
+            first = L.text_width_pt(value, size, bold=strong)
+            second = L.text_width_pt(interval, small)
+            if layout.stacked:
+                width = max(first, second)
+            else:
+                width = first + (L.text_width_pt(" ", size) + second if interval else 0)
+            widths[at] = max(widths[at], width)
+            if cells.numeric[at]:
+                pieces[at] = widths[at]
+            else:
+                longest = max((L.text_width_pt(w, size, bold=strong) for w in _words(value)), default=0.0)
+                pieces[at] = max(pieces[at], longest)
+    return widths, pieces
+
+
+def table_width(cells: _Cells, layout: Layout, columns: Sequence[int] | None = None) -> float:
+    """Estimated width of the table (or of its `columns`), the space around every column included."""
+    widths, _ = column_widths(cells, layout)
+    wrapped = dict(layout.wrap)
+    chosen = range(len(widths)) if columns is None else columns
+    return sum(wrapped.get(at, widths[at]) + 2 * L.TABCOLSEP_PT for at in chosen)
+
+
+def _wrapped(cells: _Cells, layout: Layout, columns: Sequence[int], *, force: bool = False) -> Layout | None:
+    """The layout with its widest text columns wrapped to one width (never narrower than their longest
+    unbreakable piece nor `_MIN_WRAP_PT`) so that the table fits; None when no width does. `force`: the
+    last resort, text columns wrapped to whatever width fits (a piece wider than it may stick out)."""
+    widths, pieces = column_widths(cells, layout)
+    text = [at for at in columns if not cells.numeric[at]]
+    fixed = sum(widths[at] + 2 * L.TABCOLSEP_PT for at in columns if cells.numeric[at])
+    available = layout.limit_pt() - fixed - 2 * L.TABCOLSEP_PT * len(text)
+
+    def shown(at: int, cap: float) -> float:
+        return min(widths[at], cap if force else max(pieces[at], _MIN_WRAP_PT, cap))
+
+    if not text or (not force and sum(shown(at, 0.0) for at in text) > available):
+        return None
+    low, high = 0.0, max(widths[at] for at in text)
+    for _ in range(30):  # the widest cap that fits
+        middle = (low + high) / 2
+        low, high = (middle, high) if sum(shown(at, middle) for at in text) <= available else (low, middle)
+    wrap = tuple((at, round(shown(at, low), 1)) for at in text if shown(at, low) < widths[at])
+    return Layout(layout.env, layout.size, layout.stacked, wrap)
+
+
+def fit_layout(cells: _Cells, columns: Sequence[int] | None = None) -> Layout | None:
+    """The first of `LAYOUTS` whose estimated width fits its column or page, its long text columns
+    wrapped when that makes it fit; None when none does."""
+    chosen = list(range(len(cells.header))) if columns is None else list(columns)
+    for env, size, stacked in LAYOUTS:
+        layout = Layout(env, size, stacked)
+        if table_width(cells, layout, chosen) <= layout.limit_pt():
+            return layout
+        wrapped = _wrapped(cells, layout, chosen)
+        if wrapped is not None:
+            return wrapped
+    return None
+
+
+def _fits(cells: _Cells, layout: Layout, columns: Sequence[int]) -> Layout | None:
+    """`layout` for these columns as it is or with text columns wrapped, when either fits."""
+    if table_width(cells, layout, columns) <= layout.limit_pt():
+        return layout
+    return _wrapped(cells, layout, columns)
+
+
+def _pack(cells: _Cells, layout: Layout) -> list[list[int]] | None:
+    """Columns packed in order into groups that fit `layout`, each with the first (naming) column."""
+    groups: list[list[int]] = []
+    current = [0]
+    for at in range(1, len(cells.header)):
+        if len(current) > 1 and _fits(cells, layout, [*current, at]) is None:
+            groups.append(current)
+            current = [0]
+        if _fits(cells, layout, [*current, at]) is None:
+            return None
+        current.append(at)
+    groups.append(current)
+    return groups
+
+
+def split_layout(cells: _Cells) -> tuple[Layout, list[list[int]]] | None:
+    """For a table no layout fits whole: the page-wide layout whose packing needs the fewest parts (the
+    larger type on a tie), and the column groups; every part is then set in that same type."""
+    best: tuple[Layout, list[list[int]]] | None = None
+    for env, size, stacked in LAYOUTS:
+        if env != "table*":
+            continue
+        layout = Layout(env, size, stacked)
+        groups = _pack(cells, layout)
+        if groups is not None and (best is None or len(groups) < len(best[1])):
+            best = (layout, groups)
+    return best
+
+
+# Lines of a table float on ACL's page (24.7 cm of text) at 11 pt and below, the caption and rules left room.
+PAGE_LINES = {"": 48, "\\small": 52, "\\footnotesize": 58, "\\scriptsize": 64}
+
+
+def row_lines(cells: _Cells, layout: Layout) -> list[int]:
+    """The lines each row takes in `layout`: a wrapped cell as many as its estimated width needs, a
+    stacked interval one more."""
+    size = L.SIZES[layout.size]
+    wrap = dict(layout.wrap)
+    counts = []
+    for row in cells.rows:
+        lines = 1
+        for column, text in enumerate(row):
+            if column in wrap:
+                lines = max(lines, math.ceil(L.text_width_pt(text, size) * 1.15 / wrap[column]))
+            elif layout.stacked and cells.numeric[column] and _split_interval(text)[1]:
+                lines = max(lines, 2)
+        counts.append(lines)
+    return counts
+
+
+def _row_chunks(cells: _Cells, groups: Sequence[Sequence[int]], layouts: Sequence[Layout]) -> list[tuple[int, int]]:
+    """Row ranges (start, end) that each fit one page in every column group's layout (a float cannot
+    break across pages)."""
+    per_group = [row_lines(_select(cells, g), lay) for g, lay in zip(groups, layouts, strict=True)]
+    budget = min(PAGE_LINES[lay.size] for lay in layouts)
+    chunks, start, used = [], 0, 0
+    for at in range(len(cells.rows)):
+        lines = max(counts[at] for counts in per_group)
+        if used + lines > budget and at > start:
+            chunks.append((start, at))
+            start, used = at, 0
+        used += lines
+    chunks.append((start, len(cells.rows)))
+    return chunks
+
+
+def _select(cells: _Cells, columns: Sequence[int]) -> _Cells:
+    return _Cells(
+        [cells.header[at] for at in columns],
+        [[row[at] for at in columns] for row in cells.rows],
+        [[flags[at] for at in columns] for flags in cells.bold],
+        [cells.numeric[at] for at in columns],
+        cells.note,
+    )
+
+
 def _latex(cells: _Cells, caption: str | None, label: str | None, interval_form: str = "brackets") -> str:
+    """The table as LaTeX snippets fitted to ACL's page (`fit_layout`): one table, or parts of its columns
+    (the first column repeated in each) when no layout fits, each part its own float."""
+    caption = caption or "Table."
+    label = label or label_from_caption(caption)
+    layout = fit_layout(cells)
+    split = split_layout(cells) if layout is None and len(cells.header) > 2 else None
+    if split is None:
+        if layout is None:  # nothing fits, not even in parts: the smallest type, text wrapped as narrow as it takes
+            last = Layout(*LAYOUTS[-1])
+            layout = _wrapped(cells, last, list(range(len(cells.header))), force=True) or last
+        groups, layouts = [list(range(len(cells.header)))], [layout]
+    else:
+        chosen, groups = split
+        layouts = [_fits(_select(cells, g), chosen, list(range(len(g)))) or chosen for g in groups]
+    chunks = _row_chunks(cells, groups, layouts)
+    n_parts = len(groups) * len(chunks)
+    if n_parts == 1:
+        return _latex_float(cells, caption, label, interval_form, layouts[0])
+    parts: list[str] = []
+    total = len(cells.rows)
+    for start, end in chunks:
+        rows = _Cells(cells.header, cells.rows[start:end], cells.bold[start:end], cells.numeric, cells.note)
+        for group, layout_n in zip(groups, layouts, strict=True):
+            n = len(parts) + 1
+            which = f", rows {start + 1}-{end} of {total}" if len(chunks) > 1 else ""
+            shown = f"{caption.rstrip('.')} (part {n} of {n_parts}{which})."
+            where = label if n == 1 else f"{label}-part{n}"
+            parts.append(_latex_float(_select(rows, group), shown, where, interval_form, layout_n, header=n == 1))
+    return "".join(parts)
+
+
+def _latex_float(
+    cells: _Cells, caption: str, label: str, interval_form: str, layout: Layout, *, header: bool = True
+) -> str:
+    inner = _SMALLER[layout.size]
+
     def cell(text: str, strong: bool, numeric: bool) -> str:
         value, form, rest = _split_interval(text) if numeric else (text, "", "")
         shown = latex_escape(value)
         shown = rf"\textbf{{{shown}}}" if strong else shown
         if form == "[":
-            inner = latex_escape(rest[:-1] if rest.endswith("]") else rest)  # our own "[lo, hi]" around it
-            return shown + r" {\footnotesize[" + inner + "]}"
-        if form == "±":
-            return shown + r" {\footnotesize$\pm$" + latex_escape(rest) + "}"
-        return shown
+            extra = "{[}" + latex_escape(rest[:-1] if rest.endswith("]") else rest) + "{]}"  # our own "[lo, hi]"
+        elif form == "±":
+            extra = "$\\pm$" + latex_escape(rest)
+        else:
+            return shown
+        if layout.stacked:
+            return "\\begin{tabular}[t]{@{}r@{}}" + shown + " \\\\ {" + inner + " " + extra + "}\\end{tabular}"
+        return shown + " {" + inner + " " + extra + "}"
 
-    caption = caption or "Table."
-    label = label or label_from_caption(caption)
-    align = "".join("r" if n else "l" for n in cells.numeric)
+    wrap = dict(layout.wrap)
+    align = "".join(f"p{{{wrap[at]:g}pt}}" if at in wrap else ("r" if n else "l") for at, n in enumerate(cells.numeric))
+    end = r" \\" if not wrap else r" \tabularnewline"  # \raggedright in a p cell redefines \\
+
+    def ragged(at: int, text: str) -> str:
+        return "\\raggedright " + text if at in wrap else text
+
     shape = "[low, high] is" if interval_form == "brackets" else "$\\pm$ is half the width of"
-    lines = [
-        "% Generated by `python -m analysis`; needs \\usepackage{booktabs}.",
-        "% Non-Latin text (e.g. Chinese) is UTF-8: compile with XeLaTeX/LuaLaTeX and \\usepackage{xeCJK}.",
-        f"% Best value per metric column in bold (within each group of comparable runs); {shape} a 95% "
-        "cluster-bootstrap interval.",
-        "\\begin{table}[t]",
+    texts = " ".join([caption, cells.note, *cells.header, *(t for row in cells.rows for t in row)])
+    lines = []
+    if header:
+        lines += [
+            "% Generated by `python -m analysis`; needs \\usepackage{booktabs}. Compiles with pdflatex and XeLaTeX.",
+        ]
+        if any(any(flags) for flags in cells.bold):
+            lines.append("% Best value per metric column in bold (within each group of comparable runs).")
+        if any(_split_interval(t)[1] for row in cells.rows for t, n in zip(row, cells.numeric, strict=True) if n):
+            lines.append(f"% {shape[0].upper() + shape[1:]} a 95% cluster-bootstrap interval.")
+        if L.has_cjk(texts):
+            lines.append("% " + L.CJK_NEEDS)
+        beyond = L.beyond_pdflatex(texts)
+        if beyond:
+            lines.append("% Characters pdflatex cannot print (" + " ".join(sorted(beyond)) + "): compile with XeLaTeX.")
+        if layout.env == "table*":
+            lines.append(
+                "% Wider than one column: spans both (table*); --columns / the export's column picker narrow it."
+            )
+    if L.has_cjk(texts):
+        lines.append(L.CJK_PREAMBLE)
+    if L.beyond_pdflatex(texts):
+        lines.append(L.CHAR_PREAMBLE)
+    lines += [
+        f"\\begin{{{layout.env}}}[t]",
         "\\centering",
+        *([layout.size] if layout.size else []),
         f"\\caption{{{latex_escape(caption)}}}",
         f"\\label{{{latex_label(label)}}}",
         f"\\begin{{tabular}}{{{align}}}",
         "\\toprule",
     ]
-    lines.append(" & ".join(latex_escape(h) for h in cells.header) + r" \\")
+    lines.append(" & ".join(ragged(at, latex_escape(h)) for at, h in enumerate(cells.header)) + end)
     lines.append("\\midrule")
     for row, flags in zip(cells.rows, cells.bold, strict=True):
-        parts = [cell(t, b, n) for t, b, n in zip(row, flags, cells.numeric, strict=True)]
-        lines.append(" & ".join(parts) + r" \\")
+        parts = [ragged(at, cell(t, b, n)) for at, (t, b, n) in enumerate(zip(row, flags, cells.numeric, strict=True))]
+        lines.append(" & ".join(parts) + end)
     lines += ["\\bottomrule", "\\end{tabular}"]
     if cells.note:
         lines.append(f"\\par\\smallskip{{\\footnotesize {latex_escape(cells.note)}}}")
-    lines += ["\\end{table}", ""]
+    lines += [f"\\end{{{layout.env}}}", ""]
     return "\n".join(lines)
 
 
@@ -336,6 +639,7 @@ def table_bytes(
     na_rep: str = "–",
     interval_form: str = "brackets",
     groups: Sequence[str] | None = None,
+    columns: Sequence[str] | None = None,
 ) -> bytes:
     r"""A table file (UTF-8): `fmt` is latex, markdown or csv.
 
@@ -351,6 +655,10 @@ def table_bytes(
     comparable runs only (`views.comparable_groups`: dataset, split, convention, history mode, for the
     columns the frame has), and a note under the table says so when there are several groups. A missing
     value prints as `na_rep`: "–" for an empty slice, "n/a" where a metric's definition does not apply.
+    `columns`: the columns shown, by machine name or header, in that order (default: all but the internal
+    ones); best values are still compared over the whole frame's groups of comparable runs. LaTeX fits
+    ACL's page (`fit_layout`): one column, both (`table*`), smaller type (never below 8 pt), intervals under
+    their values, long text wrapped, or, when nothing fits, parts of the columns.
 
     >>> frame = pd.DataFrame({"run": ["a_1", "b"], "jga": [0.5, 0.625], "lo": [0.4, 0.5], "hi": [0.6, 0.7]})
     >>> print(table_bytes(frame, "markdown", intervals={"jga": ("lo", "hi")}).decode())
@@ -371,6 +679,10 @@ def table_bytes(
     if interval_form not in INTERVAL_FORMS:
         raise ValueError(f"interval_form has to be one of {', '.join(INTERVAL_FORMS)}, got {interval_form!r}")
     if fmt == "csv":
+        if columns is not None:  # the chosen columns with their bounds, at full precision
+            bounds = {**found_intervals(list(frame.columns)), **dict(intervals or {})}
+            keep = choose_columns([c for c in frame.columns if c not in INTERNAL_COLUMNS], columns)
+            frame = frame[list(dict.fromkeys(c for k in keep for c in (k, *bounds.get(k, ())) if c in frame.columns))]
         return frame_csv(frame).encode("utf-8")
     cells = _cells(
         frame,
@@ -381,6 +693,7 @@ def table_bytes(
         na_rep=na_rep,
         interval_form=interval_form,
         groups=groups,
+        shown=columns,
     )
     text = _latex(cells, caption, label, interval_form) if fmt == "latex" else _markdown(cells, caption)
     return text.encode("utf-8")

@@ -12,8 +12,9 @@ import plotly.graph_objects as go
 
 from analysis.escaping import plotly_text
 from analysis.figures import apply_style, empty_figure
-from analysis.palette import OKABE_ITO
+from analysis.palette import tag_colours
 from analysis.review.analysis import Agreement, TagAgreement
+from analysis.review.items import DEFAULT_TAGS
 
 __all__ = [
     "TURN_LEVEL",
@@ -64,13 +65,14 @@ def tag_counts_bar(counts: pd.DataFrame, *, by: str = "domain", top: int = 30, s
     groups = list(order.index[:top])
     tags = list(sums.groupby("tag", sort=True)["n"].sum().sort_values(ascending=False, kind="stable").index)
     fig = go.Figure()
-    for i, tag in enumerate(tags):
+    colours = tag_colours(tags, DEFAULT_TAGS)  # a tag keeps its colour whatever the counts; no two share one
+    for tag in tags:
         part = sums[sums["tag"] == tag].set_index("group")["n"].reindex(groups)
         fig.add_bar(
             name=str(tag),
             x=groups,
             y=part.to_numpy(),
-            marker_color=OKABE_ITO[i % len(OKABE_ITO)],
+            marker_color=colours[tag],
             hovertemplate="%{x}<br>" + plotly_text(tag) + ": %{y} annotation(s)<extra></extra>",
         )
     shown = f"top {top} of {len(order)}" if len(order) > top else f"{len(order)}"
