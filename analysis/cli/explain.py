@@ -23,13 +23,18 @@ def explain(args: argparse.Namespace, scored: Scored, load: Callable[[], Run], r
     from analysis.vocabulary import MISMATCH, naming_fix, vocabulary, vocabulary_lines, vocabulary_summary
 
     own = scored.convention.name
-    run = load()
+    # The scored slots hold every entry unless the convention's slot scope leaves some unscored (DSTC9 and
+    # ConvLab-3 skip a predicted slot the gold turn does not list): only then, or to map a mismatch or
+    # decompose a published gap, is the run read again (a warm store's `metrics` parses nothing otherwise).
+    run = load() if scored.convention.slot_scope != "all" else None
     table = vocabulary(scored, run)
     published = args.published if args.published is not None else scored.metas[0].published_jga
-    fix = naming_fix(run, scored.convention, table) if (table["kind"] == MISMATCH).any() else None
+    if run is None and ((table["kind"] == MISMATCH).any() or published is not None):
+        run = load()
+    fix = naming_fix(run, scored.convention, table) if run is not None and (table["kind"] == MISMATCH).any() else None
     result["vocabulary"] = vocabulary_summary(table, fix)
     lines = ["", *vocabulary_lines(table, fix, convention=own)]
-    if published is not None:
+    if published is not None and run is not None:
         from analysis.reconcile.core import reconcile
         from analysis.reconcile.gap import gap_lines, gap_summary, published_gap
 
