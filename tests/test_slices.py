@@ -367,7 +367,7 @@ def test_report_tables_export_the_ranked_slices_with_intervals() -> None:
     assert list(frame.columns) in (columns, [*columns, "same turns as"])
     assert frame.iloc[0]["slice"] == "domains = taxi"
     latex = table_bytes(frame, "latex", caption=items[0].caption, **items[0].options).decode()
-    assert "domains = taxi" in latex and "0.000 {\\footnotesize[0.000, 0.000]}" in latex
+    assert "domains = taxi" in latex and "0.000 {\\small {[}0.000, 0.000{]}}" in latex
 
 
 def test_the_slices_chart_draws_each_slice_with_its_interval_and_the_run_line() -> None:
