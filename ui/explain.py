@@ -47,7 +47,7 @@ def mark_slots(run: str) -> None:
 def overview_section(run: str) -> None:
     """The Overview's section of the focus run: its vocabulary check, and the gap to a published number."""
     found = report(run)
-    st.subheader(f"Vocabulary and the published number — {run}")
+    st.subheader(ui.md(f"Vocabulary and the published number — {run}"))
     mark_slots(run)
     st.caption(ui.md(found.lines[0]))
     if len(found.table):
