@@ -9,12 +9,13 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 from playwright.sync_api import Page
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -63,6 +64,10 @@ _RERUN_DONE = """(before) => window.__streamlitRuns.finished > before && documen
   '[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
 
 
+_STARTED = """(before) => window.__streamlitRuns.finished > before || document.querySelector(
+  '[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'running'"""
+
+
 def loaded(page: Page, timeout: float = 120_000) -> None:
     """After `page.goto`: wait for the page's first run. A fresh document starts in the `initial` state, so
     `notRunning` can only be the end of a run of this document (no sleep needed)."""
@@ -75,6 +80,23 @@ def rerun(page: Page, timeout: float = 120_000) -> Iterator[None]:
     before = page.evaluate(_RUN_COUNTER)
     yield
     page.wait_for_function(_RERUN_DONE, arg=before, timeout=timeout)
+
+
+def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, each: float = 30_000) -> None:
+    """A click on a drawn chart or grid (at coordinates `click` reads afresh each time) until it causes a
+    rerun: on a loaded machine the first click can land while Plotly or the grid is still laying out and
+    hit nothing. Each try waits for the rerun (`rerun`), never a fixed time; the last try's timeout raises."""
+    for attempt in range(tries):
+        before = page.evaluate(_RUN_COUNTER)
+        click()
+        try:
+            page.wait_for_function(_RERUN_DONE, arg=before, timeout=each)
+            return
+        except PlaywrightTimeoutError:
+            started = page.evaluate(_STARTED, before)
+            if started or attempt == tries - 1:  # the click did cause a run, only a slow one: wait it out
+                page.wait_for_function(_RERUN_DONE, arg=before, timeout=120_000)
+                return
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

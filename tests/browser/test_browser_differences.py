@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, loaded, rerun
+from conftest import DEMO, click_until_rerun, loaded
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -38,10 +38,13 @@ def test_a_matrix_cell_opens_its_turns_and_a_row_the_viewer_side_by_side(
     matrix.scroll_into_view_if_needed()
     cells = matrix.locator(".scatterlayer .points path")
     expect(cells).to_have_count(2, timeout=TIMEOUT)  # the two off-diagonal cells of two runs, significant or not
-    box = cells.first.bounding_box()
-    assert box is not None
-    with rerun(page):
+
+    def click_cell() -> None:  # the cell's place read afresh: the chart may still be laying out
+        box = cells.first.bounding_box()
+        assert box is not None
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+
+    click_until_rerun(page, click_cell)
     # the first cell is row 0, column 1: B − A with the row run as B
     heading = page.get_by_text("Turns behind the difference, the whole state:")
     expect(heading).to_be_visible(timeout=TIMEOUT)
@@ -59,11 +62,14 @@ def test_a_matrix_cell_opens_its_turns_and_a_row_the_viewer_side_by_side(
     grids = page.locator('[data-testid="stDataFrame"]')
     only_a = grids.nth(grids.count() - 2)
     only_a.scroll_into_view_if_needed()
-    box = only_a.bounding_box()
-    assert box is not None
     first = found["only_a"].iloc[0]
-    with rerun(page):
-        page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)  # the first row's selector
+
+    def click_row() -> None:  # the first row's selector, the grid's place read afresh
+        box = only_a.bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)
+
+    click_until_rerun(page, click_row)
     expect(page.get_by_role("heading", name="Dialogue viewer")).to_be_visible(timeout=TIMEOUT)
     turn = int(first["turn_index"])
     expect(page.get_by_role("heading", name=f"Turn {turn}", exact=True)).to_have_count(2, timeout=TIMEOUT)
