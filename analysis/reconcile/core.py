@@ -536,12 +536,13 @@ class Reconciliation:
             self._explained[(a, b)] = self._summarise(chosen, by_unit, extra)
         return self._explained
 
-    def _denominator_rows(self, a: str, b: str) -> pd.DataFrame:
-        """Turns scored under one of a, b only (mwzeval scores only the turns a prediction file holds):
-        one row each, cause `turns`, no slot."""
-        only = self.counted[a] != self.counted[b]
-        turns = self.correct.loc[only.to_numpy(), ["tid", *TURN_KEY]]
-        label = {True: "scored", False: "not scored"}
+    def _turn_rows(
+        self, mask: np.ndarray, a: str, b: str, outcomes: pd.DataFrame, labels: tuple[str, str], cause: str
+    ) -> pd.DataFrame:
+        """One row per turn of `mask`, no slot: `outcomes` (per turn, one bool column per convention) labelled
+        True -> labels[0], False -> labels[1], and `cause`."""
+        turns = self.correct.loc[mask, ["tid", *TURN_KEY]]
+        label = {True: labels[0], False: labels[1]}
         return pd.DataFrame(
             {
                 "tid": turns["tid"].to_numpy(),
@@ -551,11 +552,17 @@ class Reconciliation:
                 "slot": "",
                 "gold": "",
                 "pred": "",
-                "outcome_a": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), a]],
-                "outcome_b": [label[bool(v)] for v in self.counted.loc[only.to_numpy(), b]],
-                "cause": "turns",
+                "outcome_a": [label[bool(v)] for v in outcomes.loc[mask, a]],
+                "outcome_b": [label[bool(v)] for v in outcomes.loc[mask, b]],
+                "cause": cause,
             }
         )
+
+    def _denominator_rows(self, a: str, b: str) -> pd.DataFrame:
+        """Turns scored under one of a, b only (mwzeval scores only the turns a prediction file holds):
+        one row each, cause `turns`, no slot."""
+        only = (self.counted[a] != self.counted[b]).to_numpy()
+        return self._turn_rows(only, a, b, self.counted, ("scored", "not scored"), "turns")
 
     def _prepares_gold(self, name: str) -> bool:
         """Whether the convention's scorer read a prepared copy of the gold (`analysis.scorer_inputs`)."""
@@ -566,26 +573,12 @@ class Reconciliation:
         """Flipped turns with no responsible raw slot when a or b scores a prepared gold (ConvLab-3's MultiWOZ
         preprocessing empties `not mentioned`, renames and drops slots): the preparation is their cause, one
         row each, no slot."""
-        if not (self._prepares_gold(a) or self._prepares_gold(b)):
-            return self._denominator_rows(a, b).iloc[0:0]
-        both = (self.counted[a] & self.counted[b]).to_numpy()
-        flipped = both & (self.correct[a] != self.correct[b]).to_numpy()
-        turns = self.correct.loc[flipped & ~self.correct["tid"].isin(set(chosen["tid"])).to_numpy(), ["tid", *TURN_KEY]]
-        label = {True: "correct", False: "wrong"}
-        return pd.DataFrame(
-            {
-                "tid": turns["tid"].to_numpy(),
-                "dialogue_id": turns["dialogue_id"].to_numpy(),
-                "turn_index": turns["turn_index"].to_numpy(),
-                "domain": "",
-                "slot": "",
-                "gold": "",
-                "pred": "",
-                "outcome_a": [label[bool(v)] for v in self.correct.loc[turns.index, a]],
-                "outcome_b": [label[bool(v)] for v in self.correct.loc[turns.index, b]],
-                "cause": "gold_prepared",
-            }
-        )
+        flipped = np.zeros(len(self.correct), dtype=bool)
+        if self._prepares_gold(a) or self._prepares_gold(b):
+            both = (self.counted[a] & self.counted[b]).to_numpy()
+            unexplained = ~self.correct["tid"].isin(set(chosen["tid"])).to_numpy()
+            flipped = both & (self.correct[a] != self.correct[b]).to_numpy() & unexplained
+        return self._turn_rows(flipped, a, b, self.correct, ("correct", "wrong"), "gold_prepared")
 
     def _conv(self, name: str) -> Convention:
         return self.scored[name].convention
