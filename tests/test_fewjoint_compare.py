@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from analysis.cli import main as cli
 from analysis.fewjoint import load_fewjoint_gold, load_fewjoint_system, score_fewjoint
 from analysis.fewjoint.compare import compare_fewjoint, same_gold, text_report
 from tests.conftest import realdata_path
@@ -40,16 +41,20 @@ def write_system(out: Path, gold: Any, name: str, strength: float) -> list[Path]
 
 
 @pytest.fixture(scope="module")
-def systems(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+def scored(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     gold_path = realdata_path("fewjoint", "FewJoint1.1", "1shot", "test.json")
     gold = load_fewjoint_gold(gold_path)
     out = tmp_path_factory.mktemp("fewjoint_compare")
+    files = {name: write_system(out, gold, name, strength) for name, strength in STRENGTHS.items()}
     return {
-        name: score_fewjoint(
-            load_fewjoint_system(gold_path, write_system(out, gold, name, strength), name=name), averaging="micro"
-        )
-        for name, strength in STRENGTHS.items()
-    }
+        name: score_fewjoint(load_fewjoint_system(gold_path, paths, name=name), averaging="micro")
+        for name, paths in files.items()
+    } | {"files": files}
+
+
+@pytest.fixture(scope="module")
+def systems(scored: dict[str, Any]) -> dict[str, Any]:
+    return {name: scored[name] for name in STRENGTHS}
 
 
 def naive_deltas(results: dict[str, Any], metric: str, *, n_resamples: int, seed: int) -> np.ndarray:
@@ -132,3 +137,22 @@ def test_systems_on_another_gold_are_refused(systems: dict[str, Any], tmp_path: 
     assert same_gold(named) == [list(systems), ["five"]]
     with pytest.raises(ValueError, match="same gold"):
         compare_fewjoint(named)
+
+
+@pytest.mark.realdata
+def test_cli_compares_the_systems_its_files_name(
+    scored: dict[str, Any], systems: dict[str, Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    gold = str(realdata_path("fewjoint", "FewJoint1.1", "1shot", "test.json"))
+    files = [str(p) for name in STRENGTHS for p in scored["files"][name]]
+    names = [name for name in STRENGTHS for _ in range(SEEDS)]
+    base = ["fewjoint", "--gold", gold, "--pred", *files, "--averaging", "micro", "--resamples", "100"]
+    assert cli.main([*base, "--system", *names, "--json"]) == 0
+    printed = json.loads(capsys.readouterr().out)
+    expected = compare_fewjoint(systems, n_resamples=100).to_dict()
+    assert printed["comparison"] == expected
+    assert set(printed["systems"]) == set(STRENGTHS)
+    assert cli.main([*base, "--system", *names]) == 0
+    assert "== noisy - steady (over seeds and sentences)" in capsys.readouterr().out
+    assert cli.main([*base, "--system", "steady"]) == 2
+    assert "--system names 1 systems for 10 --pred files" in capsys.readouterr().err

@@ -1,9 +1,12 @@
 """The ``fewjoint`` sub-command: score a few-shot joint NLU system over seeds from the command line.
 
-``python -m analysis fewjoint --gold EPISODES --pred P1 [P2 ...] [--averaging episode|micro] [--json]``
+``python -m analysis fewjoint --gold EPISODES --pred P1 [P2 ...] [--averaging episode|micro] [--json]
+[--system S1 [S2 ...] [--resamples 1000] [--seed 0]]``
 
 Prints a readable table (or, with ``--json``, the dict of ``FewJointResult.to_dict``); warnings go to
-stderr. ``InputError`` propagates to the top-level CLI, which prints its one-line message and exits 2.
+stderr. ``--system`` (one name per ``--pred``) groups the files into systems, each file a seed: every system is
+scored, and every pair compared over seeds and sentences with a hierarchical bootstrap
+(``analysis.fewjoint.compare``; JSON: ``{"systems": {name: result}, "comparison": ...}``). ``InputError`` propagates to the top-level CLI, which prints its one-line message and exits 2.
 """
 
 from __future__ import annotations
@@ -41,6 +44,14 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--name", default="system", help="system name recorded in the results")
     parser.add_argument("--shots", type=int, default=None, help="shot setting K (default: parsed from --gold)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON")
+    parser.add_argument(
+        "--system",
+        nargs="+",
+        help="the system of each --pred, in the same order (one name per file): the files of one system are its "
+        "seeds, and every pair of systems is compared over seeds and sentences (hierarchical bootstrap)",
+    )
+    parser.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples of --system (default 1000)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the resampling of --system (default 0)")
     parser.set_defaults(func=run)
 
 
@@ -116,6 +127,47 @@ def _refuse_unaligned(system: Any, gold: str) -> None:
         )
 
 
+def _score(args: argparse.Namespace, name: str, paths: list[str]) -> FewJointResult:
+    system = load_fewjoint_system(args.gold, paths, name=name, shots=args.shots)
+    _refuse_unaligned(system, args.gold)
+    result = score_fewjoint(system, averaging=args.averaging)
+    for warning in result.warnings:
+        print(f"warning: {name + ': ' if args.system else ''}{warning}", file=sys.stderr)
+    return result
+
+
+def _systems(args: argparse.Namespace) -> dict[str, list[str]]:
+    """The prediction files of each ``--system`` name, in the order first named (an ``InputError`` when the
+    names do not pair up with the files one to one)."""
+    from analysis.errors import InputError
+
+    if len(args.system) != len(args.pred):
+        raise InputError(
+            args.pred[0],
+            None,
+            f"--system names {len(args.system)} systems for {len(args.pred)} --pred files: give one per file",
+        )
+    grouped: dict[str, list[str]] = {}
+    for name, path in zip(args.system, args.pred, strict=True):
+        grouped.setdefault(name, []).append(path)
+    if len(grouped) < 2:
+        raise InputError(args.pred[0], None, f"--system names one system ({args.system[0]}): compare needs two or more")
+    return grouped
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from analysis.fewjoint.compare import compare_fewjoint, text_report
+
+    results = {name: _score(args, name, paths) for name, paths in _systems(args).items()}
+    comparison = compare_fewjoint(results, n_resamples=args.resamples, seed=args.seed)
+    if args.json:
+        out = {"systems": {n: r.to_dict() for n, r in results.items()}, "comparison": comparison.to_dict()}
+        print(json.dumps(out, ensure_ascii=False, indent=2, allow_nan=False))
+    else:
+        print("\n\n".join([*(render_table(r) for r in results.values()), text_report(comparison)]))
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """Score and print; returns the exit code (0). ``InputError`` propagates to the caller (exit 2), also
     when no prediction of a seed aligns with a gold query."""
@@ -127,11 +179,9 @@ def run(args: argparse.Namespace) -> int:
     preflight(args.gold, fmt=GOLD_FORMAT)
     for path in args.pred:
         preflight(path)
-    system = load_fewjoint_system(args.gold, args.pred, name=args.name, shots=args.shots)
-    _refuse_unaligned(system, args.gold)
-    result = score_fewjoint(system, averaging=args.averaging)
-    for warning in result.warnings:
-        print(f"warning: {warning}", file=sys.stderr)
+    if args.system:
+        return _compare(args)
+    result = _score(args, args.name, args.pred)
     if args.json:
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2, allow_nan=False))
     else:
