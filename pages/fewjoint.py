@@ -6,6 +6,7 @@ import streamlit as st
 
 import ui
 from analysis.fewjoint import views
+from analysis.fewjoint.compare import comparison_table, same_gold
 from analysis.fewjoint.figures import breakdown_bar, intent_confusion_heatmap, leaderboard_bar, slot_type_prf_bar
 from analysis.fewjoint.scoring import AVERAGINGS, METRICS, fewjoint_leaderboard
 from analysis.figures import apply_style
@@ -87,6 +88,28 @@ if seeds_tab.open:
         if len(result.alignment):
             st.caption("Alignment problems (every one is listed; what scoring did about it is in the last column)")
             ui.show_table(result.alignment, key="fewjoint_alignment", name=f"{system} alignment", height=240)
+        st.subheader("Systems compared over seeds and sentences")
+        peers = next(names for names in same_gold(results) if system in names)
+        if len(peers) < 2:
+            st.caption(ui.md(f"{system} is the only FewJoint system on its gold: no system to compare it with."))
+        else:
+            with st.spinner("Comparing the systems over seeds and sentences…"):
+                comparison = ui.compute(data.compared, [data.systems()[n] for n in peers], names=tuple(peers))
+            if isinstance(comparison, str):
+                st.error(ui.md(comparison), icon=":material/error:")
+            else:
+                table = comparison_table(comparison)
+                st.caption(
+                    ui.md(
+                        f"The {len(peers)} systems on the gold of {system}, each pair b − a over its seeds and "
+                        f"{comparison.n_sentences:,} query sentences: {comparison.level:.0%} intervals, "
+                        f"{comparison.n_resamples:,} resamples. {table.attrs['note']}"
+                    )
+                )
+                ui.show_table(table, key="fewjoint_compare", name="FewJoint systems compared")
+            others = [n for n in results if n not in peers]
+            if others:
+                st.caption(ui.md(f"Not compared, on another gold: {', '.join(others)}."))
 
 if breakdown_tab.open:
     with breakdown_tab:

@@ -12,7 +12,7 @@ import pytest
 
 from analysis.cli import main as cli
 from analysis.fewjoint import load_fewjoint_gold, load_fewjoint_system, score_fewjoint
-from analysis.fewjoint.compare import compare_fewjoint, same_gold, text_report
+from analysis.fewjoint.compare import compare_fewjoint, comparison_table, same_gold, text_report
 from tests.conftest import realdata_path
 from tests.test_fewjoint_oracle import perturb
 
@@ -156,3 +156,16 @@ def test_cli_compares_the_systems_its_files_name(
     assert "== noisy - steady (over seeds and sentences)" in capsys.readouterr().out
     assert cli.main([*base, "--system", "steady"]) == 2
     assert "--system names 1 systems for 10 --pred files" in capsys.readouterr().err
+
+
+@pytest.mark.realdata
+def test_the_report_tables_each_gold_that_two_systems_share(systems: dict[str, Any]) -> None:
+    from analysis.export.report import fewjoint_comparisons
+
+    items = fewjoint_comparisons(systems, n_resamples=100)
+    assert [item.name for item in items] == ["fewjoint-compare-steady"]
+    table = items[0].frame
+    expected = comparison_table(compare_fewjoint(systems, n_resamples=100))
+    assert table.equals(expected) and len(table) == 3
+    assert table["metric"].tolist() == ["intent accuracy", "slot F1", "sentence accuracy"]
+    assert "hierarchical paired bootstrap" in items[0].caption

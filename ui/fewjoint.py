@@ -11,6 +11,7 @@ import streamlit as st
 
 from analysis.errors import InputError
 from analysis.fewjoint.align import FewJointSystem, load_fewjoint_system
+from analysis.fewjoint.compare import FewJointComparison, compare_fewjoint
 from analysis.fewjoint.scoring import FewJointResult, score_fewjoint
 from analysis.workspace import FewJointEntry
 from ui.data import Marker, file_stamp
@@ -63,3 +64,15 @@ def split(outcomes: dict[str, FewJointResult | str]) -> tuple[dict[str, FewJoint
     scored = {name: outcome for name, outcome in outcomes.items() if not isinstance(outcome, str)}
     failed = {name: outcome for name, outcome in outcomes.items() if isinstance(outcome, str)}
     return scored, failed
+
+
+def compared(systems: list[FewJointSystem | str], *, names: tuple[str, ...]) -> FewJointComparison | str:
+    """The systems (loaded, in the order of `names`) compared over seeds and sentences (`compare_fewjoint`),
+    or the one-line error of the first that failed to load (`ui.compute(compared, [Files(...), ...],
+    names=...)`: cached on the files' stamps)."""
+    failed = next((s for s in systems if isinstance(s, str)), None)
+    if failed is not None:
+        return failed
+    loaded = [s for s in systems if not isinstance(s, str)]
+    results = {name: score_fewjoint(s, averaging="micro") for name, s in zip(names, loaded, strict=True)}
+    return compare_fewjoint(results)

@@ -859,8 +859,9 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         from analysis.fewjoint import figures as FF
         from analysis.fewjoint.scoring import score_fewjoint
 
+        fewjoint_results = {}
         for name, system in workspace.fewjoint.items():
-            result = score_fewjoint(system)
+            result = fewjoint_results[name] = score_fewjoint(system)
             slug = _slug(name)
             plan.figures.append(
                 FigureItem(
@@ -887,7 +888,35 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                     {"best": (), "label": f"tab:fewjoint-{slug}"},
                 )
             )
+        plan.tables += fewjoint_comparisons(fewjoint_results, n_resamples=n_resamples)
     return plan
+
+
+def fewjoint_comparisons(results: Mapping[str, Any], *, n_resamples: int) -> list[TableItem]:
+    """Per gold that two scored FewJoint systems or more share: every pair compared over seeds and sentences
+    (`analysis.fewjoint.compare`, pooled over sentences whatever the results' averaging), one table."""
+    from analysis.fewjoint.compare import compare_fewjoint, comparison_table, same_gold
+
+    items = []
+    for names in same_gold(results):
+        if len(names) < 2:
+            continue
+        table = comparison_table(compare_fewjoint({n: results[n] for n in names}, n_resamples=n_resamples))
+        items.append(
+            TableItem(
+                f"fewjoint-compare-{_slug(names[0])}",
+                f"FewJoint systems on the gold of {names[0]}, over their seeds and query sentences: b − a of the "
+                f"means over seeds, {LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected "
+                f"p and * where significant. {table.attrs['note']}",
+                table,
+                {
+                    "intervals": {"Δ": ("Δ low", "Δ high")},
+                    "best": (),
+                    "label": f"tab:fewjoint-compare-{_slug(names[0])}",
+                },
+            )
+        )
+    return items
 
 
 def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.DataFrame:

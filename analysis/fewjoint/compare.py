@@ -203,8 +203,46 @@ def text_report(result: FewJointComparison) -> str:
             mark = " *" if r.significant else ""
             lines.append(
                 f"  {r.metric}: {r.estimate_a:.4f} -> {r.estimate_b:.4f}, {r.delta:+.4f} [{r.low:+.4f}, "
-                f"{r.high:+.4f}] p {S.format_p(r.p_value, n_resamples=result.n_resamples)}; Holm "
-                f"{S.format_p(r.p_holm, n_resamples=result.n_resamples)}{mark}; {r.n_sentences_differ:,} of "
+                f"{r.high:+.4f}] p {_p(r.p_value, result.n_resamples)}; Holm p {_p(r.p_holm, result.n_resamples)}{mark}; {r.n_sentences_differ:,} of "
                 f"{r.n_sentences:,} sentences differ"
             )
     return "\n".join(lines)
+
+
+def _p(p: float, n_resamples: int) -> str:
+    """The p of a table cell: `format_p` without its leading "p" and the resample count (the caption's)."""
+    return S.format_p(p, n_resamples=n_resamples).removeprefix("p ").split(" (B = ")[0]
+
+
+def comparison_table(result: FewJointComparison) -> pd.DataFrame:
+    """One row per pair of systems and metric, with human labels: the seed means, `Δ` (b − a) with its
+    interval (`Δ low`, `Δ high`), p, Holm p, the sentences where the systems differ and a mark (`*`: Holm p
+    <= alpha, `n.s.` otherwise); `attrs["note"]` says how (for a caption). What the FewJoint page and the
+    report show."""
+    from analysis.fewjoint.views import METRIC_LABELS
+
+    rows = result.deltas
+    n = result.n_resamples
+    table = pd.DataFrame(
+        {
+            "systems (b − a)": rows["b"] + " − " + rows["a"],
+            "seeds (a, b)": rows["n_seeds_a"].astype(str) + ", " + rows["n_seeds_b"].astype(str),
+            "metric": rows["metric"].map(METRIC_LABELS),
+            "a": rows["estimate_a"].astype(float),
+            "b": rows["estimate_b"].astype(float),
+            "Δ": rows["delta"].astype(float),
+            "Δ low": rows["low"].astype(float),
+            "Δ high": rows["high"].astype(float),
+            "p": [_p(p, n) for p in rows["p_value"]],
+            "Holm p": [_p(p, n) for p in rows["p_holm"]],
+            "sentences differ": [
+                f"{k:,} of {t:,}" for k, t in zip(rows["n_sentences_differ"], rows["n_sentences"], strict=True)
+            ],
+            "sig.": np.where(rows["significant"], "*", "n.s."),
+        }
+    ).reset_index(drop=True)
+    table.attrs["note"] = (
+        f"{METHOD}; pooled over the query sentences (micro), whatever the leaderboard's averaging; Holm-corrected "
+        f"over every pair and metric; a system of one seed is resampled over sentences only."
+    )
+    return table
