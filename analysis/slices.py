@@ -565,6 +565,45 @@ def slice_turns(
     return listed[columns].reset_index(drop=True)
 
 
+def slice_differences(
+    a: Scored, b: Scored, train: Scored | None = None, *, predicates: Sequence[Sequence[str]], limit: int = 1000
+) -> dict[str, Any]:
+    """The turns of one slice of run A (its predicates over A's features, as `find_slices` found it) that
+    exactly one of runs A and B gets right (whole state), paired by dialogue and turn: `views.differing_turns`
+    restricted to the slice (`only_a`, `only_b`, `counts`; `paired_turns` counts the slice's turns B holds too).
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> gold = [{"hotel": {"area": "east"}}, {"hotel": {"area": "east", "stars": "4"}}]
+    >>> a = scored_from_states(gold, [{}, gold[1]], run_id="a")
+    >>> b = scored_from_states(gold, [gold[0], {}], run_id="b")
+    >>> found = slice_differences(a, b, predicates=[("gold slots", "1-2")])
+    >>> found["counts"]["only_a"]["turns"], found["counts"]["only_b"]["turns"], found["counts"]["paired_turns"]
+    (1, 1, 2)
+    >>> slice_differences(a, b, predicates=[("turn depth", "0")])["counts"]["only_b"]
+    {'turns': 1, 'dialogues': 1}
+    """
+    mask = _mask(_memo_features(a, train), [(str(f), str(v)) for f, v in predicates])
+    return views.differing_turns(a, b, within=a.turns.loc[mask, "tid"].to_numpy(), limit=limit)
+
+
+def comparison_runs(focus: Scored, others: Sequence[Scored]) -> list[str]:
+    """The runs of `others` on the focus run's gold (`views.gold_fingerprint`: same turns, gold and
+    convention), best JGA first (ties: in the order given): what a slice of the focus run can be compared with.
+
+    >>> from analysis.demo.testing import scored_from_states
+    >>> gold = [{"hotel": {"area": "east"}}]
+    >>> focus = scored_from_states(gold, [{}], run_id="focus")
+    >>> good, bad = (scored_from_states(gold, p, run_id=n) for n, p in (("good", gold), ("bad", [{}])))
+    >>> comparison_runs(focus, [bad, good, scored_from_states(gold * 2, gold * 2, run_id="longer")])
+    ['good', 'bad']
+    """
+    fingerprint = views.gold_fingerprint(focus)
+    same = [s for s in others if views.gold_fingerprint(s) == fingerprint]
+    jga = [float(s.turns["joint_correct"].mean()) for s in same]
+    order = sorted(range(len(same)), key=lambda i: -jga[i])
+    return [same[i].metas[0].run_id for i in order]
+
+
 def slices_bar(
     slices: pd.DataFrame, *, jga: float, run_id: str = "", colour: str | None = None, style: str = "screen"
 ) -> Any:

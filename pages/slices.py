@@ -1,6 +1,8 @@
 """Slices: the worst slices of turns of the focus run (or of the selected runs together), found by sliceline over
 turn features (`analysis.slices`), ranked by JGA gap with support and a dialogue-bootstrap interval; a bar or row
-opens the slice's turns, a turn the Dialogue viewer."""
+opens the slice's turns, a turn the Dialogue viewer. With a comparison run on the same gold (the best other run
+by default), the slice also lists its turns only the focus run / only that run gets right, a row opening the
+viewer side by side (`ui.differences`; the `diff` deep link carries the slice and the comparison run)."""
 
 from typing import Any
 
@@ -9,8 +11,10 @@ import streamlit as st
 import ui
 from analysis import slices, views
 from analysis.errors import InputError
+from ui import differences
 
 NO_TRAINING = "(none)"
+NO_COMPARISON = "(no comparison)"
 COLUMNS = ["rank", "slice", "jga", "jga_low", "jga_high", "gap", "turns", "dialogues", "wrong_turns", "same_turns"]
 
 st.title("Slices")
@@ -69,9 +73,35 @@ if report.note:
 rows = report.slices.to_dict("records")
 key = tuple(runs) if together else run  # the searched runs, as the picked slice remembers them
 
+# A slice of one run compared with another run on its gold: the slice's turns only one of the two gets right.
+others = [r for r in runs if r != run] if not together else []
+candidates = ui.compute(slices.comparison_runs, run, others) if others else []
+if others and not candidates:
+    st.caption(ui.md(f"No other selected run is on the gold of {run}: a slice lists its turns for {run} alone."))
+
 
 def pick(row: dict) -> None:
     ui.put(slice_pick=(key, train, tuple(tuple(p) for p in row["predicates"]), str(row["slice"])))
+
+
+# A difference this page did not write itself (a deep link's `diff`): its comparison run and slice, once.
+linked = differences.picked("slices", runs)
+if linked is not None and ui.get(differences.STATE) != ui.get("slices_linked"):
+    ui.put(slices_linked=ui.get(differences.STATE))
+    by_label = {str(r["slice"]): r for r in rows}
+    if linked[0] == run and linked[1] in candidates and linked[2] in by_label:
+        ui.put(slices_compare=linked[1])
+        pick(by_label[linked[2]])
+compare_to = (
+    ui.select(
+        "Compare the slice with (the runs on this run's gold, best JGA first)",
+        [NO_COMPARISON, *candidates],
+        state="slices_compare",
+        index_hint=candidates[0],
+    )
+    if candidates
+    else NO_COMPARISON
+)
 
 
 colour = None if together else ui.colours().get(run)
@@ -88,6 +118,21 @@ if picked is not None:
 
 pick_key, pick_train, predicates, described = ui.get("slice_pick") or (None, None, None, None)
 if pick_key == key and pick_train == train and predicates is not None:
+    if compare_to != NO_COMPARISON:
+        differences.pick("slices", run, compare_to, described)  # what a deep link carries (`diff`)
+        ui.put(slices_linked=ui.get(differences.STATE))
+        found = ui.compute(slices.slice_differences, run, compare_to, train, predicates=predicates)
+        differences.show_lists(
+            found,
+            run,
+            compare_to,
+            group=f"slice {described}",
+            where=(
+                f"{found['counts']['paired_turns']:,} turns of the slice (of {run}) that {compare_to} holds too; a run "
+                "is right on a turn when its whole state is right"
+            ),
+            key="slices_diff",
+        )
     turns = ui.compute(slices.slice_turns, searched, train, predicates=predicates)
     st.text(f"Turns of {name} where {described}: {len(turns):,}")
     turn = ui.show_table(turns, key="slice_turns", name=f"slice turns {name}", select=True, height=300)

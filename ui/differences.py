@@ -98,17 +98,28 @@ def turn_lists(page: str, runs: Sequence[str], *, what: str = "", key: str | Non
     group = f"{domain}-{slot}" if slot else (domain or "the whole state")
     if own_b:
         group += f" (in B: {own_b})"
+    paired = f"{found['counts']['paired_turns']:,} paired turns{' where ' + group + ' occurs' if domain else ''}"
+    show_lists(
+        found,
+        run_a,
+        run_b,
+        group=group,
+        where=(
+            f"{paired}; a run is right on a turn when "
+            f"{'its whole state is right' if domain is None else 'its ' + group + ' is right there'}"
+            + (f" (the difference in {what} moves with these turns)" if what else "")
+        ),
+        key=key or f"diff_{page}",
+    )
+
+
+def show_lists(found: dict[str, Any], run_a: str, run_b: str, *, group: str, where: str, key: str) -> None:
+    """Lists of `views.differing_turns` (or of a function returning its shape) side by side under a heading
+    naming the group and the runs; `where` says which turns they are drawn from and what right means. A row
+    opens the viewer at that turn, run A beside run B."""
     counts = found["counts"]
     st.markdown("**" + md(f"Turns behind the difference, {group}: A = {run_a}, B = {run_b}") + "**")
-    st.caption(
-        md(
-            f"{counts['paired_turns']:,} paired turns{' where ' + group + ' occurs' if domain else ''}; a run is right "
-            f"on a turn when {'its whole state is right' if domain is None else 'its ' + group + ' is right there'}"
-            + (f" (the difference in {what} moves with these turns)" if what else "")
-            + ". Pick a row to open the Dialogue viewer there, side by side."
-        )
-    )
-    key = key or f"diff_{page}"
+    st.caption(md(f"{where}. Pick a row to open the Dialogue viewer there, side by side."))
     columns = st.columns(2)
     for column, side in zip(columns, views.SIDES, strict=True):
         with column:

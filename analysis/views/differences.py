@@ -3,6 +3,7 @@ domain or on one slot. What a delta bar, a significance-matrix cell or a heatmap
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -61,6 +62,7 @@ def differing_turns(
     domain: str | None = None,
     slot: str | None = None,
     own_b: str | None = None,
+    within: Sequence[int] | None = None,
     limit: int = 1000,
 ) -> dict[str, Any]:
     """The paired turns (same dialogue and turn) where exactly one of runs A and B is right, split into
@@ -71,7 +73,8 @@ def differing_turns(
     domain occurs in gold or prediction of either run), or the slot `domain`-`slot` (on the turns where it
     occurs in either run): the turn-level facts behind JGA, per-domain JGA and a slot's accuracy. `own_b`: run
     B's own name of the group when its ontology names it otherwise (another language: a domain, or a
-    `domain-slot` label with `slot`), as the cross-lingual alignment pairs them. A delta of
+    `domain-slot` label with `slot`), as the cross-lingual alignment pairs them. `within`: run A's turn ids
+    (`tid`) the pairs are restricted to (a slice of A's turns: `slices.slice_differences`). A delta of
     another metric (slot F1, FGA) moves with these turns but also with partial credit, which no list of whole
     turns shows. Returns `only_a`, `only_b` (columns `DIFFERENCE_COLUMNS`: `errors_a`/`errors_b` each run's
     wrong slots of the group, `gold → predicted`, `—` for absent) and `counts`: per side its turns and
@@ -105,6 +108,8 @@ def differing_turns(
         counted = (paired["tid_a"].isin(occurs_a) | paired["tid_b"].isin(occurs_b)).to_numpy()
         right_a = ~paired["tid_a"].isin(wrong_a).to_numpy()
         right_b = ~paired["tid_b"].isin(wrong_b).to_numpy()
+    if within is not None:
+        counted = counted & paired["tid_a"].isin(within).to_numpy()
     side = np.where(counted & right_a & ~right_b, 0, np.where(counted & right_b & ~right_a, 1, -1))
     found = paired.loc[side >= 0, ["dialogue_id", "turn_index", "tid_a", "tid_b"]].assign(side=side[side >= 0])
     found = found.sort_values(["dialogue_id", "turn_index"], kind="stable")
