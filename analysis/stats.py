@@ -347,20 +347,7 @@ def _bootstrap_ci(
     dialogues = _dialogues(scored)
     stats = _stats(scored, metric, keys, dialogues)
     point = _with_points(stats.labels, _point(scored, metric, keys), keys)
-    samples = _ratio(resample_counts(len(dialogues), n_resamples=n_resamples, seed=seed), stats)
-    low, high = _percentiles(samples, level)
-    out = stats.labels.assign(
-        metric=metric,
-        estimate=point,
-        low=low,
-        high=high,
-        n_dialogues=(stats.rows > 0).sum(axis=1),
-        n_turns=stats.rows.sum(axis=1).astype("int64"),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        method=METHOD,
-    )
+    out = _intervals(stats, point, metric, len(dialogues), n_resamples, level, seed)
     unread = scorer_inputs.unread_runs(scored.alignment)
     # A scorer's name over gold it never reads: no headline estimate, no interval (`registry.unread_gold`).
     # Slices (per domain, per turn) keep theirs, as the pages that show them compute their numbers directly.
@@ -384,6 +371,28 @@ def _bootstrap_ci(
     }
 
 
+def _intervals(
+    stats: _Stats, estimate: np.ndarray, metric: str, n_dialogues: int, n_resamples: int, level: float, seed: int
+) -> pd.DataFrame:
+    """Per group of `stats` (its per-dialogue sums over `n_dialogues` dialogues), the cluster-bootstrap
+    percentile interval around `estimate`, with the group's dialogues and turns: what `bootstrap_ci` and
+    `runs_bootstrap_ci` return, one resampling for both."""
+    samples = _ratio(resample_counts(n_dialogues, n_resamples=n_resamples, seed=seed), stats)
+    low, high = _percentiles(samples, level)
+    return stats.labels.assign(
+        metric=metric,
+        estimate=estimate,
+        low=low,
+        high=high,
+        n_dialogues=(stats.rows > 0).sum(axis=1),
+        n_turns=stats.rows.sum(axis=1).astype("int64"),
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=METHOD,
+    )
+
+
 def _restrict(scored: Scored, dialogues: pd.Index) -> Scored:
     """The scored tables of the given dialogues only (unchanged when every dialogue is kept)."""
     keep = dialogue_key(scored.turns["dialogue_id"]).isin(dialogues)
@@ -404,7 +413,7 @@ def _where(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> np.ndarray:
 def _aligned(stats: _Stats, labels: pd.DataFrame, keys: list[str]) -> _Stats:
     if not keys:
         return stats
-    where = pd.MultiIndex.from_frame(labels[keys]).get_indexer(pd.MultiIndex.from_frame(stats.labels[keys]))
+    where = _where(stats, labels, keys)
     shape = (len(labels), stats.num.shape[1])
     arrays = []
     for part in (stats.num, stats.den, stats.rows):
@@ -451,6 +460,54 @@ def paired_bootstrap(
     keys = M._by_list(by)
     if "run_id" in keys:
         raise ValueError("paired_bootstrap pairs two runs: by= takes turn or slot columns other than run_id")
+    pair = _paired(a, b, metric, keys)
+    weights = resample_counts(len(pair.shared), n_resamples=n_resamples, seed=seed)
+    delta = _ratio(weights, pair.stats_b) - _ratio(weights, pair.stats_a)
+    low, high = _percentiles(delta, level)
+    p_value, win_ratio = _sides(delta)
+    out = pair.labels.assign(
+        metric=metric,
+        estimate_a=pair.point_a,
+        estimate_b=pair.point_b,
+        delta=pair.point_b - pair.point_a,
+        low=low,
+        high=high,
+        p_value=p_value,
+        p_floor=1 / n_resamples,
+        p_text=[format_p(p, n_resamples=n_resamples) for p in p_value],
+        win_ratio=win_ratio,
+        n_dialogues=len(pair.shared),
+        n_group_dialogues=pair.support["n_dialogues"],
+        n_turns=pair.support["n_turns"],
+        n_dialogues_differ=pair.support["n_dialogues_differ"],
+        n_turns_differ=pair.support["n_turns_differ"],
+        only_in_a=pair.only_in_a,
+        only_in_b=pair.only_in_b,
+        n_resamples=n_resamples,
+        level=level,
+        seed=seed,
+        method=PAIRED_METHOD,
+    )
+    return out if keys else _paired_record(out)
+
+
+@dataclass(frozen=True)
+class _Pair:
+    """Two runs on the dialogues both hold: their per-dialogue sums on the union of their groups (`labels`),
+    their point estimates there, the support of each group and the dialogues only one run holds."""
+
+    shared: pd.Index
+    labels: pd.DataFrame
+    stats_a: _Stats
+    stats_b: _Stats
+    point_a: np.ndarray
+    point_b: np.ndarray
+    support: dict[str, np.ndarray]
+    only_in_a: int
+    only_in_b: int
+
+
+def _paired(a: Scored, b: Scored, metric: str, keys: list[str]) -> _Pair:
     dialogues_a, dialogues_b = _dialogues(a), _dialogues(b)
     shared = dialogues_a.intersection(dialogues_b, sort=False)
     a_shared, b_shared = _restrict(a, shared), _restrict(b, shared)
@@ -471,52 +528,35 @@ def paired_bootstrap(
         stats_a, stats_b = _aligned(stats_a, labels, keys), _aligned(stats_b, labels, keys)
     point_a = _with_points(labels, _point(a_shared, metric, keys), keys)
     point_b = _with_points(labels, _point(b_shared, metric, keys), keys)
-    weights = resample_counts(len(shared), n_resamples=n_resamples, seed=seed)
-    delta = _ratio(weights, stats_b) - _ratio(weights, stats_a)
-    low, high = _percentiles(delta, level)
+    only_in_a, only_in_b = len(dialogues_a) - len(shared), len(dialogues_b) - len(shared)
+    return _Pair(shared, labels, stats_a, stats_b, point_a, point_b, counted, only_in_a, only_in_b)
+
+
+def _sides(delta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per column of resampled deltas (NaN left out): the two-sided p (twice the smaller share on either side
+    of 0, ties within `_TIE` on both sides, capped at 1) and the win ratio (share above 0, ties counted half)."""
     valid = (~np.isnan(delta)).sum(axis=0)
     with np.errstate(divide="ignore", invalid="ignore"):
         at_most = (delta <= _TIE).sum(axis=0) / valid
         at_least = (delta >= -_TIE).sum(axis=0) / valid
         ties = (np.abs(delta) <= _TIE).sum(axis=0) / valid
         wins = (delta > _TIE).sum(axis=0) / valid
-    p_value = np.minimum(1.0, 2 * np.minimum(at_most, at_least))
-    out = labels.assign(
-        metric=metric,
-        estimate_a=point_a,
-        estimate_b=point_b,
-        delta=point_b - point_a,
-        low=low,
-        high=high,
-        p_value=p_value,
-        p_floor=1 / n_resamples,
-        p_text=[format_p(p, n_resamples=n_resamples) for p in p_value],
-        win_ratio=wins + ties / 2,
-        n_dialogues=len(shared),
-        n_group_dialogues=counted["n_dialogues"],
-        n_turns=counted["n_turns"],
-        n_dialogues_differ=counted["n_dialogues_differ"],
-        n_turns_differ=counted["n_turns_differ"],
-        only_in_a=len(dialogues_a) - len(shared),
-        only_in_b=len(dialogues_b) - len(shared),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        method=PAIRED_METHOD,
-    )
-    if keys:
-        return out
+    return np.minimum(1.0, 2 * np.minimum(at_most, at_least)), wins + ties / 2
+
+
+def _paired_record(out: pd.DataFrame) -> dict[str, Any]:
+    """The one row of an overall `paired_bootstrap` as the dict it returns."""
     record = out.iloc[0].to_dict()
     floats = ("estimate_a", "estimate_b", "delta", "low", "high", "p_value", "p_floor", "win_ratio")
     ints = ("n_dialogues", "n_turns", "n_dialogues_differ", "n_turns_differ", "only_in_a", "only_in_b")
     return {
-        "metric": metric,
+        "metric": str(record["metric"]),
         **{k: float(record[k]) for k in floats},
         "p_text": str(record["p_text"]),
         **{k: int(record[k]) for k in ints},
-        "n_resamples": n_resamples,
-        "level": level,
-        "seed": seed,
+        "n_resamples": int(record["n_resamples"]),
+        "level": float(record["level"]),
+        "seed": int(record["seed"]),
         "method": PAIRED_METHOD,
     }
 
@@ -712,17 +752,4 @@ def runs_bootstrap_ci(
     )
     point = pd.concat([p.points[metric] for p in ordered], ignore_index=True)
     estimate = _with_points(stats.labels, point, ["run_id"])
-    samples = _ratio(resample_counts(len(pooled), n_resamples=n_resamples, seed=seed), stats)
-    low, high = _percentiles(samples, level)
-    return stats.labels.assign(
-        metric=metric,
-        estimate=estimate,
-        low=low,
-        high=high,
-        n_dialogues=(stats.rows > 0).sum(axis=1),
-        n_turns=stats.rows.sum(axis=1).astype("int64"),
-        n_resamples=n_resamples,
-        level=level,
-        seed=seed,
-        method=METHOD,
-    )
+    return _intervals(stats, estimate, metric, len(pooled), n_resamples, level, seed)
