@@ -324,10 +324,7 @@ def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float, n_dialogues:
     estimate_a, estimate_b = a.value(point_a)[0], b.value(point_b)[0]
     delta = b.value(sums_b) - a.value(sums_a)
     low, high = S._percentiles(delta, level)
-    valid = (~np.isnan(delta)).sum(axis=0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        at_most = (delta <= S._TIE).sum(axis=0) / valid
-        at_least = (delta >= -S._TIE).sum(axis=0) / valid
+    p_value, _ = S._sides(delta)
     counted = S.support(
         a.stats, b.stats, S._where(a.stats, labels, keys), S._where(b.stats, labels, keys), len(labels), n_dialogues
     )
@@ -337,7 +334,7 @@ def _pair_rows(a: _Block, b: _Block, keys: list[str], level: float, n_dialogues:
         delta=estimate_b - estimate_a,
         low=low,
         high=high,
-        p_value=np.minimum(1.0, 2 * np.minimum(at_most, at_least)),
+        p_value=p_value,
         **counted,
     )
 
@@ -368,63 +365,17 @@ def compare(
     is tested only when the runs differ in at least that many dialogues of its group (`MIN_SUPPORT`).
     """
     named = dict(runs) if isinstance(runs, Mapping) else {s.metas[0].run_id: s for s in runs}
-    if len(named) < 2:
-        raise ValueError(f"compare needs at least two runs, got {len(named)}")
-    if n_resamples < 1:
-        raise ValueError(f"n_resamples has to be a positive number of resamples, got {n_resamples}")
-    if not 0 < level < 1:
-        raise ValueError(f"level has to be strictly between 0 and 1, got {level}")
-    unknown = [s for s in scopes if s not in SCOPES]
-    if unknown:
-        raise ValueError(f"scopes have to be among {', '.join(SCOPES)}, got {unknown}")
+    _check_options(len(named), n_resamples, level, scopes)
     left_out: dict[str, str] = {}
     if shared_turns:  # runs on one gold with turns missing: each restricted to the turns all of them hold
         named, left_out = on_shared_turns(named)
     names = list(named)
     first = named[names[0]]
-    for name in names[1:]:
-        other = named[name]
-        if other.convention.name != first.convention.name:
-            path, fmt = _source(other)
-            raise InputError(
-                path,
-                fmt,
-                f"scored under convention {other.convention.name!r} but run {names[0]!r} under "
-                f"{first.convention.name!r}: compare runs under one convention (--convention)",
-            )
-        if check_gold:  # False only where the runs were already grouped by gold (views.gold_groups)
-            check_same_gold(first, other)
-    skipped: dict[str, str] = {}
-    wanted = list(DEFAULT_METRICS if metrics is None else metrics)
-    for metric in wanted:
-        if metric not in COMPARABLE:
-            raise ValueError(f"metric has to be one of {', '.join(COMPARABLE)}, got {metric!r}")
-    for name, scored in named.items():
-        for metric, reason in R.not_applicable(scored, tuple(wanted)).items():
-            skipped.setdefault(metric, f"does not apply to {name}: {reason}")
-    wanted = [m for m in wanted if m not in skipped]
-
+    _check_runs(named, check_gold=check_gold)
+    wanted, skipped = _applicable(named, DEFAULT_METRICS if metrics is None else metrics)
     shared = S._dialogues(first)  # same gold: every run holds exactly these dialogues
     weights = S.resample_counts(len(shared), n_resamples=n_resamples, seed=seed)
-    blocks: dict[tuple[str, str, str], _Block] = {}
-    for name, scored in named.items():
-        for metric in wanted:
-            for scope in scopes:
-                try:
-                    blocks[name, metric, scope] = _block(scored, metric, SCOPES[scope], shared)
-                except ValueError as exc:  # e.g. TRADE's slot accuracy is a whole-turn formula
-                    skipped.setdefault(f"{metric} per {scope}", " ".join(str(exc).split()))
-    if blocks:
-        _resample(list(blocks.values()), weights)
-    frames = []
-    for a, b in itertools.combinations(names, 2):
-        for metric in wanted:
-            for scope in scopes:
-                if (a, metric, scope) in blocks and (b, metric, scope) in blocks:
-                    rows = _pair_rows(
-                        blocks[a, metric, scope], blocks[b, metric, scope], SCOPES[scope], level, len(shared)
-                    )
-                    frames.append(rows.assign(a=a, b=b, metric=metric, scope=scope))
+    frames = _pairs(named, wanted, scopes, shared, weights, level, skipped)
     frame = pd.concat(frames, ignore_index=True) if frames else pd.DataFrame()
     deltas = _finish(frame, n_resamples, alpha, min_support)
     # McNemar pairs every two runs' turns (~35 ms a pair): a view that shows no McNemar skips it.
@@ -443,6 +394,83 @@ def compare(
         n_dialogues=len(shared),
         left_out=left_out,
     )
+
+
+def _check_options(n_runs: int, n_resamples: int, level: float, scopes: Sequence[str]) -> None:
+    if n_runs < 2:
+        raise ValueError(f"compare needs at least two runs, got {n_runs}")
+    if n_resamples < 1:
+        raise ValueError(f"n_resamples has to be a positive number of resamples, got {n_resamples}")
+    if not 0 < level < 1:
+        raise ValueError(f"level has to be strictly between 0 and 1, got {level}")
+    unknown = [s for s in scopes if s not in SCOPES]
+    if unknown:
+        raise ValueError(f"scopes have to be among {', '.join(SCOPES)}, got {unknown}")
+
+
+def _check_runs(named: Mapping[str, Scored], *, check_gold: bool) -> None:
+    """An `InputError` for a run scored under another convention than the first, or (`check_gold`) on
+    another gold."""
+    names = list(named)
+    first = named[names[0]]
+    for name in names[1:]:
+        other = named[name]
+        if other.convention.name != first.convention.name:
+            path, fmt = _source(other)
+            raise InputError(
+                path,
+                fmt,
+                f"scored under convention {other.convention.name!r} but run {names[0]!r} under "
+                f"{first.convention.name!r}: compare runs under one convention (--convention)",
+            )
+        if check_gold:  # False only where the runs were already grouped by gold (views.gold_groups)
+            check_same_gold(first, other)
+
+
+def _applicable(named: Mapping[str, Scored], metrics: Sequence[str]) -> tuple[list[str], dict[str, str]]:
+    """(the metrics that apply to every run, in the order asked; why each other one is skipped)."""
+    skipped: dict[str, str] = {}
+    wanted = list(metrics)
+    for metric in wanted:
+        if metric not in COMPARABLE:
+            raise ValueError(f"metric has to be one of {', '.join(COMPARABLE)}, got {metric!r}")
+    for name, scored in named.items():
+        for metric, reason in R.not_applicable(scored, tuple(wanted)).items():
+            skipped.setdefault(metric, f"does not apply to {name}: {reason}")
+    return [m for m in wanted if m not in skipped], skipped
+
+
+def _pairs(
+    named: Mapping[str, Scored],
+    wanted: Sequence[str],
+    scopes: Sequence[str],
+    shared: pd.Index,
+    weights: np.ndarray,
+    level: float,
+    skipped: dict[str, str],
+) -> list[pd.DataFrame]:
+    """The rows of every pair, metric and scope over the `shared` dialogues (each run's sums computed once,
+    all resampled in one matrix product); a metric a scope cannot break down is added to `skipped`."""
+    blocks: dict[tuple[str, str, str], _Block] = {}
+    for name, scored in named.items():
+        for metric in wanted:
+            for scope in scopes:
+                try:
+                    blocks[name, metric, scope] = _block(scored, metric, SCOPES[scope], shared)
+                except ValueError as exc:  # e.g. TRADE's slot accuracy is a whole-turn formula
+                    skipped.setdefault(f"{metric} per {scope}", " ".join(str(exc).split()))
+    if blocks:
+        _resample(list(blocks.values()), weights)
+    frames = []
+    for a, b in itertools.combinations(named, 2):
+        for metric in wanted:
+            for scope in scopes:
+                if (a, metric, scope) in blocks and (b, metric, scope) in blocks:
+                    rows = _pair_rows(
+                        blocks[a, metric, scope], blocks[b, metric, scope], SCOPES[scope], level, len(shared)
+                    )
+                    frames.append(rows.assign(a=a, b=b, metric=metric, scope=scope))
+    return frames
 
 
 def support_text(n_dialogues_differ: int, n_turns_differ: int, n_dialogues: int) -> str:
