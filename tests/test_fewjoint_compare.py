@@ -169,3 +169,15 @@ def test_the_report_tables_each_gold_that_two_systems_share(systems: dict[str, A
     assert table.equals(expected) and len(table) == 3
     assert table["metric"].tolist() == ["intent accuracy", "slot F1", "sentence accuracy"]
     assert "hierarchical paired bootstrap" in items[0].caption
+
+
+@pytest.mark.realdata
+def test_the_report_table_renders_as_latex_with_its_intervals(systems: dict[str, Any]) -> None:
+    from analysis.export.report import fewjoint_comparisons
+    from analysis.export.tables import table_bytes
+
+    item = fewjoint_comparisons(systems, n_resamples=100)[0]
+    latex = table_bytes(item.frame, "latex", caption=item.caption, **item.options).decode("utf-8")
+    low, high = item.frame.loc[0, ["Δ low", "Δ high"]]
+    assert f"{low:.3f}" in latex and f"{high:.3f}" in latex and "Δ low" not in latex  # drawn as an interval
+    assert "steady" in latex and "noisy" in latex
