@@ -33,8 +33,8 @@ def unread_of(alignments: Sequence[Mapping[str, Mapping[str, object]]]) -> dict[
 def unread_notice(reasons: Mapping[str, str]) -> str:
     """The one notice a page gives for the runs it leaves out (`unread_gold`), runs of one reason together.
 
-    >>> unread_notice({"a": "TRADE never reads it", "b": "TRADE never reads it"})
-    'n/a, not drawn here: a, b (every number under the convention's name is n/a: TRADE never reads it).'
+    >>> print(unread_notice({"a": "TRADE never reads it", "b": "TRADE never reads it"}))
+    n/a, not drawn here: a, b (every number under the convention's name is n/a: TRADE never reads it).
     """
     by_reason: dict[str, list[str]] = {}
     for run, reason in reasons.items():
