@@ -195,6 +195,22 @@ SCORER_METRICS: dict[str, tuple[tuple[str, str], ...]] = {
     ),
     # CheckDST's checkdst_class.py: joint goal accuracy
     "checkdst": (("jga", "jga"),),
+    # The SGD evaluator (google-research schema_guided_dst evaluate.py): its metrics file is json.dump(...,
+    # sort_keys=True), metrics.py's names; of its #ALL_SERVICES lines, the two this registry holds (the
+    # evaluator's own numbers under `sgd`: analysis.sgd), in that sorted order
+    "sgd": (("aga", "average_goal_accuracy"), ("jga", "joint_goal_accuracy")),
+    # SuvodipDey/FGA compute_accuracy_trippy.py's print lines: Joint Acc, Slot Acc, Avg. Goal Acc (from
+    # som-dst_result.json's gold, which the vectors lack: n/a here), then FGA L=λ over the wrong-slot sets
+    "fga-trippy": (
+        ("jga", "Joint Acc"),
+        ("slot_accuracy", "Slot Acc"),
+        ("aga", "Avg. Goal Acc"),
+        *((f"fga_sets_{lam}", f"FGA L={lam}") for lam in M.FGA_LAMBDAS),
+    ),
+    # X-RiSAWOZ's evaluation (the `dialogues` package's Risawoz.compute_result, as llm-xrisawoz's
+    # compute_e2e.py writes e2e_dialogue_results.json): JGA first; its other lines (TSR, DSR, API_Acc, DA_Acc,
+    # BLEU, SER) judge more than the state
+    "risawoz": (("jga", "JGA"),),
 }
 
 

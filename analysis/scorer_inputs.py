@@ -314,26 +314,30 @@ def warning(conv: Convention, found: GoldInput) -> str | None:
     return None
 
 
-def unread_runs(alignments: Mapping[str, Mapping[str, object]]) -> set[str]:
-    """The runs (ids) whose gold their convention's scorer never reads (`NOTE` status n/a)."""
-    out = set()
+def unread_reasons(alignments: Mapping[str, Mapping[str, object]]) -> dict[str, str]:
+    """The runs (ids) whose gold their convention's scorer never reads (`NOTE` status n/a), each with why.
+
+    >>> unread_reasons({"a": {"notes": {NOTE: {"status": "n/a", "note": "never"}}}, "b": {}})
+    {'a': 'never'}
+    """
+    out = {}
     for run_id, alignment in alignments.items():
         notes = alignment.get("notes") or {}
         found = notes.get(NOTE) if isinstance(notes, Mapping) else None
         if isinstance(found, Mapping) and found.get("status") == "n/a":
-            out.add(run_id)
+            out[run_id] = str(found.get("note", ""))
     return out
+
+
+def unread_runs(alignments: Mapping[str, Mapping[str, object]]) -> set[str]:
+    """The runs (ids) whose gold their convention's scorer never reads (`NOTE` status n/a)."""
+    return set(unread_reasons(alignments))
 
 
 def not_read(alignments: Mapping[str, Mapping[str, object]]) -> str | None:
     """Why every metric of these runs is n/a (a run's gold its scorer never reads), or None: from the scored
     runs' alignment notes ('NOTE')."""
-    reasons = []
-    for run_id, alignment in alignments.items():
-        notes = alignment.get("notes") or {}
-        found = notes.get(NOTE) if isinstance(notes, Mapping) else None
-        if isinstance(found, Mapping) and found.get("status") == "n/a":
-            reasons.append((run_id, str(found.get("note", ""))))
+    reasons = list(unread_reasons(alignments).items())
     if not reasons:
         return None
     if len(alignments) == 1:

@@ -111,7 +111,7 @@ class SliceReport:
             rows.append({k: (None if isinstance(v, float) and np.isnan(v) else v) for k, v in row.items()})
         return {
             "run_id": self.run_id,
-            "jga": self.jga,
+            "jga": None if np.isnan(self.jga) else self.jga,
             "n_turns": self.n_turns,
             "n_dialogues": self.n_dialogues,
             "features": list(self.features),
@@ -400,15 +400,6 @@ def find_slices(
             f"min_support > 0 (got top={top}, max_predicates={max_predicates}, alpha={alpha}, "
             f"min_support={min_support}, resamples={resamples})",
         )
-    features = _memo_features(scored, train)
-    known = list(features.columns[4:])
-    unknown = [name for name in exclude if name not in known]
-    if unknown:
-        raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
-    search, names, constant, grouped, same = _prepared(features.drop(columns=list(exclude)))
-    correct = features["joint_correct"].to_numpy(dtype=bool)
-    n_dialogues = int(features["dialogue_id"].nunique())
-    jga = float(correct.mean())
     support = int(max(MIN_TURNS, min_support if min_support >= 1 else np.ceil(min_support * n_turns)))
     settings = {
         "method": "sliceline (Slicefinder), error = 1 - turn JGA",
@@ -421,6 +412,22 @@ def find_slices(
     }
     empty = pd.DataFrame({c: pd.Series(dtype=object if c in ("slice", "same_turns") else float) for c in COLUMNS})
     empty = empty.assign(predicates=pd.Series(dtype=object))
+    unread = views.unread_gold(scored)
+    if unread:  # a scorer's name over gold it never reads: no JGA under that name, no slice (`views.unread_gold`)
+        note = "; ".join(f"{run}: JGA n/a: {reason}" for run, reason in unread.items())
+        n_dialogues = int(dialogue_key(scored.turns["dialogue_id"]).nunique())
+        return SliceReport(
+            ", ".join(scored.run_ids), float("nan"), n_turns, n_dialogues, empty, (), settings=settings, note=note
+        )
+    features = _memo_features(scored, train)
+    known = list(features.columns[4:])
+    unknown = [name for name in exclude if name not in known]
+    if unknown:
+        raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
+    search, names, constant, grouped, same = _prepared(features.drop(columns=list(exclude)))
+    correct = features["joint_correct"].to_numpy(dtype=bool)
+    n_dialogues = int(features["dialogue_id"].nunique())
+    jga = float(correct.mean())
     report = SliceReport(
         run_id=", ".join(scored.run_ids),
         jga=jga,

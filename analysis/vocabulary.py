@@ -38,6 +38,7 @@ __all__ = [
     "VOCABULARY_COLUMNS",
     "NamingFix",
     "VocabularyReport",
+    "mismatch_warning",
     "mismatched_slots",
     "naming_fix",
     "vocabulary",
@@ -151,6 +152,18 @@ def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPL
 
     p_examples = _examples(p_rows, ["domain", "slot"], examples)
     g_examples = _examples(g_rows, ["domain", "slot"], examples)
+    return _table(found, pred_only, gold_only, p_examples, g_examples)
+
+
+def _table(
+    found: pd.DataFrame,
+    pred_only: pd.DataFrame,
+    gold_only: pd.DataFrame,
+    p_examples: pd.Series,
+    g_examples: pd.Series,
+) -> pd.DataFrame:
+    """`vocabulary`'s rows: the mismatches `found`, then the other predicted-only and gold-only names, each with
+    its examples; mismatches first, then by entries."""
     mismatch = found.assign(kind=MISMATCH)
     p_found = pd.MultiIndex.from_frame(found[["domain", "slot"]])
     g_found = pd.MultiIndex.from_frame(found[["gold_domain", "gold_slot"]])
@@ -171,37 +184,25 @@ def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPL
     out["order"] = out["kind"].map({k: i for i, k in enumerate(KINDS)})
     out = out.sort_values(["order", "entries", "domain", "slot"], ascending=[True, False, True, True], kind="stable")
     out = out.drop(columns="order").reset_index(drop=True)
-    return out.astype(
-        {
-            "kind": "str",
-            "domain": "str",
-            "slot": "str",
-            "gold_domain": "str",
-            "gold_slot": "str",
-            "entries": "int64",
-            "turns": "int64",
-            "shared_turns": "int64",
-            "agreement": "float64",
-            "examples": "str",
-        }
-    )
+    return out.astype(DTYPES)
+
+
+DTYPES = {
+    "kind": "str",
+    "domain": "str",
+    "slot": "str",
+    "gold_domain": "str",
+    "gold_slot": "str",
+    "entries": "int64",
+    "turns": "int64",
+    "shared_turns": "int64",
+    "agreement": "float64",
+    "examples": "str",
+}  # the columns of `vocabulary`, in `VOCABULARY_COLUMNS` order
 
 
 def _empty() -> pd.DataFrame:
-    return pd.DataFrame(
-        {
-            "kind": pd.Series(dtype="str"),
-            "domain": pd.Series(dtype="str"),
-            "slot": pd.Series(dtype="str"),
-            "gold_domain": pd.Series(dtype="str"),
-            "gold_slot": pd.Series(dtype="str"),
-            "entries": pd.Series(dtype="int64"),
-            "turns": pd.Series(dtype="int64"),
-            "shared_turns": pd.Series(dtype="int64"),
-            "agreement": pd.Series(dtype="float64"),
-            "examples": pd.Series(dtype="str"),
-        }
-    )
+    return pd.DataFrame({column: pd.Series(dtype=dtype) for column, dtype in DTYPES.items()})
 
 
 def mismatched_slots(table: pd.DataFrame) -> dict[str, str]:
@@ -343,6 +344,30 @@ def vocabulary_lines(
     elif counts[MISMATCH]:
         lines.append("  no registered convention maps these names")
     return lines
+
+
+def mismatch_warning(found: VocabularyReport) -> str | None:
+    """The one warning of the Slots, Domains and Overview pages naming every slot a naming mismatch concerns,
+    with the number under the convention that maps the names; None without a mismatch."""
+    rows = found.table[found.table["kind"] == MISMATCH]
+    if not len(rows):
+        return None
+    pairs = [
+        f"{d}-{s} ↔ {gd}-{gs} ({n} turns)"
+        for d, s, gd, gs, n in zip(
+            rows["domain"], rows["slot"], rows["gold_domain"], rows["gold_slot"], rows["shared_turns"], strict=True
+        )
+    ]
+    text = (
+        f"Naming mismatch in {found.run_id} under {found.convention}: {len(pairs)} predicted slot name(s) carry the "
+        f"values of a gold name they never match, so they score as wrong here: {'; '.join(pairs)}."
+    )
+    if found.fix is not None and found.fix.convention:
+        text += (
+            f" Under {found.fix.convention}, which maps the names, JGA is {found.fix.metrics['jga']:.4f} "
+            f"(here {found.fix.before['jga']:.4f})."
+        )
+    return text
 
 
 def _num(value: float | None) -> str:

@@ -17,13 +17,15 @@ st.caption(
     "in gold or prediction, judging the state restricted to that domain"
 )
 runs, _ = ui.drawn_runs(runs, page="domains")  # many runs: the best few by a metric, or a search
+runs, focus_read = ui.scorer_read(runs, focus)  # runs whose gold their scorer never reads: n/a, said once
 ui.warn_incomparable(runs)
-explain.mark_slots(focus)  # slots a naming mismatch concerns, and the number under the convention mapping them
+if focus_read:
+    explain.mark_slots(focus)  # slots a naming mismatch concerns, and the number under the convention mapping them
 per_domain_tab, mix_tab, attribute_tab = ui.tabs(
     ["JGA per domain", "Outcomes per domain", "JGA by dialogue attribute"], page="domains"
 )
 
-if per_domain_tab.open:
+if per_domain_tab.open and runs:
     with per_domain_tab:
         # From the score store when it holds every run (DuckDB, `ui.data.stored_view`: no run parsed), else computed.
         per_domain = ui.compute(views.domain_jga, runs)
@@ -49,7 +51,7 @@ if per_domain_tab.open:
         differences.turn_lists("domains", runs, what="JGA per domain")
         ui.show_table(per_domain, key="domains_table", name="per-domain JGA")
 
-if mix_tab.open:
+if mix_tab.open and focus_read:
     with mix_tab:
         mix = ui.compute(views.outcome_mix, focus, by="domain")
         ui.show_figure(
@@ -58,7 +60,7 @@ if mix_tab.open:
             name=f"outcome mix per domain {focus}",
         )
 
-if attribute_tab.open:
+if attribute_tab.open and runs:
     with attribute_tab:
         attributes = ui.compute(views.attribute_columns, runs)
         if not attributes:

@@ -19,7 +19,10 @@ COLUMNS = ["rank", "slice", "jga", "jga_low", "jga_high", "gap", "turns", "dialo
 
 st.title("Slices")
 runs = ui.need_runs()
-run = ui.focus() or runs[0]
+runs, read = ui.scorer_read(runs, ui.focus() or runs[0])  # gold its scorer never reads: n/a, said once
+if read is None:  # the focus run's numbers are n/a (the notice says why): no slice to search
+    st.stop()
+run = read
 together = len(runs) > 1 and ui.toggle(
     "Search the selected runs together (the run and its manifest attributes become features)", state="slices_pooled"
 )

@@ -15,6 +15,7 @@ CONFUSIONS = "Value confusions"
 st.title("Slots")
 runs = ui.need_runs()
 run = ui.focus() or runs[0]
+ui.scorer_read([], run)  # gold its scorer never reads: every per-slot number n/a, said once, and the page stops
 
 # From the score store when it holds the run (DuckDB over its Parquet, `ui.data.stored_view`), else computed.
 table = ui.compute(views.slot_table, run)

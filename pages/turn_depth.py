@@ -29,6 +29,7 @@ runs = ui.need_runs()
 st.caption(ui.md(ui.compute(views.scope_caption, runs)) + " · turn 0 is the first user turn")
 # With a sweep's worth of runs selected, the charts and tables draw the best few (or those a search finds).
 runs, _ = ui.drawn_runs(runs, page="turn_depth")
+runs, _ = ui.scorer_read(runs)  # runs whose gold their scorer never reads: n/a, said once (stops when none is left)
 ui.warn_incomparable(runs)
 by_depth, compounding, origins_tab = ui.tabs(
     ["JGA by turn depth", "Error compounding: JGA against GJGA", "Where errors come from"], page="turn_depth"

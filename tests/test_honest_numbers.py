@@ -350,3 +350,16 @@ def test_mcnemar_p_stays_exact_and_is_printed_below_the_smallest_float() -> None
     assert S.binomial_two_sided_p(0, 2000) == 0.0
     assert S.format_p(0.0, log10_p=log_p / math.log(10)) == "p = 1.7e-602"
     assert log_p == pytest.approx(-1999 * math.log(2))
+
+
+def test_report_writes_n_a_rows_for_a_run_whose_gold_its_scorer_never_reads(report_plan: R.ReportPlan) -> None:
+    # Issue 39: TRADE never reads the CrossWOZ run's gold: its per-domain rows are n/a, its per-slot figure is
+    # left out with the reason, and no pairwise or slice table holds it; the MultiWOZ runs keep their numbers.
+    domains = next(t for t in report_plan.tables if t.name == "domain-jga").frame
+    crosswoz = domains[domains["run"] == "crosswoz-rule-dst"]
+    assert len(crosswoz) and crosswoz[["JGA", "low", "high"]].isna().all().all()
+    assert domains[domains["run"] == "mwz-a"]["JGA"].notna().all()
+    figures = {f.name for f in report_plan.figures}
+    assert "slot-f1-crosswoz-rule-dst" not in figures and "slot-f1-mwz-a" in figures
+    assert any(n.startswith("per-slot F1 of run crosswoz-rule-dst: n/a (TRADE never reads") for n in report_plan.notes)
+    assert not any("crosswoz" in t.name for t in report_plan.tables if t.name.startswith(("slices-", "pairwise-")))

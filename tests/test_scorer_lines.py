@@ -4,6 +4,7 @@ the Overview and the report lead with what that scorer prints, in its order and 
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -76,3 +77,55 @@ def test_the_report_and_overview_lead_with_the_scorers_lines() -> None:
     assert list(dstc9.columns) == ["run", "convention", "turns", *(label for _, label in R.scorer_metrics("dstc9"))]
     assert dstc9["run"].tolist() == ["a", "b"] and items[1].frame["Joint Acc"].tolist() == [0.3]
     assert items[0].caption.startswith("What DSTC9 track 2 prints")
+
+
+def _lead(out: list[str], heading: str) -> list[tuple[str, str]]:
+    """The scorer's own lines under `heading`: (its name, the printed value), up to the blank line."""
+    start = out.index(heading)
+    end = out.index("", start)
+    assert out[end + 1] == "Other metrics (this tool's, not printed by that scorer):"
+    return [
+        (line.strip().rsplit("  (", 1)[0].rsplit(None, 1)[0].strip(), line.split("  (")[0].split()[-1])
+        for line in out[start + 1 : end]
+    ]
+
+
+def test_metrics_under_fga_trippy_leads_with_what_its_script_prints(capsys: pytest.CaptureFixture[str]) -> None:
+    # compute_accuracy_trippy.py prints Joint Acc, Slot Acc, Avg. Goal Acc, then FGA L=λ (SuvodipDey/FGA);
+    # its numbers on the shipped excerpt are tests/test_fga_vectors.py's (Avg. Goal Acc needs values: n/a).
+    excerpt = Path(__file__).parent / "data" / "fga" / "trippy_result_excerpt.json"
+    assert main(["metrics", "--pred", str(excerpt)]) == 0
+    lines = _lead(capsys.readouterr().out.splitlines(), "What the FGA repository's compute_accuracy_trippy.py prints:")
+    assert lines == [
+        ("Joint Acc", "0.1600"),
+        ("Slot Acc", "0.9507"),
+        ("Avg. Goal Acc", "n/a"),
+        ("FGA L=0.25", "0.3242"),
+        ("FGA L=0.5", "0.3983"),
+        ("FGA L=0.75", "0.4405"),
+        ("FGA L=1.0", "0.4677"),
+    ]
+
+
+@pytest.mark.realdata
+def test_metrics_under_risawoz_leads_with_its_jga(capsys: pytest.CaptureFixture[str]) -> None:
+    # X-RiSAWOZ's evaluation writes JGA first (then task success, API, dialogue act, BLEU, SER: not the state's)
+    assert main(["metrics", "--pred", str(realdata_path("xrisawoz_llm", "zh.jsonl")), "--convention", "risawoz"]) == 0
+    assert _lead(capsys.readouterr().out.splitlines(), "What the RiSAWOZ evaluation prints:") == [("JGA", "0.8011")]
+
+
+@pytest.mark.realdata
+def test_metrics_under_sgd_leads_with_the_evaluators_lines(capsys: pytest.CaptureFixture[str]) -> None:
+    # The evaluator's metrics file is json.dump(..., sort_keys=True): average_goal_accuracy before
+    # joint_goal_accuracy; the numbers are its #ALL_SERVICES ones (scorer_oracles/sgd/official_heavy.json).
+    gold = realdata_path("sgd")
+    oracles = realdata_path("scorer_oracles", "sgd")
+    official = json.loads((oracles / "official_heavy.json").read_text(encoding="utf-8"))["#ALL_SERVICES"]
+    args = ["metrics", "--pred", str(oracles / "pred_heavy"), "--gold", str(gold)]
+    args += ["--schema", str(gold / "test_schema.json.gz"), "--train-schema", str(gold / "train_schema.json.gz")]
+    assert main(args) == 0
+    lines = _lead(capsys.readouterr().out.splitlines(), "What the SGD evaluator prints:")
+    assert lines == [
+        ("average_goal_accuracy", f"{official['average_goal_accuracy']:.4f}"),
+        ("joint_goal_accuracy", f"{official['joint_goal_accuracy']:.4f}"),
+    ]

@@ -113,6 +113,7 @@ def _calls(
         views.scope_caption: [([exact[0]], {}), ([exact], {}), ([every], {})],
         views.comparability_warnings: [([r], {"about": ("convention",)}) for r in runs],
         views.values_note: [([pair], {}) for pair in every],
+        views.unread_gold: [([exact[0]], {}), ([exact], {}), ([every], {})],
     }
 
 

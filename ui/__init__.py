@@ -43,6 +43,7 @@ __all__ = [
     "put",
     "resolve",
     "runs",
+    "scorer_read",
     "select",
     "show_figure",
     "show_table",
@@ -117,6 +118,22 @@ def warn_incomparable(run_ids: Sequence[str], *, about: Sequence[str] = ("conven
     run is scored under its own (manifest key, else the workspace's, else its format's). The Overview
     checks every difference (`views.comparability_warnings` on its leaderboard)."""
     notice.comparability_notice(compute(views.comparability_warnings, list(run_ids), about=tuple(about)))
+
+
+def scorer_read(run_ids: Sequence[str], focus: str | None = None) -> tuple[list[str], str | None]:
+    """The runs (and the focus run, None when left out) whose gold their convention's scorer reads. The
+    others, every number under the scorer's name n/a (`views.unread_gold`), are named once in the page's
+    notice with the reason and drawn nowhere on it; the page stops there when nothing is left to draw."""
+    asked = list(dict.fromkeys([*run_ids, *([focus] if focus is not None else [])]))
+    reasons = compute(views.unread_gold, asked) if asked else {}
+    if not reasons:
+        return list(run_ids), focus
+    st.warning(md(views.unread_notice(reasons)), icon=notice.ICON)
+    kept = [r for r in run_ids if r not in reasons]
+    kept_focus = focus if focus is not None and focus not in reasons else None
+    if not kept and kept_focus is None:
+        st.stop()
+    return kept, kept_focus
 
 
 def drawn_runs(

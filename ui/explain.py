@@ -10,7 +10,7 @@ import streamlit as st
 
 import ui
 from analysis.reconcile.gap import GAP_LABELS, gap_conventions, gap_turns, published_gap
-from analysis.vocabulary import MISMATCH, VocabularyReport, vocabulary_report
+from analysis.vocabulary import VocabularyReport, mismatch_warning, vocabulary_report
 from ui import reconcile as reconcile_data
 
 
@@ -21,27 +21,10 @@ def report(run: str) -> VocabularyReport:
 
 def mark_slots(run: str) -> None:
     """One warning naming every slot a naming mismatch concerns, with the number under the convention that
-    maps the names (the Slots and Domains pages)."""
-    found = report(run)
-    rows = found.table[found.table["kind"] == MISMATCH]
-    if not len(rows):
-        return
-    pairs = [
-        f"{d}-{s} ↔ {gd}-{gs} ({n} turns)"
-        for d, s, gd, gs, n in zip(
-            rows["domain"], rows["slot"], rows["gold_domain"], rows["gold_slot"], rows["shared_turns"], strict=True
-        )
-    ]
-    text = (
-        f"Naming mismatch in {run} under {found.convention}: {len(pairs)} predicted slot name(s) carry the values of "
-        f"a gold name they never match, so they score as wrong here: {'; '.join(pairs)}."
-    )
-    if found.fix is not None and found.fix.convention:
-        text += (
-            f" Under {found.fix.convention}, which maps the names, JGA is {found.fix.metrics['jga']:.4f} "
-            f"(here {found.fix.before['jga']:.4f})."
-        )
-    st.warning(ui.md(text), icon=":material/warning:")
+    maps the names (the Slots and Domains pages; `analysis.vocabulary.mismatch_warning`)."""
+    text = mismatch_warning(report(run))
+    if text:
+        st.warning(ui.md(text), icon=":material/warning:")
 
 
 def overview_section(run: str) -> None:

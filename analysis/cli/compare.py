@@ -140,6 +140,11 @@ def run(args: argparse.Namespace) -> int:
             meta=RunInfo(run_id=name),
             store=args.store,
         )
+    from analysis.scorer_inputs import unread_reasons
+
+    unread = {run: why for one in scored.values() for run, why in unread_reasons(one.alignment).items()}
+    if unread:  # a scorer's name over gold it never reads: no delta under that name (`views.unread_gold`)
+        return _unread(args, list(scored), unread)
     metrics = _metrics(args.metrics, paths[0], args.format)
     min_support = MIN_SUPPORT if args.min_support is None else args.min_support
     if min_support < 0:
@@ -182,4 +187,18 @@ def _over_seeds(args: argparse.Namespace, scored: dict, metrics: tuple[str, ...]
         print(json.dumps(result.to_dict(), ensure_ascii=False, indent=2))
     else:
         print(seed_compare.text_report(result))
+    return 0
+
+
+def _unread(args: argparse.Namespace, runs: list[str], unread: dict[str, str]) -> int:
+    """No comparison when a run's numbers are n/a (its convention's scorer never reads its gold): each such
+    run with the reason, and exit 0."""
+    if args.json:
+        print(
+            json.dumps({"runs": runs, "unread_gold": unread, "pairs": [], "deltas": []}, ensure_ascii=False, indent=2)
+        )
+        return 0
+    lines = ["No comparison: every number under the convention's name is n/a for"]
+    lines += [f"  {run}: n/a: {reason}" for run, reason in unread.items()]
+    print("\n".join(lines))
     return 0

@@ -79,7 +79,7 @@ def register(subparsers: Any) -> None:
 
 def _text(report: Any) -> str:
     lines = [
-        f"run {report.run_id}: JGA {report.jga:.4f} over {report.n_turns:,} turns, {report.n_dialogues:,} dialogues",
+        f"run {report.run_id}: JGA {'n/a' if report.jga != report.jga else f'{report.jga:.4f}'} over {report.n_turns:,} turns, {report.n_dialogues:,} dialogues",
         f"features searched: {', '.join(report.features) or 'none'}",
     ]
     if report.constant:

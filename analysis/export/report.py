@@ -658,12 +658,13 @@ class _RunFacts:
     domain_ci: pd.DataFrame
     depth_ci: pd.DataFrame
     slices: list[TableItem]
+    unread: str = ""  # why every number under the convention's name is n/a (`views.unread_gold`), or ""
 
 
 def _run_facts(run_id: str, scored: Scored, colour: str, n_resamples: int) -> _RunFacts:
     row = views.leaderboard([scored]).to_dict("records")[0]
     slots = views.slot_table(scored)
-    return _RunFacts(
+    facts = _RunFacts(
         meta=scored.metas[0],
         row=row,
         fingerprint=views.gold_fingerprint(scored),
@@ -674,7 +675,12 @@ def _run_facts(run_id: str, scored: Scored, colour: str, n_resamples: int) -> _R
         domain_ci=_concat_ci([scored], by="domain", n_resamples=n_resamples),
         depth_ci=_concat_ci([scored], by="turn_index", n_resamples=n_resamples),
         slices=slice_tables({run_id: scored}, n_resamples=n_resamples),
+        unread="; ".join(views.unread_gold(scored).values()),
     )
+    if facts.unread:  # its convention's scorer never reads its gold: per-domain and per-depth rows n/a
+        for frame in (facts.domain_ci, facts.depth_ci):
+            frame.loc[:, ["estimate", "low", "high"]] = np.nan
+    return facts
 
 
 def _pairwise_runs(group: list[str], board: pd.DataFrame) -> list[str]:
@@ -713,6 +719,11 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     )
     _add_seeds(plan, board)
     for run_id, fact in facts.items():
+        if fact.unread:  # no number under the scorer's name: the run is left out of the per-slot figures, said
+            plan.notes.append(
+                f"per-slot F1 of run {run_id}: n/a ({fact.unread}); its per-domain and per-depth rows too"
+            )
+            continue
         caption = f"Per-slot F1 of run {run_id}{_top_note(fact.n_slots, 'slot', 'the lowest F1')}."
         plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", caption, fact.slot_figure))
 
@@ -764,6 +775,10 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
 
     for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
         from analysis.compare import compare
+
+        group = [r for r in group if not facts[r].unread]  # n/a under the scorer's name: nothing to compare
+        if len(group) < 2:
+            continue
         from analysis.export.tables import pairwise_delta_table
 
         compared = _pairwise_runs(group, board)

@@ -239,6 +239,11 @@ def _values_note(entry: Entry) -> str:
     return views.values_note_for(bool(VALUELESS_FORMATS & formats))
 
 
+def _unread_gold(entries: list[Entry]) -> dict[str, str]:
+    """From the runs' headers (their alignment notes), no table read."""
+    return views.unread_of([e.header["alignment"] for e in entries])
+
+
 def _history_pairs(entries: list[Entry]) -> Any:
     return views.history_pairs([e.header["meta"] for e in entries])
 
@@ -285,6 +290,7 @@ REGISTRY: dict[Callable[..., Any], Stored] = {
     ),
     views.history_pairs_of: Stored(_history_pairs, ("runs",)),
     views.values_note: Stored(_values_note, ("runs",), runs="one"),
+    views.unread_gold: Stored(_unread_gold, ("runs",), runs="any"),
     views.pick_dialogues: Stored(
         _pick_dialogues,
         _picker_tables,

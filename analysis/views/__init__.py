@@ -86,6 +86,7 @@ from analysis.views.overview import (
     significance_table,
 )
 from analysis.views.slots import outcome_mix, slot_error_turns, slot_examples, slot_table, split_slot, value_confusions
+from analysis.views.unread import unread_gold, unread_notice, unread_of
 
 __all__ = [
     "ABSENT",
@@ -162,6 +163,9 @@ __all__ = [
     "turn_row",
     "turns_at_depth",
     "turns_listing",
+    "unread_gold",
+    "unread_notice",
+    "unread_of",
     "value_confusions",
     "values_note",
     "values_note_for",
