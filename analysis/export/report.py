@@ -715,7 +715,26 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
     for run_id, fact in facts.items():
         caption = f"Per-slot F1 of run {run_id}{_top_note(fact.n_slots, 'slot', 'the lowest F1')}."
         plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", caption, fact.slot_figure))
+    _add_dataset_parts(plan, facts, board, colours, method=method)
+    for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
+        _add_gold_group(plan, group, board, scoreds, n_resamples=n_resamples)
+    _add_compounding(plan, facts, scoreds, colours)
+    _add_crosslingual(plan, workspace, scoreds, facts)
+    plan.tables += [item for fact in facts.values() for item in fact.slices]
+    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
 
+    explained, naming = explain_tables(workspace, scoreds)
+    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
+    plan.warnings += naming
+    _add_fewjoint(plan, workspace, colours)
+    return plan
+
+
+def _add_dataset_parts(
+    plan: ReportPlan, facts: dict[str, _RunFacts], board: pd.DataFrame, colours: dict[str, str], *, method: str
+) -> None:
+    """Per dataset: the JGA per domain and by turn depth of its runs (two figures), then one per-domain
+    JGA table over every dataset."""
     by_dataset: dict[str, list[str]] = {}
     for run_id, fact in facts.items():
         by_dataset.setdefault(fact.meta.dataset or "(no dataset)", []).append(run_id)
@@ -762,57 +781,67 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         )
     )
 
-    for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
-        from analysis.compare import compare
-        from analysis.export.tables import pairwise_delta_table
 
-        compared = _pairwise_runs(group, board)
-        comparison = compare({r: scoreds[r] for r in compared}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
-        pairwise = pairwise_delta_table(comparison)
-        first = _slug(group[0])
-        chosen = (
-            f" Of the {len(group)} runs on this gold, the {len(compared)} best by JGA "
-            f"(the table holds at most {PAIRWISE_RUNS} runs' pairs)."
-            if len(compared) < len(group)
-            else ""
+def _add_gold_group(
+    plan: ReportPlan, group: list[str], board: pd.DataFrame, scoreds: Mapping[str, Scored], *, n_resamples: int
+) -> None:
+    """The runs on one gold: their pairwise deltas (`analysis.compare`), then, when a system has two seeds
+    or more among them, the systems compared over their seeds (`analysis.seed_compare`)."""
+    from analysis.compare import compare
+    from analysis.export.tables import pairwise_delta_table
+
+    compared = _pairwise_runs(group, board)
+    comparison = compare({r: scoreds[r] for r in compared}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
+    pairwise = pairwise_delta_table(comparison)
+    first = _slug(group[0])
+    chosen = (
+        f" Of the {len(group)} runs on this gold, the {len(compared)} best by JGA "
+        f"(the table holds at most {PAIRWISE_RUNS} runs' pairs)."
+        if len(compared) < len(group)
+        else ""
+    )
+    plan.tables.append(
+        TableItem(
+            f"pairwise-{first}",
+            f"Pairwise deltas b − a of the {len(compared)} runs on the same gold as {group[0]}: "
+            f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
+            f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}{chosen}",
+            pairwise,
+            {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
         )
+    )
+    from analysis.seeds import seed_groups
+
+    if not (seed_groups(board[board["run_id"].isin(group)]) != "").any():
+        return  # no system with two seeds or more on this gold (read off the board, no run read back)
+    if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
+        plan.notes.append(
+            f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
+            f"runs; it compares at most {SEED_RUNS} at once); `compare --system` compares chosen systems"
+        )
+        return
+    systems = views.seed_systems([scoreds[r] for r in group])
+    if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
+        from analysis.export.tables import seed_delta_table
+        from analysis.seed_compare import compare_seeds
+
+        over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
         plan.tables.append(
             TableItem(
-                f"pairwise-{first}",
-                f"Pairwise deltas b − a of the {len(compared)} runs on the same gold as {group[0]}: "
-                f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
-                f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}{chosen}",
-                pairwise,
-                {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
+                f"seeds-{first}",
+                f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
+                f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
+                f"significant. {over_seeds.attrs['note']}",
+                over_seeds,
+                {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
             )
         )
-        from analysis.seeds import seed_groups
 
-        if not (seed_groups(board[board["run_id"].isin(group)]) != "").any():
-            continue  # no system with two seeds or more on this gold (read off the board, no run read back)
-        if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
-            plan.notes.append(
-                f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
-                f"runs; it compares at most {SEED_RUNS} at once); `compare --system` compares chosen systems"
-            )
-            continue
-        systems = views.seed_systems([scoreds[r] for r in group])
-        if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
-            from analysis.export.tables import seed_delta_table
-            from analysis.seed_compare import compare_seeds
 
-            over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
-            plan.tables.append(
-                TableItem(
-                    f"seeds-{first}",
-                    f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
-                    f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
-                    f"significant. {over_seeds.attrs['note']}",
-                    over_seeds,
-                    {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
-                )
-            )
-
+def _add_compounding(
+    plan: ReportPlan, facts: dict[str, _RunFacts], scoreds: Mapping[str, Scored], colours: dict[str, str]
+) -> None:
+    """A figure per run with predicted history whose gold-history twin is loaded: JGA vs GJGA by turn."""
     for predicted, gold in views.history_pairs([f.meta for f in facts.values()]):
         curve = views.compounding_curve(scoreds[predicted], scoreds[gold])
         attrs = curve.attrs
@@ -826,6 +855,11 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             )
         )
 
+
+def _add_crosslingual(
+    plan: ReportPlan, workspace: Workspace, scoreds: Mapping[str, Scored], facts: dict[str, _RunFacts]
+) -> None:
+    """Two figures per cross-lingual pair of runs: the accuracy gap by slot and by domain."""
     metas = {r: f.meta for r, f in facts.items()}
     for a, b in crosslingual_pairs(workspace, scoreds, metas=metas, keys={r: f.keys for r, f in facts.items()}):
         from analysis.crosslingual import mapping_from_manifest
@@ -848,46 +882,42 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 )
             )
 
-    plan.tables += [item for fact in facts.values() for item in fact.slices]
-    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
 
-    explained, naming = explain_tables(workspace, scoreds)
-    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
-    plan.warnings += naming
+def _add_fewjoint(plan: ReportPlan, workspace: Workspace, colours: dict[str, str]) -> None:
+    """Per FewJoint system of the workspace: its seeds figure, its per-domain figure and its seeds table."""
+    if not workspace.fewjoint:
+        return
+    from analysis.fewjoint import figures as FF
+    from analysis.fewjoint.scoring import score_fewjoint
 
-    if workspace.fewjoint:
-        from analysis.fewjoint import figures as FF
-        from analysis.fewjoint.scoring import score_fewjoint
-
-        for name, system in workspace.fewjoint.items():
-            result = score_fewjoint(system)
-            slug = _slug(name)
-            plan.figures.append(
-                FigureItem(
-                    f"fewjoint-seeds-{slug}",
-                    f"FewJoint {name}: intent accuracy, slot F1 and sentence accuracy, mean ± sample std over "
-                    f"{len(result.seeds)} seeds (averaging: {result.averaging}); dots: single seeds.",
-                    fewjoint_seeds_figure(result, colour=colours[name]),
-                )
+    for name, system in workspace.fewjoint.items():
+        result = score_fewjoint(system)
+        slug = _slug(name)
+        plan.figures.append(
+            FigureItem(
+                f"fewjoint-seeds-{slug}",
+                f"FewJoint {name}: intent accuracy, slot F1 and sentence accuracy, mean ± sample std over "
+                f"{len(result.seeds)} seeds (averaging: {result.averaging}); dots: single seeds.",
+                fewjoint_seeds_figure(result, colour=colours[name]),
             )
-            breakdown = FF.breakdown_bar(result, by="domain")
-            breakdown.update_traces(marker_color=colours[name])
-            plan.figures.append(
-                FigureItem(
-                    f"fewjoint-domains-{slug}",
-                    f"FewJoint {name}: sentence accuracy per domain, mean ± std over seeds.",
-                    F.apply_style(breakdown, "paper"),
-                )
+        )
+        breakdown = FF.breakdown_bar(result, by="domain")
+        breakdown.update_traces(marker_color=colours[name])
+        plan.figures.append(
+            FigureItem(
+                f"fewjoint-domains-{slug}",
+                f"FewJoint {name}: sentence accuracy per domain, mean ± std over seeds.",
+                F.apply_style(breakdown, "paper"),
             )
-            plan.tables.append(
-                TableItem(
-                    f"fewjoint-seeds-{slug}",
-                    f"FewJoint {name}: mean, sample std (ddof=1) and every seed ({result.averaging} averaging).",
-                    fewjoint_seeds_table(result),
-                    {"best": (), "label": f"tab:fewjoint-{slug}"},
-                )
+        )
+        plan.tables.append(
+            TableItem(
+                f"fewjoint-seeds-{slug}",
+                f"FewJoint {name}: mean, sample std (ddof=1) and every seed ({result.averaging} averaging).",
+                fewjoint_seeds_table(result),
+                {"best": (), "label": f"tab:fewjoint-{slug}"},
             )
-    return plan
+        )
 
 
 def _concat_ci(members: Sequence[Scored], *, by: str, n_resamples: int) -> pd.DataFrame:
