@@ -1273,25 +1273,14 @@ def write_report(
     (`leaderboard_columns` names them; default all, in as many parts as the page needs). `grayscale`: every
     trace also gets the marker or bar pattern of its colour (`palette.grayscale_safe`), for print in grey."""
     columns = check_columns(columns)
-    if intervals not in E.tables.INTERVAL_FORMS:
-        raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
-    for fmt in formats:
-        if fmt not in E.FIGURE_FORMATS:
-            raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
+    _check_write_options(formats, intervals)
     E.preset(style, width)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(str(out), "report", f"cannot create the output folder: {exc}") from None
-    figures = [
-        FigureItem(n, f.caption, f.figure)
-        for n, f in zip(_unique([f.name for f in plan.figures]), plan.figures, strict=True)
-    ]
-    tables = [
-        TableItem(n, t.caption, t.frame, t.options)
-        for n, t in zip(_unique([t.name for t in plan.tables]), plan.tables, strict=True)
-    ]
+    figures, tables = _uniquely_named(plan)
     # main.tex includes each figure's PDF (PNG when no PDF is written; none with SVG alone)
     graphic = next((fmt for fmt in ("pdf", "png") if fmt in formats), None)
     n_snippets = len(figures) if graphic else 0
@@ -1310,33 +1299,10 @@ def write_report(
         paint = grayscale_safe if grayscale else None  # on a copy: the plan keeps its figures
         stems = [(paint(go.Figure(i.figure)) if paint else i.figure, out / i.name) for i in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
-        snippets = []
-        for item in figures:
-            files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
-            if graphic:
-                snippet = figure_snippet(item.name, item.caption, f"{item.name}.{graphic}", wide=width == "double")
-                _write(out / f"fig-{item.name}.tex", snippet.encode("utf-8"))
-                files.append(out / f"fig-{item.name}.tex")
-                snippets.append(snippet)
-                done(files[-1])
-            written.append(Written(item.name, "figure", item.caption, files))
+        snippets = _write_figure_snippets(out, figures, formats, graphic, width=width, written=written, done=done)
         if not graphic and figures:
             notes.append("main.tex holds no figure: it includes PDF or PNG files and only SVG was written.")
-        table_text = []
-        for table in tables:
-            files = []
-            for fmt in E.TABLE_FORMATS:
-                path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
-                options = {"interval_form": intervals, **table.options}
-                if columns is not None and table.name == "leaderboard":
-                    options["columns"] = columns
-                data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
-                _write(path, data)
-                if fmt == "latex":
-                    table_text.append(data.decode("utf-8"))
-                files.append(path)
-                done(path)
-            written.append(Written(table.name, "table", table.caption, files))
+        table_text = _write_tables(out, tables, intervals=intervals, columns=columns, written=written, done=done)
         settings = f"Style {style}, {width}-column width ({E.preset(style, width).width_in} in), PNG at {E.DPI} dpi."
         shown = ReportPlan(plan.title, notes=notes, warnings=plan.warnings)
         main = main_tex(
@@ -1348,18 +1314,7 @@ def write_report(
         )
         _write(out / MAIN_TEX, main.encode("utf-8"))
         done(out / MAIN_TEX)
-        document = Written("main", "document", "The whole report as one LaTeX document.", [out / MAIN_TEX])
-        if pdf:
-            try:
-                compiled = compile_main(out)
-                document.files.append(compiled.pdf)
-                document.caption = f"The whole report as one LaTeX document and its PDF ({compiled.engine})."
-            except CompileError as exc:
-                failure = exc
-                notes.append(f"main.pdf not written: {exc}")
-                if (out / MAIN_LOG).exists():
-                    document.files.append(out / MAIN_LOG)
-            done(out / MAIN_PDF)
+        document, failure = _main_document(out, pdf=pdf, notes=notes, done=done)
         written.append(document)
         shown.notes = notes
         for name, text in (("index.md", _index_md(shown, written, settings)), ("index.html", None)):
@@ -1371,6 +1326,101 @@ def write_report(
     if failure is not None:
         raise failure
     return written
+
+
+def _check_write_options(formats: Sequence[str], intervals: str) -> None:
+    if intervals not in E.tables.INTERVAL_FORMS:
+        raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
+    for fmt in formats:
+        if fmt not in E.FIGURE_FORMATS:
+            raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
+
+
+def _uniquely_named(plan: ReportPlan) -> tuple[list[FigureItem], list[TableItem]]:
+    """The plan's figures and tables, their names made unique (`_unique`) so that no file overwrites another."""
+    figures = [
+        FigureItem(n, f.caption, f.figure)
+        for n, f in zip(_unique([f.name for f in plan.figures]), plan.figures, strict=True)
+    ]
+    tables = [
+        TableItem(n, t.caption, t.frame, t.options)
+        for n, t in zip(_unique([t.name for t in plan.tables]), plan.tables, strict=True)
+    ]
+    return figures, tables
+
+
+def _write_figure_snippets(
+    out: Path,
+    figures: Sequence[FigureItem],
+    formats: Sequence[str],
+    graphic: str | None,
+    *,
+    width: str,
+    written: list[Written],
+    done: Callable[[Path], None],
+) -> list[str]:
+    """Each figure's LaTeX snippet (`fig-<name>.tex`, when a PDF or PNG is written for it to include) and its
+    entry in `written`; returns the snippets' text."""
+    snippets = []
+    for item in figures:
+        files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
+        if graphic:
+            snippet = figure_snippet(item.name, item.caption, f"{item.name}.{graphic}", wide=width == "double")
+            _write(out / f"fig-{item.name}.tex", snippet.encode("utf-8"))
+            files.append(out / f"fig-{item.name}.tex")
+            snippets.append(snippet)
+            done(files[-1])
+        written.append(Written(item.name, "figure", item.caption, files))
+    return snippets
+
+
+def _write_tables(
+    out: Path,
+    tables: Sequence[TableItem],
+    *,
+    intervals: str,
+    columns: Sequence[str] | None,
+    written: list[Written],
+    done: Callable[[Path], None],
+) -> list[str]:
+    """Each table in every `E.TABLE_FORMATS` and its entry in `written`; returns the LaTeX tables' text."""
+    table_text = []
+    for table in tables:
+        files = []
+        for fmt in E.TABLE_FORMATS:
+            path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
+            options = {"interval_form": intervals, **table.options}
+            if columns is not None and table.name == "leaderboard":
+                options["columns"] = columns
+            data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
+            _write(path, data)
+            if fmt == "latex":
+                table_text.append(data.decode("utf-8"))
+            files.append(path)
+            done(path)
+        written.append(Written(table.name, "table", table.caption, files))
+    return table_text
+
+
+def _main_document(
+    out: Path, *, pdf: bool, notes: list[str], done: Callable[[Path], None]
+) -> tuple[Written, CompileError | None]:
+    """The written main.tex as the "document" item, with its PDF when `pdf` asks and it compiles; a failed
+    compile is noted in `notes` and returned, to be raised once every other file is written."""
+    failure: CompileError | None = None
+    document = Written("main", "document", "The whole report as one LaTeX document.", [out / MAIN_TEX])
+    if pdf:
+        try:
+            compiled = compile_main(out)
+            document.files.append(compiled.pdf)
+            document.caption = f"The whole report as one LaTeX document and its PDF ({compiled.engine})."
+        except CompileError as exc:
+            failure = exc
+            notes.append(f"main.pdf not written: {exc}")
+            if (out / MAIN_LOG).exists():
+                document.files.append(out / MAIN_LOG)
+        done(out / MAIN_PDF)
+    return document, failure
 
 
 def _write(path: Path, data: bytes) -> None:
