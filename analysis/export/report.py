@@ -1012,27 +1012,10 @@ def _pdflatex_chars(text: str) -> str:
     return "\n".join(lines)
 
 
-def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
-    r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
-    table snippet (`\input`), in ACL's two-column geometry and 11 pt type (7.7 cm columns: a single-column
-    figure prints at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese,
-    Japanese and Korean (a font switch by XeTeX's inter-character tokens); pdflatex in Latin Modern, CJK text
-    (`\dstcjk`) in CJKutf8's Arphic gbsn when installed, and characters its fonts lack as [U+XXXX] (`body`:
-    every snippet's text, for the characters to declare). A character no font has stops XeLaTeX with an error
-    (\tracinglostchars=3) rather than vanish. Each table snippet chose its own float (`table` or `table*`)
-    and type size to fit its column (`analysis.export.tables.fit_layout`): nothing is shrunk here."""
-    esc = E.tables.latex_escape
-    items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
-    notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
-    text = body + items + notes + plan.title
-    cjk_text = "".join(ch for ch in text if is_cjk(ch))
-    other_text = "".join(ch for ch in text if not is_cjk(ch))
-    lines = [
-        "% The report as one document, written by `python -m analysis report`.",
-        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese with CJKutf8).",
-        "\\documentclass[11pt,twocolumn]{article}",
-        "% ACL's geometry (acl.sty): A4, 2.5 cm margins, 0.6 cm between the columns.",
-        "\\usepackage[a4paper,margin=2.5cm,columnsep=0.6cm]{geometry}",
+def _font_lines(cjk_text: str, other_text: str) -> list[str]:
+    r"""main.tex's font setup: Liberation and Noto CJK under XeLaTeX; Latin Modern, CJKutf8 when installed
+    and `\DeclareUnicodeCharacter` for the rest (`_pdflatex_chars`) under pdflatex."""
+    return [
         "\\usepackage{iftex}",
         "\\ifXeTeX",
         "  \\usepackage{fontspec}",
@@ -1072,6 +1055,31 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\fi",
         _pdflatex_chars(other_text),
         "\\fi",
+    ]
+
+
+def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
+    r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
+    table snippet (`\input`), in ACL's two-column geometry and 11 pt type (7.7 cm columns: a single-column
+    figure prints at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese,
+    Japanese and Korean (a font switch by XeTeX's inter-character tokens); pdflatex in Latin Modern, CJK text
+    (`\dstcjk`) in CJKutf8's Arphic gbsn when installed, and characters its fonts lack as [U+XXXX] (`body`:
+    every snippet's text, for the characters to declare). A character no font has stops XeLaTeX with an error
+    (\tracinglostchars=3) rather than vanish. Each table snippet chose its own float (`table` or `table*`)
+    and type size to fit its column (`analysis.export.tables.fit_layout`): nothing is shrunk here."""
+    esc = E.tables.latex_escape
+    items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
+    notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
+    text = body + items + notes + plan.title
+    cjk_text = "".join(ch for ch in text if is_cjk(ch))
+    other_text = "".join(ch for ch in text if not is_cjk(ch))
+    lines = [
+        "% The report as one document, written by `python -m analysis report`.",
+        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese with CJKutf8).",
+        "\\documentclass[11pt,twocolumn]{article}",
+        "% ACL's geometry (acl.sty): A4, 2.5 cm margins, 0.6 cm between the columns.",
+        "\\usepackage[a4paper,margin=2.5cm,columnsep=0.6cm]{geometry}",
+        *_font_lines(cjk_text, other_text),
         CHAR_PREAMBLE,
         "\\usepackage{graphicx}",
         "\\usepackage{booktabs}",
