@@ -383,23 +383,16 @@ def find_slices(
     scored = pooled(runs)
     where, fmt = _where(scored)
     n_turns = len(scored.turns)
-    if n_turns == 0:
-        raise InputError(where, fmt, "the run has no turns: there is nothing to find slices in")
-    if len(scored.metas) > 1 and n_turns > POOLED_MAX_TURNS:
-        raise InputError(
-            ", ".join(scored.run_ids),
-            None,
-            f"{len(scored.metas)} runs together hold {n_turns:,} turns, more than the {POOLED_MAX_TURNS:,} a search "
-            "of runs together takes within seconds: select fewer runs, or search each run alone",
-        )
-    if top < 1 or max_predicates < 1 or not 0 < alpha <= 1 or min_support <= 0 or resamples < 1:
-        raise InputError(
-            where,
-            fmt,
-            "slice search settings: top, max_predicates and resamples must be positive, 0 < alpha <= 1 and "
-            f"min_support > 0 (got top={top}, max_predicates={max_predicates}, alpha={alpha}, "
-            f"min_support={min_support}, resamples={resamples})",
-        )
+    _check_search(
+        scored,
+        where,
+        fmt,
+        top=top,
+        max_predicates=max_predicates,
+        min_support=min_support,
+        alpha=alpha,
+        resamples=resamples,
+    )
     features = _memo_features(scored, train)
     known = list(features.columns[4:])
     unknown = [name for name in exclude if name not in known]
@@ -419,32 +412,21 @@ def find_slices(
         "excluded": list(exclude),
         "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
     }
-    empty = pd.DataFrame({c: pd.Series(dtype=object if c in ("slice", "same_turns") else float) for c in COLUMNS})
-    empty = empty.assign(predicates=pd.Series(dtype=object))
     report = SliceReport(
         run_id=", ".join(scored.run_ids),
         jga=jga,
         n_turns=n_turns,
         n_dialogues=n_dialogues,
-        slices=empty,
+        slices=_no_slices(),
         features=names,
         constant=constant,
         grouped=grouped,
         same=same,
         settings=settings,
     )
-    if correct.all():
-        return replace(
-            report, note=f"Every one of the {n_turns:,} turns is jointly correct: no slice is worse than the run."
-        )
-    if not names:
-        return replace(
-            report, note="No feature has two levels in this run (every turn looks alike): there is nothing to split on."
-        )
-    if support > n_turns:
-        return replace(
-            report, note=f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
-        )
+    why_none = _why_no_slice(correct, names, n_turns=n_turns, support=support)
+    if why_none:
+        return replace(report, note=why_none)
     # twice the slices asked for: slices of the very same turns become one row (`_measure`)
     found = _sliceline(search, 1.0 - correct, top=2 * top, max_predicates=max_predicates, support=support, alpha=alpha)
     if not found:
@@ -455,6 +437,54 @@ def find_slices(
         return replace(report, note=note)
     measured = _measure(features, found, jga=jga, resamples=resamples, seed=seed)
     return replace(report, slices=measured[measured["rank"] <= top].reset_index(drop=True))
+
+
+def _check_search(
+    scored: Scored,
+    where: str,
+    fmt: str | None,
+    *,
+    top: int,
+    max_predicates: int,
+    min_support: float,
+    alpha: float,
+    resamples: int,
+) -> None:
+    """Refuse an empty run, too many turns searched together and settings out of range (`InputError`)."""
+    n_turns = len(scored.turns)
+    if n_turns == 0:
+        raise InputError(where, fmt, "the run has no turns: there is nothing to find slices in")
+    if len(scored.metas) > 1 and n_turns > POOLED_MAX_TURNS:
+        raise InputError(
+            ", ".join(scored.run_ids),
+            None,
+            f"{len(scored.metas)} runs together hold {n_turns:,} turns, more than the {POOLED_MAX_TURNS:,} a search "
+            "of runs together takes within seconds: select fewer runs, or search each run alone",
+        )
+    if top < 1 or max_predicates < 1 or not 0 < alpha <= 1 or min_support <= 0 or resamples < 1:
+        raise InputError(
+            where,
+            fmt,
+            "slice search settings: top, max_predicates and resamples must be positive, 0 < alpha <= 1 and "
+            f"min_support > 0 (got top={top}, max_predicates={max_predicates}, alpha={alpha}, "
+            f"min_support={min_support}, resamples={resamples})",
+        )
+
+
+def _no_slices() -> pd.DataFrame:
+    empty = pd.DataFrame({c: pd.Series(dtype=object if c in ("slice", "same_turns") else float) for c in COLUMNS})
+    return empty.assign(predicates=pd.Series(dtype=object))
+
+
+def _why_no_slice(correct: np.ndarray, names: Sequence[str], *, n_turns: int, support: int) -> str:
+    """Why no slice can be worse than the run, before any search ("" when one may be)."""
+    if correct.all():
+        return f"Every one of the {n_turns:,} turns is jointly correct: no slice is worse than the run."
+    if not names:
+        return "No feature has two levels in this run (every turn looks alike): there is nothing to split on."
+    if support > n_turns:
+        return f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
+    return ""
 
 
 def _sliceline(
