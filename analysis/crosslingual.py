@@ -177,6 +177,30 @@ def align_ontologies(
     cands = _candidates(filled_a, filled_b)
 
     overrides = dict(overrides or {})
+    identical, inferred = _pair_slots(labels_a, labels_b, cands, overrides, min_score=min_score)
+    rows = _alignment_rows(labels_a, labels_b, overrides, identical, inferred)
+
+    support_a = filled_a["label"].value_counts()
+    support_b = filled_b["label"].value_counts()
+    rows["support"] = rows["slot_a"].map(support_a).fillna(0).astype("int64")
+    rows["support_b"] = rows["slot_b"].map(support_b).fillna(0).astype("float64").where(rows["slot_b"].notna())
+
+    rows = _with_alternatives(_with_scores(rows, cands), cands)
+    rows = rows.astype({"slot_b": "str", "domain_b": "str", "score": "float64", "jaccard": "float64"})
+    rows["consistency"] = rows["consistency"].astype("float64")
+    return rows[ALIGNMENT_COLUMNS].sort_values(["domain_a", "slot_a"], kind="stable").reset_index(drop=True)
+
+
+def _pair_slots(
+    labels_a: pd.DataFrame,
+    labels_b: pd.DataFrame,
+    cands: pd.DataFrame,
+    overrides: dict[str, str],
+    *,
+    min_score: float,
+) -> tuple[dict[str, str], dict[str, str]]:
+    """The slots of A paired by name (a name on both sides, not overridden or claimed by an override) and
+    the rest paired one-to-one by score (`_greedy`)."""
     names_b = set(labels_b["label"])
     claimed = {v for v in overrides.values() if v}
     identical = {
@@ -188,7 +212,18 @@ def align_ontologies(
     fixed_b = claimed | set(identical.values())
     free = cands[~cands["label_a"].isin(fixed_a) & ~cands["label_b"].isin(fixed_b)]
     inferred = _greedy(free, min_score=min_score)
+    return identical, inferred
 
+
+def _alignment_rows(
+    labels_a: pd.DataFrame,
+    labels_b: pd.DataFrame,
+    overrides: dict[str, str],
+    identical: dict[str, str],
+    inferred: dict[str, str],
+) -> pd.DataFrame:
+    """One row per slot of A (and per overridden slot A lacks): its domain, its slot of B, the source of
+    the pair and the domain of that slot."""
     extra = [k for k in overrides if k not in set(labels_a["label"])]
     rows = pd.DataFrame({"slot_a": [*labels_a["label"], *extra]})
     domain_of_a = dict(zip(labels_a["label"], labels_a["domain"], strict=True))
@@ -205,12 +240,11 @@ def align_ontologies(
     rows["domain_b"] = rows["slot_b"].map(
         lambda s: domain_of_b.get(s, s.partition("-")[0]) if isinstance(s, str) else s
     )
+    return rows
 
-    support_a = filled_a["label"].value_counts()
-    support_b = filled_b["label"].value_counts()
-    rows["support"] = rows["slot_a"].map(support_a).fillna(0).astype("int64")
-    rows["support_b"] = rows["slot_b"].map(support_b).fillna(0).astype("float64").where(rows["slot_b"].notna())
 
+def _with_scores(rows: pd.DataFrame, cands: pd.DataFrame) -> pd.DataFrame:
+    """Each pair's score and its parts (`jaccard`, `consistency`)."""
     rows = rows.merge(
         cands[["label_a", "label_b", "jaccard", "consistency", "score"]],
         left_on=["slot_a", "slot_b"],
@@ -220,16 +254,18 @@ def align_ontologies(
     # A pair never filled together scores 0 when both slots are filled somewhere, NaN when one never is.
     never = rows["slot_b"].notna() & rows["score"].isna() & (rows["support"] > 0) & (rows["support_b"] > 0)
     rows.loc[never, ["jaccard", "score"]] = 0.0
+    return rows
 
+
+def _with_alternatives(rows: pd.DataFrame, cands: pd.DataFrame) -> pd.DataFrame:
+    """Each slot's best other candidate of B and its score, to see how clear-cut its pair is."""
     others = cands.merge(rows[["slot_a", "slot_b"]], left_on="label_a", right_on="slot_a")
     others = others[others["label_b"] != others["slot_b"]]
     best = others.sort_values(["score", "label_b"], ascending=[False, True], kind="stable").drop_duplicates("label_a")
     best = best.set_index("label_a")
     rows["alternative_b"] = rows["slot_a"].map(best["label_b"])
     rows["alternative_score"] = rows["slot_a"].map(best["score"]).astype("float64")
-    rows = rows.astype({"slot_b": "str", "domain_b": "str", "score": "float64", "jaccard": "float64"})
-    rows["consistency"] = rows["consistency"].astype("float64")
-    return rows[ALIGNMENT_COLUMNS].sort_values(["domain_a", "slot_a"], kind="stable").reset_index(drop=True)
+    return rows
 
 
 def align_domains(slot_alignment: pd.DataFrame) -> pd.DataFrame:

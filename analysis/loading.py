@@ -62,34 +62,16 @@ def load_run(
     gold_file = parse_file(gold, fmt=gold_format, data=gold_data) if gold is not None else None
     notes: dict[str, object] = dict(pred_file.notes)
     if gold_file is None:
-        if pred_file.gold is not None and pred_file.pred is not None:
-            turns = pred_file.turns
-            gold_states, pred_states, listed = pred_file.gold, pred_file.pred, pred_file.listed_slots
-            listings = pred_file.listings
-            if "pred_missing" not in turns:  # a format may mark turns it holds no prediction for (ConvLab-3)
-                turns = turns.assign(pred_missing=False)
-            report = _self_report(turns)
-        elif pred_file.pred is not None:
-            raise InputError(
-                str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)"
-            )
-        else:
-            raise InputError(
-                str(pred),
-                pred_file.fmt,
-                "this file holds gold states only: pass it as --gold with a prediction file "
-                "(to score it against itself, pass it as both --pred and --gold)",
-            )
+        if pred_file.gold is None or pred_file.pred is None:
+            raise _not_self_contained(pred, pred_file)
+        turns = pred_file.turns
+        gold_states, pred_states, listed = pred_file.gold, pred_file.pred, pred_file.listed_slots
+        listings = pred_file.listings
+        if "pred_missing" not in turns:  # a format may mark turns it holds no prediction for (ConvLab-3)
+            turns = turns.assign(pred_missing=False)
+        report = _self_report(turns)
     else:
-        for side, parsed in ((pred, pred_file), (gold, gold_file)):
-            if parsed.fmt == VECTORS:
-                # Its states are placeholders standing for right and wrong: only its own pair means anything.
-                raise InputError(
-                    str(side),
-                    parsed.fmt,
-                    "a correctness-vector file carries its own gold (0/1 per slot, no values) and is scored "
-                    "alone: pass it without a second file",
-                )
+        _refuse_vectors(((pred, pred_file), (gold, gold_file)))
         if gold_file.gold is None:
             raise InputError(str(gold), gold_file.fmt, "this file holds predictions only and cannot serve as gold")
         # A gold-shaped file given as predictions contributes its states (e.g. scored against itself).
@@ -97,17 +79,8 @@ def load_run(
         if pred_file.gold is not None and pred_file.pred is not None:
             notes["embedded_gold_replaced_by"] = Path(str(gold)).name
         turns, pred_states, report = align(gold_file, pred_file, pred_side)
-        if UNPARSEABLE_COLUMN in pred_file.turns:  # an LLM file's unparseable turns, onto the gold turns
-            # ... with the text and reason of each (the dialogue viewer shows them), where the file has any
-            kept = [c for c in (UNPARSEABLE_TEXT_COLUMN, UNPARSEABLE_REASON_COLUMN) if c in pred_file.turns]
-            flags = pred_file.turns[["dialogue_id", "turn_index", UNPARSEABLE_COLUMN, *kept]]
-            flagged = flags.assign(_key=dialogue_key(flags["dialogue_id"])).drop(columns="dialogue_id")
-            turns = turns.drop(columns=[UNPARSEABLE_COLUMN, *kept], errors="ignore")  # the gold file's own: not these
-            turns = turns.assign(_key=dialogue_key(turns["dialogue_id"])).merge(
-                flagged, on=["_key", "turn_index"], how="left"
-            )
-            turns = turns.drop(columns="_key")
-            turns[UNPARSEABLE_COLUMN] = turns[UNPARSEABLE_COLUMN].eq(True).to_numpy(dtype=bool)  # unpaired: False
+        if UNPARSEABLE_COLUMN in pred_file.turns:
+            turns = _with_unparseable(turns, pred_file.turns)
         gold_states, listed = gold_file.gold, gold_file.listed_slots
         listings = gold_file.listings
         # Both files may list dialogues without turns: counted apart, so the report says which file did.
@@ -116,23 +89,7 @@ def load_run(
         notes["gold_dialogues_without_turns"] = notes.pop(DIALOGUES_WITHOUT_TURNS, 0)
         notes["predicted_dialogues_without_turns"] = empty_pred
     deltas = pred_deltas if pred_deltas is not None else bool(meta is not None and meta.pred_deltas)
-    if deltas and pred_file.notes.get(CHANGES_NOTE):
-        raise InputError(
-            str(pred),
-            pred_file.fmt,
-            "this format already accumulates each turn's changes over the dialogue; drop --pred-deltas "
-            "(manifest: pred_deltas), which would accumulate the states a second time",
-        )
-    if deltas:
-        try:
-            pred_states = accumulate_deltas(turns, pred_states)
-        except AccumulationTooLarge as problem:
-            raise InputError(str(pred), pred_file.fmt, str(problem)) from None
-    else:
-        # The gold side of the check is computed once per gold file (its `derived`, shared by the copies
-        # the memory cache hands out): only the prediction side is new for each run.
-        source = gold_file if gold_file is not None else pred_file
-        notes[DELTA_NOTE] = delta_warning(turns, gold_states, pred_states, source.derived)
+    pred_states = _read_as_deltas(pred, pred_file, gold_file, turns, gold_states, pred_states, deltas, notes)
     report.notes.update({k: v for k, v in notes.items() if v})
     formats = (pred_file.fmt,) if gold_file is None else (pred_file.fmt, gold_file.fmt)
     sources = (str(pred),) if gold is None else (str(pred), str(gold))
@@ -146,6 +103,74 @@ def load_run(
     }
     run_meta = RunMeta(**declared, sources=sources, formats=formats)
     return Run(run_meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
+
+
+def _not_self_contained(pred: str | Path, pred_file: ParsedFile) -> InputError:
+    """Why a file given alone cannot be scored: it lacks gold or predictions."""
+    if pred_file.pred is not None:
+        return InputError(str(pred), pred_file.fmt, "this file holds predictions only: pass the gold file too (--gold)")
+    return InputError(
+        str(pred),
+        pred_file.fmt,
+        "this file holds gold states only: pass it as --gold with a prediction file "
+        "(to score it against itself, pass it as both --pred and --gold)",
+    )
+
+
+def _refuse_vectors(sides: tuple[tuple[str | Path | None, ParsedFile], ...]) -> None:
+    for side, parsed in sides:
+        if parsed.fmt == VECTORS:
+            # Its states are placeholders standing for right and wrong: only its own pair means anything.
+            raise InputError(
+                str(side),
+                parsed.fmt,
+                "a correctness-vector file carries its own gold (0/1 per slot, no values) and is scored "
+                "alone: pass it without a second file",
+            )
+
+
+def _with_unparseable(turns: pd.DataFrame, pred_turns: pd.DataFrame) -> pd.DataFrame:
+    """An LLM file's unparseable turns, onto the gold turns, with the text and reason of each (the dialogue
+    viewer shows them), where the file has any."""
+    kept = [c for c in (UNPARSEABLE_TEXT_COLUMN, UNPARSEABLE_REASON_COLUMN) if c in pred_turns]
+    flags = pred_turns[["dialogue_id", "turn_index", UNPARSEABLE_COLUMN, *kept]]
+    flagged = flags.assign(_key=dialogue_key(flags["dialogue_id"])).drop(columns="dialogue_id")
+    turns = turns.drop(columns=[UNPARSEABLE_COLUMN, *kept], errors="ignore")  # the gold file's own: not these
+    turns = turns.assign(_key=dialogue_key(turns["dialogue_id"])).merge(flagged, on=["_key", "turn_index"], how="left")
+    turns = turns.drop(columns="_key")
+    turns[UNPARSEABLE_COLUMN] = turns[UNPARSEABLE_COLUMN].eq(True).to_numpy(dtype=bool)  # unpaired: False
+    return turns
+
+
+def _read_as_deltas(
+    pred: str | Path,
+    pred_file: ParsedFile,
+    gold_file: ParsedFile | None,
+    turns: pd.DataFrame,
+    gold_states: pd.DataFrame,
+    pred_states: pd.DataFrame,
+    deltas: bool,
+    notes: dict[str, object],
+) -> pd.DataFrame:
+    """The predicted states, accumulated over each dialogue when `deltas` asks; otherwise as they are, with
+    a note in `notes` when they look like deltas (`delta_warning`)."""
+    if deltas and pred_file.notes.get(CHANGES_NOTE):
+        raise InputError(
+            str(pred),
+            pred_file.fmt,
+            "this format already accumulates each turn's changes over the dialogue; drop --pred-deltas "
+            "(manifest: pred_deltas), which would accumulate the states a second time",
+        )
+    if deltas:
+        try:
+            return accumulate_deltas(turns, pred_states)
+        except AccumulationTooLarge as problem:
+            raise InputError(str(pred), pred_file.fmt, str(problem)) from None
+    # The gold side of the check is computed once per gold file (its `derived`, shared by the copies
+    # the memory cache hands out): only the prediction side is new for each run.
+    source = gold_file if gold_file is not None else pred_file
+    notes[DELTA_NOTE] = delta_warning(turns, gold_states, pred_states, source.derived)
+    return pred_states
 
 
 # When the two files' formats are scored under different communities' conventions, the first one listed

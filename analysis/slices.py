@@ -383,6 +383,99 @@ def find_slices(
     scored = pooled(runs)
     where, fmt = _where(scored)
     n_turns = len(scored.turns)
+    _check_search(
+        scored,
+        where,
+        fmt,
+        top=top,
+        max_predicates=max_predicates,
+        min_support=min_support,
+        alpha=alpha,
+        resamples=resamples,
+    )
+    support = int(max(MIN_TURNS, min_support if min_support >= 1 else np.ceil(min_support * n_turns)))
+    settings = _search_settings(top, max_predicates, support, alpha, exclude, resamples=resamples, seed=seed)
+    unread = _unread_report(scored, settings)
+    if unread is not None:
+        return unread
+    features = _memo_features(scored, train)
+    known = list(features.columns[4:])
+    unknown = [name for name in exclude if name not in known]
+    if unknown:
+        raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
+    search, names, constant, grouped, same = _prepared(features.drop(columns=list(exclude)))
+    correct = features["joint_correct"].to_numpy(dtype=bool)
+    n_dialogues = int(features["dialogue_id"].nunique())
+    jga = float(correct.mean())
+    report = SliceReport(
+        run_id=", ".join(scored.run_ids),
+        jga=jga,
+        n_turns=n_turns,
+        n_dialogues=n_dialogues,
+        slices=_no_slices(),
+        features=names,
+        constant=constant,
+        grouped=grouped,
+        same=same,
+        settings=settings,
+    )
+    why_none = _why_no_slice(correct, names, n_turns=n_turns, support=support)
+    if why_none:
+        return replace(report, note=why_none)
+    # twice the slices asked for: slices of the very same turns become one row (`_measure`)
+    found = _sliceline(search, 1.0 - correct, top=2 * top, max_predicates=max_predicates, support=support, alpha=alpha)
+    if not found:
+        note = (
+            f"sliceline found no slice of at least {support} turns whose error rate outweighs its size "
+            f"(alpha {alpha}): no group of turns stands out."
+        )
+        return replace(report, note=note)
+    measured = _measure(features, found, jga=jga, resamples=resamples, seed=seed)
+    return replace(report, slices=measured[measured["rank"] <= top].reset_index(drop=True))
+
+
+def _search_settings(
+    top: int, max_predicates: int, support: int, alpha: float, exclude: Sequence[str], *, resamples: int, seed: int
+) -> dict[str, Any]:
+    """The search's settings as the report shows them."""
+    return {
+        "method": "sliceline (Slicefinder), error = 1 - turn JGA",
+        "top": top,
+        "max_predicates": max_predicates,
+        "min_support_turns": support,
+        "alpha": alpha,
+        "excluded": list(exclude),
+        "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
+    }
+
+
+def _unread_report(scored: Scored, settings: dict[str, Any]) -> SliceReport | None:
+    """A scorer's name over gold it never reads (`views.unread_gold`): no JGA under that name and no slice, the
+    reason in `note`; None when every run's gold is read."""
+    unread = views.unread_gold(scored)
+    if not unread:
+        return None
+    note = "; ".join(f"{run}: JGA n/a: {reason}" for run, reason in unread.items())
+    n_dialogues = int(dialogue_key(scored.turns["dialogue_id"]).nunique())
+    n_turns = len(scored.turns)
+    return SliceReport(
+        ", ".join(scored.run_ids), float("nan"), n_turns, n_dialogues, _no_slices(), (), settings=settings, note=note
+    )
+
+
+def _check_search(
+    scored: Scored,
+    where: str,
+    fmt: str | None,
+    *,
+    top: int,
+    max_predicates: int,
+    min_support: float,
+    alpha: float,
+    resamples: int,
+) -> None:
+    """Refuse an empty run, too many turns searched together and settings out of range (`InputError`)."""
+    n_turns = len(scored.turns)
     if n_turns == 0:
         raise InputError(where, fmt, "the run has no turns: there is nothing to find slices in")
     if len(scored.metas) > 1 and n_turns > POOLED_MAX_TURNS:
@@ -400,68 +493,22 @@ def find_slices(
             f"min_support > 0 (got top={top}, max_predicates={max_predicates}, alpha={alpha}, "
             f"min_support={min_support}, resamples={resamples})",
         )
-    support = int(max(MIN_TURNS, min_support if min_support >= 1 else np.ceil(min_support * n_turns)))
-    settings = {
-        "method": "sliceline (Slicefinder), error = 1 - turn JGA",
-        "top": top,
-        "max_predicates": max_predicates,
-        "min_support_turns": support,
-        "alpha": alpha,
-        "excluded": list(exclude),
-        "interval": f"{LEVEL:.0%} {stats.METHOD}, {resamples} resamples, seed {seed}",
-    }
+
+
+def _no_slices() -> pd.DataFrame:
     empty = pd.DataFrame({c: pd.Series(dtype=object if c in ("slice", "same_turns") else float) for c in COLUMNS})
-    empty = empty.assign(predicates=pd.Series(dtype=object))
-    unread = views.unread_gold(scored)
-    if unread:  # a scorer's name over gold it never reads: no JGA under that name, no slice (`views.unread_gold`)
-        note = "; ".join(f"{run}: JGA n/a: {reason}" for run, reason in unread.items())
-        n_dialogues = int(dialogue_key(scored.turns["dialogue_id"]).nunique())
-        return SliceReport(
-            ", ".join(scored.run_ids), float("nan"), n_turns, n_dialogues, empty, (), settings=settings, note=note
-        )
-    features = _memo_features(scored, train)
-    known = list(features.columns[4:])
-    unknown = [name for name in exclude if name not in known]
-    if unknown:
-        raise InputError(where, fmt, f"cannot leave out features {unknown}: the features are {', '.join(known)}")
-    search, names, constant, grouped, same = _prepared(features.drop(columns=list(exclude)))
-    correct = features["joint_correct"].to_numpy(dtype=bool)
-    n_dialogues = int(features["dialogue_id"].nunique())
-    jga = float(correct.mean())
-    report = SliceReport(
-        run_id=", ".join(scored.run_ids),
-        jga=jga,
-        n_turns=n_turns,
-        n_dialogues=n_dialogues,
-        slices=empty,
-        features=names,
-        constant=constant,
-        grouped=grouped,
-        same=same,
-        settings=settings,
-    )
+    return empty.assign(predicates=pd.Series(dtype=object))
+
+
+def _why_no_slice(correct: np.ndarray, names: Sequence[str], *, n_turns: int, support: int) -> str:
+    """Why no slice can be worse than the run, before any search ("" when one may be)."""
     if correct.all():
-        return replace(
-            report, note=f"Every one of the {n_turns:,} turns is jointly correct: no slice is worse than the run."
-        )
+        return f"Every one of the {n_turns:,} turns is jointly correct: no slice is worse than the run."
     if not names:
-        return replace(
-            report, note="No feature has two levels in this run (every turn looks alike): there is nothing to split on."
-        )
+        return "No feature has two levels in this run (every turn looks alike): there is nothing to split on."
     if support > n_turns:
-        return replace(
-            report, note=f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
-        )
-    # twice the slices asked for: slices of the very same turns become one row (`_measure`)
-    found = _sliceline(search, 1.0 - correct, top=2 * top, max_predicates=max_predicates, support=support, alpha=alpha)
-    if not found:
-        note = (
-            f"sliceline found no slice of at least {support} turns whose error rate outweighs its size "
-            f"(alpha {alpha}): no group of turns stands out."
-        )
-        return replace(report, note=note)
-    measured = _measure(features, found, jga=jga, resamples=resamples, seed=seed)
-    return replace(report, slices=measured[measured["rank"] <= top].reset_index(drop=True))
+        return f"The run has {n_turns:,} turns, fewer than a slice's minimum support of {support}."
+    return ""
 
 
 def _sliceline(

@@ -264,23 +264,8 @@ def second_opinion(wanted: dict[str, Any], annotations: Any, marker: tuple[int, 
         st.rerun()  # the whole page: the Status filter above shows the change
 
 
-def queue_contents() -> None:
-    review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
-    try:
-        annotations, marker = review.current_annotations(opened)
-    except StoreError as exc:
-        _unavailable(exc)
-        return
-    review.shown("queue", marker)
-    wanted = queue_filters()
-    status, tag, me = wanted["status"], wanted["tag"] or "", wanted["me"]
-    # Computed once per (runs, convention, annotations, filters): a click that changes none of them (a pick)
-    # only redraws.
-    base = (tuple(runs), convention, marker, tuple(wanted.items()))
-    queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
-    progress_counts(annotations, marker)
-
-    st.subheader("Queue")
+def heatmap_of_queue(base: tuple[Any, ...], queue: Any) -> None:
+    """The gold -> predicted heatmap of the queue, in episodes or turns; a click on a cell picks it."""
     unit = ui.select(
         "Count the heatmap in",
         list(UNITS),
@@ -302,6 +287,11 @@ def queue_contents() -> None:
         cell = cells[(cells["row"] == str(clicked[0]["y"])) & (cells["predicted"] == str(clicked[0]["x"]))]
         if len(cell):
             ui.put(review_cell=tuple(str(cell.iloc[0][c]) for c in ("domain", "slot", "gold", "predicted")))
+
+
+def items_of_cell(base: tuple[Any, ...], queue: Any, annotations: Any) -> tuple[Any, Any]:
+    """The queue's items listed below (those of the picked cell, said above them, or the whole queue) and
+    the picked cell (None: no cell)."""
     confusion = ui.get("review_cell")
     listed = queue
     cell_note = st.container()  # always there, so the queue and the form below keep their places
@@ -315,22 +305,12 @@ def queue_contents() -> None:
             f"{int(listed['n_turns'].sum()) if len(listed) else 0:,} turn(s)"
         )
         cell_note.button("Show the whole queue", key="review_all_cells", on_click=ui.put, kwargs={"review_cell": None})
-    shown = review.memo("shown", (base, confusion), lambda: figures_review.queue_table(listed, limit=QUEUE_ROWS))
-    n_turns = int(listed["n_turns"].sum()) if len(listed) else 0
-    st.caption(
-        f"{len(listed):,} error episode(s) match, {n_turns:,} turn(s) "
-        f"({STATUS_LABELS[status]}{', tagged ' + ui.md(tag) if tag else ''})"
-        + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
-        + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
-    )
-    second_opinion(wanted, annotations, marker)
-    by_others_note = st.container()
-    if status == "by-others" and not me:
-        by_others_note.info(
-            "Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:"
-        )
-    review.keep_selection("review_queue", shown, ui.get("review_item"))
-    picked = ui.show_table(
+    return listed, confusion
+
+
+def queue_grid(shown: Any) -> Any:
+    """The listed items as one grid whose picked row is returned (None: no pick)."""
+    return ui.show_table(
         shown,
         key="review_queue",  # one grid, its rows updated in place: its highlight follows the form's item
         name="review queue",
@@ -350,6 +330,43 @@ def queue_contents() -> None:
             "reviewers",
         ],
     )
+
+
+def queue_contents() -> None:
+    review.shown("queue", None)  # until the annotations are read: a failure below is caught up later
+    try:
+        annotations, marker = review.current_annotations(opened)
+    except StoreError as exc:
+        _unavailable(exc)
+        return
+    review.shown("queue", marker)
+    wanted = queue_filters()
+    status, tag, me = wanted["status"], wanted["tag"] or "", wanted["me"]
+    # Computed once per (runs, convention, annotations, filters): a click that changes none of them (a pick)
+    # only redraws.
+    base = (tuple(runs), convention, marker, tuple(wanted.items()))
+    queue = review.memo("queue", base, lambda: review_queue(episodes, annotations, **wanted))
+    progress_counts(annotations, marker)
+
+    st.subheader("Queue")
+    heatmap_of_queue(base, queue)
+    listed, confusion = items_of_cell(base, queue, annotations)
+    shown = review.memo("shown", (base, confusion), lambda: figures_review.queue_table(listed, limit=QUEUE_ROWS))
+    n_turns = int(listed["n_turns"].sum()) if len(listed) else 0
+    st.caption(
+        f"{len(listed):,} error episode(s) match, {n_turns:,} turn(s) "
+        f"({STATUS_LABELS[status]}{', tagged ' + ui.md(tag) if tag else ''})"
+        + (f"; the first {QUEUE_ROWS} are listed" if len(listed) > QUEUE_ROWS else "")
+        + " · pick a row to tag the episode (all of its turns) or open its first turn in the dialogue viewer"
+    )
+    second_opinion(wanted, annotations, marker)
+    by_others_note = st.container()
+    if status == "by-others" and not me:
+        by_others_note.info(
+            "Enter your reviewer name above: until then this lists the items anyone reviewed.", icon=":material/badge:"
+        )
+    review.keep_selection("review_queue", shown, ui.get("review_item"))
+    picked = queue_grid(shown)
     if picked is not None:
         ui.put(review_item=picked)
     current = ui.get("review_item")

@@ -12,9 +12,9 @@ import pytest
 from streamlit.testing.v1 import AppTest
 
 from analysis.views.shown import CHART_RUNS, chart_runs
+from tests.opened_app import opened_page
 
 ROOT = Path(__file__).resolve().parents[1]
-APP = ROOT / "app.py"
 DEMO = ROOT / "data" / "demo"
 GOLD = DEMO / "multiwoz21" / "test_subset.json.gz"
 # Three prediction files on one gold, with different numbers: copies of them rank in three tiers.
@@ -62,18 +62,6 @@ def _workspace(folder: Path, n: int) -> Path:
     return manifest
 
 
-def _page(manifest: Path, page: str, **state: object) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
-    at.session_state["workspace_path"] = str(manifest)
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    if page != "overview":
-        at.switch_page(f"pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _charts(at: AppTest) -> dict[str, dict]:
     specs = [json.loads(e.proto.spec) for e in at.get("plotly_chart")]
     return {str(s["layout"].get("title", {}).get("text", "")): s for s in specs}
@@ -94,7 +82,7 @@ def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
 ) -> None:
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, N)
-    at = _page(manifest, "overview")
+    at = opened_page(manifest, "overview", timeout=TIMEOUT)
     board = at.dataframe[0].value
     assert len(board) == N, board.columns  # the table lists every run
     best = set(board.sort_values("JGA", ascending=False, kind="stable")["run"].head(CHART_RUNS))
@@ -103,19 +91,19 @@ def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
     bars = [spec for title, spec in _charts(at).items() if _drawn(spec)]
     assert bars and _drawn(bars[0]) == best
 
-    at = _page(manifest, "overview", overview_drawn_search="copy-0")
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, overview_drawn_search="copy-0")
     assert "Drawn: the 10 runs of the 24 selected whose name contains 'copy-0'." in [c.value for c in at.caption]
     bars = [spec for spec in _charts(at).values() if _drawn(spec)]
     assert _drawn(bars[0]) == {f"copy-0{i}" for i in range(10)}
 
-    at = _page(manifest, "turn_depth")
+    at = opened_page(manifest, "turn_depth", timeout=TIMEOUT)
     assert f"Drawn: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
         c.value for c in at.caption
     ]
     depth = next(spec for title, spec in _charts(at).items() if "depth" in title.lower())
     assert _drawn(depth) == best
 
-    at = _page(manifest, "review")
+    at = opened_page(manifest, "review", timeout=TIMEOUT)
     assert f"Reviewed here: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
         c.value for c in at.caption
     ]

@@ -14,8 +14,8 @@ from analysis.model import RunInfo
 from analysis.reconcile.core import reconcile
 from analysis.reconcile.gap import gap_conventions, published_gap
 from tests.conftest import realdata_path
+from tests.opened_app import opened_page
 
-ROOT = Path(__file__).resolve().parents[1]
 UBAR_PAPER = 0.562  # UBAR's paper, MultiWOZ 2.1 DST joint goal accuracy (56.20)
 
 
@@ -31,18 +31,6 @@ def workspace(tmp_path_factory) -> Path:
     return folder / "workspace.toml"
 
 
-def opened(workspace: Path, page: str, **state) -> AppTest:
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["workspace_path"] = str(workspace)
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    if page != "overview":
-        at.switch_page(f"pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
-
-
 def _mismatch_warning(at: AppTest) -> str:
     return next(w.body for w in at.warning if "Naming mismatch" in w.body)
 
@@ -50,7 +38,7 @@ def _mismatch_warning(at: AppTest) -> str:
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_overview_says_the_naming_mismatch_and_decomposes_the_gap(workspace) -> None:
-    at = opened(workspace, "overview", overview_gap_cause="slot_alias")
+    at = opened_page(workspace, "overview", overview_gap_cause="slot_alias")
     warning = _mismatch_warning(at)
     assert "restaurant-people ↔ restaurant-bookpeople" in warning
     assert "Under mwzeval-lenient, which maps the names, JGA is 0.4316 (here 0.3247)" in warning
@@ -72,7 +60,7 @@ def test_overview_says_the_naming_mismatch_and_decomposes_the_gap(workspace) -> 
 @pytest.mark.realdata
 @pytest.mark.parametrize("page", ["slots", "domains"])
 def test_slots_and_domains_mark_the_mismatched_slots(workspace, page: str) -> None:
-    warning = _mismatch_warning(opened(workspace, page))
+    warning = _mismatch_warning(opened_page(workspace, page))
     for pair in (
         "hotel-day ↔ hotel-bookday",
         "train-people ↔ train-bookpeople",
@@ -100,7 +88,7 @@ def test_the_report_carries_the_vocabulary_and_the_published_gap(workspace) -> N
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(workspace) -> None:
-    at = opened(workspace, "reconcile")
+    at = opened_page(workspace, "reconcile")
     table = next(d.value for d in at.dataframe if "convention" in d.value.columns)
     assert table["convention"].tolist()[:2] == ["mwzeval", "mwzeval-lenient"]
     assert at.selectbox(key="w_reconcile_a").value == "mwzeval"
@@ -112,7 +100,7 @@ def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(
     mine = counts[(counts["a"] == "mwzeval") | (counts["b"] == "mwzeval")]
     best = mine.sort_values("count", ascending=False, kind="stable").iloc[0]
     assert at.selectbox(key="w_reconcile_b").value == (best["b"] if best["a"] == "mwzeval" else best["a"])
-    at = opened(workspace, "reconcile", reconcile_conventions=["mwzeval", "exact"])
+    at = opened_page(workspace, "reconcile", reconcile_conventions=["mwzeval", "exact"])
     at.button(key="reconcile_add_lenient").click().run()
     assert not at.exception, [e.value for e in at.exception]
     table = next(d.value for d in at.dataframe if "convention" in d.value.columns)

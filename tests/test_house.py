@@ -1,7 +1,7 @@
 """The house's size rule: no function in `analysis/`, `ui/`, `pages/` or `app.py` grows past LIMIT lines (its
 `def` line to its last, docstring included), read with `ast`. A long function is split where it reads
-better; the few that do not yet are listed in EXCEPTIONS, each with why, and the test fails when one of them
-is split (so the list only shrinks) or when a new one grows past the limit."""
+better; the few that do not yet are listed in EXCEPTIONS with their length today and why, and the test fails
+when one of them grows, or is split (so the list only shrinks), or when a new one grows past the limit."""
 
 from __future__ import annotations
 
@@ -9,14 +9,19 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-LIMIT = 120
-# (file, function): why it is still longer than LIMIT.
+LIMIT = 80
+# (file, function): (its length today, at most; why it is still longer than LIMIT). Lower a length when the
+# function shrinks, remove the entry when it is split: never raise one.
 EXCEPTIONS = {
-    ("analysis/scoring.py", "score_run"): "one vectorised pass whose integer codes and masks every later step "
-    "shares (splitting it means passing a dozen arrays between parts; a change of its own, with the oracles)",
-    ("analysis/export/report.py", "plan_report"): "the report's table of contents in order, one block a section",
-    ("analysis/formats/mapping.py", "read_mapping"): "one declared mapping's checks, each naming the key it "
-    "refuses; to be split by section of the mapping file",
+    ("analysis/scoring.py", "score_run"): (
+        168,
+        "one vectorised pass whose integer codes and masks every later step shares (splitting it means passing "
+        "a dozen arrays between parts; a change of its own, with the oracles)",
+    ),
+    ("analysis/stats.py", "paired_bootstrap"): (101, "the paired resampling of two runs; split with the stats work"),
+    ("analysis/compare.py", "compare"): (101, "the comparison of runs on one gold; split with the stats work"),
+    ("analysis/vocabulary.py", "vocabulary"): (87, "a run's vocabulary checks; split with the vocabulary work"),
+    ("analysis/fewjoint/scoring.py", "score_fewjoint"): (108, "FewJoint's scorer; split with its oracle tests"),
 }
 
 
@@ -35,6 +40,15 @@ def _long_functions() -> dict[tuple[str, str], int]:
 def test_no_function_grows_past_the_limit() -> None:
     grown = {where: n for where, n in _long_functions().items() if where not in EXCEPTIONS}
     assert not grown, f"split these functions (over {LIMIT} lines) where it reads better: {grown}"
+
+
+def test_no_listed_exception_grows() -> None:
+    grown = {
+        where: f"{n} lines, listed at {EXCEPTIONS[where][0]}"
+        for where, n in _long_functions().items()
+        if where in EXCEPTIONS and n > EXCEPTIONS[where][0]
+    }
+    assert not grown, f"longer than EXCEPTIONS allows (split them rather than raise the length): {grown}"
 
 
 def test_every_listed_exception_is_still_long() -> None:

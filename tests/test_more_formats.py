@@ -27,6 +27,7 @@ from analysis.scoring import score_run
 from analysis.suite import metric_suite
 from analysis.workspace import load_workspace
 from tests.conftest import ROOT, realdata_path
+from tests.opened_app import opened_page
 
 DATA = ROOT / "tests" / "data" / "more_formats"
 SOMDST = DATA / "somdst_preds_0.json"
@@ -471,20 +472,6 @@ def llm_workspace(tmp_path_factory: pytest.TempPathFactory) -> Path:
         encoding="utf-8",
     )
     return manifest
-
-
-def opened_page(manifest: Path, page: str, **state: object):
-    from streamlit.testing.v1 import AppTest
-
-    at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=180)
-    at.session_state["workspace_path"] = str(manifest)
-    for key, value in state.items():
-        at.session_state[key] = value
-    at.run()
-    if page != "overview":
-        at.switch_page(f"pages/{page}.py").run()
-    assert not at.exception, [e.value for e in at.exception]
-    return at
 
 
 def test_slots_page_counts_unparseable_slots(llm_workspace: Path) -> None:

@@ -178,32 +178,11 @@ def _try_upload(by_mapping: bool = False) -> None:
     if pred is None:
         st.session_state["upload_result"] = ("error", "choose a prediction file first", [])
         return
-    mapping: Mapping | None = None
-    if by_mapping:  # the form's mapping field, in the CLI's `--mapping` syntax; its errors name the file
-        try:
-            mapping = parse_mapping_option(st.session_state.get("w_upload_mapping") or "", pred.name)
-        except InputError as exc:
-            st.session_state["upload_result"] = ("error", str(exc), [])
-            return
-    limit = int(data.upload_limit_mb(st.session_state.get("workspace")) * 1024 * 1024)
-    for file in (pred, gold):
-        if file is None:
-            continue
-        try:
-            check_upload_size(file.name, file.size, limit)
-        except InputError as exc:
-            st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
-            return
     workspace = _saving_workspace()
-    typed_name = (st.session_state.get("w_upload_name") or "").strip() or Path(pred.name).name.split(".")[0]
-    try:  # the manifest reader's rules, before anything is parsed or written
-        metadata = manifest_write.check_metadata(
-            workspace.path if workspace is not None else "upload form",
-            {"name": typed_name, **_form_metadata("w_upload")},
-        )
-    except InputError as exc:
-        st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
+    checked = _checked_upload(pred, gold, workspace, by_mapping=by_mapping)
+    if checked is None:
         return
+    mapping, metadata, typed_name = checked
     name = _unique_name(typed_name)
     if fmt not in (None, "detect"):
         metadata["format"] = fmt
@@ -234,34 +213,11 @@ def _try_upload(by_mapping: bool = False) -> None:
     counts = f"format {formats}, {len(result.turns):,} turns, {result.turns['dialogue_id'].nunique():,} dialogues"
     warnings = result.alignment.warnings()
     if workspace is not None:
-        try:
-            saved = manifest_write.save_upload(
-                workspace.path,
-                {**metadata, "name": name},
-                pred.name,
-                pred.getvalue(),
-                gold.name if gold is not None else None,
-                gold.getvalue() if gold is not None else None,
-                expected_digest=workspace.digest,
-                mapping=mapping,
-            )
-        except manifest_write.NotSavedError as exc:  # a read-only root: today's session upload, with a warning
-            warnings = [f"{exc.problem}: run {name!r} is kept for this session only", *warnings]
-        except InputError as exc:
-            if source.upload is not None:
-                source.upload.release()
-            st.session_state["upload_result"] = ("error", str(exc), [])
-            return
-        else:
-            if source.upload is not None:  # the workspace loads it from its saved file from now on
-                source.upload.release()
-            data.forget_manifest()
-            listed = f"{workspace.path.name}{', with its mapping' if mapping is not None else ''}"
-            message = f"saved run {name!r} into the workspace ({', '.join(saved.files)}; {listed}): {counts}"
-            notes = [saved.merged] if saved.merged else []
-            st.session_state["upload_result"] = ("success", message, [*notes, *warnings])
-            st.session_state["runs"] = [*state.selected_runs(), name]
-            return
+        not_saved = _save_upload(workspace, name, metadata, pred, gold, mapping, source, counts, warnings)
+        if not_saved is None:
+            return  # saved, or refused: the form says which
+        # a read-only root: today's session upload, with a warning
+        warnings = [f"{not_saved.problem}: run {name!r} is kept for this session only", *warnings]
     elif st.session_state.get("workspace") is not None:
         warnings = [
             f"this workspace keeps uploads in their session ([dashboard] edit_manifest = false): run {name!r} is not saved",
@@ -272,6 +228,81 @@ def _try_upload(by_mapping: bool = False) -> None:
     sources[name] = source
     st.session_state["sources"] = sources
     st.session_state["runs"] = [*state.selected_runs(), name]
+
+
+def _checked_upload(
+    pred: Any, gold: Any, workspace: Any, *, by_mapping: bool
+) -> tuple[Mapping | None, dict[str, Any], str] | None:
+    """The form's mapping (when `by_mapping`), its metadata as the manifest reader checks it and the typed
+    run name; None, with the form's error set, when the mapping, a file's size or the metadata is refused."""
+    mapping: Mapping | None = None
+    if by_mapping:  # the form's mapping field, in the CLI's `--mapping` syntax; its errors name the file
+        try:
+            mapping = parse_mapping_option(st.session_state.get("w_upload_mapping") or "", pred.name)
+        except InputError as exc:
+            st.session_state["upload_result"] = ("error", str(exc), [])
+            return None
+    limit = int(data.upload_limit_mb(st.session_state.get("workspace")) * 1024 * 1024)
+    for file in (pred, gold):
+        if file is None:
+            continue
+        try:
+            check_upload_size(file.name, file.size, limit)
+        except InputError as exc:
+            st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
+            return None
+    typed_name = (st.session_state.get("w_upload_name") or "").strip() or Path(pred.name).name.split(".")[0]
+    try:  # the manifest reader's rules, before anything is parsed or written
+        metadata = manifest_write.check_metadata(
+            workspace.path if workspace is not None else "upload form",
+            {"name": typed_name, **_form_metadata("w_upload")},
+        )
+    except InputError as exc:
+        st.session_state["upload_result"] = ("error", f"{exc}; refused", [])
+        return None
+    return mapping, metadata, typed_name
+
+
+def _save_upload(
+    workspace: Any,
+    name: str,
+    metadata: dict[str, Any],
+    pred: Any,
+    gold: Any,
+    mapping: Mapping | None,
+    source: Any,
+    counts: str,
+    warnings: list[str],
+) -> manifest_write.NotSavedError | None:
+    """Save a loaded upload into the workspace's manifest and set the form's result (saved, or the error
+    refusing it); the `NotSavedError` of a read-only root instead, the upload then kept for the session."""
+    try:
+        saved = manifest_write.save_upload(
+            workspace.path,
+            {**metadata, "name": name},
+            pred.name,
+            pred.getvalue(),
+            gold.name if gold is not None else None,
+            gold.getvalue() if gold is not None else None,
+            expected_digest=workspace.digest,
+            mapping=mapping,
+        )
+    except manifest_write.NotSavedError as exc:
+        return exc
+    except InputError as exc:
+        if source.upload is not None:
+            source.upload.release()
+        st.session_state["upload_result"] = ("error", str(exc), [])
+        return None
+    if source.upload is not None:  # the workspace loads it from its saved file from now on
+        source.upload.release()
+    data.forget_manifest()
+    listed = f"{workspace.path.name}{', with its mapping' if mapping is not None else ''}"
+    message = f"saved run {name!r} into the workspace ({', '.join(saved.files)}; {listed}): {counts}"
+    notes = [saved.merged] if saved.merged else []
+    st.session_state["upload_result"] = ("success", message, [*notes, *warnings])
+    st.session_state["runs"] = [*state.selected_runs(), name]
+    return None
 
 
 def _upload_box() -> None:

@@ -726,7 +726,28 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             continue
         caption = f"Per-slot F1 of run {run_id}{_top_note(fact.n_slots, 'slot', 'the lowest F1')}."
         plan.figures.append(FigureItem(f"slot-f1-{_slug(run_id)}", caption, fact.slot_figure))
+    _add_dataset_parts(plan, facts, board, colours, method=method)
+    for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
+        group = [r for r in group if not facts[r].unread]  # n/a under the scorer's name: nothing to compare
+        if len(group) >= 2:
+            _add_gold_group(plan, group, board, scoreds, n_resamples=n_resamples)
+    _add_compounding(plan, facts, scoreds, colours)
+    _add_crosslingual(plan, workspace, scoreds, facts)
+    plan.tables += [item for fact in facts.values() for item in fact.slices]
+    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
 
+    explained, naming = explain_tables(workspace, scoreds)
+    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
+    plan.warnings += naming
+    _add_fewjoint(plan, workspace, colours, n_resamples=n_resamples)
+    return plan
+
+
+def _add_dataset_parts(
+    plan: ReportPlan, facts: dict[str, _RunFacts], board: pd.DataFrame, colours: dict[str, str], *, method: str
+) -> None:
+    """Per dataset: the JGA per domain and by turn depth of its runs (two figures), then one per-domain
+    JGA table over every dataset."""
     by_dataset: dict[str, list[str]] = {}
     for run_id, fact in facts.items():
         by_dataset.setdefault(fact.meta.dataset or "(no dataset)", []).append(run_id)
@@ -773,61 +794,67 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
         )
     )
 
-    for group in gold_groups:  # paired comparison of the runs on the same gold (analysis.compare)
-        from analysis.compare import compare
 
-        group = [r for r in group if not facts[r].unread]  # n/a under the scorer's name: nothing to compare
-        if len(group) < 2:
-            continue
-        from analysis.export.tables import pairwise_delta_table
+def _add_gold_group(
+    plan: ReportPlan, group: list[str], board: pd.DataFrame, scoreds: Mapping[str, Scored], *, n_resamples: int
+) -> None:
+    """The runs on one gold: their pairwise deltas (`analysis.compare`), then, when a system has two seeds
+    or more among them, the systems compared over their seeds (`analysis.seed_compare`)."""
+    from analysis.compare import compare
+    from analysis.export.tables import pairwise_delta_table
 
-        compared = _pairwise_runs(group, board)
-        comparison = compare({r: scoreds[r] for r in compared}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
-        pairwise = pairwise_delta_table(comparison)
-        first = _slug(group[0])
-        chosen = (
-            f" Of the {len(group)} runs on this gold, the {len(compared)} best by JGA "
-            f"(the table holds at most {PAIRWISE_RUNS} runs' pairs)."
-            if len(compared) < len(group)
-            else ""
+    compared = _pairwise_runs(group, board)
+    comparison = compare({r: scoreds[r] for r in compared}, metrics=PAIRWISE_METRICS, n_resamples=n_resamples)
+    pairwise = pairwise_delta_table(comparison)
+    first = _slug(group[0])
+    chosen = (
+        f" Of the {len(group)} runs on this gold, the {len(compared)} best by JGA "
+        f"(the table holds at most {PAIRWISE_RUNS} runs' pairs)."
+        if len(compared) < len(group)
+        else ""
+    )
+    plan.tables.append(
+        TableItem(
+            f"pairwise-{first}",
+            f"Pairwise deltas b − a of the {len(compared)} runs on the same gold as {group[0]}: "
+            f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
+            f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}{chosen}",
+            pairwise,
+            {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
         )
+    )
+    from analysis.seeds import seed_groups
+
+    if not (seed_groups(board[board["run_id"].isin(group)]) != "").any():
+        return  # no system with two seeds or more on this gold (read off the board, no run read back)
+    if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
+        plan.notes.append(
+            f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
+            f"runs; it compares at most {SEED_RUNS} at once); `compare --system` compares chosen systems"
+        )
+        return
+    systems = views.seed_systems([scoreds[r] for r in group])
+    if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
+        from analysis.export.tables import seed_delta_table
+        from analysis.seed_compare import compare_seeds
+
+        over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
         plan.tables.append(
             TableItem(
-                f"pairwise-{first}",
-                f"Pairwise deltas b − a of the {len(compared)} runs on the same gold as {group[0]}: "
-                f"{LEVEL:.0%} paired cluster-bootstrap intervals over dialogues ({n_resamples} resamples), "
-                f"two-sided p, Holm-corrected p and * where significant. {pairwise.attrs['note']}{chosen}",
-                pairwise,
-                {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:pairwise-{first}"},
+                f"seeds-{first}",
+                f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
+                f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
+                f"significant. {over_seeds.attrs['note']}",
+                over_seeds,
+                {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
             )
         )
-        from analysis.seeds import seed_groups
 
-        if not (seed_groups(board[board["run_id"].isin(group)]) != "").any():
-            continue  # no system with two seeds or more on this gold (read off the board, no run read back)
-        if len(group) > SEED_RUNS:  # every run of the group held at once: bounded, and said
-            plan.notes.append(
-                f"systems over their seeds on the gold of {group[0]}: not compared in the report ({len(group)} "
-                f"runs; it compares at most {SEED_RUNS} at once); `compare --system` compares chosen systems"
-            )
-            continue
-        systems = views.seed_systems([scoreds[r] for r in group])
-        if len(systems) >= 2 and any(len(runs) >= 2 for runs in systems.values()):
-            from analysis.export.tables import seed_delta_table
-            from analysis.seed_compare import compare_seeds
 
-            over_seeds = seed_delta_table(compare_seeds(systems, metrics=PAIRWISE_METRICS, n_resamples=n_resamples))
-            plan.tables.append(
-                TableItem(
-                    f"seeds-{first}",
-                    f"Systems over their seeds, on the same gold as {group[0]}: b − a of the means over seeds, "
-                    f"{LEVEL:.0%} intervals ({n_resamples} resamples), two-sided p, Holm-corrected p and * where "
-                    f"significant. {over_seeds.attrs['note']}",
-                    over_seeds,
-                    {"intervals": {"Δ": ("Δ low", "Δ high")}, "best": (), "label": f"tab:seeds-{first}"},
-                )
-            )
-
+def _add_compounding(
+    plan: ReportPlan, facts: dict[str, _RunFacts], scoreds: Mapping[str, Scored], colours: dict[str, str]
+) -> None:
+    """A figure per run with predicted history whose gold-history twin is loaded: JGA vs GJGA by turn."""
     for predicted, gold in views.history_pairs([f.meta for f in facts.values()]):
         curve = views.compounding_curve(scoreds[predicted], scoreds[gold])
         attrs = curve.attrs
@@ -841,6 +868,11 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
             )
         )
 
+
+def _add_crosslingual(
+    plan: ReportPlan, workspace: Workspace, scoreds: Mapping[str, Scored], facts: dict[str, _RunFacts]
+) -> None:
+    """Two figures per cross-lingual pair of runs: the accuracy gap by slot and by domain."""
     metas = {r: f.meta for r, f in facts.items()}
     for a, b in crosslingual_pairs(workspace, scoreds, metas=metas, keys={r: f.keys for r, f in facts.items()}):
         from analysis.crosslingual import mapping_from_manifest
@@ -863,48 +895,45 @@ def plan_report(workspace: Workspace, *, convention: str | None = None, n_resamp
                 )
             )
 
-    plan.tables += [item for fact in facts.values() for item in fact.slices]
-    from analysis.export.explain import explain_tables  # vocabulary checks and published gaps
 
-    explained, naming = explain_tables(workspace, scoreds)
-    plan.tables += [TableItem(name, caption, frame, {"best": ()}) for name, caption, frame in explained]
-    plan.warnings += naming
+def _add_fewjoint(plan: ReportPlan, workspace: Workspace, colours: dict[str, str], *, n_resamples: int) -> None:
+    """Per FewJoint system of the workspace: its seeds figure, its per-domain figure and its seeds table; then
+    the systems that share a gold compared over seeds and sentences (`fewjoint_comparisons`)."""
+    if not workspace.fewjoint:
+        return
+    from analysis.fewjoint import figures as FF
+    from analysis.fewjoint.scoring import score_fewjoint
 
-    if workspace.fewjoint:
-        from analysis.fewjoint import figures as FF
-        from analysis.fewjoint.scoring import score_fewjoint
-
-        fewjoint_results = {}
-        for name, system in workspace.fewjoint.items():
-            result = fewjoint_results[name] = score_fewjoint(system)
-            slug = _slug(name)
-            plan.figures.append(
-                FigureItem(
-                    f"fewjoint-seeds-{slug}",
-                    f"FewJoint {name}: intent accuracy, slot F1 and sentence accuracy, mean ± sample std over "
-                    f"{len(result.seeds)} seeds (averaging: {result.averaging}); dots: single seeds.",
-                    fewjoint_seeds_figure(result, colour=colours[name]),
-                )
+    fewjoint_results = {}
+    for name, system in workspace.fewjoint.items():
+        result = fewjoint_results[name] = score_fewjoint(system)
+        slug = _slug(name)
+        plan.figures.append(
+            FigureItem(
+                f"fewjoint-seeds-{slug}",
+                f"FewJoint {name}: intent accuracy, slot F1 and sentence accuracy, mean ± sample std over "
+                f"{len(result.seeds)} seeds (averaging: {result.averaging}); dots: single seeds.",
+                fewjoint_seeds_figure(result, colour=colours[name]),
             )
-            breakdown = FF.breakdown_bar(result, by="domain")
-            breakdown.update_traces(marker_color=colours[name])
-            plan.figures.append(
-                FigureItem(
-                    f"fewjoint-domains-{slug}",
-                    f"FewJoint {name}: sentence accuracy per domain, mean ± std over seeds.",
-                    F.apply_style(breakdown, "paper"),
-                )
+        )
+        breakdown = FF.breakdown_bar(result, by="domain")
+        breakdown.update_traces(marker_color=colours[name])
+        plan.figures.append(
+            FigureItem(
+                f"fewjoint-domains-{slug}",
+                f"FewJoint {name}: sentence accuracy per domain, mean ± std over seeds.",
+                F.apply_style(breakdown, "paper"),
             )
-            plan.tables.append(
-                TableItem(
-                    f"fewjoint-seeds-{slug}",
-                    f"FewJoint {name}: mean, sample std (ddof=1) and every seed ({result.averaging} averaging).",
-                    fewjoint_seeds_table(result),
-                    {"best": (), "label": f"tab:fewjoint-{slug}"},
-                )
+        )
+        plan.tables.append(
+            TableItem(
+                f"fewjoint-seeds-{slug}",
+                f"FewJoint {name}: mean, sample std (ddof=1) and every seed ({result.averaging} averaging).",
+                fewjoint_seeds_table(result),
+                {"best": (), "label": f"tab:fewjoint-{slug}"},
             )
-        plan.tables += fewjoint_comparisons(fewjoint_results, n_resamples=n_resamples)
-    return plan
+        )
+    plan.tables += fewjoint_comparisons(fewjoint_results, n_resamples=n_resamples)
 
 
 def fewjoint_comparisons(results: Mapping[str, Any], *, n_resamples: int) -> list[TableItem]:
@@ -1026,27 +1055,10 @@ def _pdflatex_chars(text: str) -> str:
     return "\n".join(lines)
 
 
-def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
-    r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
-    table snippet (`\input`), in ACL's two-column geometry and 11 pt type (7.7 cm columns: a single-column
-    figure prints at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese,
-    Japanese and Korean (a font switch by XeTeX's inter-character tokens); pdflatex in Latin Modern, CJK text
-    (`\dstcjk`) in CJKutf8's Arphic gbsn when installed, and characters its fonts lack as [U+XXXX] (`body`:
-    every snippet's text, for the characters to declare). A character no font has stops XeLaTeX with an error
-    (\tracinglostchars=3) rather than vanish. Each table snippet chose its own float (`table` or `table*`)
-    and type size to fit its column (`analysis.export.tables.fit_layout`): nothing is shrunk here."""
-    esc = E.tables.latex_escape
-    items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
-    notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
-    text = body + items + notes + plan.title
-    cjk_text = "".join(ch for ch in text if is_cjk(ch))
-    other_text = "".join(ch for ch in text if not is_cjk(ch))
-    lines = [
-        "% The report as one document, written by `python -m analysis report`.",
-        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese with CJKutf8).",
-        "\\documentclass[11pt,twocolumn]{article}",
-        "% ACL's geometry (acl.sty): A4, 2.5 cm margins, 0.6 cm between the columns.",
-        "\\usepackage[a4paper,margin=2.5cm,columnsep=0.6cm]{geometry}",
+def _font_lines(cjk_text: str, other_text: str) -> list[str]:
+    r"""main.tex's font setup: Liberation and Noto CJK under XeLaTeX; Latin Modern, CJKutf8 when installed
+    and `\DeclareUnicodeCharacter` for the rest (`_pdflatex_chars`) under pdflatex."""
+    return [
         "\\usepackage{iftex}",
         "\\ifXeTeX",
         "  \\usepackage{fontspec}",
@@ -1086,6 +1098,31 @@ def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Se
         "  \\fi",
         _pdflatex_chars(other_text),
         "\\fi",
+    ]
+
+
+def main_tex(plan: ReportPlan, settings: str, figures: Sequence[str], tables: Sequence[str], *, body: str) -> str:
+    r"""The whole report as one LaTeX document: the title, the comparability notes and every figure and
+    table snippet (`\input`), in ACL's two-column geometry and 11 pt type (7.7 cm columns: a single-column
+    figure prints at its own size). XeLaTeX sets it in Liberation Serif with Noto Serif CJK SC for Chinese,
+    Japanese and Korean (a font switch by XeTeX's inter-character tokens); pdflatex in Latin Modern, CJK text
+    (`\dstcjk`) in CJKutf8's Arphic gbsn when installed, and characters its fonts lack as [U+XXXX] (`body`:
+    every snippet's text, for the characters to declare). A character no font has stops XeLaTeX with an error
+    (\tracinglostchars=3) rather than vanish. Each table snippet chose its own float (`table` or `table*`)
+    and type size to fit its column (`analysis.export.tables.fit_layout`): nothing is shrunk here."""
+    esc = E.tables.latex_escape
+    items = "".join(f"\\item {esc(w)}\n" for w in plan.warnings)
+    notes = "".join(f"\\item {esc(n)}\n" for n in plan.notes)
+    text = body + items + notes + plan.title
+    cjk_text = "".join(ch for ch in text if is_cjk(ch))
+    other_text = "".join(ch for ch in text if not is_cjk(ch))
+    lines = [
+        "% The report as one document, written by `python -m analysis report`.",
+        "% Compile: latexmk -xelatex main.tex (Chinese in Noto CJK), or latexmk -pdf main.tex (Chinese with CJKutf8).",
+        "\\documentclass[11pt,twocolumn]{article}",
+        "% ACL's geometry (acl.sty): A4, 2.5 cm margins, 0.6 cm between the columns.",
+        "\\usepackage[a4paper,margin=2.5cm,columnsep=0.6cm]{geometry}",
+        *_font_lines(cjk_text, other_text),
         CHAR_PREAMBLE,
         "\\usepackage{graphicx}",
         "\\usepackage{booktabs}",
@@ -1287,25 +1324,14 @@ def write_report(
     (`leaderboard_columns` names them; default all, in as many parts as the page needs). `grayscale`: every
     trace also gets the marker or bar pattern of its colour (`palette.grayscale_safe`), for print in grey."""
     columns = check_columns(columns)
-    if intervals not in E.tables.INTERVAL_FORMS:
-        raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
-    for fmt in formats:
-        if fmt not in E.FIGURE_FORMATS:
-            raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
+    _check_write_options(formats, intervals)
     E.preset(style, width)
     out = Path(out_dir)
     try:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise InputError(str(out), "report", f"cannot create the output folder: {exc}") from None
-    figures = [
-        FigureItem(n, f.caption, f.figure)
-        for n, f in zip(_unique([f.name for f in plan.figures]), plan.figures, strict=True)
-    ]
-    tables = [
-        TableItem(n, t.caption, t.frame, t.options)
-        for n, t in zip(_unique([t.name for t in plan.tables]), plan.tables, strict=True)
-    ]
+    figures, tables = _uniquely_named(plan)
     # main.tex includes each figure's PDF (PNG when no PDF is written; none with SVG alone)
     graphic = next((fmt for fmt in ("pdf", "png") if fmt in formats), None)
     n_snippets = len(figures) if graphic else 0
@@ -1324,33 +1350,10 @@ def write_report(
         paint = grayscale_safe if grayscale else None  # on a copy: the plan keeps its figures
         stems = [(paint(go.Figure(i.figure)) if paint else i.figure, out / i.name) for i in figures]
         E.write_figures(stems, formats=formats, style=style, width=width, progress=done)
-        snippets = []
-        for item in figures:
-            files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
-            if graphic:
-                snippet = figure_snippet(item.name, item.caption, f"{item.name}.{graphic}", wide=width == "double")
-                _write(out / f"fig-{item.name}.tex", snippet.encode("utf-8"))
-                files.append(out / f"fig-{item.name}.tex")
-                snippets.append(snippet)
-                done(files[-1])
-            written.append(Written(item.name, "figure", item.caption, files))
+        snippets = _write_figure_snippets(out, figures, formats, graphic, width=width, written=written, done=done)
         if not graphic and figures:
             notes.append("main.tex holds no figure: it includes PDF or PNG files and only SVG was written.")
-        table_text = []
-        for table in tables:
-            files = []
-            for fmt in E.TABLE_FORMATS:
-                path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
-                options = {"interval_form": intervals, **table.options}
-                if columns is not None and table.name == "leaderboard":
-                    options["columns"] = columns
-                data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
-                _write(path, data)
-                if fmt == "latex":
-                    table_text.append(data.decode("utf-8"))
-                files.append(path)
-                done(path)
-            written.append(Written(table.name, "table", table.caption, files))
+        table_text = _write_tables(out, tables, intervals=intervals, columns=columns, written=written, done=done)
         settings = f"Style {style}, {width}-column width ({E.preset(style, width).width_in} in), PNG at {E.DPI} dpi."
         shown = ReportPlan(plan.title, notes=notes, warnings=plan.warnings)
         main = main_tex(
@@ -1362,18 +1365,7 @@ def write_report(
         )
         _write(out / MAIN_TEX, main.encode("utf-8"))
         done(out / MAIN_TEX)
-        document = Written("main", "document", "The whole report as one LaTeX document.", [out / MAIN_TEX])
-        if pdf:
-            try:
-                compiled = compile_main(out)
-                document.files.append(compiled.pdf)
-                document.caption = f"The whole report as one LaTeX document and its PDF ({compiled.engine})."
-            except CompileError as exc:
-                failure = exc
-                notes.append(f"main.pdf not written: {exc}")
-                if (out / MAIN_LOG).exists():
-                    document.files.append(out / MAIN_LOG)
-            done(out / MAIN_PDF)
+        document, failure = _main_document(out, pdf=pdf, notes=notes, done=done)
         written.append(document)
         shown.notes = notes
         for name, text in (("index.md", _index_md(shown, written, settings)), ("index.html", None)):
@@ -1385,6 +1377,101 @@ def write_report(
     if failure is not None:
         raise failure
     return written
+
+
+def _check_write_options(formats: Sequence[str], intervals: str) -> None:
+    if intervals not in E.tables.INTERVAL_FORMS:
+        raise ValueError(f"intervals has to be one of {', '.join(E.tables.INTERVAL_FORMS)}, got {intervals!r}")
+    for fmt in formats:
+        if fmt not in E.FIGURE_FORMATS:
+            raise ValueError(f"formats have to be among {', '.join(E.FIGURE_FORMATS)}, got {fmt!r}")
+
+
+def _uniquely_named(plan: ReportPlan) -> tuple[list[FigureItem], list[TableItem]]:
+    """The plan's figures and tables, their names made unique (`_unique`) so that no file overwrites another."""
+    figures = [
+        FigureItem(n, f.caption, f.figure)
+        for n, f in zip(_unique([f.name for f in plan.figures]), plan.figures, strict=True)
+    ]
+    tables = [
+        TableItem(n, t.caption, t.frame, t.options)
+        for n, t in zip(_unique([t.name for t in plan.tables]), plan.tables, strict=True)
+    ]
+    return figures, tables
+
+
+def _write_figure_snippets(
+    out: Path,
+    figures: Sequence[FigureItem],
+    formats: Sequence[str],
+    graphic: str | None,
+    *,
+    width: str,
+    written: list[Written],
+    done: Callable[[Path], None],
+) -> list[str]:
+    """Each figure's LaTeX snippet (`fig-<name>.tex`, when a PDF or PNG is written for it to include) and its
+    entry in `written`; returns the snippets' text."""
+    snippets = []
+    for item in figures:
+        files = [out / f"{item.name}.{E.EXTENSIONS[fmt]}" for fmt in formats]
+        if graphic:
+            snippet = figure_snippet(item.name, item.caption, f"{item.name}.{graphic}", wide=width == "double")
+            _write(out / f"fig-{item.name}.tex", snippet.encode("utf-8"))
+            files.append(out / f"fig-{item.name}.tex")
+            snippets.append(snippet)
+            done(files[-1])
+        written.append(Written(item.name, "figure", item.caption, files))
+    return snippets
+
+
+def _write_tables(
+    out: Path,
+    tables: Sequence[TableItem],
+    *,
+    intervals: str,
+    columns: Sequence[str] | None,
+    written: list[Written],
+    done: Callable[[Path], None],
+) -> list[str]:
+    """Each table in every `E.TABLE_FORMATS` and its entry in `written`; returns the LaTeX tables' text."""
+    table_text = []
+    for table in tables:
+        files = []
+        for fmt in E.TABLE_FORMATS:
+            path = out / f"{table.name}.{E.EXTENSIONS[fmt]}"
+            options = {"interval_form": intervals, **table.options}
+            if columns is not None and table.name == "leaderboard":
+                options["columns"] = columns
+            data = E.table_bytes(table.frame, fmt, caption=table.caption, **options)
+            _write(path, data)
+            if fmt == "latex":
+                table_text.append(data.decode("utf-8"))
+            files.append(path)
+            done(path)
+        written.append(Written(table.name, "table", table.caption, files))
+    return table_text
+
+
+def _main_document(
+    out: Path, *, pdf: bool, notes: list[str], done: Callable[[Path], None]
+) -> tuple[Written, CompileError | None]:
+    """The written main.tex as the "document" item, with its PDF when `pdf` asks and it compiles; a failed
+    compile is noted in `notes` and returned, to be raised once every other file is written."""
+    failure: CompileError | None = None
+    document = Written("main", "document", "The whole report as one LaTeX document.", [out / MAIN_TEX])
+    if pdf:
+        try:
+            compiled = compile_main(out)
+            document.files.append(compiled.pdf)
+            document.caption = f"The whole report as one LaTeX document and its PDF ({compiled.engine})."
+        except CompileError as exc:
+            failure = exc
+            notes.append(f"main.pdf not written: {exc}")
+            if (out / MAIN_LOG).exists():
+                document.files.append(out / MAIN_LOG)
+        done(out / MAIN_PDF)
+    return document, failure
 
 
 def _write(path: Path, data: bytes) -> None:

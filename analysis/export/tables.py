@@ -709,17 +709,15 @@ def _marks(rows: pd.DataFrame) -> np.ndarray:
     return np.where(rows["significant"], "*", np.where(rows["tested"].astype(bool), "n.s.", "not tested"))
 
 
-def seed_delta_table(result: Any) -> pd.DataFrame:
-    """The report's table of systems compared over their seeds (`analysis.seed_compare.SeedComparison`): one
-    row per pair of systems and metric (overall), b − a of the seed means with the hierarchical bootstrap's
-    interval, p, Holm p, support and mark; `attrs["note"]` says how (for the caption)."""
-    from analysis.seed_compare import METHOD
-
-    overall = result.deltas[result.deltas["scope"] == "overall"]
-    table = pd.DataFrame(
+def _delta_table(
+    overall: pd.DataFrame, leading: dict[str, Any], trailing: dict[str, Any] | None = None
+) -> pd.DataFrame:
+    """A table of deltas b − a, one row per pair and metric of `overall` (a comparison's overall rows): the
+    `leading` columns naming the pair, the metric, both estimates, the delta and its interval, p, Holm p,
+    support and mark (`_differ`, `_marks`), then the `trailing` columns."""
+    return pd.DataFrame(
         {
-            "systems (b − a)": overall["b"] + " − " + overall["a"],
-            "seeds (a, b)": overall["n_seeds_a"].astype(str) + ", " + overall["n_seeds_b"].astype(str),
+            **leading,
             "metric": overall["label"],
             "a": overall["estimate_a"].astype(float),
             "b": overall["estimate_b"].astype(float),
@@ -730,8 +728,25 @@ def seed_delta_table(result: Any) -> pd.DataFrame:
             "Holm p": overall["p_holm_text"].str.replace(r"^Holm p ", "", regex=True),
             "dialogues differ": _differ(overall),
             "sig.": _marks(overall),
+            **(trailing or {}),
         }
     ).reset_index(drop=True)
+
+
+def seed_delta_table(result: Any) -> pd.DataFrame:
+    """The report's table of systems compared over their seeds (`analysis.seed_compare.SeedComparison`): one
+    row per pair of systems and metric (overall), b − a of the seed means with the hierarchical bootstrap's
+    interval, p, Holm p, support and mark; `attrs["note"]` says how (for the caption)."""
+    from analysis.seed_compare import METHOD
+
+    overall = result.deltas[result.deltas["scope"] == "overall"]
+    table = _delta_table(
+        overall,
+        {
+            "systems (b − a)": overall["b"] + " − " + overall["a"],
+            "seeds (a, b)": overall["n_seeds_a"].astype(str) + ", " + overall["n_seeds_b"].astype(str),
+        },
+    )
     table.attrs["note"] = (
         f"{METHOD}; Holm-corrected over the pairs of each metric; a system of one seed is resampled over dialogues only."
     )
@@ -758,23 +773,14 @@ def pairwise_delta_table(result: Any, *, metrics: Sequence[str] | None = None) -
         mark = "*" if m["significant"] else "n.s."
         return f"only b {int(m['b01'])} / only a {int(m['b10'])} turns, Holm p = {m['p_holm']:.3g} {mark}"
 
-    table = pd.DataFrame(
+    table = _delta_table(
+        overall,
+        {"pair (b − a)": overall["b"] + " − " + overall["a"]},
         {
-            "pair (b − a)": overall["b"] + " − " + overall["a"],
-            "metric": overall["label"],
-            "a": overall["estimate_a"].astype(float),
-            "b": overall["estimate_b"].astype(float),
-            "Δ": overall["delta"].astype(float),
-            "Δ low": overall["low"].astype(float),
-            "Δ high": overall["high"].astype(float),
-            "p": overall["p_text"].str.replace(r"^p ", "", regex=True),
-            "Holm p": overall["p_holm_text"].str.replace(r"^Holm p ", "", regex=True),
-            "dialogues differ": _differ(overall),
-            "sig.": _marks(overall),
             "McNemar (turn JGA)": [
                 mcnemar_text(a, b, m) for a, b, m in zip(overall["a"], overall["b"], overall["metric"], strict=True)
-            ],
-        }
-    ).reset_index(drop=True)
+            ]
+        },
+    )
     table.attrs["note"] = result.holm_note
     return table

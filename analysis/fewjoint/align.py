@@ -107,6 +107,40 @@ def _refuse_support(gold: FewJointGold, merged: pd.DataFrame, path: str, fmt: st
 def _align_seed(
     gold: FewJointGold, preds: pd.DataFrame, seed: str, path: str, fmt: str
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
+    merged = _merged_queries(gold, preds)
+    _refuse_support(gold, merged, path, fmt)
+    both = (merged["_merge"] == "both").to_numpy()
+    missing = (merged["_merge"] == "left_only").to_numpy()
+    extra = (merged["_merge"] == "right_only").to_numpy()
+    n_gold_tokens = np.array([len(t) if isinstance(t, list) else -1 for t in merged["gold_tokens"]])
+    n_pred_tags = np.array([len(t) if isinstance(t, list) else -1 for t in merged["pred_tags"]])
+    count_bad = both & (n_gold_tokens != n_pred_tags)
+    text_bad = merged["_text_differs"].to_numpy(dtype=bool) & ~count_bad
+    alignment = _alignment_problems(
+        merged,
+        (n_gold_tokens, n_pred_tags),
+        both=both,
+        missing=missing,
+        extra=extra,
+        count_bad=count_bad,
+        text_bad=text_bad,
+    )
+    alignment.insert(0, "seed", seed)
+
+    status = np.full(len(merged), "ok", dtype=object)
+    status[text_bad] = "token_text"
+    status[count_bad] = "token_count"
+    status[missing] = "missing"
+    merged["alignment_status"] = status
+    aligned = merged.loc[~extra, [*KEY, "pred_intent", "pred_tags", "alignment_status"]].copy()
+    aligned.insert(0, "seed", seed)
+    return aligned, alignment
+
+
+def _merged_queries(gold: FewJointGold, preds: pd.DataFrame) -> pd.DataFrame:
+    """The episode gold's queries and the predictions side by side (an outer merge on `KEY`, `_merge` says
+    which side has the row), in the gold's order then the extras in the file's, with `_text_differs`: the
+    prediction's tokens are not the gold's."""
     gq = gold.queries.rename(columns={"tokens": "gold_tokens", "tags": "gold_tags", "intent": "gold_intent"})
     gq = gq.assign(_gold_order=np.arange(len(gq)))
     preds = preds.assign(_file_order=np.arange(len(preds)))
@@ -123,8 +157,22 @@ def _align_seed(
         for a, b in zip(merged["gold_tokens"].to_numpy()[idx], merged["pred_tokens"].to_numpy()[idx], strict=True)
     ]
     merged["_text_differs"] = text_differs
-    _refuse_support(gold, merged, path, fmt)
+    return merged
 
+
+def _alignment_problems(
+    merged: pd.DataFrame,
+    counts: tuple[np.ndarray, np.ndarray],
+    *,
+    both: np.ndarray,
+    missing: np.ndarray,
+    extra: np.ndarray,
+    count_bad: np.ndarray,
+    text_bad: np.ndarray,
+) -> pd.DataFrame:
+    """One row per problem of the alignment (`KEY`, `kind`, `detail`): missing and extra queries, token
+    counts (`counts`: gold tokens, predicted tags) and texts that differ, and where the file carries gold
+    columns, those that differ from the episode gold."""
     problems: list[pd.DataFrame] = []
 
     def report(mask: np.ndarray, kind: str, details: Iterable[str]) -> None:
@@ -133,13 +181,9 @@ def _align_seed(
         sub["detail"] = list(details)
         problems.append(sub)
 
-    missing = (merged["_merge"] == "left_only").to_numpy()
-    extra = (merged["_merge"] == "right_only").to_numpy()
+    n_gold_tokens, n_pred_tags = counts  # per row, -1 where the side has none
     report(missing, "missing", ["no prediction for this query"] * int(missing.sum()))
     report(extra, "extra", ["no gold query at this location"] * int(extra.sum()))
-    n_gold_tokens = np.array([len(t) if isinstance(t, list) else -1 for t in merged["gold_tokens"]])
-    n_pred_tags = np.array([len(t) if isinstance(t, list) else -1 for t in merged["pred_tags"]])
-    count_bad = both & (n_gold_tokens != n_pred_tags)
     report(
         count_bad,
         "token_count",
@@ -148,7 +192,6 @@ def _align_seed(
             for g, p in zip(n_gold_tokens[count_bad], n_pred_tags[count_bad], strict=True)
         ],
     )
-    text_bad = text_differs & ~count_bad
     report(text_bad, "token_text", ["prediction tokens differ from gold tokens"] * int(text_bad.sum()))
     if merged["file_gold_tags"].notna().any():
         gtag_bad = np.zeros(len(merged), dtype=bool)
@@ -177,17 +220,7 @@ def _align_seed(
                 )
             ],
         )
-    alignment = pd.concat(problems, ignore_index=True)
-    alignment.insert(0, "seed", seed)
-
-    status = np.full(len(merged), "ok", dtype=object)
-    status[text_bad] = "token_text"
-    status[count_bad] = "token_count"
-    status[missing] = "missing"
-    merged["alignment_status"] = status
-    aligned = merged.loc[~extra, [*KEY, "pred_intent", "pred_tags", "alignment_status"]].copy()
-    aligned.insert(0, "seed", seed)
-    return aligned, alignment
+    return pd.concat(problems, ignore_index=True)
 
 
 def load_fewjoint_system(

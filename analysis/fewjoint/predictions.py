@@ -145,75 +145,20 @@ def _read_conlleval(path: Path) -> pd.DataFrame:
     spath, fmt = str(path), "conlleval"
     rows: list[dict[str, Any]] = []
     block: dict[str, Any] | None = None
-
-    def close(line_no: int) -> None:
-        nonlocal block
-        if block is None:
-            return
-        where = _where(block["domain"], block["episode"]) if "domain" in block else None
-        if "domain" not in block:
-            raise InputError(
-                spath,
-                fmt,
-                f"block ending at line {line_no} has no '# query: <domain> <episode> <index>' line",
-            )
-        if "pred_intent" not in block:
-            raise InputError(
-                spath,
-                fmt,
-                "block has no '# intent: <gold> <pred>' line",
-                dialogue_id=where,
-                turn=block["query_index"],
-            )
-        tags = _check_tags(block["pred_tags"], spath, fmt, where or "", block["query_index"], "pred tag")
-        _check_tags(block["file_gold_tags"], spath, fmt, where or "", block["query_index"], "gold tag")
-        block["pred_tags"] = tags
-        rows.append(block)
-        block = None
-
     lines = _text(path, "conlleval").splitlines()
     for line_no, line in enumerate(lines, start=1):
         fields = line.split()
         if not fields:
-            close(line_no)
+            if block is not None:
+                rows.append(_closed_block(block, line_no, spath, fmt))
+                block = None
             continue
         if fields[0] == "-DOCSTART-":
             continue
         if block is None:
             block = {"pred_tokens": [], "file_gold_tags": [], "pred_tags": []}
         if fields[0] == "#" and len(fields) >= 2 and fields[1] in ("query:", "intent:", "support:"):
-            marker, values = fields[1], fields[2:]
-            if marker == "support:":
-                raise InputError(
-                    spath,
-                    fmt,
-                    f"line {line_no} marks a support utterance; FewJoint scores query utterances only",
-                    dialogue_id="/".join(values[:2]) or None,
-                    turn=values[2] if len(values) > 2 else None,
-                )
-            if marker == "query:":
-                if len(values) != 3:
-                    raise InputError(
-                        spath, fmt, f"line {line_no}: expected '# query: <domain> <episode> <query_index>'"
-                    )
-                if not (values[1].isdigit() and values[2].isdigit()):
-                    raise InputError(
-                        spath,
-                        fmt,
-                        f"line {line_no}: episode and query_index must be non-negative integers",
-                        dialogue_id=values[0],
-                    )
-                if "domain" in block:
-                    raise InputError(
-                        spath, fmt, f"line {line_no}: second '# query:' line without a blank line before it"
-                    )
-                block.update(domain=values[0], episode=int(values[1]), query_index=int(values[2]))
-            else:
-                if len(values) != 2:
-                    raise InputError(
-                        spath, fmt, f"line {line_no}: expected '# intent: <gold intent> <predicted intent>'"
-                    )
-                block.update(file_gold_intent=values[0], pred_intent=values[1])
+            _read_marker(block, fields[1], fields[2:], line_no, spath, fmt)
             continue
         if len(fields) != 3:
             raise InputError(
@@ -226,8 +171,62 @@ def _read_conlleval(path: Path) -> pd.DataFrame:
         block["pred_tokens"].append(fields[0])
         block["file_gold_tags"].append(fields[1])
         block["pred_tags"].append(fields[2])
-    close(len(lines) + 1)
+    if block is not None:
+        rows.append(_closed_block(block, len(lines) + 1, spath, fmt))
     return _prediction_frame(rows)
+
+
+def _read_marker(block: dict[str, Any], marker: str, values: list[str], line_no: int, spath: str, fmt: str) -> None:
+    """A conlleval block's `# query:` or `# intent:` line into `block`; a `# support:` line is refused."""
+    if marker == "support:":
+        raise InputError(
+            spath,
+            fmt,
+            f"line {line_no} marks a support utterance; FewJoint scores query utterances only",
+            dialogue_id="/".join(values[:2]) or None,
+            turn=values[2] if len(values) > 2 else None,
+        )
+    if marker == "query:":
+        if len(values) != 3:
+            raise InputError(spath, fmt, f"line {line_no}: expected '# query: <domain> <episode> <query_index>'")
+        if not (values[1].isdigit() and values[2].isdigit()):
+            raise InputError(
+                spath,
+                fmt,
+                f"line {line_no}: episode and query_index must be non-negative integers",
+                dialogue_id=values[0],
+            )
+        if "domain" in block:
+            raise InputError(spath, fmt, f"line {line_no}: second '# query:' line without a blank line before it")
+        block.update(domain=values[0], episode=int(values[1]), query_index=int(values[2]))
+    else:
+        if len(values) != 2:
+            raise InputError(spath, fmt, f"line {line_no}: expected '# intent: <gold intent> <predicted intent>'")
+        block.update(file_gold_intent=values[0], pred_intent=values[1])
+
+
+def _closed_block(block: dict[str, Any], line_no: int, spath: str, fmt: str) -> dict[str, Any]:
+    """A finished conlleval block as a prediction row: it must have named its query and intents; its tags
+    are checked (`_check_tags`)."""
+    where = _where(block["domain"], block["episode"]) if "domain" in block else None
+    if "domain" not in block:
+        raise InputError(
+            spath,
+            fmt,
+            f"block ending at line {line_no} has no '# query: <domain> <episode> <index>' line",
+        )
+    if "pred_intent" not in block:
+        raise InputError(
+            spath,
+            fmt,
+            "block has no '# intent: <gold> <pred>' line",
+            dialogue_id=where,
+            turn=block["query_index"],
+        )
+    tags = _check_tags(block["pred_tags"], spath, fmt, where or "", block["query_index"], "pred tag")
+    _check_tags(block["file_gold_tags"], spath, fmt, where or "", block["query_index"], "gold tag")
+    block["pred_tags"] = tags
+    return block
 
 
 def _prediction_frame(rows: list[dict[str, Any]]) -> pd.DataFrame:

@@ -404,17 +404,7 @@ def _span_state(state: Any, field: str) -> Iterator[Triple]:
 def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: bool = False) -> None:
     """Walk `records` as `mapping` declares into `c` (module docstring)."""
     m = mapping
-    problems = m.problems()
-    if problems:
-        raise c.error("unusable mapping: " + "; ".join(problems))
-    try:
-        container = _getter(m.records)(records) if m.records else records
-    except _Missing as missing:
-        raise c.error(f"records path {m.records!r} is not in the file (no {missing.step!r})") from None
-    if type(container) not in (dict, list):
-        raise c.error(
-            f"the records ({m.records or 'the top level'}) must be a list or an object, got {json_type_name(container)}"
-        )
+    container = _records_of(records, c, m)
     rules = Linearised(
         frozenset(m.domains),
         frozenset(tuple(s.split()) for s in m.multiword_slots),
@@ -429,14 +419,7 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
     if m.pred_changes:
         c.keep_empty_pred = True  # an update to "" removes the slot: kept until the accumulation reads it
         c.accumulate_pred = True
-    gold_get = _getter(m.gold) if m.gold else None
-    pred_get = _getter(m.pred) if m.pred else None
-    user_get = _getter(m.user) if m.user else None
-    pattern = re.compile(m.id_pattern) if m.id else None
-    id_get = _getter(m.id) if m.id and m.id != KEY else None
-    dialogue_get = _getter(m.dialogue) if m.dialogue and m.dialogue != KEY else None
-    turn_get = _getter(m.turn) if m.turn and m.turn not in (KEY, INDEX) else None
-    turns_get = _getter(m.turns) if m.turns and m.turns != SELF else None
+    get = _Getters.of(m)
     seen: dict[tuple[str, int], Any] = {}
     duplicates = 0
     pred_missing: list[bool] = []
@@ -446,62 +429,8 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
         records_left = []  # read whole by columns: nothing left for the walk
     for record_key, record in _items(records_left):
         number += 1
-        where = f"record {number}"
-        if m.turns:
-            _here(c, str(record_key) if type(container) is dict else f"<{where}>")
-            dialogue_raw = record_key if m.dialogue == KEY else _field(c, dialogue_get, record, m.dialogue, where)
-            outer = _dialogue_id(c, dialogue_raw, where)
-            c.at(outer)  # a dialogue record: listed even when it has no turn
-            if m.turns == SELF:
-                turns = record
-            else:
-                assert turns_get is not None
-                turns = _field(c, turns_get, record, m.turns, where)
-            if type(turns) not in (dict, list):
-                raise c.error(
-                    f"{where}: the turns ({m.turns}) must be a list or an object, got {json_type_name(turns)}"
-                )
-            items: list[tuple[str | None, Any, Any, str]] = [
-                (outer, turn_key, turn, f"{where}, turn {position + 1}")
-                for position, (turn_key, turn) in enumerate(_items(turns))
-            ]
-        else:
-            items = [(None, record_key, record, where)]
-        for known, turn_key, turn, at in items:
-            if type(turn) is not dict:
-                _here(c, known if known is not None else f"<{at}>")
-                raise c.error(f"{at} must be an object, got {json_type_name(turn)}")
-            if pattern is not None:
-                _here(c, f"<{at}>")
-                raw_id = turn_key if m.id == KEY else _field(c, id_get, turn, m.id, at)
-                match = pattern.match(raw_id) if type(raw_id) is str else None
-                if match is None:
-                    _here(c, str(raw_id))
-                    raise c.error(f"{at}: id {raw_id!r} does not match id_pattern {m.id_pattern!r}", m.id)
-                dialogue_id = _dialogue_id(c, match.group("dialogue"), at)
-                raw_turn: Any = match.group("turn")
-            else:
-                if known is None:
-                    _here(c, f"<{at}>")
-                    raw = turn_key if m.dialogue == KEY else _field(c, dialogue_get, turn, m.dialogue, at)
-                    dialogue_id = _dialogue_id(c, raw, at)
-                else:
-                    dialogue_id = known
-                _here(c, dialogue_id)
-                if m.turn == INDEX:
-                    raw_turn = turn_key if type(turn_key) is int else None
-                    if raw_turn is None:
-                        raise c.error(f"{at}: turn = @index needs the turns as a list")
-                elif m.turn == KEY:
-                    raw_turn = turn_key
-                else:
-                    raw_turn = _field(c, turn_get, turn, m.turn, at)
-            _here(c, dialogue_id, raw_turn)
-            t = c.turn_index(raw_turn, m.id or m.turn)
-            if m.turn_base:
-                if t < m.turn_base:
-                    raise c.error(f"{at}: turn {t} is below turn_base {m.turn_base}", m.id or m.turn)
-                t -= m.turn_base
+        for known, turn_key, turn, at in _record_turns(c, m, get, container, record_key, record, f"record {number}"):
+            dialogue_id, t = _turn_place(c, m, get, known, turn_key, turn, at)
             key = (dialogue_id, t)
             if key in seen:
                 if seen[key] == turn:
@@ -512,24 +441,152 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
                 )
             seen[key] = turn
             attrs: dict[str, Any] = {}
-            if user_get is not None:
+            if get.user is not None:
                 with contextlib.suppress(_Missing):  # an utterance is optional
-                    attrs["user"] = user_get(turn)
-            missing_pred = False
-            values: dict[str, Any] = {}
-            for side, get, name in (("gold", gold_get, m.gold), ("pred", pred_get, m.pred)):
-                if get is None:
-                    continue
-                try:
-                    values[side] = get(turn)
-                except _Missing:
-                    raise c.error(f"{at} lacks the {side} field {name!r}", name) from None
-            if "pred" in values and values["pred"] is None and "gold" in values:
-                missing_pred = True
+                    attrs["user"] = get.user(turn)
+            values = _state_values(c, m, get, turn, at)
             c.add_turn(dialogue_id, t, **attrs)
-            pred_missing.append(missing_pred)
+            pred_missing.append("pred" in values and values["pred"] is None and "gold" in values)
             for side, value in values.items():
                 state_readers[side](c, dialogue_id, t, value)
+    _closing_notes(c, m, tally, ignored[0], undomained[0], duplicates, pred_missing, gold_chosen=gold_chosen)
+
+
+@dataclass(frozen=True)
+class _Getters:
+    """A mapping's field paths read into functions once (`_getter`): None where the mapping has no such
+    field or reads it from a record's key or position (`@key`, `@index`, `@self`)."""
+
+    gold: Callable[[Any], Any] | None
+    pred: Callable[[Any], Any] | None
+    user: Callable[[Any], Any] | None
+    id: Callable[[Any], Any] | None
+    dialogue: Callable[[Any], Any] | None
+    turn: Callable[[Any], Any] | None
+    turns: Callable[[Any], Any] | None
+    pattern: re.Pattern[str] | None
+
+    @classmethod
+    def of(cls, m: Mapping) -> _Getters:
+        return cls(
+            gold=_getter(m.gold) if m.gold else None,
+            pred=_getter(m.pred) if m.pred else None,
+            user=_getter(m.user) if m.user else None,
+            id=_getter(m.id) if m.id and m.id != KEY else None,
+            dialogue=_getter(m.dialogue) if m.dialogue and m.dialogue != KEY else None,
+            turn=_getter(m.turn) if m.turn and m.turn not in (KEY, INDEX) else None,
+            turns=_getter(m.turns) if m.turns and m.turns != SELF else None,
+            pattern=re.compile(m.id_pattern) if m.id else None,
+        )
+
+
+def _records_of(records: Any, c: Collector, m: Mapping) -> Any:
+    """The list or object of records the mapping walks (`records` path), or the error saying why not."""
+    problems = m.problems()
+    if problems:
+        raise c.error("unusable mapping: " + "; ".join(problems))
+    try:
+        container = _getter(m.records)(records) if m.records else records
+    except _Missing as missing:
+        raise c.error(f"records path {m.records!r} is not in the file (no {missing.step!r})") from None
+    if type(container) not in (dict, list):
+        raise c.error(
+            f"the records ({m.records or 'the top level'}) must be a list or an object, got {json_type_name(container)}"
+        )
+    return container
+
+
+def _record_turns(
+    c: Collector, m: Mapping, get: _Getters, container: Any, record_key: Any, record: Any, where: str
+) -> list[tuple[str | None, Any, Any, str]]:
+    """One record's turns as (its dialogue id when the record is a dialogue, turn key, turn, place for
+    messages): a dialogue record's turns (`turns`), else the record itself as one turn."""
+    if not m.turns:
+        return [(None, record_key, record, where)]
+    _here(c, str(record_key) if type(container) is dict else f"<{where}>")
+    dialogue_raw = record_key if m.dialogue == KEY else _field(c, get.dialogue, record, m.dialogue, where)
+    outer = _dialogue_id(c, dialogue_raw, where)
+    c.at(outer)  # a dialogue record: listed even when it has no turn
+    if m.turns == SELF:
+        turns = record
+    else:
+        assert get.turns is not None
+        turns = _field(c, get.turns, record, m.turns, where)
+    if type(turns) not in (dict, list):
+        raise c.error(f"{where}: the turns ({m.turns}) must be a list or an object, got {json_type_name(turns)}")
+    return [
+        (outer, turn_key, turn, f"{where}, turn {position + 1}")
+        for position, (turn_key, turn) in enumerate(_items(turns))
+    ]
+
+
+def _turn_place(
+    c: Collector, m: Mapping, get: _Getters, known: str | None, turn_key: Any, turn: Any, at: str
+) -> tuple[str, int]:
+    """A turn record's dialogue id and turn index (from `id` by `id_pattern`, or from `dialogue` and `turn`;
+    `turn_base` subtracted); the collector is left pointing at the turn, for messages."""
+    if type(turn) is not dict:
+        _here(c, known if known is not None else f"<{at}>")
+        raise c.error(f"{at} must be an object, got {json_type_name(turn)}")
+    if get.pattern is not None:
+        _here(c, f"<{at}>")
+        raw_id = turn_key if m.id == KEY else _field(c, get.id, turn, m.id, at)
+        match = get.pattern.match(raw_id) if type(raw_id) is str else None
+        if match is None:
+            _here(c, str(raw_id))
+            raise c.error(f"{at}: id {raw_id!r} does not match id_pattern {m.id_pattern!r}", m.id)
+        dialogue_id = _dialogue_id(c, match.group("dialogue"), at)
+        raw_turn: Any = match.group("turn")
+    else:
+        if known is None:
+            _here(c, f"<{at}>")
+            raw = turn_key if m.dialogue == KEY else _field(c, get.dialogue, turn, m.dialogue, at)
+            dialogue_id = _dialogue_id(c, raw, at)
+        else:
+            dialogue_id = known
+        _here(c, dialogue_id)
+        if m.turn == INDEX:
+            raw_turn = turn_key if type(turn_key) is int else None
+            if raw_turn is None:
+                raise c.error(f"{at}: turn = @index needs the turns as a list")
+        elif m.turn == KEY:
+            raw_turn = turn_key
+        else:
+            raw_turn = _field(c, get.turn, turn, m.turn, at)
+    _here(c, dialogue_id, raw_turn)
+    t = c.turn_index(raw_turn, m.id or m.turn)
+    if m.turn_base:
+        if t < m.turn_base:
+            raise c.error(f"{at}: turn {t} is below turn_base {m.turn_base}", m.id or m.turn)
+        t -= m.turn_base
+    return dialogue_id, t
+
+
+def _state_values(c: Collector, m: Mapping, get: _Getters, turn: Any, at: str) -> dict[str, Any]:
+    """A turn's gold and predicted state fields, as the mapping names them; a missing one is an error."""
+    values: dict[str, Any] = {}
+    for side, read, name in (("gold", get.gold, m.gold), ("pred", get.pred, m.pred)):
+        if read is None:
+            continue
+        try:
+            values[side] = read(turn)
+        except _Missing:
+            raise c.error(f"{at} lacks the {side} field {name!r}", name) from None
+    return values
+
+
+def _closing_notes(
+    c: Collector,
+    m: Mapping,
+    tally: TextTally,
+    ignored: int,
+    undomained: int,
+    duplicates: int,
+    pred_missing: list[bool],
+    *,
+    gold_chosen: bool,
+) -> None:
+    """What the walk saw, said once it is over: the notes of the report, and the turns without a prediction."""
     if m.pred and m.encoding_of("pred") == LLM_TEXT:
         note_tally(c, tally)
     if m.pred_changes:
@@ -537,10 +594,10 @@ def read_mapping(records: Any, c: Collector, *, mapping: Mapping, gold_chosen: b
             f"each turn's {m.pred} read as the slots that turn changed, accumulated over the dialogue "
             "([DELETE], none or an empty value removes a slot)"
         )
-    if ignored[0]:
-        c.note(IGNORED_NOTE, ignored[0])
-    if undomained[0]:
-        c.note(NO_DOMAIN_NOTE, undomained[0])
+    if ignored:
+        c.note(IGNORED_NOTE, ignored)
+    if undomained:
+        c.note(NO_DOMAIN_NOTE, undomained)
     if duplicates:
         c.note(DUPLICATE_NOTE, duplicates)
     if any(pred_missing):

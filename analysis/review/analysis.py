@@ -697,6 +697,25 @@ def tag_agreement(
         if tags is not None
         else [t for t in DEFAULT_TAGS if t in used] + [t for t in used if t not in DEFAULT_TAGS]
     )
+    per_tag = _per_tag(shared, vocabulary, rows, cols, annotated, statistic, n_items=len(units))
+    disagreements, n_differing = _disagreements(shared, rows, units)
+    # The pooled row counts items whose reviewers' tag sets differ, not (item, tag) pairs.
+    per_tag.loc[per_tag["tag"] == ALL_TAGS, "n_items_disagreeing"] = n_differing
+    return TagAgreement(tuple(names), statistic, per_tag, disagreements, len(units))
+
+
+def _per_tag(
+    shared: pd.DataFrame,
+    vocabulary: Sequence[str],
+    rows: np.ndarray,
+    cols: np.ndarray,
+    annotated: np.ndarray,
+    statistic: str,
+    *,
+    n_items: int,
+) -> pd.DataFrame:
+    """One row per tag of `vocabulary`, then the pooled row (`ALL_TAGS`): the statistic over the binary
+    ratings (reviewer x item, NaN where a reviewer did not annotate the item) and its counts."""
     matrices = []
     records = []
     for tag in vocabulary:
@@ -706,7 +725,7 @@ def tag_agreement(
         ratings = np.where(annotated, yes.astype(float), np.nan)
         matrices.append(ratings)
         records.append((tag, ratings))
-    pooled = np.concatenate(matrices, axis=1) if matrices else np.empty((len(names), 0))
+    pooled = np.concatenate(matrices, axis=1) if matrices else np.empty((annotated.shape[0], 0))
     records.append((ALL_TAGS, pooled))
     table = []
     for tag, ratings in records:
@@ -720,21 +739,24 @@ def tag_agreement(
                 "statistic": statistic,
                 "value": value,
                 "observed": _observed(ratings),
-                "n_items": len(units),
+                "n_items": n_items,
                 "n_ratings": int(present.sum()),
                 "n_yes": int(rated.sum()),
                 "n_items_disagreeing": int(differ.sum()) if tag != ALL_TAGS else 0,
                 "note": note,
             }
         )
-    per_tag = pd.DataFrame(table)
-    # Items whose reviewers' tag sets differ (the pooled row counts items, not (item, tag) pairs).
+    return pd.DataFrame(table)
+
+
+def _disagreements(shared: pd.DataFrame, rows: np.ndarray, units: list[str]) -> tuple[pd.DataFrame, int]:
+    """The items whose reviewers' tag sets differ, one row each (its reviewers, their tag sets and the tags
+    not all of them gave), and their number."""
     ordered = shared.assign(_r=rows).sort_values(["_r"], kind="stable")
     grouped = ordered.groupby("item_key", sort=False)
     sets = grouped["tags"].agg(lambda ts: tuple(tuple(t) for t in ts))
     who = grouped["reviewer"].agg(tuple)
     differs = sets.map(lambda s: len({frozenset(t) for t in s}) > 1)
-    per_tag.loc[per_tag["tag"] == ALL_TAGS, "n_items_disagreeing"] = int(differs.sum())
     keys = [k for k in units if bool(differs.get(k, False))]
     extra = [c for c in ITEM_COLUMNS if c in shared.columns]
     first = shared.drop_duplicates("item_key").set_index("item_key")
@@ -747,7 +769,7 @@ def tag_agreement(
     disagreements["reviewers"] = pd.Series([who[k] for k in keys], dtype=object)
     disagreements["tag_sets"] = pd.Series([sets[k] for k in keys], dtype=object)
     disagreements["disputed"] = pd.Series(disputed, dtype=object)
-    return TagAgreement(tuple(names), statistic, per_tag, disagreements, len(units))
+    return disagreements, int(differs.sum())
 
 
 # ------------------------------------------------------------------------------- context of the export
