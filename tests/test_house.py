@@ -18,9 +18,6 @@ EXCEPTIONS = {
         "one vectorised pass whose integer codes and masks every later step shares (splitting it means passing "
         "a dozen arrays between parts; a change of its own, with the oracles)",
     ),
-    ("analysis/stats.py", "paired_bootstrap"): (101, "the paired resampling of two runs; split with the stats work"),
-    ("analysis/compare.py", "compare"): (101, "the comparison of runs on one gold; split with the stats work"),
-    ("analysis/vocabulary.py", "vocabulary"): (87, "a run's vocabulary checks; split with the vocabulary work"),
     ("analysis/fewjoint/scoring.py", "score_fewjoint"): (108, "FewJoint's scorer; split with its oracle tests"),
 }
 
