@@ -8,7 +8,8 @@ server's RSS once Streamlit has ended the sessions. Run by hand:
 Prints the server's RSS (MB) after a warm-up session, at its peak, and at the end, and the growth. A closed
 browser's session is kept by Streamlit for its reconnection window (2 minutes, `MemorySessionStorage`),
 then ended; the dashboard's sweep (every `ui.data.SWEEP_SECONDS`) then releases its uploads, drops the
-figures it made and trims the heap. So the end is read after that window, polled until the RSS settles.
+figures it made, trims the heap and logs the release. So the end is read once the server has logged the
+release of every upload (the sweep's own line, waited for: no fixed time).
 `--session-ttl 5` shortens that window (`server.disconnectedSessionTTL`): sessions then end one by one
 as their browsers close instead of all twenty living together for two minutes.
 `tests/browser/test_upload_memory.py` runs this with a 5 s window and asserts the growth is at most 100 MB.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import tempfile
 import time
@@ -28,13 +30,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, IDLE, start_server, stop_server  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, loaded, rerun, start_server, stop_server  # noqa: E402
 
 from analysis.demo.testing import big_jsonl_run  # noqa: E402
+from ui.data import SWEEP_SECONDS  # noqa: E402
 
 TIMEOUT_MS = 120_000
 RECONNECT_WINDOW_S = 120.0  # Streamlit's MemorySessionStorage TTL for a disconnected session
-SETTLE_S = 240.0  # at most this long after the last session closed, for the sessions to end and the sweep
+RELEASED = re.compile(r"(\d+) upload\(s\) of ended sessions released")  # the sweep's log line (ui.data)
 
 
 def rss_mb(pid: int) -> float:
@@ -44,33 +47,29 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for process {pid}")
 
 
-def _settle(page: Any) -> None:
-    page.wait_for_timeout(300)
-    page.wait_for_selector(IDLE, timeout=TIMEOUT_MS)
-
-
 def _one_session(browser: Any, url: str, path: Path) -> str:
     """A browser session: open the dashboard, upload `path` through the sidebar form, wait for its
-    message, look at the Overview with the run in it, close. Returns the message shown."""
+    message, look at the Overview with the run in it, close. Returns the message shown. Every wait is for
+    the rerun an action caused (`rerun`), never a fixed time."""
     context = browser.new_context(viewport={"width": 1400, "height": 2000})
     try:
         page = context.new_page()
         page.goto(url)
-        _settle(page)
-        page.get_by_text("Upload a run").click()
-        for _ in range(3):  # on a loaded machine the click can beat the file to the server: upload again
-            uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
-            uploader.locator('input[type="file"]').set_input_files(str(path))
-            uploader.get_by_text(path.name).first.wait_for(timeout=TIMEOUT_MS)
-            _settle(page)
-            page.wait_for_timeout(1000)
-            page.get_by_role("button", name="Add run").click()
-            _settle(page)
-            shown = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').first
-            shown.wait_for(timeout=TIMEOUT_MS)
-            message = shown.inner_text()
-            if "choose a prediction file first" not in message:
-                break
+        loaded(page, timeout=TIMEOUT_MS)
+        with rerun(page, timeout=TIMEOUT_MS):  # the expander reruns the page on opening: its form is drawn then
+            page.get_by_text("Upload a run").click(timeout=TIMEOUT_MS)
+        uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
+        uploader.wait_for(timeout=TIMEOUT_MS)
+        # The file reaches the server asynchronously and its widget change reruns the page: wait for that
+        # rerun and for the uploader to list the file before adding the run.
+        with rerun(page, timeout=TIMEOUT_MS):
+            uploader.locator('input[type="file"]').set_input_files(str(path), timeout=TIMEOUT_MS)
+        uploader.get_by_text(path.name).first.wait_for(timeout=TIMEOUT_MS)
+        with rerun(page, timeout=TIMEOUT_MS):
+            page.get_by_role("button", name="Add run").click(timeout=TIMEOUT_MS)
+        shown = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').first
+        shown.wait_for(timeout=TIMEOUT_MS)
+        message = shown.inner_text()
         if "added run" not in message:
             raise RuntimeError(f"the upload of {path.name} was not added: {message}")
         page.wait_for_selector('[data-testid="stPlotlyChart"] .js-plotly-plot', timeout=TIMEOUT_MS)
@@ -99,7 +98,8 @@ def measure(
 
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
-    process, url = start_server(DEMO, env=env)
+    server_log: list[str] = []
+    process, url = start_server(DEMO, env=env, log=server_log)
     try:
         with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
             files = []
@@ -107,33 +107,41 @@ def measure(
                 files.append(Path(folder) / f"upload{i}.jsonl")
                 files[-1].write_bytes(big_jsonl_run(i))
             log(f"warm-up session: {_one_session(browser, url, files[-1])}")
-            started = rss_mb(process.pid)
-            log(f"server RSS after the warm-up session: {started:.0f} MB")
-            before = _ended(process.pid, time.monotonic(), floor=None, window=window, log=log)["rss"]
+            log(f"server RSS after the warm-up session: {rss_mb(process.pid):.0f} MB")
+            before = _swept(process.pid, server_log, 1, time.monotonic(), window=window, log=log)["rss"]
             peak = before
             for i in range(uploads):
                 message = _one_session(browser, url, files[i])  # its browser context is closed at the end
                 peak = max(peak, rss_mb(process.pid))
                 log(f"session {i + 1}/{uploads}: {message[:70]!r}; RSS {rss_mb(process.pid):.0f} MB")
-            closed = time.monotonic()
-            end = _ended(process.pid, closed, floor=before, window=window, log=log)
+            end = _swept(process.pid, server_log, 1 + uploads, time.monotonic(), window=window, log=log)
     finally:
         stop_server(process)
     return {"before": before, "peak": peak, "after": end["rss"], "settled_after_s": end["seconds"]}
 
 
-def _ended(pid: int, closed: float, *, floor: float | None, window: float, log: Any) -> dict[str, float]:
-    """The RSS once the sessions closed at `closed` have ended and been swept: past the reconnection window
-    plus a sweep, then whenever it comes within 20 MB of `floor` (or the window plus two minutes is up)."""
-    rss = rss_mb(pid)
-    while time.monotonic() - closed < max(SETTLE_S - RECONNECT_WINDOW_S + window, window + 60):
-        time.sleep(10)
-        rss = rss_mb(pid)
+def released(server_log: list[str]) -> int:
+    """How many uploads the server's sweep has released so far, from its log lines (`ui.data`)."""
+    return sum(int(found.group(1)) for line in list(server_log) if (found := RELEASED.search(line)))
+
+
+def _swept(pid: int, server_log: list[str], count: int, closed: float, *, window: float, log: Any) -> dict[str, float]:
+    """The RSS once the server has logged the release of `count` uploads in all: its sweep (every
+    `ui.data.SWEEP_SECONDS`) releases the uploads of sessions ended past the reconnection window, trims the
+    heap, then logs; no later sweep runs while no upload is live, so this is where the RSS stays. Waits for
+    that line, never a fixed time; fails when it has not come within the window plus two sweeps and a minute."""
+    limit = window + 2 * SWEEP_SECONDS + 60
+    while released(server_log) < count:
         waited = time.monotonic() - closed
-        log(f"  {waited:.0f} s after the last session closed: RSS {rss:.0f} MB")
-        if waited > window + 40 and (floor is None or rss - floor < 20):
-            break
-    return {"rss": rss, "seconds": time.monotonic() - closed}
+        if waited > limit:
+            raise RuntimeError(
+                f"the server released {released(server_log)} of {count} uploads within {waited:.0f} s of the last "
+                f"session closing (reconnection window {window:g} s, a sweep every {SWEEP_SECONDS:g} s)"
+            )
+        time.sleep(0.5)
+    rss, seconds = rss_mb(pid), time.monotonic() - closed
+    log(f"  {seconds:.0f} s after the last session closed, {count} uploads released: RSS {rss:.0f} MB")
+    return {"rss": rss, "seconds": seconds}
 
 
 def main() -> int:

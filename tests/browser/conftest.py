@@ -139,15 +139,17 @@ def start_server(
     workspace: Path,
     *,
     env: dict[str, str] | None = None,
-    timeout: float = 120,
+    timeout: float = 300,  # an upper bound only: at load 32 on 2 cores the warm-up once took over 120 s
     app: Path = ROOT / "app.py",
     launcher: bool = True,
     runner: Path | None = None,
+    log: list[str] | None = None,
 ) -> tuple[subprocess.Popen, str]:
     """The dashboard as `make run` starts it (`scripts/serve.py`: `streamlit run app.py` plus the workspace
     warm-up, done before the server listens) on a free port, polled on /_stcore/health until it answers.
     Without `launcher`, or for another `app` (e.g. a bare one), plain `streamlit run`; with `runner`, that
-    Python script instead of `-m streamlit`, given the same arguments (`run APP options -- --workspace`)."""
+    Python script instead of `-m streamlit`, given the same arguments (`run APP options -- --workspace`).
+    `log`: a list the server's stderr lines are appended to as they come (a test waits for a line)."""
     port = free_port()
     options = [
         "--server.headless",
@@ -172,7 +174,7 @@ def start_server(
         stderr=subprocess.PIPE,
         text=True,
     )
-    lines: list[str] = []  # stderr, drained (an undrained pipe would block a chatty server)
+    lines: list[str] = [] if log is None else log  # stderr, drained (an undrained pipe would block a chatty server)
     threading.Thread(target=lambda: lines.extend(process.stderr or []), daemon=True).start()
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + timeout
