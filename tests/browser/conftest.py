@@ -9,12 +9,13 @@ import sys
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
-from playwright.sync_api import Page
+from playwright.sync_api import Locator, Page
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -97,6 +98,30 @@ def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, 
             if started or attempt == tries - 1:  # the click did cause a run, only a slow one: wait it out
                 page.wait_for_function(_RERUN_DONE, arg=before, timeout=120_000)
                 return
+
+
+ROW = 35  # Streamlit's grid: a header row, then rows of 35 px
+
+
+def open_first_row_side_by_side(page: Page, grid: Locator, row: Mapping[str, Any], run_a: str, run_b: str) -> None:
+    """Click the first row of a list of differing turns (`grid`, whose first row is `row`) and check that the
+    Dialogue viewer opens at that turn with `run_a` and `run_b` side by side, the link carrying all four."""
+    from playwright.sync_api import expect
+
+    grid.scroll_into_view_if_needed()
+
+    def click_row() -> None:  # the first row's selector, the grid's place read afresh
+        box = grid.bounding_box()
+        assert box is not None
+        page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)
+
+    click_until_rerun(page, click_row)
+    expect(page.get_by_role("heading", name="Dialogue viewer")).to_be_visible(timeout=120_000)
+    turn = int(row["turn_index"])
+    expect(page.get_by_role("heading", name=f"Turn {turn}", exact=True)).to_have_count(2, timeout=120_000)
+    assert f"dialogue={row['dialogue_id']}" in page.url and f"turn={turn}" in page.url
+    assert f"run={run_a}" in page.url and f"compare={run_b}" in page.url
+    expect(page.get_by_role("combobox", name="Side by side with")).to_have_value(run_b, timeout=120_000)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

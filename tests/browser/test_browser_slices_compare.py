@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, click_until_rerun, loaded
+from conftest import DEMO, click_until_rerun, loaded, open_first_row_side_by_side
 from playwright.sync_api import Page, expect
 
 from analysis import slices as S
@@ -20,7 +20,6 @@ pytestmark = pytest.mark.browser
 A = "simulated-B-mwz-en-predicted-s1"
 OTHERS = ("simulated-C-mwz-en-predicted", "simulated-A-mwz-en-predicted")
 TIMEOUT = 120_000
-ROW = 35  # Streamlit's grid: a header row, then rows of 35 px
 
 
 @pytest.fixture(scope="module")
@@ -65,19 +64,5 @@ def test_a_slice_bar_opens_its_turns_against_the_best_other_run_and_a_row_the_vi
 
     grids = page.locator('[data-testid="stDataFrame"]')
     only_a = grids.nth(grids.count() - 3)  # the slices table, the two lists, the slice's own turns
-    only_a.scroll_into_view_if_needed()
-    first = found["only_a"].iloc[0]
-
-    def click_row() -> None:  # the first row's selector, the grid's place read afresh
-        box = only_a.bounding_box()
-        assert box is not None
-        page.mouse.click(box["x"] + 12, box["y"] + ROW + ROW / 2)
-
-    click_until_rerun(page, click_row)
-    expect(page.get_by_role("heading", name="Dialogue viewer")).to_be_visible(timeout=TIMEOUT)
-    turn = int(first["turn_index"])
-    expect(page.get_by_role("heading", name=f"Turn {turn}", exact=True)).to_have_count(2, timeout=TIMEOUT)
-    assert f"dialogue={first['dialogue_id']}" in page.url and f"turn={turn}" in page.url
-    assert f"run={A}" in page.url and f"compare={best}" in page.url
-    expect(page.get_by_role("combobox", name="Side by side with")).to_have_value(best, timeout=TIMEOUT)
+    open_first_row_side_by_side(page, only_a, found["only_a"].iloc[0], A, best)
     page.screenshot(path=str(screenshots / "slice_difference_side_by_side.png"), full_page=False)
