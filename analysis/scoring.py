@@ -60,6 +60,9 @@ class Scored:
     slots: pd.DataFrame
     ontology: pd.DataFrame
     alignment: dict[str, dict] = field(default_factory=dict)
+    # The gold file's shared results (`Run.gold_side`, read through `analysis.gold_side.shared`): what
+    # depends on the gold turns alone, computed once per gold file; not part of the value.
+    gold_side: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     # Derived results (see `memoised`); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -309,7 +312,7 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
 
     turns = _attach_counts(turns, slots)
     ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
-    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment})
+    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment}, gold_side=run.gold_side)
 
 
 OFF_VOCABULARY_NOTE = "off_vocabulary_predictions"
