@@ -140,16 +140,22 @@ def side_by_side(
 
 
 class GoldCached:
-    """Environments for our runs with the gold file's parse cached and nothing else: each run gets a copy
-    (made before it starts, not timed) of a cache folder that holds only the gold file's parsed tables, so
-    the prediction file is parsed and the run scored every time, as mwzeval reads its prepared
-    `gold_states.json` and parses the predictions every time."""
+    """Environments for our runs with the gold file's parse cached and no run stored: each run gets a copy
+    (made before it starts, not timed) of a cache folder that holds only the gold file's parsed tables and
+    the scoring modules' names (as any used cache folder does), so the prediction file is parsed and the
+    run scored every time, as mwzeval reads its prepared `gold_states.json` and parses the predictions
+    every time."""
 
     def __init__(self, gold: Path) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="bench-gold-cache-"))
         self.warm = self.folder / "warm"
         self.warm.mkdir()
-        code = f"from analysis.formats import parse_file; parse_file({str(gold)!r})"
+        # The gold file parsed, and the names of the scoring modules read once (the store key's scorer
+        # version: `entries._scorer_modules_remembered`, which any cache folder keeps after its first use).
+        code = (
+            f"from analysis.formats import parse_file; parse_file({str(gold)!r}); "
+            "from analysis.store.entries import scorer_version; scorer_version()"
+        )
         env = {**os.environ, "DST_CACHE_DIR": str(self.warm)}
         subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, check=True)
         self.n = 0
