@@ -37,9 +37,9 @@ def shared(scored: Scored, name: str, compute: Callable[[], T]) -> T:
     store: dict[str, tuple[_Turns, Any]] = scored.gold_side.setdefault(KEY, {})
     found = store.get(name)
     if found is not None and found[0].same(turns):
-        return found[1]  # type: ignore[no-any-return]
+        return found[1]
     value = compute()
-    store[name] = (found[0] if found is not None and found[0].same(turns) else _Turns.of(turns), value)
+    store[name] = (_Turns.of(turns), value)
     return value
 
 
