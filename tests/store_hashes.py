@@ -1,5 +1,5 @@
 """The SHA-256 of every table the store writes for a few runs, as `entries.save` writes them (issue 43:
-the stored tables stay bit-identical when the gold side is shared and the summary tables are vectorised).
+the stored tables stay bit-identical when the gold side is shared, or the summary tables rewritten).
 
 `tests/data/store_hashes.json` was recorded by this module on main's code before that change (the
 commit is in the file), in a copy of the tree (`git archive`), and `tests/test_store_hashes.py` computes

@@ -1,7 +1,7 @@
 """The stored tables stay bit-identical (issue 43): the SHA-256 of every table the store writes for
 MultiWOZ-size real runs (four runs on one gold file, three conventions) and the demo's runs, computed by
-today's code, against the hashes main's code gave before the gold side was shared and the summary tables
-vectorised (`tests/data/store_hashes.json`, recorded by `tests/store_hashes.py` on the commit it names)."""
+today's code, against the hashes main's code gave before the gold side was shared (any later rewrite of the
+summary tables must keep them) (`tests/data/store_hashes.json`, recorded by `tests/store_hashes.py` on the commit it names)."""
 
 from __future__ import annotations
 
