@@ -102,7 +102,8 @@ def load_run(
         "convention": info.convention or _default_convention_of(formats, gold_states),
     }
     run_meta = RunMeta(**declared, sources=sources, formats=formats)
-    return Run(run_meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings)
+    shared = (gold_file if gold_file is not None else pred_file).derived
+    return Run(run_meta, turns.reset_index(drop=True), gold_states, pred_states, listed, report, listings, shared)
 
 
 def _not_self_contained(pred: str | Path, pred_file: ParsedFile) -> InputError:
@@ -223,13 +224,13 @@ def align(
     gold_file: ParsedFile, pred_file: ParsedFile, pred_states: pd.DataFrame
 ) -> tuple[pd.DataFrame, pd.DataFrame, AlignmentReport]:
     """Pair predicted turns with gold turns; gold turns are the universe that gets scored."""
-    # A gold file's own `pred_missing` marks say nothing of this prediction file's turns.
-    gold_turns = gold_file.turns.drop(columns="pred_missing", errors="ignore")
+    # A gold file's own `pred_missing` marks say nothing of this prediction file's turns. The gold side
+    # (its turns keyed, as `_same_turns` compares them) is computed once per gold file (`derived`).
+    gold_turns, gold_pairs = _gold_turns(gold_file)
     pred_turns = pred_file.turns
     if "pred_missing" in pred_turns:  # turns a format holds without a prediction (ConvLab-3) are missing
         pred_turns = pred_turns[~pred_turns["pred_missing"].to_numpy(dtype=bool)]
     pred_turns = pred_turns[["dialogue_id", "turn_index"]].copy()
-    gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
     pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
     if pred_turns.duplicated(["_key", "turn_index"]).any():
         row = pred_turns[pred_turns.duplicated(["_key", "turn_index"])].iloc[0]
@@ -240,7 +241,7 @@ def align(
             dialogue_id=str(row["dialogue_id"]),
             turn=int(row["turn_index"]),
         )
-    if _same_turns(gold_turns, pred_turns):
+    if _same_turns(gold_turns, pred_turns, gold_pairs):
         # The usual case: the very same (dialogue id, turn) pairs on both sides; nothing to pair or report.
         turns = gold_turns.drop(columns="_key")
         turns["pred_missing"] = False
@@ -301,12 +302,31 @@ def align(
     return turns, states[STATE_COLUMNS], report
 
 
-def _same_turns(gold_turns: pd.DataFrame, pred_turns: pd.DataFrame) -> bool:
-    """Whether both sides list exactly the same (dialogue id, turn index) pairs, ids as written."""
+def _gold_turns(gold_file: ParsedFile) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The gold file's turns without its `pred_missing` marks, with their dialogue pairing key `_key`, and
+    its (dialogue id, turn index) pairs as `_same_turns` compares them: once per gold file (its `derived`,
+    shared by the copies the parse cache hands out). Shared: copy to change."""
+    found = gold_file.derived.get("align_gold")
+    if found is None:
+        gold_turns = gold_file.turns.drop(columns="pred_missing", errors="ignore")
+        gold_turns["_key"] = dialogue_key(gold_turns["dialogue_id"])
+        found = (gold_turns, _turn_pairs(gold_turns))
+        gold_file.derived["align_gold"] = found
+    return found[0], found[1]
+
+
+def _turn_pairs(turns: pd.DataFrame) -> pd.DataFrame:
+    columns = ["dialogue_id", "turn_index"]
+    return turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
+
+
+def _same_turns(gold_turns: pd.DataFrame, pred_turns: pd.DataFrame, gold_pairs: pd.DataFrame | None = None) -> bool:
+    """Whether both sides list exactly the same (dialogue id, turn index) pairs, ids as written
+    (`gold_pairs`: the gold side's pairs, `_turn_pairs(gold_turns)`, if known)."""
     if len(gold_turns) != len(pred_turns):
         return False
     columns = ["dialogue_id", "turn_index"]
-    gold = gold_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
+    gold = gold_pairs if gold_pairs is not None else _turn_pairs(gold_turns)
     pred = pred_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
     if gold.equals(pred):
         # In the same order (a prediction file written in gold order): the same pairs, none twice, since

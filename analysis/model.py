@@ -166,6 +166,9 @@ class Run:
     alignment: AlignmentReport
     # The gold file's distinct per-turn listings, indexed by `turns["listing"]` (see ParsedFile).
     listings: tuple[tuple[tuple[str, str], ...], ...] = ()
+    # What is derived from the gold file alone, shared by every run scored against it in this process (the
+    # gold file's `ParsedFile.derived`; see `analysis.gold_side`); never part of the value.
+    gold_side: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         validate_run(self)

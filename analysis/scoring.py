@@ -60,6 +60,9 @@ class Scored:
     slots: pd.DataFrame
     ontology: pd.DataFrame
     alignment: dict[str, dict] = field(default_factory=dict)
+    # The gold file's shared results (`Run.gold_side`, read through `analysis.gold_side.shared`): what
+    # depends on the gold turns alone, computed once per gold file; not part of the value.
+    gold_side: dict[Any, Any] = field(default_factory=dict, compare=False, repr=False)
     # Derived results (see `memoised`); not part of the value.
     _memo: dict[Any, Any] = field(default_factory=dict, init=False, repr=False, compare=False)
 
@@ -149,16 +152,35 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     run, gold_input = scorer_inputs.prepare(run, conv)
     conv = resolve_convention(conv, pc.unique(_arrow(run.gold["domain"])).to_pylist())
     run_id = run.meta.run_id
-    turns = run.turns
     alignment = run.alignment.to_dict()
     if gold_input is not None:
-        alignment["notes"] = {
-            **alignment.get("notes", {}),
-            scorer_inputs.NOTE: {"status": gold_input.status, "note": gold_input.note},
-        }
-        line = scorer_inputs.warning(conv, gold_input)
-        if line:
-            alignment["warnings"] = [*alignment.get("warnings", []), line]
+        _note_gold_input(alignment, conv, gold_input)
+    turns, alignment, turn_dialogue, dialogue_ids = _scored_turns(run, conv, alignment)
+    paired = _pair(run, conv, turns, turn_dialogue, dialogue_ids)
+    slots = _slots(run, conv, turns, paired, alignment)
+    turns = _attach_counts(turns, slots)
+    ontology = paired.ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
+    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment}, gold_side=run.gold_side)
+
+
+def _note_gold_input(alignment: dict[str, Any], conv: Convention, gold_input: scorer_inputs.GoldInput) -> None:
+    """The report's note (and warning) of how the convention's scorer met the gold (`scorer_inputs`)."""
+    alignment["notes"] = {
+        **alignment.get("notes", {}),
+        scorer_inputs.NOTE: {"status": gold_input.status, "note": gold_input.note},
+    }
+    line = scorer_inputs.warning(conv, gold_input)
+    if line:
+        alignment["warnings"] = [*alignment.get("warnings", []), line]
+
+
+def _scored_turns(
+    run: Run, conv: Convention, alignment: dict[str, Any]
+) -> tuple[pd.DataFrame, dict[str, Any], np.ndarray, pa.Array]:
+    """The turns the convention scores, in dialogue and turn order, with `run_id`, `tid` and `is_final`;
+    the report with what was left out; each turn's dialogue code and the dialogue ids."""
+    run_id = run.meta.run_id
+    turns = run.turns
     if not conv.score_missing_turns and "pred_missing" in turns and turns["pred_missing"].any():
         # mwzeval scores only the turns the prediction file holds; the report still counts the others.
         n_missing = int(turns["pred_missing"].sum())
@@ -189,7 +211,28 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     last = np.full(len(dialogue_ids), -1, dtype="int64")
     np.maximum.at(last, turn_dialogue, turn_index)
     turns["is_final"] = turn_index == last[turn_dialogue]
+    return turns, alignment, turn_dialogue, dialogue_ids
 
+
+@dataclass
+class _Paired:
+    """Both sides' slot rows keyed by (turn id x domain-slot pair), after the convention's slot scope."""
+
+    gold: _Side
+    pred: _Side
+    n_pairs: int
+    pair_domain: np.ndarray  # each pair's domain and slot names (convention names)
+    pair_slot: np.ndarray
+    gold_pairs: np.ndarray  # the pairs gold names
+    pair_in_ontology: np.ndarray
+    ontology: pd.DataFrame
+    raw_names: list[str]  # the slot names as the files write them
+
+
+def _pair(
+    run: Run, conv: Convention, turns: pd.DataFrame, turn_dialogue: np.ndarray, dialogue_ids: pa.Array
+) -> _Paired:
+    """Normalise both sides under `conv` and key every row by turn and domain-slot pair."""
     # Both sides stay integer codes until the `slots` table is built: every string column taken or
     # factorized on ~40k rows costs about a millisecond, and this runs for every run and convention.
     tids = _turn_ids(turns, turn_dialogue, dialogue_ids, run.gold, run.pred)
@@ -241,7 +284,15 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     elif conv.slot_scope == "turn_listed":
         pred = pred.subset(_listed_in_turn(run, turns, conv, pred, gold, pair_domain, pair_slot, n_pairs))
     gold, pred = _merge_duplicates(gold), _merge_duplicates(pred)
+    return _Paired(gold, pred, n_pairs, pair_domain, pair_slot, gold_pairs, pair_in_ontology, ontology, raw_names)
 
+
+def _slots(run: Run, conv: Convention, turns: pd.DataFrame, paired: _Paired, alignment: dict[str, Any]) -> pd.DataFrame:
+    """The `slots` table: both sides joined on their key, each row's outcome, codes and counts."""
+    run_id = run.meta.run_id
+    gold, pred, n_pairs = paired.gold, paired.pred, paired.n_pairs
+    pair_domain, pair_slot, gold_pairs = paired.pair_domain, paired.pair_slot, paired.gold_pairs
+    pair_in_ontology, raw_names = paired.pair_in_ontology, paired.raw_names
     key, gold_row, pred_row = _outer_join(gold.key, pred.key)
     tid = key // n_pairs
     pair = key % n_pairs
@@ -307,9 +358,7 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
             slots, key, gold, pred, common, len(gold.values)
         )
 
-    turns = _attach_counts(turns, slots)
-    ontology = ontology.assign(run_id=run_id)[["run_id", "domain", "slot"]]
-    return Scored(conv, [run.meta], turns, slots, ontology, {run_id: alignment})
+    return slots
 
 
 OFF_VOCABULARY_NOTE = "off_vocabulary_predictions"

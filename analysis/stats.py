@@ -30,9 +30,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import gold_side, scorer_inputs
 from analysis import metrics as M
 from analysis import registry as R
-from analysis import scorer_inputs
 from analysis.diagnostics import agreement
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
@@ -215,12 +215,18 @@ def support(
 def _dialogues(scored: Scored) -> pd.Index:
     """The run's dialogues (pairing keys) in order of first turn; memoised on the Scored (an Index is
     immutable, so sharing it is safe)."""
-    return scored.memoised("dialogue_keys", lambda: pd.Index(turn_dialogue_keys(scored).unique()))
+    return scored.memoised(
+        "dialogue_keys",
+        lambda: gold_side.shared(scored, "dialogue_keys", lambda: pd.Index(turn_dialogue_keys(scored).unique())),
+    )
 
 
 def turn_dialogue_keys(scored: Scored) -> pd.Series:
     """Each turn's dialogue pairing key (`dialogue_key`), memoised on the Scored: shared, copy to change."""
-    return scored.memoised("turn_dialogue_keys", lambda: dialogue_key(scored.turns["dialogue_id"]))
+    return scored.memoised(
+        "turn_dialogue_keys",
+        lambda: gold_side.shared(scored, "turn_dialogue_keys", lambda: dialogue_key(scored.turns["dialogue_id"])),
+    )
 
 
 def resample_counts(n_dialogues: int, *, n_resamples: int = 1000, seed: int = 0) -> np.ndarray:

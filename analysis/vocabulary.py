@@ -267,12 +267,17 @@ def _maps(run: Run, own: Convention, cand: Convention, mismatches: pd.DataFrame)
     return len(both.drop_duplicates(["domain", "slot", "gold_domain", "gold_slot"]))
 
 
-def naming_fix(run: Run, convention: str | Convention, mismatches: pd.DataFrame) -> NamingFix:
+def naming_fix(
+    run: Run, convention: str | Convention, mismatches: pd.DataFrame, scored: Scored | None = None
+) -> NamingFix:
     """The registered convention under which the most of `mismatches` (rows of `vocabulary` of kind
     `naming mismatch`, found under `convention`) become one name, preferring `convention`'s `-lenient`
-    variant and then the convention nearest to it; with the run's headline metrics under both."""
+    variant and then the convention nearest to it; with the run's headline metrics under both (`scored`:
+    the run already scored under `convention`, not scored again)."""
     own = get_convention(convention)
-    before = values(score_run(run, own), ("jga", "slot_f1_micro"))
+    if scored is None or scored.convention.name != own.name:
+        scored = score_run(run, own)
+    before = values(scored, ("jga", "slot_f1_micro"))
     rows = mismatches[mismatches["kind"] == MISMATCH] if "kind" in mismatches.columns else mismatches
     if rows.empty:
         return NamingFix("", 0, {}, before)

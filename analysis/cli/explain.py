@@ -31,7 +31,8 @@ def explain(args: argparse.Namespace, scored: Scored, load: Callable[[], Run], r
     published = args.published if args.published is not None else scored.metas[0].published_jga
     if run is None and ((table["kind"] == MISMATCH).any() or published is not None):
         run = load()
-    fix = naming_fix(run, scored.convention, table) if run is not None and (table["kind"] == MISMATCH).any() else None
+    mismatched = run is not None and (table["kind"] == MISMATCH).any()
+    fix = naming_fix(run, scored.convention, table, scored) if run is not None and mismatched else None
     result["vocabulary"] = vocabulary_summary(table, fix)
     lines = ["", *vocabulary_lines(table, fix, convention=own)]
     if published is not None and run is not None:

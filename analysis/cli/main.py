@@ -40,7 +40,26 @@ def _metrics(args: argparse.Namespace) -> int:
 
         mapping = parse_mapping_option(args.mapping)
     # Read back from the score store when it holds this run (the same files, options and convention),
-    # else parsed and scored (and stored with --store).
+    # else parsed and scored (and stored with --store). A run parsed here is kept for the vocabulary check.
+    loaded: list[Any] = []
+
+    def load() -> Any:
+        from analysis.loading import load_run
+
+        loaded.append(
+            load_run(
+                args.pred,
+                args.gold,
+                pred_format=args.format,
+                gold_format=args.gold_format,
+                meta=RunInfo(history=args.history),
+                pred_deltas=args.pred_deltas,
+                pred_mapping=mapping,
+                gold_field=args.gold_field,
+            )
+        )
+        return loaded[-1]
+
     scored = scored_files(
         args.pred,
         args.gold,
@@ -51,6 +70,7 @@ def _metrics(args: argparse.Namespace) -> int:
         pred_deltas=args.pred_deltas,
         pred_mapping=mapping,
         gold_field=args.gold_field,
+        run=load,
         store=args.store,
     )
     fmt = scored.metas[0].formats[0]
@@ -66,7 +86,7 @@ def _metrics(args: argparse.Namespace) -> int:
         )
     elif args.schema or args.train_schema:
         raise InputError(args.pred, fmt, "--schema and --train-schema apply to the sgd convention only")
-    extra = _explain(args, scored, mapping, result)
+    extra = _explain(args, scored, mapping, result, loaded[0] if loaded else None)
     if args.json:
         print(json.dumps(result, ensure_ascii=False, indent=2))
         return 0
@@ -74,12 +94,17 @@ def _metrics(args: argparse.Namespace) -> int:
     return 0
 
 
-def _explain(args: argparse.Namespace, scored: Any, mapping: Any, result: dict[str, Any]) -> list[str]:
-    """The vocabulary check and the published gap (`analysis.cli.explain`), the run parsed only when needed."""
+def _explain(
+    args: argparse.Namespace, scored: Any, mapping: Any, result: dict[str, Any], loaded: Any = None
+) -> list[str]:
+    """The vocabulary check and the published gap (`analysis.cli.explain`), the run parsed only when needed
+    (`loaded`: the run as `metrics` parsed it already, if it did)."""
     from analysis.cli.explain import explain
     from analysis.loading import load_run
 
     def load() -> Any:
+        if loaded is not None:
+            return loaded
         return load_run(
             args.pred,
             args.gold,

@@ -30,9 +30,9 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 
+from analysis import gold_side, scorer_inputs, stats, views
 from analysis import metrics as M
 from analysis import registry as R
-from analysis import scorer_inputs, stats, views
 from analysis.model import dialogue_key
 from analysis.scoring import Scored
 
@@ -91,15 +91,10 @@ def dialogue_parts(scored: Scored) -> pd.DataFrame:
     """One row per dialogue (`d`: its position in `stats`' dialogue order) with every registry metric's
     per-dialogue numerator, denominator and counted turns, as `stats._stats` computes them."""
     dialogues = stats._dialogues(scored)
-    first = scored.turns.drop_duplicates("dialogue_id")
-    keys = dialogue_key(first["dialogue_id"])
-    shown = pd.Series(first["dialogue_id"].to_numpy(), index=keys.to_numpy())
-    shown = shown[~shown.index.duplicated()]
     out: dict[str, object] = {
         "run_id": pd.array([scored.metas[0].run_id] * len(dialogues), dtype="str"),
         "d": np.arange(len(dialogues), dtype="int64"),
-        "dialogue_key": pd.array(dialogues.to_numpy(), dtype="str"),
-        "dialogue_id": pd.array(shown.reindex(dialogues).to_numpy(), dtype="str"),
+        **gold_side.shared(scored, "dialogue_names", lambda: _dialogue_names(scored, dialogues)),
     }
     order = _turn_order(scored, dialogues)
     micro = _micro_parts(scored, dialogues, order)
@@ -128,6 +123,19 @@ def dialogue_parts(scored: Scored) -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def _dialogue_names(scored: Scored, dialogues: pd.Index) -> dict[str, object]:
+    """`dialogue_parts`' `dialogue_key` and `dialogue_id` columns (the id as the turns write it), in `stats`'
+    dialogue order: the same for every run of one gold file."""
+    first = scored.turns.drop_duplicates("dialogue_id")
+    keys = dialogue_key(first["dialogue_id"])
+    shown = pd.Series(first["dialogue_id"].to_numpy(), index=keys.to_numpy())
+    shown = shown[~shown.index.duplicated()]
+    return {
+        "dialogue_key": pd.array(dialogues.to_numpy(), dtype="str"),
+        "dialogue_id": pd.array(shown.reindex(dialogues).to_numpy(), dtype="str"),
+    }
+
+
 # Metrics whose per-turn parts are read from their function grouped by `tid` (one integer column) instead of
 # the turn key (run, dialogue, turn: two string columns), then put in the turn key's order: the same
 # per-turn numbers summed per dialogue in the same order, so the same floats (tested against `stats._stats`),
@@ -149,7 +157,11 @@ class _TurnOrder:
 
 def _turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | None:
     """The turns' order in `stats._stats`; None when a turn key names two turns, or there are no turns
-    (then the group-by path)."""
+    (then the group-by path). Shared by the runs of one gold file (`gold_side`)."""
+    return gold_side.shared(scored, "turn_order", lambda: _compute_turn_order(scored, dialogues))
+
+
+def _compute_turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | None:
     turns = scored.turns
     if not len(turns):
         return None
@@ -169,7 +181,7 @@ def _turn_dialogues(scored: Scored) -> np.ndarray:
         found.flags.writeable = False
         return found
 
-    return scored.memoised(("turn_dialogues",), compute)
+    return scored.memoised(("turn_dialogues",), lambda: gold_side.shared(scored, "turn_dialogues", compute))
 
 
 def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:

@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from analysis import diagnostics as D
+from analysis import gold_side
 from analysis import metrics as M
 from analysis import registry as R
 from analysis.model import RunMeta
@@ -87,9 +88,10 @@ def _depth_from_turns(s: Scored, keys: list[str]) -> pd.DataFrame | None:
     tids = pd.Index(turns["tid"].to_numpy())
     if not len(turns) or not tids.is_unique:
         return None
-    groups = turns[keys].groupby(keys, sort=True, observed=True, dropna=False)
-    code = groups.ngroup().to_numpy()
-    out = groups.size().reset_index()[keys]
+    code, out = gold_side.shared(s, f"depth_groups {keys}", lambda: _groups(turns, keys))
+    out = out.copy()
+    if "run_id" in keys and len(s.metas) == 1:  # shared by runs of one gold file: this run's own id
+        out["run_id"] = pd.array([s.metas[0].run_id] * len(out), dtype=out["run_id"].dtype)
     n = len(out)
     for name in DEPTH_METRICS[1:]:
         metric = R.get(name)
@@ -113,6 +115,14 @@ def _depth_from_turns(s: Scored, keys: list[str]) -> pd.DataFrame | None:
                 value = np.where(counted > 0, total / counted, np.nan)
         out[name] = value
     return out
+
+
+def _groups(turns: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFrame]:
+    """Each turn's group code among the sorted `keys` groups, and those groups (one row each)."""
+    groups = turns[keys].groupby(keys, sort=True, observed=True, dropna=False)
+    code = groups.ngroup().to_numpy()
+    code.flags.writeable = False
+    return code, groups.size().reset_index()[keys]
 
 
 def _groups_of(per: pd.DataFrame, tids: pd.Index, code: np.ndarray) -> np.ndarray | None:
