@@ -55,6 +55,7 @@ def many_runs(folder: Path, n: int) -> Path:
     return path
 
 
+@pytest.mark.slow  # plans a report (`plan_report`): a report build
 def test_a_report_of_many_runs_holds_a_few_runs_at_once(tmp_path, monkeypatch):
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(R, "PAIRWISE_RUNS", PAIRED)
