@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
+import pickle
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -35,6 +38,33 @@ def realdata() -> Path:
     if not REALDATA.is_dir():
         pytest.skip(f"{REALDATA} is absent: tests on real files need ../shared/realdata beside the project")
     return REALDATA
+
+
+@pytest.fixture(scope="session")
+def demo_plan(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The demo workspace's report plan (`plan_report`, the dashboard's 1,000 resamples), planned once for the
+    whole test session: the first xdist worker to ask plans it under a file lock in the folder every worker's
+    base temp folder shares, the others read its pickle back, instead of each test file planning its own.
+    Read it, never change it (the tests of one worker share the object)."""
+    demo = ROOT / "data" / "demo" / "workspace.toml"
+    if not demo.exists():
+        pytest.skip(f"the demo workspace {demo} is absent (make demo)")
+    from analysis.export import report
+    from analysis.workspace import load_workspace
+
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # pytest-N/, above each worker's popen-gwN/
+    saved = shared / "demo-plan.pickle"
+    with open(shared / "demo-plan.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also when planning fails
+        if saved.exists():
+            return pickle.loads(saved.read_bytes())
+        plan = report.plan_report(load_workspace(demo), n_resamples=1000)
+        partial = saved.with_suffix(".partial")
+        partial.write_bytes(pickle.dumps(plan))
+        partial.replace(saved)
+        return plan
 
 
 @pytest.fixture(autouse=True)

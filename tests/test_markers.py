@@ -7,6 +7,7 @@ making `make check` slow."""
 from __future__ import annotations
 
 import ast
+import functools
 import inspect
 import re
 import textwrap
@@ -22,6 +23,7 @@ FIXTURES = {
     "browser": {"page", "browser", "context"},
     "postgres": {"postgres_server", "pg_url"},
     "realdata": {"realdata"},
+    "slow": {"demo_plan"},  # the demo's report plan (tests/conftest.py)
 }
 # marker -> what, found in the source a test runs, means it
 SOURCE = {
@@ -33,6 +35,7 @@ SOURCE = {
 BROWSER_FOLDER = Path(__file__).resolve().parent / "browser"
 
 
+@functools.cache
 def _source(obj: Any) -> str:
     try:
         return textwrap.dedent(inspect.getsource(obj))
@@ -58,18 +61,26 @@ def _called_module_functions(source: str, module: ModuleType | None, seen: set[s
                 yield from _called_module_functions(body, module, seen)
 
 
+@functools.cache
+def _with_callees(obj: Any, module: ModuleType | None) -> str:
+    """The source of `obj` and of the functions of `module` it calls (transitively), read once per session: the
+    parametrized cases of a test and the tests sharing a fixture share it."""
+    body = _source(obj)
+    return "\n".join([body, *_called_module_functions(body, module, set())])
+
+
 def sources_of(item: pytest.Item) -> str:
     """The test function's source, the module functions it calls (transitively) and its fixtures' sources."""
-    function = getattr(item, "function", None)
-    module = getattr(item, "module", None)
-    parts = [_source(function)]
-    parts += list(_called_module_functions(parts[0], module, set()))
     info = getattr(item, "_fixtureinfo", None)
-    for definitions in getattr(info, "name2fixturedefs", {}).values():
-        for definition in definitions:
-            body = _source(definition.func)
-            parts.append(body)
-            parts += list(_called_module_functions(body, inspect.getmodule(definition.func), set()))
+    fixtures = tuple(d.func for ds in getattr(info, "name2fixturedefs", {}).values() for d in ds)
+    return _sources(getattr(item, "function", None), getattr(item, "module", None), fixtures)
+
+
+@functools.cache
+def _sources(function: Any, module: ModuleType | None, fixtures: tuple[Any, ...]) -> str:
+    """`sources_of`, once for the cases of a parametrized test (one string, so its needs are found once)."""
+    parts = [_with_callees(function, module)]
+    parts += [_with_callees(fixture, inspect.getmodule(fixture)) for fixture in fixtures]
     return "\n".join(parts)
 
 
@@ -85,13 +96,17 @@ def needed_markers(*, path: Path, fixtures: Iterable[str], source: str) -> set[s
 
 def missing_markers(items: Iterable[pytest.Item], facts: Callable[[pytest.Item], str] = sources_of) -> list[str]:
     problems = []
+    needs: dict[tuple[Path, frozenset[str], str], set[str]] = {}  # the cases of a parametrized test: found once
     for item in items:
         if item.nodeid.startswith("tests/test_markers.py"):
             continue
         # a parametrized argument is no fixture (a test parametrized over `page` names uses no browser)
         callspec = getattr(item, "callspec", None)
         fixtures = set(getattr(item, "fixturenames", ())) - set(callspec.params if callspec else ())
-        needed = needed_markers(path=Path(str(item.fspath)), fixtures=fixtures, source=facts(item))
+        key = (Path(str(item.fspath)), frozenset(fixtures), facts(item))
+        if key not in needs:
+            needs[key] = needed_markers(path=key[0], fixtures=key[1], source=key[2])
+        needed = set(needs[key])
         have = {mark.name for mark in item.iter_markers()}
         if "browser" in have:  # left out of `make check` already: its server needs no `slow` of its own
             needed.discard("slow")
@@ -125,6 +140,7 @@ def test_the_markers_are_declared_and_make_check_leaves_out_what_needs_a_browser
         ("tests/test_x.py", ["realdata"], "def test_a(realdata): ...", {"realdata"}),
         ("tests/test_x.py", [], "def server():\n    process, url = start_server(DEMO)", {"slow"}),
         ("tests/test_x.py", [], "R.build_report(ws, out)", {"slow"}),
+        ("tests/test_x.py", ["demo_plan"], "def test_a(demo_plan): ...", {"slow"}),
         ("tests/test_x.py", [], 'subprocess.run(["pdflatex", "t.tex"])', {"slow"}),
         ("tests/browser/test_y.py", ["page"], "def test_b(page): ...", {"browser"}),
     ],

@@ -209,14 +209,9 @@ def test_every_latex_table_has_a_caption_and_a_label() -> None:
 
 
 @pytest.fixture(scope="module")
-def demo_report() -> tuple[object, dict[str, object]]:
-    if not DEMO.exists():
-        pytest.skip(f"demo workspace {DEMO} absent")
-    from analysis.export import report as R
-    from analysis.workspace import load_workspace
-
-    plan = R.plan_report(load_workspace(DEMO), n_resamples=1000)  # the dashboard's 1,000 resamples
-    return plan, {t.name: t for t in plan.tables}
+def demo_report(demo_plan) -> tuple[object, dict[str, object]]:
+    """The demo's report plan with the dashboard's 1,000 resamples (`demo_plan`, planned once per session)."""
+    return demo_plan, {t.name: t for t in demo_plan.tables}
 
 
 @pytest.mark.slow
@@ -246,6 +241,7 @@ def test_dashboard_and_report_write_the_same_leaderboard_latex(demo_report: tupl
     assert tex.count("\\textbf{") == n_metrics * int((sizes > 1).sum())
 
 
+@pytest.mark.slow
 def test_report_domain_table_bolds_per_domain_among_comparable_runs(demo_report: tuple) -> None:
     from analysis.views import comparable_groups
 

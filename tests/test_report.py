@@ -123,6 +123,7 @@ def test_plan_uses_dashboard_builders_and_run_colours(workspace_path: Path) -> N
     assert bar.error_y.visible and bar.error_y.array[0] > 0 and bar.error_y.arrayminus[0] > 0
 
 
+@pytest.mark.slow  # plans a report (`plan_report`): a report build
 def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path) -> None:
     ws = load_workspace(workspace_path)
     plan = R.plan_report(ws, n_resamples=100)
@@ -135,6 +136,7 @@ def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path) -> No
         assert row["JGA high"] - row["JGA low"] > 0.01
 
 
+@pytest.mark.slow  # plans a report (`plan_report`): a report build
 def test_pairwise_table_has_the_compare_numbers_and_significance_marks(workspace_path: Path) -> None:
     from analysis.compare import compare
     from analysis.export.tables import table_bytes

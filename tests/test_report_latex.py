@@ -238,15 +238,15 @@ def test_hostile_names_compile_and_print_literally(
 
 
 @pytest.fixture(scope="module")
-def demo_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[R.Written]]:
-    if not (DEMO / "workspace.toml").exists():
-        pytest.skip("demo workspace missing (data/demo)")
+def demo_report(tmp_path_factory: pytest.TempPathFactory, demo_plan: R.ReportPlan) -> tuple[Path, list[R.Written]]:
+    """The demo's report written and compiled into main.pdf, from the session's plan (`demo_plan`; `build_report`
+    plans, then writes as here: test_report.py builds a report from its manifest)."""
     if not (Path("/usr/bin/chromium").exists() or E.browser_path() is not None):
         pytest.skip("no Chromium (make test installs it)")
     if not HAVE_LATEX or not HAVE_PDFTOTEXT:
         pytest.skip("no LaTeX or pdftotext (make test installs them: scripts/system-deps.sh)")
     out = tmp_path_factory.mktemp("demo-report")
-    return out, R.build_report(DEMO / "workspace.toml", out, n_resamples=100, progress=False)
+    return out, R.write_report(demo_plan, out, progress=False, pdf=True)
 
 
 @pytest.mark.slow

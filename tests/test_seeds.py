@@ -53,20 +53,18 @@ def test_the_bar_shows_the_mean_the_std_and_every_seed() -> None:
 
 
 @pytest.mark.slow
-def test_the_report_has_a_table_and_a_chart_of_the_demos_seeds() -> None:
-    from analysis.export.report import plan_report
+def test_the_report_has_a_table_and_a_chart_of_the_demos_seeds(demo_plan) -> None:
     from analysis.metrics import joint_goal_accuracy
     from analysis.scoring import score_run
-    from analysis.workspace import load_workspace
+    from analysis.workspace import load_entry, read_manifest
     from tests.conftest import ROOT
 
-    workspace = load_workspace(ROOT / "data" / "demo" / "workspace.toml")
-    plan = plan_report(workspace, n_resamples=20)
+    plan = demo_plan  # the demo's report plan, planned once per test session
     table = next(t for t in plan.tables if t.name == "seeds")
     assert list(table.frame["seeds"]) == ["21, 22, 23"] and "mean ± sample standard deviation" in table.caption
-    jgas = [
-        joint_goal_accuracy(score_run(workspace.runs[e.name], e.meta.convention))
-        for e in workspace.entries
+    jgas = [  # the seeds' JGAs from their files, scored here
+        joint_goal_accuracy(score_run(load_entry(e), e.meta.convention))
+        for e in read_manifest(ROOT / "data" / "demo" / "workspace.toml").entries
         if e.meta.system == "simulated-B"
     ]
     mean, std = sum(jgas) / 3, float(pd.Series(jgas).std(ddof=1))

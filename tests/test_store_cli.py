@@ -104,6 +104,7 @@ def test_a_changed_path_or_option_is_another_entry(store: Path, tmp_path: Path) 
     assert str(copy) in again and str(copy) not in first
 
 
+@pytest.mark.slow  # plans a report (`plan_report`): a report build
 def test_a_report_of_a_warm_store_parses_and_scores_nothing(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """`build_report` plans from `load_workspace(..., runs=False)`: every run comes from the store when it
     holds it. Planned twice, the second time with parsing and scoring replaced by failures: the same
@@ -121,6 +122,7 @@ def test_a_report_of_a_warm_store_parses_and_scores_nothing(store: Path, monkeyp
     assert warm.notes == cold.notes and warm.warnings == cold.warnings
 
 
+@pytest.mark.slow  # plans a report (`plan_report`): a report build
 def test_a_report_from_loaded_runs_equals_the_stored_one(store: Path) -> None:
     """A workspace loaded beforehand (as the tests and notebooks pass it) plans the same report."""
     manifest = DEMO / "workspace.toml"
