@@ -99,7 +99,7 @@ def measure(
 
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
-    process, url = start_server(DEMO, env=env)
+    process, url = start_server(DEMO, env=env, timeout=600)  # the warm-up, on a loaded machine, takes minutes
     try:
         with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
             files = []
