@@ -18,6 +18,7 @@ output, then does what is left (saving them to the score store) while the server
 from __future__ import annotations
 
 import contextlib
+import copyreg
 import os
 import pickle
 import signal
@@ -27,6 +28,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from analysis.errors import InputError
@@ -172,6 +174,15 @@ def settle(timeout: float | None = None) -> None:
     for child in children:
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout)
+
+
+def _mapping_proxy(items: dict) -> MappingProxyType:
+    return MappingProxyType(items)
+
+
+# A convention's read-only tables (`MappingProxyType`, not picklable as such) travel as their dict: a scored
+# run holds its convention, and the worker's answer is pickled.
+copyreg.pickle(MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
 
 
 def _limit_self(cpu_s: int, memory_bytes: int) -> None:
