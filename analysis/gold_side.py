@@ -15,16 +15,26 @@ immutable pandas Indexes): callers copy before changing them.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
 
-if TYPE_CHECKING:
-    from analysis.scoring import Scored
-
 T = TypeVar("T")
+
+
+class Scored(Protocol):
+    """What `shared` reads of a scored run (`analysis.scoring.Scored`, which this module sits below)."""
+
+    @property
+    def turns(self) -> pd.DataFrame: ...
+    @property
+    def metas(self) -> Any: ...
+    @property
+    def gold_side(self) -> dict[str, Any]: ...
+
+
 KEY = "gold_side"  # the entry of `ParsedFile.derived` these results are kept under
 
 

@@ -242,6 +242,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.outcomes",
         "analysis.model",
         "analysis.settings",
+        "analysis.gold_side",  # what every run on one gold file shares, computed once
     ),
     ("analysis.formats",),  # readers
     ("analysis.loading",),  # files to a Run
