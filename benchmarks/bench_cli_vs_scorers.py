@@ -21,9 +21,9 @@ reads gold states it prepared once (`mwzeval/data/gold_states.json`) and parses 
 
 Neither scorer is part of this project. Give their places (or skip, with a message saying what is absent):
 
-    MWZEVAL_DIR=/tmp/x/MultiWOZ_Evaluation      a checkout (the folder holding `mwzeval/`)
-    CONVLAB3_EVALUATE=/tmp/x/evaluate_unified_datasets.py
-    SCORER_PYTHON=/tmp/x/venv/bin/python        a Python with mwzeval's requirements (fuzzywuzzy,
+    MWZEVAL_DIR=scorers/MultiWOZ_Evaluation     a checkout (the folder holding `mwzeval/`)
+    CONVLAB3_EVALUATE=scorers/evaluate_unified_datasets.py
+    SCORER_PYTHON=scorers/venv/bin/python       a Python with mwzeval's requirements (fuzzywuzzy,
                                                 python-Levenshtein, sacrebleu, sacremoses, lexical-diversity);
                                                 never the project's venv
 
