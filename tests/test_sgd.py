@@ -426,8 +426,9 @@ def test_cli_numbers_are_the_evaluators(tmp_path: Path) -> None:
     assert result["sgd_frames"]["missing_pred_frames"] == 0
     table = _cli("metrics", "--pred", str(oracles / "pred_heavy"), "--gold", str(gold_dir), *common)
     assert table.returncode == 0, table.stderr
-    row = next(line for line in table.stdout.splitlines() if line.strip().startswith("joint_goal_accuracy"))
-    assert row.split()[1:] == [
+    rows = [line.split() for line in table.stdout.splitlines() if line.strip().startswith("joint_goal_accuracy")]
+    row = next(r for r in rows if len(r) == 4)  # the evaluator's table (all, seen, unseen), after the lead lines
+    assert row[1:] == [
         f"{oracle[c]['joint_goal_accuracy']:.4f}" for c in (ALL_SERVICES, SEEN_SERVICES, UNSEEN_SERVICES)
     ]
 
