@@ -207,16 +207,14 @@ def _first_read(key: str, _source: RunSource) -> str | None:
 
 # Tables a worker scored while the workspace was read, until `scored` takes them (a few: a page scores
 # the runs it shows at once; any other is read back from the store, where the worker saved it).
-# Keyed by the store's place too: the worker saved them there, and a process whose store moves (a test's own
-# cache folder, `DST_CACHE_DIR` changed) must score and store the run again in the new one.
-_HANDED: OrderedDict[tuple[str, str | None, str], Scored] = OrderedDict()
+_HANDED: OrderedDict[tuple[str, str | None], Scored] = OrderedDict()
 _HANDED_MAX = 8
 _HANDED_LOCK = threading.Lock()
 
 
 def _hand_over(source: RunSource, convention: str | None, scored: Scored) -> None:
     with _HANDED_LOCK:
-        _HANDED[(source.key, convention, str(store_entries.store_root()))] = scored
+        _HANDED[(source.key, convention)] = scored
         while len(_HANDED) > _HANDED_MAX:
             _HANDED.popitem(last=False)
 
@@ -259,7 +257,7 @@ def _score_now(source: RunSource, convention: str | None) -> Scored:
     # A manifest run is read from the score store when it holds it (no parsing, no scoring), else read and
     # scored by a worker process, which stores it for the next start (`analysis.store`).
     with _HANDED_LOCK:
-        handed = _HANDED.pop((source.key, convention, str(store_entries.store_root())), None)
+        handed = _HANDED.pop((source.key, convention), None)
     found = handed if handed is not None else _score_in_worker(source, convention)
     if isinstance(found, NotLoaded):
         raise InputError(source.pred, None, found.line)
