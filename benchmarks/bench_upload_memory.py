@@ -99,8 +99,7 @@ def measure(
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
     server_log: list[str] = []
-    # the warm-up, on a loaded machine, takes minutes
-    process, url = start_server(DEMO, env=env, log=server_log, timeout=600)
+    process, url = start_server(DEMO, env=env, log=server_log)
     try:
         with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
             files = []
