@@ -6,10 +6,6 @@ WORKSPACE ?= data/demo/workspace.toml
 PORT ?= 8501
 PYTEST_ARGS ?=
 JOBS ?= auto
-# Bytecode is cached between runs (and pytest's rewritten asserts with it): with PYTHONDONTWRITEBYTECODE set, as
-# it is on these machines, every run and every xdist worker recompiled ~250 test modules (5 of 12 minutes of a
-# collection under load). `__pycache__/` is ignored by git.
-unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test check lint bench demo browser-deps
 
