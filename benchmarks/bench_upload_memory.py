@@ -56,8 +56,9 @@ def _one_session(browser: Any, url: str, path: Path) -> str:
         page = context.new_page()
         page.goto(url)
         loaded(page, timeout=TIMEOUT_MS)
-        with rerun(page, timeout=TIMEOUT_MS):  # the expander reruns the page on opening: its form is drawn then
-            page.get_by_text("Upload a run").click(timeout=TIMEOUT_MS)
+        # Opening the expander draws its form; whether it reruns the page varies, so wait for the form itself
+        # (a rerun wait here stalled 120 s when the click caused none).
+        page.get_by_text("Upload a run").click(timeout=TIMEOUT_MS)
         uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
         uploader.wait_for(timeout=TIMEOUT_MS)
         # The file reaches the server asynchronously and its widget change reruns the page: wait for that
