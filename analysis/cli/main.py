@@ -43,36 +43,22 @@ def _metrics(args: argparse.Namespace) -> int:
     # else parsed and scored (and stored with --store). A run parsed here is kept for the vocabulary check.
     loaded: list[Any] = []
 
+    files: dict[str, Any] = {  # how the files are read: the same for the scorer and for the loaded run
+        "pred_format": args.format,
+        "gold_format": args.gold_format,
+        "meta": RunInfo(history=args.history),
+        "pred_deltas": args.pred_deltas,
+        "pred_mapping": mapping,
+        "gold_field": args.gold_field,
+    }
+
     def load() -> Any:
         from analysis.loading import load_run
 
-        loaded.append(
-            load_run(
-                args.pred,
-                args.gold,
-                pred_format=args.format,
-                gold_format=args.gold_format,
-                meta=RunInfo(history=args.history),
-                pred_deltas=args.pred_deltas,
-                pred_mapping=mapping,
-                gold_field=args.gold_field,
-            )
-        )
+        loaded.append(load_run(args.pred, args.gold, **files))
         return loaded[-1]
 
-    scored = scored_files(
-        args.pred,
-        args.gold,
-        convention=args.convention,
-        pred_format=args.format,
-        gold_format=args.gold_format,
-        meta=RunInfo(history=args.history),
-        pred_deltas=args.pred_deltas,
-        pred_mapping=mapping,
-        gold_field=args.gold_field,
-        run=load,
-        store=args.store,
-    )
+    scored = scored_files(args.pred, args.gold, convention=args.convention, run=load, store=args.store, **files)
     fmt = scored.metas[0].formats[0]
     try:
         result = metric_suite(scored, group_by=args.group_by)
