@@ -9,17 +9,26 @@ own objects over a pipe: the user's bytes are only ever parsed as JSON or CSV, i
 A prediction file whose format is not recognised is looked at there too (`analysis.formats.sniff`): the
 answer is then `Unrecognised`, the one-line error with what `sniff` sees and the mapping it proposes,
 which the upload form offers.
+
+Scoring a run the server has not scored, and reading and scoring a FewJoint system, run there too
+(`analysis.isolated_jobs`, through `run_isolated`): the child answers with the scored tables and closes its
+output, then does what is left (saving them to the score store) while the server goes on.
 """
 
 from __future__ import annotations
 
+import contextlib
+import copyreg
 import os
 import pickle
 import signal
 import subprocess
 import sys
+import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import MappingProxyType
 from typing import Any
 
 from analysis.errors import InputError
@@ -84,28 +93,96 @@ def load_entry_isolated(entry: RunEntry, pred_data: bytes | None, gold_data: byt
     fails or overruns is one line too. The calling thread only waits (it holds no lock other sessions
     need), so a slow file costs the server nothing but this wait. Relative paths are the caller's: the
     child runs in the caller's working directory."""
-    name = Path(str(entry.pred)).name
+    result = run_isolated(
+        Path(str(entry.pred)).name, "reading", "analysis.isolated.load_entry_or_error", entry, pred_data, gold_data
+    )
+    return result if isinstance(result, Run | str | Unrecognised) else f"{Path(str(entry.pred)).name}: cannot load"
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What a job in the child answers (`value`), and what the child does after the parent has it (`then`,
+    e.g. saving the scored tables to the store): the parent does not wait for `then`."""
+
+    value: Any
+    then: Callable[[], Any] | None = None
+
+
+def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
+    """`function(*args)` (`module.name`, called with the memory limit as `memory_bytes` when it takes one)
+    in a child process within CPU_LIMIT_S and MEMORY_LIMIT_BYTES: its answer (an `Answer`'s value), or the
+    one line saying why there is none (`name: <doing> it used more than ...`). The calling thread only waits;
+    an `Answer`'s `then` runs in the child after the answer is read, under the same limits."""
     path = os.environ.get("PYTHONPATH")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([path] if path else [])])}
-    try:
-        done = subprocess.run(
-            [sys.executable, "-m", "analysis.isolated"],
-            input=pickle.dumps(
-                ((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), entry, pred_data, gold_data), protocol=pickle.HIGHEST_PROTOCOL
-            ),
-            capture_output=True,
-            timeout=TIMEOUT_S,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return f"{name}: reading took longer than {TIMEOUT_S:.0f} s and was stopped"
-    if done.returncode == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
-        return f"{name}: reading it used more than {CPU_LIMIT_S} s of CPU time; stopped"
-    if done.returncode != 0 or not done.stdout:
-        return f"{name}: the process reading it stopped (exit {done.returncode}; out of memory?)"
-    result = pickle.loads(done.stdout)  # our own child's answer, never the user's bytes
-    return result if isinstance(result, Run | str | Unrecognised) else f"{name}: cannot load"
+    payload = pickle.dumps(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), protocol=pickle.HIGHEST_PROTOCOL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "analysis.isolated"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
+    expired = threading.Event()
+    timer = threading.Timer(TIMEOUT_S, _expire, (child, expired))
+    timer.daemon = True
+    timer.start()
+    assert child.stdin is not None and child.stdout is not None
+    with contextlib.suppress(BrokenPipeError):  # a child that stopped early: its exit says why
+        child.stdin.write(payload)
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
+    answer = child.stdout.read()  # to the end: the child closes its output once it has answered
+    child.stdout.close()
+    if answer:
+        try:
+            value = pickle.loads(answer)  # our own child's answer, never the user's bytes
+        except Exception:  # cut short: the child was stopped while answering; its exit says why
+            pass
+        else:  # the child may still be at its `then`: waited for by a thread, the timer still armed
+            with _FINISHING_LOCK:
+                _FINISHING.add(child)
+            threading.Thread(target=_reap, args=(child, timer), daemon=True).start()
+            return value
+    code = child.wait()
+    timer.cancel()
+    if expired.is_set():
+        return f"{name}: {doing} took longer than {TIMEOUT_S:.0f} s and was stopped"
+    if code == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
+        return f"{name}: {doing} it used more than {CPU_LIMIT_S} s of CPU time; stopped"
+    return f"{name}: the process {doing} it stopped (exit {code}; out of memory?)"
+
+
+def _expire(child: subprocess.Popen[bytes], expired: threading.Event) -> None:
+    expired.set()
+    child.kill()
+
+
+# Children that have answered and are still at their `then` (saving to the store): `settle` waits for them.
+_FINISHING: set[subprocess.Popen[bytes]] = set()
+_FINISHING_LOCK = threading.Lock()
+
+
+def _reap(child: subprocess.Popen[bytes], timer: threading.Timer) -> None:
+    child.wait()
+    timer.cancel()
+    with _FINISHING_LOCK:
+        _FINISHING.discard(child)
+
+
+def settle(timeout: float | None = None) -> None:
+    """Wait (at most `timeout` seconds each) for the children that answered to finish what they do after
+    (tests and benchmarks, through `analysis.store.entries.flush`)."""
+    with _FINISHING_LOCK:
+        children = list(_FINISHING)
+    for child in children:
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout)
+
+
+def _mapping_proxy(items: dict) -> MappingProxyType:
+    return MappingProxyType(items)
+
+
+# A convention's read-only tables (`MappingProxyType`, not picklable as such) travel as their dict: a scored
+# run holds its convention, and the worker's answer is pickled.
+copyreg.pickle(MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
 
 
 def _limit_self(cpu_s: int, memory_bytes: int) -> None:
@@ -124,12 +201,25 @@ def _limit_self(cpu_s: int, memory_bytes: int) -> None:
 def _child() -> None:
     # Through the module's import name, not `__main__`: an `Unrecognised` pickled as `__main__.Unrecognised`
     # would not load in the parent.
+    import importlib
+    import inspect
+
     from analysis import isolated
 
-    (cpu_s, memory_bytes), entry, pred_data, gold_data = pickle.load(sys.stdin.buffer)
+    (cpu_s, memory_bytes), function, args = pickle.load(sys.stdin.buffer)
     isolated._limit_self(cpu_s, memory_bytes)
-    result = isolated.load_entry_or_error(entry, pred_data, gold_data, memory_bytes)
-    sys.stdout.buffer.write(pickle.dumps(result, protocol=pickle.HIGHEST_PROTOCOL))
+    module, _, attr = function.rpartition(".")
+    call = getattr(importlib.import_module(module), attr)
+    takes_limit = "memory_bytes" in inspect.signature(call).parameters
+    result = call(*args, memory_bytes=memory_bytes) if takes_limit else call(*args)
+    answer = result if isinstance(result, isolated.Answer) else isolated.Answer(result)
+    sys.stdout.buffer.write(pickle.dumps(answer.value, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    # The answer is whole: the output pipe is closed (its descriptor pointed at /dev/null), so the parent
+    # reads to its end now, before `then` runs.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if answer.then is not None:
+        answer.then()
 
 
 if __name__ == "__main__":

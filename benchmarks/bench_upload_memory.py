@@ -100,7 +100,8 @@ def measure(
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
     server_log: list[str] = []
-    process, url = start_server(DEMO, env=env, log=server_log)
+    # the warm-up, on a loaded machine, takes minutes
+    process, url = start_server(DEMO, env=env, log=server_log, timeout=600)
     try:
         with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
             files = []

@@ -92,6 +92,9 @@ def _background_work_ends_with_its_test():
     prefetch = sys.modules.get("ui.prefetch")
     if prefetch is not None and hasattr(prefetch, "wait"):
         prefetch.wait(120)
+    isolated = sys.modules.get("analysis.isolated")
+    if isolated is not None and hasattr(isolated, "settle"):  # workers still saving what they scored
+        isolated.settle(120)
     entries = sys.modules.get("analysis.store.entries")
     pending = getattr(entries, "_queue", None)
     # Bounded, unlike entries.flush(): a writer stuck on a lock must fail its own test, not hang the suite.

@@ -277,6 +277,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ("analysis.review",),
     ("analysis.workspace", "analysis.isolated", "analysis.manifest_write"),
     ("analysis.store",),
+    ("analysis.isolated_jobs",),  # scoring in the worker process, which then saves to the store
     ("analysis.export",),
     ("analysis.cli", "analysis.__main__"),
     ("analysis.demo",),

@@ -68,14 +68,15 @@ def test_a_saved_upload_is_scored_once_into_the_store_and_read_back_on_restart(
 
     scorings: list[str] = []
 
-    def counted(run, conv=None):
-        scorings.append(run.meta.run_id)
-        return score_run(run, conv)
+    scored_in_worker = data.score_entry_isolated
 
-    monkeypatch.setattr(store_runs, "score_run", counted)
-    monkeypatch.setattr(data, "score_run", counted)
+    def counted(entry, *args):
+        scorings.append(entry.meta.run_id)
+        return scored_in_worker(entry, *args)
 
-    # First view: the run is scored once, through the store (in the background writer).
+    monkeypatch.setattr(data, "score_entry_isolated", counted)  # a run the store lacks is scored in a worker
+
+    # First view: the run is scored once, in a worker process, which then stores it.
     first = _overview(manifest, "stored-upload")
     entries.flush()
     found = store_runs.stored(entry, convention, tables=("runs", "dialogues", "turns", "slots"))

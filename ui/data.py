@@ -29,9 +29,11 @@ from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
 from analysis.formats.reading import limit as read_limit
 from analysis.isolated import Unrecognised, load_entry_isolated
+from analysis.isolated_jobs import NotLoaded, Refused, score_entry_isolated, score_run_isolated
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
-from analysis.scoring import Scored, score_run
+from analysis.scoring import Scored
+from analysis.store import entries as store_entries
 from analysis.store import runs as store_runs
 from analysis.store import views as store_views
 from analysis.workspace import RunEntry, Workspace, read_manifest
@@ -181,12 +183,59 @@ def load_workspace(
         if _stored(entry):  # scored before from these very files: it loads; parsed only when a page needs it
             sources[entry.name] = source
             continue
-        result = load(source)
+        result = _first_read(source.key, source)
         if isinstance(result, str):
             failed[entry.name] = result
         else:
             sources[entry.name] = source
     return sources, failed
+
+
+@st.cache_resource(show_spinner=False, max_entries=128)
+def _first_read(key: str, _source: RunSource) -> str | None:
+    """A workspace run the store does not hold, read and scored under its declared convention in a worker
+    process (`_score_in_worker`, which hands the tables to `scored`): its one-line error when its files do
+    not load or the worker went past its limits, else None (a convention that refuses the run is said
+    where the run is scored)."""
+    found = _score_in_worker(_source, _source.meta.convention)
+    if isinstance(found, NotLoaded):
+        return found.line
+    if isinstance(found, Scored):
+        _hand_over(_source, _source.meta.convention, found)
+    return None
+
+
+# Tables a worker scored while the workspace was read, until `scored` takes them (a few: a page scores
+# the runs it shows at once; any other is read back from the store, where the worker saved it).
+# Keyed by the store's place too: the worker saved them there, and a process whose store moves (a test's own
+# cache folder, `DST_CACHE_DIR` changed) must score and store the run again in the new one.
+_HANDED: OrderedDict[tuple[str, str | None, str], Scored] = OrderedDict()
+_HANDED_MAX = 8
+_HANDED_LOCK = threading.Lock()
+
+
+def _hand_over(source: RunSource, convention: str | None, scored: Scored) -> None:
+    with _HANDED_LOCK:
+        _HANDED[(source.key, convention, str(store_entries.store_root()))] = scored
+        while len(_HANDED) > _HANDED_MAX:
+            _HANDED.popitem(last=False)
+
+
+def _score_in_worker(source: RunSource, convention: str | None) -> Scored | NotLoaded | Refused:
+    """The run of a manifest entry the server has not scored: from the store when it holds it, else read
+    and scored in a worker process within its CPU and memory limits (`analysis.isolated_jobs`), which then
+    saves it in the store: a slow or pathological file holds this session's thread waiting, never the
+    interpreter every other session and the health check share."""
+    root = store_entries.store_root()
+    try:
+        key = store_runs.key(source.entry, convention, root) if root is not None else None
+    except OSError:  # a special file or an unreadable one: not stored; the worker's reader says what is wrong
+        root = key = None
+    if root is not None and key is not None:
+        stored = store_entries.load(root, key)
+        if stored is not None:
+            return stored
+    return score_entry_isolated(source.entry, convention, root, key)
 
 
 def _stored(entry: RunEntry) -> bool:
@@ -202,17 +251,22 @@ def effective_convention(source: RunSource, choice: str) -> str | None:
 
 
 def _score_now(source: RunSource, convention: str | None) -> Scored:
-    def run() -> Run:
+    if source.uploaded:  # its run is the session's: shipped to a worker process, scored there
         loaded = load(source)
         if isinstance(loaded, str):
             raise InputError(source.pred, None, loaded)
-        return loaded
-
-    if source.uploaded:
-        return score_run(run(), convention)
-    # A manifest run is read from the score store when it holds it (no parsing, no scoring), else scored
-    # and stored, in the background, for the next start (`analysis.store`).
-    return store_runs.scored(source.entry, convention, run, background=True)
+        return score_run_isolated(loaded, convention, source.pred)
+    # A manifest run is read from the score store when it holds it (no parsing, no scoring), else read and
+    # scored by a worker process, which stores it for the next start (`analysis.store`).
+    with _HANDED_LOCK:
+        handed = _HANDED.pop((source.key, convention, str(store_entries.store_root())), None)
+    found = handed if handed is not None else _score_in_worker(source, convention)
+    if isinstance(found, NotLoaded):
+        raise InputError(source.pred, None, found.line)
+    if isinstance(found, Refused):
+        found.raise_()
+    assert isinstance(found, Scored)
+    return found
 
 
 @st.cache_resource(show_spinner=False, max_entries=256)

@@ -1,6 +1,7 @@
 """Streamlit side of the workspace's FewJoint systems: each system's files as an argument of `ui.compute`
 (`Files`), its scored result cached on the files' paths + modification times and the averaging; a system
-that fails to load keeps its one-line error."""
+that fails to load keeps its one-line error. The files are read and scored in a worker process within its
+CPU-time and memory limits (`analysis.isolated_jobs`), never in the server's request threads."""
 
 from __future__ import annotations
 
@@ -9,10 +10,9 @@ from dataclasses import dataclass
 
 import streamlit as st
 
-from analysis.errors import InputError
-from analysis.fewjoint.align import FewJointSystem, load_fewjoint_system
-from analysis.fewjoint.compare import FewJointComparison, compare_fewjoint
-from analysis.fewjoint.scoring import FewJointResult, score_fewjoint
+from analysis.fewjoint.compare import FewJointComparison
+from analysis.fewjoint.scoring import FewJointResult
+from analysis.isolated_jobs import fewjoint_compared_isolated, fewjoint_isolated
 from analysis.workspace import FewJointEntry
 from ui.data import Marker, file_stamp
 
@@ -27,8 +27,9 @@ def entries() -> dict[str, FewJointEntry]:
 
 @dataclass(frozen=True, eq=False)
 class Files(Marker):
-    """A FewJoint system's files as an argument of `ui.compute`: the loaded system (or its files' one-line
-    error), keyed by the paths and their stamps (mtime + size), never by their content."""
+    """A FewJoint system's files as an argument of `ui.compute`: its manifest entry (the files are read
+    where it is scored, `scored`), keyed by the paths and their stamps (mtime + size), never by their
+    content."""
 
     entry: FewJointEntry
 
@@ -37,13 +38,8 @@ class Files(Marker):
         paths = (str(self.entry.gold), *(str(p) for p in self.entry.pred))
         return ("fewjoint", self.entry.name, paths, self.entry.shots, tuple(file_stamp(p) for p in paths))
 
-    def value(self) -> FewJointSystem | str:
-        try:
-            return load_fewjoint_system(
-                str(self.entry.gold), [str(p) for p in self.entry.pred], name=self.entry.name, shots=self.entry.shots
-            )
-        except InputError as exc:
-            return str(exc)
+    def value(self) -> FewJointEntry:
+        return self.entry
 
 
 def systems() -> dict[str, Files]:
@@ -51,12 +47,12 @@ def systems() -> dict[str, Files]:
     return {name: Files(entry) for name, entry in entries().items()}
 
 
-def scored(system: FewJointSystem | str, *, averaging: str) -> FewJointResult | str:
-    """The system scored with `averaging`, or the one-line error of its files (`ui.compute(scored,
-    Files(entry), averaging=...)`: cached on the files' stamps and the averaging)."""
-    if isinstance(system, str):
-        return system
-    return score_fewjoint(system, averaging=averaging)
+def scored(system: FewJointEntry, *, averaging: str) -> FewJointResult | str:
+    """The system's files read and scored with `averaging` in a worker process, or the one-line error of
+    its files or of a worker past its limits (`ui.compute(scored, Files(entry), averaging=...)`: cached on
+    the files' stamps and the averaging)."""
+    found = fewjoint_isolated(str(system.gold), [str(p) for p in system.pred], system.name, system.shots, averaging)
+    return found if isinstance(found, FewJointResult | str) else f"{system.name}: cannot score"
 
 
 def split(outcomes: dict[str, FewJointResult | str]) -> tuple[dict[str, FewJointResult], dict[str, str]]:
@@ -66,13 +62,10 @@ def split(outcomes: dict[str, FewJointResult | str]) -> tuple[dict[str, FewJoint
     return scored, failed
 
 
-def compared(systems: list[FewJointSystem | str], *, names: tuple[str, ...]) -> FewJointComparison | str:
-    """The systems (loaded, in the order of `names`) compared over seeds and sentences (`compare_fewjoint`),
-    or the one-line error of the first that failed to load (`ui.compute(compared, [Files(...), ...],
-    names=...)`: cached on the files' stamps)."""
-    failed = next((s for s in systems if isinstance(s, str)), None)
-    if failed is not None:
-        return failed
-    loaded = [s for s in systems if not isinstance(s, str)]
-    results = {name: score_fewjoint(s, averaging="micro") for name, s in zip(names, loaded, strict=True)}
-    return compare_fewjoint(results)
+def compared(systems: list[FewJointEntry], *, names: tuple[str, ...]) -> FewJointComparison | str:
+    """The systems (in the order of `names`) read, scored and compared over seeds and sentences
+    (`compare_fewjoint`) in a worker process, or the one-line error of the first that failed to load or of a
+    worker past its limits (`ui.compute(compared, [Files(...), ...], names=...)`: cached on the files'
+    stamps)."""
+    found = fewjoint_compared_isolated(systems, names)
+    return found if isinstance(found, FewJointComparison | str) else f"{', '.join(names)}: cannot compare"

@@ -622,10 +622,17 @@ def _write_queued(pending: queue.Queue[tuple[Path, str, Scored]]) -> None:
             pending.task_done()
 
 
+# What else writes to the store in the background, waited for by `flush` too (the worker processes that
+# save the runs they scored: `analysis.isolated_jobs`).
+FLUSHERS: list[Callable[[], None]] = []
+
+
 def flush() -> None:
     """Wait until the background writer has stored every run queued so far (tests, benchmarks)."""
     if _queue is not None:
         _queue.join()
+    for wait in list(FLUSHERS):
+        wait()
 
 
 def ensure(key: str, compute: Callable[[], Scored], *, root: Path | None = None) -> Entry | None:

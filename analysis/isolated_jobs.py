@@ -1,0 +1,190 @@
+"""Scoring the server has not done before, in the worker process of `analysis.isolated`: a workspace run's
+files read and scored (and saved to the score store after the server has its tables), an upload's run
+scored under another convention, a FewJoint system's files read and scored. The server's request thread
+only waits; a job past the worker's CPU-time or memory limit is stopped and reported in one line.
+
+What comes back is the scored tables, pickled (pandas' pickle of a MultiWOZ-size run's tables: 10.6 MB,
+0.03 s to load; reading the same tables back from the store's Parquet files takes 0.25 s), or the one line
+of a file that does not load; an error the scorer raises on the user's input (a convention that refuses the
+run) is raised again in the server as the in-process scorer raised it (`Refused`).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from analysis.errors import InputError
+from analysis.isolated import MEMORY_LIMIT_BYTES, Answer, Unrecognised, _gib, load_entry_or_error, run_isolated, settle
+from analysis.model import Run
+from analysis.scoring import Scored, score_run
+from analysis.store import entries
+from analysis.workspace import FewJointEntry, RunEntry
+
+entries.FLUSHERS.append(settle)  # `entries.flush()` waits for the workers still saving what they scored
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The scorer's `InputError` (its fields) or `ValueError` (its message), raised again by `raise_`."""
+
+    problem: str
+    path: str | None = None
+    fmt: str | None = None
+    dialogue_id: str | None = None
+    turn: int | str | None = None
+    field: str | None = None
+
+    @classmethod
+    def of(cls, exc: ValueError) -> Refused:
+        if isinstance(exc, InputError):
+            return cls(exc.problem, exc.path, exc.fmt, exc.dialogue_id, exc.turn, exc.field)
+        return cls(str(exc))
+
+    def raise_(self) -> None:
+        if self.path is None:
+            raise ValueError(self.problem)
+        raise InputError(
+            self.path, self.fmt, self.problem, dialogue_id=self.dialogue_id, turn=self.turn, field=self.field
+        )
+
+
+@dataclass(frozen=True)
+class NotLoaded:
+    """The one line of a run whose files do not load (or whose worker was stopped)."""
+
+    line: str
+
+
+def _score(run: Run, convention: str | None, name: str, memory_bytes: int) -> Scored | Refused | NotLoaded:
+    try:
+        return score_run(run, convention)
+    except ValueError as exc:  # InputError too: the user's input, raised again in the server
+        return Refused.of(exc)
+    except MemoryError:
+        return NotLoaded(f"{name}: scoring it needs more than {_gib(memory_bytes)} of memory; stopped")
+
+
+def score_entry_job(
+    entry: RunEntry, convention: str | None, root: str | None, key: str | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> Answer:
+    """(In the child.) The entry's files read and scored under `convention`; once the parent has the tables,
+    saved in the store at `root` under `key` (when given)."""
+    loaded = load_entry_or_error(entry, None, None, memory_bytes)
+    if isinstance(loaded, Unrecognised):
+        return Answer(NotLoaded(loaded.error))
+    if isinstance(loaded, str):
+        return Answer(NotLoaded(loaded))
+    scored = _score(loaded, convention, Path(str(entry.pred)).name, memory_bytes)
+    if not isinstance(scored, Scored) or root is None or key is None:
+        return Answer(scored)
+    return Answer(scored, functools.partial(entries.save, Path(root), key, scored))
+
+
+def score_entry_isolated(
+    entry: RunEntry, convention: str | None, root: Path | None = None, key: str | None = None
+) -> Scored | NotLoaded | Refused:
+    """A workspace run the server has not scored: read and scored under `convention` in the worker, and
+    saved in the store at `root` under `key` by the worker after answering. `NotLoaded`: its files do not
+    load, or the worker went past its limits (one line); `Refused`: the scorer refused it."""
+    name = Path(str(entry.pred)).name
+    found = run_isolated(
+        name, "reading and scoring", "analysis.isolated_jobs.score_entry_job", entry, convention,
+        None if root is None else str(root), key,
+    )  # fmt: skip
+    return NotLoaded(found) if isinstance(found, str) else _checked(found, name)
+
+
+def score_run_job(
+    run: Run, convention: str | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> Scored | Refused | NotLoaded:
+    """(In the child.) `run` scored under `convention`."""
+    return _score(run, convention, run.meta.sources[0] if run.meta.sources else run.meta.run_id, memory_bytes)
+
+
+def score_run_isolated(run: Run, convention: str | None, name: str) -> Scored:
+    """An uploaded run scored under `convention` in the worker (its tables are shipped there: 9.7 MB for a
+    MultiWOZ-size run). The scorer's error is raised as in process; a worker past its limits is an
+    `InputError` naming `name` in one line."""
+    found = run_isolated(Path(name).name, "scoring", "analysis.isolated_jobs.score_run_job", run, convention)
+    if isinstance(found, str):
+        raise InputError(name, None, found)
+    result = _checked(found, name)
+    if isinstance(result, NotLoaded):
+        raise InputError(name, None, result.line)
+    if isinstance(result, Refused):
+        result.raise_()
+    assert isinstance(result, Scored)
+    return result
+
+
+def _checked(found: object, name: str) -> Scored | NotLoaded | Refused:
+    if isinstance(found, Scored | NotLoaded | Refused):
+        return found
+    return NotLoaded(f"{Path(name).name}: cannot score")
+
+
+def fewjoint_job(
+    gold: str,
+    preds: Sequence[str],
+    name: str,
+    shots: int | None,
+    averaging: str,
+    memory_bytes: int = MEMORY_LIMIT_BYTES,
+) -> object:
+    """(In the child.) A FewJoint system's files read and scored with `averaging`; its one line otherwise."""
+    from analysis.fewjoint.align import load_fewjoint_system
+    from analysis.fewjoint.scoring import score_fewjoint
+
+    try:
+        return score_fewjoint(load_fewjoint_system(gold, preds, name=name, shots=shots), averaging=averaging)
+    except InputError as exc:
+        return str(exc)
+    except MemoryError:
+        return f"{name}: reading its files needs more than {_gib(memory_bytes)} of memory; stopped"
+    except Exception as exc:  # anything else is still one line for the user
+        return f"{name}: cannot score ({type(exc).__name__})"
+
+
+def fewjoint_isolated(gold: str, preds: Sequence[str], name: str, shots: int | None, averaging: str) -> object:
+    """A FewJoint system's files read and scored in the worker: its `FewJointResult`, or the one line of
+    files that do not load or of a worker past its limits (naming the system)."""
+    return run_isolated(
+        name, "reading", "analysis.isolated_jobs.fewjoint_job", gold, list(preds), name, shots, averaging
+    )
+
+
+def fewjoint_compared_job(
+    systems: Sequence[FewJointEntry], names: Sequence[str], memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> object:
+    """(In the child.) The FewJoint systems read, scored (micro averaging) and compared over seeds and
+    sentences; the one line of the first that does not load otherwise."""
+    from analysis.fewjoint.align import load_fewjoint_system
+    from analysis.fewjoint.compare import compare_fewjoint
+    from analysis.fewjoint.scoring import score_fewjoint
+
+    label = ", ".join(names)
+    try:
+        results = {
+            name: score_fewjoint(
+                load_fewjoint_system(str(s.gold), [str(p) for p in s.pred], name=s.name, shots=s.shots),
+                averaging="micro",
+            )
+            for name, s in zip(names, systems, strict=True)
+        }
+        return compare_fewjoint(results)
+    except InputError as exc:
+        return str(exc)
+    except MemoryError:
+        return f"{label}: reading their files needs more than {_gib(memory_bytes)} of memory; stopped"
+    except Exception as exc:  # anything else is still one line for the user
+        return f"{label}: cannot compare ({type(exc).__name__})"
+
+
+def fewjoint_compared_isolated(systems: Sequence[FewJointEntry], names: Sequence[str]) -> object:
+    """`fewjoint_compared_job` in the worker: a `FewJointComparison`, or one line."""
+    return run_isolated(
+        ", ".join(names), "comparing", "analysis.isolated_jobs.fewjoint_compared_job", list(systems), list(names)
+    )
