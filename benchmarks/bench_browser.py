@@ -133,7 +133,7 @@ def time_tab_switches(page: Page, title: str) -> dict[str, float]:
     for label in [*labels[1:], *labels[:1]]:
         start = time.perf_counter()
         page.get_by_role("tab", name=label, exact=True).click()
-        page.wait_for_function(TAB_DRAWN, timeout=600_000)
+        page.wait_for_function(TAB_DRAWN, timeout=600_000, polling=20)
         times[label] = time.perf_counter() - start
     return times
 
@@ -156,6 +156,7 @@ def time_diff_steps(page: Page, n: int = 8) -> list[float]:
             " return h && h.innerText !== before; }",
             arg=before,
             timeout=60_000,
+            polling=20,
         )
         page.wait_for_selector(IDLE, timeout=60_000)
         times.append(time.perf_counter() - start)

@@ -235,6 +235,7 @@ def measure_session(
     page.wait_for_function(
         "() => [...document.querySelectorAll('button')].some(b => b.innerText.includes('Save tags') && !b.disabled)",
         timeout=TIMEOUT,
+        polling=20,
     )
     idle(page)
     # idle: nobody clicks and nobody writes for IDLE_S seconds; what the page costs meanwhile (the live
@@ -301,7 +302,7 @@ def measure_session(
             ),
         )
         page.get_by_role("button", name="Show the whole queue").click()
-        page.wait_for_function("(t) => !document.body.innerText.includes(t)", arg="The cell ")
+        page.wait_for_function("(t) => !document.body.innerText.includes(t)", arg="The cell ", polling=20)
         idle(page)
         # live: a colleague tags from another process; no click here
         stored = annotations_shown(page)

@@ -31,7 +31,17 @@ CHROMIUM_ARGS = [
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    # Several pages and browsers run at once (xdist workers, a second session): chromium must not throttle the
+    # timers of a page it thinks is in the background, or a wait's in-page polling stops.
+    "--disable-background-timer-throttling",
+    "--disable-renderer-backgrounding",
+    "--disable-backgrounding-occluded-windows",
 ]
+
+# Every `wait_for_function` polls on a timer. Playwright's default polls on requestAnimationFrame, and headless
+# chromium on a loaded machine can go without a frame for minutes: the condition held, but no one looked again
+# (F1-F3's waits of 120 s "for a rerun that never came", each test passing alone). tests/test_house.py checks it.
+POLL_MS = 100
 VIEWPORT = {"width": 1400, "height": 2400}
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
@@ -80,7 +90,7 @@ def rerun(page: Page, timeout: float = 120_000) -> Iterator[None]:
     """`with rerun(page): page.click(...)`: returns once the rerun that the click caused has finished."""
     before = page.evaluate(_RUN_COUNTER)
     yield
-    page.wait_for_function(_RERUN_DONE, arg=before, timeout=timeout)
+    page.wait_for_function(_RERUN_DONE, arg=before, timeout=timeout, polling=POLL_MS)
 
 
 def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, each: float = 30_000) -> None:
@@ -91,12 +101,12 @@ def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, 
         before = page.evaluate(_RUN_COUNTER)
         click()
         try:
-            page.wait_for_function(_RERUN_DONE, arg=before, timeout=each)
+            page.wait_for_function(_RERUN_DONE, arg=before, timeout=each, polling=POLL_MS)
             return
         except PlaywrightTimeoutError:
             started = page.evaluate(_STARTED, before)
             if started or attempt == tries - 1:  # the click did cause a run, only a slow one: wait it out
-                page.wait_for_function(_RERUN_DONE, arg=before, timeout=120_000)
+                page.wait_for_function(_RERUN_DONE, arg=before, timeout=120_000, polling=POLL_MS)
                 return
 
 

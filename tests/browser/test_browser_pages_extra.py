@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore
@@ -40,7 +40,10 @@ def charts_drawn(page: Page, at_least: int = 1) -> int:
     drawn = "g.trace, g.hm"
     selector = f'[data-testid="stPlotlyChart"] .js-plotly-plot:has({drawn})'
     page.wait_for_function(
-        "([sel, n]) => document.querySelectorAll(sel).length >= n", arg=[selector, at_least], timeout=TIMEOUT
+        "([sel, n]) => document.querySelectorAll(sel).length >= n",
+        arg=[selector, at_least],
+        timeout=TIMEOUT,
+        polling=POLL_MS,
     )
     return page.locator(selector).count()
 

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.review import AnnotationStore
@@ -128,7 +128,7 @@ def test_the_annotation_export_reads_the_runs_at_the_click(browser: Browser, liv
     # The save reruns the queue; the summaries catch up with a rerun of the whole page once the reviewer
     # pauses (CATCH_UP_S), which draws the export buttons anew. Wait for that rerun (the store's count in
     # the summaries moves on) before clicking: a click that meets it finds its button replaced.
-    page.wait_for_function(STORE_COUNT_IS, arg=str(int(before.replace(",", "")) + 1), timeout=TIMEOUT)
+    page.wait_for_function(STORE_COUNT_IS, arg=str(int(before.replace(",", "")) + 1), timeout=TIMEOUT, polling=POLL_MS)
     loaded(page)
     with page.expect_download(timeout=TIMEOUT) as caught:
         page.get_by_role("button", name="Download CSV").click()

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlencode, urlsplit
 
 import pandas as pd
 import pytest
-from conftest import ROOT, loaded, start_server, stop_server
+from conftest import POLL_MS, ROOT, loaded, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis import export, figures
@@ -128,7 +128,7 @@ def loaded_and_drawn(page: Page) -> None:
     """The page's first run has finished, its charts are drawn (Plotly draws after the script ends) and every
     image has loaded or failed: what the checks below read is on screen, not still on its way."""
     loaded(page, timeout=TIMEOUT)
-    page.wait_for_function(DRAWN, timeout=TIMEOUT)
+    page.wait_for_function(DRAWN, timeout=TIMEOUT, polling=POLL_MS)
 
 
 # Every anchor and image of the page, HTML and SVG (Plotly draws `<a>` in chart text as an SVG anchor).
