@@ -124,6 +124,15 @@ SETTINGS: tuple[Setting, ...] = (
         "`analysis.cli.main`",
     ),
     Setting(
+        "DST_NO_PREFETCH",
+        "flag (`1` on, empty or `0` off)",
+        "",
+        "off: the prefetch runs",
+        "The dashboard does not compute the other pages' first views in the background after a page loads "
+        "(a server with no CPU to spare; the in-process page tests, which the prefetch would only slow down).",
+        "`ui.prefetch`",
+    ),
+    Setting(
         "DST_REALDATA",
         "folder",
         None,

@@ -81,6 +81,21 @@ def _main_module_is_restored():
         sys.modules["__main__"] = main
 
 
+# The files whose tests are about the prefetch (or read what it computed): it runs for them as it does on a server.
+PREFETCH_FILES = {"test_prefetch.py", "test_serve.py", "test_figure_cache.py", "test_store_uploads.py"}
+
+
+@pytest.fixture(autouse=True)
+def _no_prefetch_in_page_tests(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch):
+    """An in-process page test (AppTest) checks what its page shows: the prefetch of every other page's first
+    views, which each opening of the app starts and which each test then waits for (below), is work no
+    assertion reads, and a large share of the fast suite's time. It is off (`DST_NO_PREFETCH`) except in the
+    files about it and in browser tests, whose servers run as a user's does."""
+    if request.node.path.name not in PREFETCH_FILES and request.node.get_closest_marker("browser") is None:
+        monkeypatch.setenv("DST_NO_PREFETCH", "1")
+    yield
+
+
 @pytest.fixture(autouse=True)
 def _background_work_ends_with_its_test():
     """A dashboard test's background work (the prefetch of the other pages, the score store's writer) ends

@@ -356,6 +356,9 @@ def test_prefetch_starts_once_per_selection_and_convention(monkeypatch: pytest.M
     assert sum(job is prefetch.reconcile_job for job, _ in started[1]) == 1
     runs.pop()
     assert prefetch.start() is True  # another selection
+    # Its thread calls the patched run_jobs; waited for here, before the patch is undone: a thread that ran
+    # after the teardown computed the real plan for these made-up runs (18 s of the fast suite).
+    assert prefetch.wait(30) and len(started) == 3
 
 
 def test_a_failing_view_does_not_escape_the_prefetch_thread(monkeypatch: pytest.MonkeyPatch) -> None:

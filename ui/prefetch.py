@@ -39,7 +39,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 import ui
-from analysis import figures, views
+from analysis import figures, settings, views
 from analysis.crosslingual import mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
 from page_registry import FIRST, PAGES, PREFETCHED, Call, Defaults, FigureCall, FirstViews, Job, Then
@@ -471,7 +471,7 @@ def start(delay: float = 0.0) -> bool:
     """Start computing the plan for the session's current runs, focus and convention, once per
     combination, after `delay` seconds. Returns whether a prefetch was started."""
     runs = state.selected_runs()
-    if not runs:
+    if not runs or settings.flag("DST_NO_PREFETCH"):
         return False
     focus = state.focus_run() or runs[0]
     sources = state.sources()
