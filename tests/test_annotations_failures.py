@@ -245,6 +245,7 @@ def test_postgres_down_gives_a_short_message_then_recovers(server: Server) -> No
     store.close()
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_connection_refused_is_short_and_bounded() -> None:
     port = _free_port()  # nothing listens there
     started = time.monotonic()

@@ -172,6 +172,7 @@ def test_leaderboard_equals_analysis(scored_runs):
     assert list(board["JGA"]) == sorted(board["JGA"], reverse=True)  # sorted by the chosen metric
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_overview_says_when_runs_are_not_comparable(manifest):
     metas = [e.meta for e in manifest.entries]
     versions = [m.run_id for m in metas if m.dataset == "MultiWOZ 2.1" and m.history == "predicted"][:2]
@@ -297,6 +298,7 @@ def test_dialogue_viewer_steps_to_next_error(scored_runs):
         assert at.session_state["turn"] == previous
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_deep_link_opens_the_same_view(scored_runs):
     run = "simulated-B-mwz-en-predicted-s1"
     dialogue = views.dialogue_index(scored_runs[run])["dialogue_id"].iloc[3]
@@ -311,6 +313,7 @@ def test_deep_link_opens_the_same_view(scored_runs):
     assert at.query_params["dialogue"] == [dialogue] or at.query_params["dialogue"] == dialogue
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_failed_run_is_marked_and_the_others_load(tmp_path, manifest):
     good = manifest.entries[0]
     (tmp_path / "broken.json").write_text("{ not json", encoding="utf-8")

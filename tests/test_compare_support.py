@@ -97,6 +97,7 @@ def test_grouping_by_gold_names_the_run_left_out_and_takes_it_in_on_shared_turns
     assert groups == [["A", "B"]] and set(reasons) == {"X"}
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_cli_shared_turns(tmp_path, capsys) -> None:
     a = _jsonl(tmp_path / "a.jsonl", GOLD, PRED)
     b = _jsonl(tmp_path / "b.jsonl", GOLD, PRED, skip=("D2", 1))

@@ -253,6 +253,7 @@ def test_overview_and_turn_depth_warn_about_a_mixed_workspace(mixed_workspace: P
     assert _convention_warnings(at) == lines
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_one_convention_for_all_runs_needs_no_warning(mixed_workspace: Path) -> None:
     at = _app(mixed_workspace, convention="trade")
     at.run()

@@ -48,6 +48,7 @@ def demo(manifest):
     return {name: score_run(load_entry(entries[name])) for name in (EN, ZH)}
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_trade_turn_keys_out_of_order_are_listed_in_numeric_order(tmp_path) -> None:
     turns = {
         key: {
@@ -146,6 +147,7 @@ WILD_EXCERPT = ROOT / "tests" / "data" / "wild" / "gptdst_running_log_excerpt.js
 HOSTILE_TEXT = "I think [the hotel](http://evil.example/x) is **fine** <b>:red[ok]</b> $x$\nsecond line"
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_an_unparseable_turn_shows_its_own_text_and_reason(tmp_path) -> None:
     """Requirement 3 of issue 38: an unparseable turn is kept, counted and its text shown. The viewer shows
     the model's words literally (no link, markup or Markdown from them) with the reason, for a running log

@@ -116,6 +116,7 @@ def shown_lists(at: AppTest) -> list:
     return [d.value for d in at.dataframe if "wrong slots of A" in d.value.columns]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_a_matrix_cell_opens_both_lists_on_the_overview(pair) -> None:
     at = opened("overview", diff=("overview", A, B, "", ""))
     only_a, only_b = shown_lists(at)
@@ -128,6 +129,7 @@ def test_a_matrix_cell_opens_both_lists_on_the_overview(pair) -> None:
     assert spec["data"][-1]["type"] == "scatter"
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_a_delta_bar_and_a_domain_bar_open_their_group(pair) -> None:
     deltas = views.pair_deltas(*pair, scope="slot", resamples=200)
     group = str(deltas.dropna(subset=["delta"])["group"].iloc[0])
@@ -158,6 +160,7 @@ def test_a_deep_link_carries_the_difference(pair) -> None:
     assert at.query_params["diff"] in (f"domains|{A}|{B}|hotel|", [f"domains|{A}|{B}|hotel|"])  # written back
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_a_language_cell_lists_the_turns_against_the_pivot_in_its_own_names() -> None:
     from analysis import crosslingual as X
 

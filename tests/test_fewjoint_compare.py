@@ -100,6 +100,7 @@ def naive_deltas(results: dict[str, Any], metric: str, *, n_resamples: int, seed
     return np.array(deltas)
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 @pytest.mark.parametrize("metric", ["intent_accuracy", "slot_f1", "sentence_accuracy"])
 def test_hierarchical_interval_equals_a_plain_loop(systems: dict[str, Any], metric: str) -> None:
@@ -128,6 +129,7 @@ def test_text_report_names_every_pair_and_metric(systems: dict[str, Any]) -> Non
     assert same_gold(systems) == [list(systems)]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 def test_systems_on_another_gold_are_refused(systems: dict[str, Any], tmp_path: Path) -> None:
     gold_path = realdata_path("fewjoint", "FewJoint1.1", "5shot", "test.json")
@@ -139,6 +141,7 @@ def test_systems_on_another_gold_are_refused(systems: dict[str, Any], tmp_path: 
         compare_fewjoint(named)
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 def test_cli_compares_the_systems_its_files_name(
     scored: dict[str, Any], systems: dict[str, Any], capsys: pytest.CaptureFixture[str]

@@ -163,6 +163,7 @@ def test_episode_slot_f1_matches_seqeval_per_episode(perturbed: dict[str, Any]) 
         assert got == pytest.approx(expected, abs=1e-12)
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 def test_intent_and_sentence_accuracy_on_real_gold(perturbed: dict[str, Any]) -> None:
     micro = score_fewjoint(perturbed["system"], averaging="micro")

@@ -240,6 +240,7 @@ def test_bad_vectors_give_one_line_naming_the_record(
 # --- pages ---------------------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.parametrize("page", ["pages/dialogue.py", "pages/slots.py"])
 def test_pages_showing_values_say_a_vector_file_has_none(tmp_path: Path, page: str) -> None:
     from streamlit.testing.v1 import AppTest

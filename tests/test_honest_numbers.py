@@ -196,6 +196,7 @@ def test_overview_shows_n_a_with_the_reason_under_trade() -> None:
     assert board.loc[run, "not applicable"] == ""
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason="the demo workspace is absent (make demo)")
 def test_reconcile_page_shows_n_a_for_the_conventions_whose_ontology_does_not_fit() -> None:
     at = AppTest.from_file(str(ROOT / "app.py"), default_timeout=120)

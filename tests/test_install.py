@@ -174,6 +174,7 @@ def readme_commands() -> list[str]:
     return [line.split("#", 1)[0].strip() for line in match.group(1).splitlines() if line.strip()]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_readme_own_file_command_runs_from_any_folder(venv: Path, outside: Path) -> None:
     """The README's `pip install .` then `dst-analysis metrics --pred ... --gold ...`, from a folder outside
     the repository, on a demo run: the same output as `python -m analysis` in the repository."""

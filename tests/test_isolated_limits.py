@@ -53,6 +53,7 @@ def test_a_relative_path_is_the_callers(tmp_path: Path, monkeypatch: pytest.Monk
     assert isinstance(isolated.load_entry_isolated(relative, None, None), Run)
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_a_file_past_the_cpu_limit_is_stopped_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
     entry = _hostile_entry(tmp_path)
@@ -62,6 +63,7 @@ def test_a_file_past_the_cpu_limit_is_stopped_in_one_line(tmp_path: Path, monkey
     assert time.monotonic() - started < 60
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_the_server_thread_only_waits_while_the_worker_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """While one thread waits on a hostile file, another thread of the same process keeps running Python
     (the health check and other sessions are such threads): its loop of small steps is never held up."""

@@ -334,6 +334,7 @@ def test_the_pivots_own_alignment_is_what_aligning_it_with_itself_gives(xrisawoz
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.skipif(not DEMO.exists(), reason=f"the demo workspace {DEMO} is absent (make demo)")
 def test_demo_page_maps_chinese_slots_onto_the_english_pivot() -> None:
     """On the demo, MultiWOZ en and zh runs of one system: the slot rows are the English pivot's names and the

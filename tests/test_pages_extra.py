@@ -129,6 +129,7 @@ def test_fewjoint_shows_ill_formed_bio_per_seed(fewjoint):
             assert f"seed {seed}: {int(row['n_ill_formed'])} in {int(row['n_ill_formed_queries'])} quer" in merged[0]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_fewjoint_warns_below_five_seeds(tmp_path, manifest):
     entry = manifest.fewjoint_entries[0]
     run = manifest.entries[0]
@@ -181,6 +182,7 @@ def test_fewjoint_without_systems_says_so(tmp_path, manifest):
 # --- Reconcile -----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_reconcile_table_equals_score_run(manifest):
     run_id = "simulated-A-mwz-en-predicted"
     at = opened("reconcile", run=run_id)
@@ -303,6 +305,7 @@ def test_review_filters_rerun_their_row_and_the_queue(manifest, annotations_url)
     assert "(all" in caption()
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_review_agreement_and_import(manifest, annotations_url, tmp_path):
     errors = demo_errors(manifest).head(4)
     store = AnnotationStore(annotations_url)

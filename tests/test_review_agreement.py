@@ -233,6 +233,7 @@ def _table(at, column: str) -> pd.DataFrame:
     return next(d.value for d in at.dataframe if column in d.value.columns)
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @demo
 def test_review_page_shows_agreement_per_tag_and_the_second_opinion_queue(annotations_url: str) -> None:
     errors = error_episodes(_demo_errors()).head(6)  # the page's items: episodes, tagged with their span

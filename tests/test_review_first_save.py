@@ -51,6 +51,7 @@ def looked_up(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return calls
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_the_save_message_names_its_icon_so_no_emoji_look_up_happens(tmp_path: Path, looked_up: list[str]) -> None:
     from analysis.review.store import AnnotationStore
 

@@ -47,6 +47,7 @@ def param(at: AppTest, name: str) -> str | None:
     return value[0] if isinstance(value, list) else value
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_the_reviewer_and_the_filters_survive_a_reload(annotations_url: str) -> None:
     at = review_page()
     at.text_input(key="w_reviewer").input("ana").run()
@@ -74,6 +75,7 @@ def test_the_tag_box_offers_no_select_all(annotations_url: str) -> None:
     assert tags.proto.select_all == 0  # Streamlit's default (1000) shows "Select all" in the dropdown
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_items_others_reviewed_but_not_me_are_one_click_away(annotations_url: str) -> None:
     from ui import review
 

@@ -106,6 +106,7 @@ def test_report_csv_is_neutralised(tmp_path: Path) -> None:
     assert [r[1] for r in rows[1:]] == ["0.5", "-0.25", "0.75"]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_no_csv_is_written_around_the_safe_writer() -> None:
     """Every CSV goes through `analysis.safe_csv.frame_csv`: no other `to_csv` or `csv.writer` call
     in the code that writes files (analysis/, ui/, pages/, app.py)."""

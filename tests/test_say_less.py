@@ -78,6 +78,7 @@ def small_text(spec: dict) -> list[str]:
     return found
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.parametrize("page", [p.file for p in page_registry.PAGES])
 def test_every_chart_and_header_says_it_in_people_s_words(page: str) -> None:
     at = opened(page)
@@ -98,6 +99,7 @@ def test_every_chart_and_header_says_it_in_people_s_words(page: str) -> None:
             assert named <= set(CAUSE_LABELS.values()) and not named & set(CAUSES), named
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_the_overview_over_seeds_names_its_columns_once() -> None:
     seeds = [f"simulated-B-mwz-en-predicted-s{i}" for i in (1, 2, 3)]
     at = opened("pages/overview.py", runs=[*seeds, "simulated-C-mwz-en-predicted"])
@@ -115,6 +117,7 @@ def test_the_vocabulary_names_what_the_tables_held() -> None:
     ]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_incomparable_runs_get_one_notice_that_expands() -> None:
     manifest = read_manifest(DEMO)
     mixed = ["simulated-A-mwz-en-predicted", "simulated-A-mwz-en-gold", "crosswoz-rule-dst"]

@@ -127,6 +127,7 @@ def _mwzeval_run(system: str):
     return load_run(realdata_path("mwzeval_outputs", f"{system}.json"), realdata_path("multiwoz21", "test.json.zip"))
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 @pytest.mark.parametrize("system", ["augpt", "ubar"])
 def test_mwzeval_outputs_under_every_convention_print_no_silent_scorer_number(system: str) -> None:

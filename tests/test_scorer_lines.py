@@ -114,6 +114,7 @@ def test_metrics_under_risawoz_leads_with_its_jga(capsys: pytest.CaptureFixture[
     assert _lead(capsys.readouterr().out.splitlines(), "What the RiSAWOZ evaluation prints:") == [("JGA", "0.8011")]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 def test_metrics_under_sgd_leads_with_the_evaluators_lines(capsys: pytest.CaptureFixture[str]) -> None:
     # The evaluator's metrics file is json.dump(..., sort_keys=True): average_goal_accuracy before

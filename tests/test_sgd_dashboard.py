@@ -173,6 +173,7 @@ def test_per_domain_jga_of_an_sgd_run_is_the_evaluators_per_service(demo_sgd, of
         assert row["jga_low"] <= row["jga"] <= row["jga_high"]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_the_reports_leaderboard_has_the_evaluators_jga_with_its_interval(official) -> None:  # type: ignore[no-untyped-def]
     from analysis.export.report import _cis_by_run, _score_all
 

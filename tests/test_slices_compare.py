@@ -90,6 +90,7 @@ def shown_lists(at: AppTest) -> list:
     return [d.value for d in at.dataframe if "wrong slots of A" in d.value.columns]
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_a_picked_slice_lists_the_turns_only_one_run_gets_right(scored, report) -> None:
     at = opened()
     picker = next(s for s in at.selectbox if s.label.startswith("Compare the slice with"))

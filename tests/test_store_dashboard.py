@@ -29,6 +29,7 @@ def store(monkeypatch, tmp_path):
     data._stored_views.clear()
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 def test_restart_reads_the_store_and_the_overview_queries_it(store, monkeypatch):
     manifest = read_manifest(DEMO)
     sources = {e.name: data.source_from_entry(e) for e in manifest.entries if e.name in NAMES}

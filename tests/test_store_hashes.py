@@ -15,6 +15,7 @@ from tests.conftest import ROOT
 RECORDED = json.loads((ROOT / "tests" / "data" / "store_hashes.json").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
 @pytest.mark.realdata
 def test_every_stored_table_is_bit_identical_to_mains():
     if not (store_hashes.REALDATA / "multiwoz21" / "test.json.zip").exists():
