@@ -24,7 +24,7 @@ import functools
 import math
 import warnings
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -716,10 +716,15 @@ class RunParts:
     points: dict[str, pd.DataFrame]
 
 
+_NO_ROWS: dict[str, Any] = {"row_group": None, "row_dialogue": None, "row_turn": None, "row_parts": ()}
+
+
 def run_parts(scored: Scored, metrics: Sequence[str]) -> RunParts:
     """A single run's `RunParts` for `metrics`."""
     dialogues = _dialogues(scored)
-    stats = {m: _stats(scored, m, ["run_id"], dialogues) for m in metrics}
+    # Only the per-dialogue sums: the per-turn rows (`support`'s) are five arrays per metric and turn, about
+    # 2 MB a MultiWOZ-size run, which a report of hundreds of runs held for every run until its end.
+    stats = {m: replace(_stats(scored, m, ["run_id"], dialogues), **_NO_ROWS) for m in metrics}
     points: dict[str, pd.DataFrame] = {}
     for metric in metrics:
         point = _point(scored, metric, ["run_id"])
