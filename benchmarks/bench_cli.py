@@ -28,28 +28,20 @@ ROOT = Path(__file__).resolve().parents[1]
 MLCSG = ROOT.parent / "shared" / "realdata" / "mlcsg" / "all_prediction_TRADE.json"
 TARGET_S = 0.8
 PY = sys.executable
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from bench_cli_vs_scorers import timed as one_run  # noqa: E402
 
 
 def timed(command: list[str], runs: int, env: dict[str, str]) -> tuple[list[float], list[float]]:
     """Wall seconds and CPU seconds (user + system) of each of `runs` runs of `command`, as /usr/bin/time
-    reports them. On a busy machine the CPU seconds stay closer to what a quiet one would show."""
+    reports them (`bench_cli_vs_scorers.timed`). On a busy machine the CPU seconds stay closer to what a quiet
+    one would show."""
     times, cpu = [], []
     for _ in range(runs):
-        with tempfile.NamedTemporaryFile(suffix=".time") as out:
-            done = subprocess.run(
-                ["/usr/bin/time", "-f", "%e %U %S", "-o", out.name, *command],
-                cwd=ROOT,
-                env=env,
-                stdout=subprocess.DEVNULL,
-                stderr=subprocess.PIPE,
-                text=True,
-                check=False,
-            )
-            if done.returncode != 0:
-                raise SystemExit(f"{' '.join(command)} failed: {done.stderr.strip()[-500:]}")
-            wall, user, system = map(float, Path(out.name).read_text().split()[-3:])
-            times.append(wall)
-            cpu.append(user + system)
+        wall, used = one_run(command, env, ROOT)
+        times.append(wall)
+        cpu.append(used)
     return times, cpu
 
 
