@@ -13,6 +13,7 @@ All figures are rendered in one kaleido batch per width (one browser), then meas
 
 from __future__ import annotations
 
+import functools
 import inspect
 import json
 import re
@@ -169,6 +170,7 @@ def figure_kinds(demo: dict[str, Any]) -> dict[str, tuple[str, go.Figure]]:
 # --- measuring rendered files ----------------------------------------------------------------------
 
 
+@functools.cache  # a rendered PDF is read by two tests (its page size, its words): poppler runs once per file
 def pdf_words(path: Path) -> tuple[tuple[float, float], list[tuple[str, float, float, float, float]]]:
     """The page size (pt) and every word with its box (pt, y down) from poppler's `pdftotext -bbox`."""
     out = subprocess.run(
@@ -403,12 +405,22 @@ def rendered(kinds: dict[str, tuple[str, go.Figure]], tmp_path_factory: pytest.T
     """Every kind at both widths in PDF, SVG and PNG (one kaleido batch per width), and the SVG texts."""
     if not HAVE_CHROMIUM:
         pytest.skip("no Chromium (make test installs it)")
+    import kaleido
+
     out: dict[str, Any] = {}
+    # One kaleido browser (with write_figures' tabs) for both widths, and one measuring browser for every
+    # SVG, instead of two of each: the same files, rendered and measured the same way.
+    kaleido.start_sync_server(n=E.BATCH_TABS, mathjax=False, silence_warnings=True)
+    try:
+        for width in ("single", "double"):
+            folder = tmp_path_factory.mktemp(f"figures-{width}")
+            E.write_figures([(fig, folder / name) for name, (_, fig) in kinds.items()], width=width)
+            out[width] = folder
+    finally:
+        kaleido.stop_sync_server(silence_warnings=True)
+    measured = svg_texts([out[width] / f"{name}.svg" for width in ("single", "double") for name in kinds])
     for width in ("single", "double"):
-        folder = tmp_path_factory.mktemp(f"figures-{width}")
-        E.write_figures([(fig, folder / name) for name, (_, fig) in kinds.items()], width=width)
-        out[width] = folder
-        out[width, "svg"] = svg_texts([folder / f"{name}.svg" for name in kinds])
+        out[width, "svg"] = {path: m for path, m in measured.items() if path.parent == out[width]}
     return out
 
 

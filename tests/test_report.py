@@ -71,6 +71,14 @@ def report(workspace_path: Path, tmp_path_factory: pytest.TempPathFactory) -> tu
     return out, written
 
 
+@pytest.fixture(scope="module")
+def plan(workspace_path: Path) -> R.ReportPlan:
+    """The small workspace's report plan, planned once for the three tests that read it (200 resamples: the
+    pairwise test compares with `compare` at 200; the others' interval checks hold at any count). Read it,
+    never change it."""
+    return R.plan_report(load_workspace(workspace_path), n_resamples=200)
+
+
 # --- planning, no browser -------------------------------------------------------------------------
 
 
@@ -98,9 +106,7 @@ def test_crosslingual_pairs_from_mappings_and_shared_dialogues() -> None:
 
 
 @pytest.mark.slow
-def test_plan_uses_dashboard_builders_and_run_colours(workspace_path: Path) -> None:
-    ws = load_workspace(workspace_path)
-    plan = R.plan_report(ws, n_resamples=100)
+def test_plan_uses_dashboard_builders_and_run_colours(plan: R.ReportPlan) -> None:
     names = [f.name for f in plan.figures]
     assert names[0] == "leaderboard"
     assert {f"slot-f1-{R._slug(r)}" for r in RUNS} <= set(names)
@@ -124,9 +130,8 @@ def test_plan_uses_dashboard_builders_and_run_colours(workspace_path: Path) -> N
 
 
 @pytest.mark.slow  # plans a report (`plan_report`): a report build
-def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path) -> None:
+def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path, plan: R.ReportPlan) -> None:
     ws = load_workspace(workspace_path)
-    plan = R.plan_report(ws, n_resamples=100)
     table = next(t for t in plan.tables if t.name == "leaderboard").frame
     for run_id, run in ws.runs.items():
         scored = score_run(run)
@@ -137,12 +142,13 @@ def test_leaderboard_numbers_are_the_metrics_modules(workspace_path: Path) -> No
 
 
 @pytest.mark.slow  # plans a report (`plan_report`): a report build
-def test_pairwise_table_has_the_compare_numbers_and_significance_marks(workspace_path: Path) -> None:
+def test_pairwise_table_has_the_compare_numbers_and_significance_marks(
+    workspace_path: Path, plan: R.ReportPlan
+) -> None:
     from analysis.compare import compare
     from analysis.export.tables import table_bytes
 
     ws = load_workspace(workspace_path)
-    plan = R.plan_report(ws, n_resamples=200)
     pairwise = [t for t in plan.tables if t.name.startswith("pairwise-")]
     assert len(pairwise) == 1  # predicted and gold history of run A share multiwoz21's gold; zh is alone
     item = pairwise[0]

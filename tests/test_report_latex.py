@@ -246,7 +246,9 @@ def demo_report(tmp_path_factory: pytest.TempPathFactory, demo_plan: R.ReportPla
     if not HAVE_LATEX or not HAVE_PDFTOTEXT:
         pytest.skip("no LaTeX or pdftotext (make test installs them: scripts/system-deps.sh)")
     out = tmp_path_factory.mktemp("demo-report")
-    return out, R.write_report(demo_plan, out, progress=False, pdf=True)
+    # PDF figures only: every test here reads the figure PDFs, the snippets, main.tex/main.pdf and index.md,
+    # never an SVG or PNG (main.tex includes the PDFs); SVG and PNG of a built report are test_report.py's.
+    return out, R.write_report(demo_plan, out, formats=("pdf",), progress=False, pdf=True)
 
 
 @pytest.mark.slow
