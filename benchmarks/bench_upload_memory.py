@@ -12,7 +12,11 @@ figures it made, trims the heap and logs the release. So the end is read once th
 release of every upload (the sweep's own line, waited for: no fixed time).
 `--session-ttl 5` shortens that window (`server.disconnectedSessionTTL`): sessions then end one by one
 as their browsers close instead of all twenty living together for two minutes.
-`tests/browser/test_upload_memory.py` runs this with a 5 s window and asserts the growth is at most 100 MB.
+`--sweep-seconds 2` shortens the sweep's period (`ui.data.SWEEP_SECONDS`, set in the server's process
+before it starts: the same `scripts/serve.py` otherwise), so an ended session's upload is released within
+seconds instead of at the next half-minute; what a sweep does is unchanged.
+`tests/browser/test_upload_memory.py` runs this with a 5 s window and a 2 s sweep and asserts the growth is
+at most 100 MB.
 """
 
 from __future__ import annotations
@@ -38,6 +42,21 @@ from ui.data import SWEEP_SECONDS  # noqa: E402
 TIMEOUT_MS = 120_000
 RECONNECT_WINDOW_S = 120.0  # Streamlit's MemorySessionStorage TTL for a disconnected session
 RELEASED = re.compile(r"(\d+) upload\(s\) of ended sessions released")  # the sweep's log line (ui.data)
+
+# `--sweep-seconds`: scripts/serve.py with the sweep's period set before the server starts. The memory
+# settings serve.main applies (malloc arenas, Arrow's pool) come first, as there: `ui.data` imports pyarrow.
+SWEEPING_SERVE = """import sys
+sys.path.insert(0, {scripts!r})
+import serve
+serve.limit_arenas()
+serve.arrow_on_glibc()
+from ui import data
+data.SWEEP_SECONDS = {sweep!r}
+# start_server(runner=...) passes `run APP options -- --workspace PATH`
+args = sys.argv[1:]
+options, workspace = args[2:args.index("--")], args[args.index("--") + 2]
+serve.main(["--workspace", workspace, *options])
+"""
 
 
 def rss_mb(pid: int) -> float:
@@ -80,45 +99,58 @@ def _one_session(browser: Any, url: str, path: Path) -> str:
 
 
 def measure(
-    uploads: int = 20, *, session_ttl: float | None = None, browser: Any = None, log: Any = print
+    uploads: int = 20,
+    *,
+    session_ttl: float | None = None,
+    sweep_seconds: float | None = None,
+    browser: Any = None,
+    log: Any = print,
 ) -> dict[str, float]:
     """RSS (MB) of a real server: `before` (after a warm-up upload session has ended), `peak` (sampled
     after each session), `after` (once the sessions have ended), and the seconds the end took.
     `session_ttl` shortens Streamlit's reconnection window (`server.disconnectedSessionTTL`, seconds) so
-    a test need not wait two minutes, twice, for closed sessions to end. `browser`: a Playwright browser
-    to open the sessions in (a test passes pytest-playwright's); without it, one is launched here."""
+    a test need not wait two minutes, twice, for closed sessions to end; `sweep_seconds` the sweep's
+    period (`ui.data.SWEEP_SECONDS`), so it need not wait up to half a minute, twice, for the sweep that
+    releases them. `browser`: a Playwright browser to open the sessions in (a test passes
+    pytest-playwright's); without it, one is launched here."""
     if browser is None:
         from playwright.sync_api import sync_playwright
 
         with sync_playwright() as play:
             own = play.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_ARGS)
             try:
-                return measure(uploads, session_ttl=session_ttl, browser=own, log=log)
+                return measure(uploads, session_ttl=session_ttl, sweep_seconds=sweep_seconds, browser=own, log=log)
             finally:
                 own.close()
 
     window = RECONNECT_WINDOW_S if session_ttl is None else session_ttl
+    sweep = SWEEP_SECONDS if sweep_seconds is None else sweep_seconds
     env = {} if session_ttl is None else {"STREAMLIT_SERVER_DISCONNECTED_SESSION_TTL": f"{session_ttl:g}"}
     server_log: list[str] = []
-    # the warm-up, on a loaded machine, takes minutes
-    process, url = start_server(DEMO, env=env, log=server_log, timeout=600)
-    try:
-        with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
+    with tempfile.TemporaryDirectory(prefix="dst-upload-memory-") as folder:
+        runner = None
+        if sweep_seconds is not None:
+            runner = Path(folder) / "serve_sweeping.py"
+            text = SWEEPING_SERVE.format(scripts=str(ROOT / "scripts"), sweep=float(sweep_seconds))
+            runner.write_text(text, encoding="utf-8")
+        # the warm-up, on a loaded machine, takes minutes
+        process, url = start_server(DEMO, env=env, log=server_log, timeout=600, launcher=runner is None, runner=runner)
+        try:
             files = []
             for i in range(uploads + 1):
                 files.append(Path(folder) / f"upload{i}.jsonl")
                 files[-1].write_bytes(big_jsonl_run(i))
             log(f"warm-up session: {_one_session(browser, url, files[-1])}")
             log(f"server RSS after the warm-up session: {rss_mb(process.pid):.0f} MB")
-            before = _swept(process.pid, server_log, 1, time.monotonic(), window=window, log=log)["rss"]
+            before = _swept(process.pid, server_log, 1, time.monotonic(), window=window, sweep=sweep, log=log)["rss"]
             peak = before
             for i in range(uploads):
                 message = _one_session(browser, url, files[i])  # its browser context is closed at the end
                 peak = max(peak, rss_mb(process.pid))
                 log(f"session {i + 1}/{uploads}: {message[:70]!r}; RSS {rss_mb(process.pid):.0f} MB")
-            end = _swept(process.pid, server_log, 1 + uploads, time.monotonic(), window=window, log=log)
-    finally:
-        stop_server(process)
+            end = _swept(process.pid, server_log, 1 + uploads, time.monotonic(), window=window, sweep=sweep, log=log)
+        finally:
+            stop_server(process)
     return {"before": before, "peak": peak, "after": end["rss"], "settled_after_s": end["seconds"]}
 
 
@@ -127,18 +159,20 @@ def released(server_log: list[str]) -> int:
     return sum(int(found.group(1)) for line in list(server_log) if (found := RELEASED.search(line)))
 
 
-def _swept(pid: int, server_log: list[str], count: int, closed: float, *, window: float, log: Any) -> dict[str, float]:
+def _swept(
+    pid: int, server_log: list[str], count: int, closed: float, *, window: float, sweep: float, log: Any
+) -> dict[str, float]:
     """The RSS once the server has logged the release of `count` uploads in all: its sweep (every
-    `ui.data.SWEEP_SECONDS`) releases the uploads of sessions ended past the reconnection window, trims the
+    `sweep` seconds, `ui.data.SWEEP_SECONDS` unless the benchmark set it) releases the uploads of sessions ended past the reconnection window, trims the
     heap, then logs; no later sweep runs while no upload is live, so this is where the RSS stays. Waits for
     that line, never a fixed time; fails when it has not come within the window plus two sweeps and a minute."""
-    limit = window + 2 * SWEEP_SECONDS + 60
+    limit = window + 2 * sweep + 60
     while released(server_log) < count:
         waited = time.monotonic() - closed
         if waited > limit:
             raise RuntimeError(
                 f"the server released {released(server_log)} of {count} uploads within {waited:.0f} s of the last "
-                f"session closing (reconnection window {window:g} s, a sweep every {SWEEP_SECONDS:g} s)"
+                f"session closing (reconnection window {window:g} s, a sweep every {sweep:g} s)"
             )
         time.sleep(0.5)
     rss, seconds = rss_mb(pid), time.monotonic() - closed
@@ -150,11 +184,17 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uploads", type=int, default=20)
     parser.add_argument("--session-ttl", type=float, default=None, help="Streamlit's reconnection window, s")
+    parser.add_argument("--sweep-seconds", type=float, default=None, help="the sweep's period (ui.data), s")
     args = parser.parse_args()
     if not CHROMIUM.exists() or not DEMO.exists():
         print(f"skipped: {CHROMIUM} or {DEMO} is absent", file=sys.stderr)
         return 0
-    result = measure(args.uploads, session_ttl=args.session_ttl, log=lambda line: print(line, flush=True))
+    result = measure(
+        args.uploads,
+        session_ttl=args.session_ttl,
+        sweep_seconds=args.sweep_seconds,
+        log=lambda line: print(line, flush=True),
+    )
     print(
         f"server RSS: before {result['before']:.0f} MB, peak {result['peak']:.0f} MB, "
         f"after {result['after']:.0f} MB ({result['after'] - result['before']:+.0f} MB; "

@@ -41,6 +41,13 @@ def _huge_states(path: Path, turns: int, slots: int) -> RunEntry:
     return RunEntry(RunInfo(run_id="huge"), path)
 
 
+@pytest.fixture(scope="module")
+def huge_run(tmp_path_factory: pytest.TempPathFactory) -> RunEntry:
+    """120 turns of 5,000 slots (21 MB, about 4 s of CPU to read and score), written once for the tests that
+    need a run the worker takes seconds over (writing it takes about a second of CPU); read, never changed."""
+    return _huge_states(tmp_path_factory.mktemp("huge") / "huge.jsonl", turns=120, slots=5000)
+
+
 def test_a_workspace_run_is_scored_in_the_worker_and_stored_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -98,10 +105,9 @@ def test_a_convention_the_scorer_refuses_is_raised_as_in_process(tmp_path: Path)
     assert str(in_worker.value) == str(in_process.value)
 
 
-def test_a_run_past_the_cpu_limit_is_stopped_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_run_past_the_cpu_limit_is_stopped_in_one_line(huge_run: RunEntry, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
-    entry = _huge_states(tmp_path / "huge.jsonl", turns=120, slots=5000)  # ~4 s of CPU to read and score
-    found = isolated_jobs.score_entry_isolated(entry, None)
+    found = isolated_jobs.score_entry_isolated(huge_run, None)  # ~4 s of CPU to read and score
     assert found == NotLoaded("huge.jsonl: reading and scoring it used more than 1 s of CPU time; stopped")
 
 
@@ -148,10 +154,10 @@ def test_a_hostile_fewjoint_file_is_one_line(tmp_path: Path, monkeypatch: pytest
     assert found == f"{entry.name}: reading it used more than 1 s of CPU time; stopped"
 
 
-def test_the_server_thread_only_waits_while_a_run_is_scored(tmp_path: Path) -> None:
+def test_the_server_thread_only_waits_while_a_run_is_scored(huge_run: RunEntry) -> None:
     """While one thread waits on a worker reading and scoring a run of huge states, another thread of the
     same process keeps running Python (the health check and other sessions are such threads)."""
-    entry = _huge_states(tmp_path / "huge.jsonl", turns=120, slots=5000)
+    entry = huge_run
     done = threading.Event()
     waiter = threading.Thread(target=lambda: (isolated_jobs.score_entry_isolated(entry, None), done.set()))
     waiter.start()

@@ -57,6 +57,15 @@ def no_exception(at: AppTest) -> None:
     assert not at.exception, [e.value for e in at.exception]
 
 
+def no_prefetch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No prefetch of the other pages' first views after an AppTest run of the demo: what is checked is the
+    page and sidebar the session drew, and the prefetch of the 12-run demo's other pages, waited for at the
+    test's end (tests/conftest.py), took a minute on a busy machine."""
+    from ui import prefetch
+
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+
+
 def plain(body: str) -> str:
     """A message as the user reads it: Markdown's backslash escapes (`ui.md`) removed."""
     return re.sub(r"\\(.)", r"\1", body)
@@ -209,6 +218,7 @@ def test_an_unforeseen_error_in_a_page_is_a_short_message_and_logged(monkeypatch
     handler.emit = records.append  # type: ignore[method-assign]
     logging.getLogger("dst.dashboard").addHandler(handler)
     monkeypatch.setattr(ui, "compute", broken)
+    no_prefetch(monkeypatch)
     try:
         at = AppTest.from_file(str(APP), default_timeout=TIMEOUT)
         at.session_state["workspace_path"] = str(DEMO)
@@ -381,7 +391,10 @@ def test_fewjoint_paths_outside_the_root_are_refused(tmp_path: Path) -> None:
         read_manifest(write_manifest(tmp_path, extra))
 
 
-def test_allow_outside_root_lets_them_load_and_the_sidebar_says_so(tmp_path: Path) -> None:
+def test_allow_outside_root_lets_them_load_and_the_sidebar_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    no_prefetch(monkeypatch)
     folder = tmp_path / "ws"
     folder.mkdir()
     write_run(tmp_path, "outside.jsonl")

@@ -4,7 +4,9 @@ closing; once Streamlit has ended them and the dashboard's sweep has released th
 log line, waited for), the server's RSS is within 100 MB of where it was after a warm-up session. The
 measurement is `benchmarks/bench_upload_memory.py` (which prints the numbers), with Streamlit's reconnection
 window for closed sessions (`server.disconnectedSessionTTL`, 2 minutes by default) set to 5 s, so each
-session ends once its browser has closed.
+session ends once its browser has closed, and the sweep's period (`ui.data.SWEEP_SECONDS`, 30 s) set to 2 s
+in the server's process, so its release follows within seconds instead of at the next half-minute, twice
+(the same sweep, run sooner: 122 s for this test before, in a full run).
 
 What this proves is the real server's path, which the in-process test cannot run: a session that ended gives
 its upload back (the sweep finds it ended, releases it and trims the heap). One upload a session holds costs
@@ -41,7 +43,7 @@ def _bench() -> object:
 
 def test_uploads_through_the_browser_leave_the_servers_memory_where_it_was(browser: Browser) -> None:
     # pytest-playwright's browser: a second sync Playwright inside its running one is refused.
-    rss = _bench().measure(UPLOADS, session_ttl=5, browser=browser)  # type: ignore[attr-defined]
+    rss = _bench().measure(UPLOADS, session_ttl=5, sweep_seconds=2, browser=browser)  # type: ignore[attr-defined]
     print(f"server RSS before {rss['before']:.0f} MB, peak {rss['peak']:.0f} MB, after {rss['after']:.0f} MB")
     assert rss["peak"] - rss["before"] > 50  # the uploads really took memory while their sessions held them
     assert rss["after"] - rss["before"] <= 100
