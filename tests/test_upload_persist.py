@@ -39,17 +39,6 @@ TIMEOUT = 240
 pytestmark = pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason=f"the demo workspace {DEMO} is absent")
 
 
-@pytest.fixture(autouse=True)
-def _no_prefetch(monkeypatch: pytest.MonkeyPatch) -> None:
-    """No prefetch of the other pages' first views after each AppTest run: nothing here reads them (the forms,
-    the manifest and a fresh session's own page are what is checked), and on a busy machine each session's
-    prefetch of every page of the 12-run demo workspace took 20-35 s, in the test and in the wait for it at its end
-    (tests/conftest.py). tests/test_store_uploads.py, which imports this module's fixtures, keeps it."""
-    from ui import prefetch
-
-    monkeypatch.setattr(prefetch, "start", lambda **_: False)
-
-
 @pytest.fixture
 def manifest(tmp_path: Path) -> Path:
     """A copy of the demo workspace the dashboard may write (the demo itself says `edit_manifest = false`)."""
