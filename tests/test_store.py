@@ -235,12 +235,21 @@ def test_scorer_version_changes_with_a_covered_module_only(monkeypatch, tmp_path
 
 def test_the_scorer_version_covers_every_module_scoring_imports(tmp_path):
     """In a fresh interpreter, a demo run loaded, scored and stored (every stored table built): each
-    `analysis` module it imported is one the scorer's version digests."""
+    `analysis` module it imported is one the scorer's version digests. One run of each kind the demo has
+    (everything declared but its name, system, seed and prediction file alike): the demo's other runs are
+    other seeds and systems of the same files' shapes, read and scored by the same modules."""
     probe = (
         "import json, sys\n"
+        "from dataclasses import replace\n"
         "from analysis.store import entries, runs\n"
         "from analysis.workspace import read_manifest\n"
+        "kinds = set()\n"
         f"for entry in read_manifest({str(DEMO)!r}).entries:\n"
+        "    kind = repr((replace(entry.meta, run_id='', system='', seed=None), entry.format, entry.gold_format,\n"
+        "                 entry.gold, entry.mapping, entry.gold_field, entry.pred.suffixes))\n"
+        "    if kind in kinds:\n"
+        "        continue\n"
+        "    kinds.add(kind)\n"
         "    runs.scored(entry, entry.meta.convention)\n"
         "    runs.scored(entry, 'dstc9')\n"
         "print(json.dumps([sorted(m for m in sys.modules if m.split('.')[0] == 'analysis'), "

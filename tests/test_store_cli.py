@@ -104,13 +104,28 @@ def test_a_changed_path_or_option_is_another_entry(store: Path, tmp_path: Path) 
     assert str(copy) in again and str(copy) not in first
 
 
+@pytest.fixture(scope="module")
+def cold_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, R.ReportPlan]:
+    """The demo workspace's report planned once for the module from `load_workspace(..., runs=False)` on an
+    empty store (every run parsed, scored and stored): (the store it filled, the plan). Both report tests
+    compare with it, where each planned it again."""
+    cache = tmp_path_factory.mktemp("report") / "cache"
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DST_CACHE_DIR", str(cache))
+        cold = R.plan_report(load_workspace(DEMO / "workspace.toml", runs=False), n_resamples=50)
+    return cache / "scored", cold
+
+
 @pytest.mark.slow  # plans a report (`plan_report`): a report build
-def test_a_report_of_a_warm_store_parses_and_scores_nothing(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_report_of_a_warm_store_parses_and_scores_nothing(
+    cold_report: tuple[Path, R.ReportPlan], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """`build_report` plans from `load_workspace(..., runs=False)`: every run comes from the store when it
     holds it. Planned twice, the second time with parsing and scoring replaced by failures: the same
     tables and figures."""
     manifest = DEMO / "workspace.toml"
-    cold = R.plan_report(load_workspace(manifest, runs=False), n_resamples=50)
+    store, cold = cold_report
+    monkeypatch.setenv("DST_CACHE_DIR", str(store.parent))
     assert len(list((store / "entries").glob("*.json"))) >= 10
     _no_parse_or_score(monkeypatch)
     warm = R.plan_report(load_workspace(manifest, runs=False), n_resamples=50)
@@ -123,11 +138,14 @@ def test_a_report_of_a_warm_store_parses_and_scores_nothing(store: Path, monkeyp
 
 
 @pytest.mark.slow  # plans a report (`plan_report`): a report build
-def test_a_report_from_loaded_runs_equals_the_stored_one(store: Path) -> None:
-    """A workspace loaded beforehand (as the tests and notebooks pass it) plans the same report."""
+def test_a_report_from_loaded_runs_equals_the_stored_one(store: Path, cold_report: tuple[Path, R.ReportPlan]) -> None:
+    """A workspace loaded beforehand (as the tests and notebooks pass it), planned on an empty store of its
+    own (its runs scored as loaded, not read from the files again), plans the same report as the one planned
+    through the store."""
     manifest = DEMO / "workspace.toml"
     loaded = R.plan_report(load_workspace(manifest), n_resamples=50)
-    stored = R.plan_report(load_workspace(manifest, runs=False), n_resamples=50)
+    _, stored = cold_report
+    assert [t.name for t in loaded.tables] == [t.name for t in stored.tables]
     for a, b in zip(loaded.tables, stored.tables, strict=True):
         pd.testing.assert_frame_equal(a.frame, b.frame)
     assert loaded.notes == stored.notes

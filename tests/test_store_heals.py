@@ -12,6 +12,7 @@ import json
 import logging
 import os
 import re
+import shutil
 import time
 from pathlib import Path
 
@@ -104,18 +105,36 @@ def damage(root: Path, key: str, kind: str) -> None:
         header.write_text(json.dumps(fields), encoding="utf-8")
 
 
-@pytest.fixture
-def stored(monkeypatch, tmp_path):
-    """A two-run workspace whose runs are all in a fresh store: (manifest path, store root, first run's key)."""
-    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
-    manifest = workspace(tmp_path)
+@pytest.fixture(scope="module")
+def scored_once(tmp_path_factory):
+    """The two-run workspace scored into a store once for the module: (manifest path, cache folder, first
+    run's key). The key is the files' content digests, options and scorer version, not the folder, so a copy
+    of the folder is the same warm store."""
+    folder = tmp_path_factory.mktemp("heals")
+    manifest = workspace(folder)
     runs = read_manifest(manifest).entries
-    store_runs.ensure_all(runs, "exact", workers=1)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DST_CACHE_DIR", str(folder / "cache"))
+        store_runs.ensure_all(runs, "exact", workers=1)
+        root = entries.store_root()
+        assert root is not None
+        key = store_runs.key(runs[0], "exact", root)
+    entries._HEADERS.clear()
+    return manifest, folder / "cache", key
+
+
+@pytest.fixture
+def stored(monkeypatch, tmp_path, scored_once):
+    """A two-run workspace whose runs are all in a fresh store of this test's own (a copy of the module's
+    scored one, the same files as scoring again would write): (manifest path, store root, first run's key)."""
+    manifest, cache, key = scored_once
+    shutil.copytree(cache, tmp_path / "cache", symlinks=True)
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     root = entries.store_root()
-    assert root is not None
+    assert root is not None and _whole(root, key)
     entries._HEADERS.clear()
     _clear_caches()
-    yield manifest, root, store_runs.key(runs[0], "exact", root)
+    yield manifest, root, key
     _clear_caches()
 
 

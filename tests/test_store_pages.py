@@ -7,6 +7,7 @@ scores no run."""
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -56,6 +57,34 @@ def store(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Iterator[Path]:
     _clear()
     yield tmp_path / "cache" / "scored"
     _clear()
+
+
+@pytest.fixture(scope="module")
+def scored_once(tmp_path_factory: pytest.TempPathFactory) -> dict[tuple[str, ...], tuple[Path, list[Scored]]]:
+    """The runs the page tests start from, scored (declared conventions) and stored once for the module: the
+    three EXACT runs, and EXACT[1] alone, each in a cache folder of its own (runs -> (folder, scored runs)).
+    A store key is the files' content digests, options and scorer version, not the folder: a copy of the
+    folder is the store the test's own scoring would have left."""
+    made: dict[tuple[str, ...], tuple[Path, list[Scored]]] = {}
+    for names in (EXACT, EXACT[1:2]):
+        cache = tmp_path_factory.mktemp("warm") / "cache"
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setenv("DST_CACHE_DIR", str(cache))
+            _clear()
+            sources = _sources()
+            made[names] = cache, _scored_and_stored([(sources[name], data.DECLARED) for name in names])
+            _clear()
+    return made
+
+
+def _warm(
+    scored_once: dict[tuple[str, ...], tuple[Path, list[Scored]]], store: Path, names: tuple[str, ...]
+) -> list[Scored]:
+    """The test's own empty store filled with `names` scored and stored (a copy of the module's), as
+    `_scored_and_stored` of their declared pairs leaves it: their scored runs."""
+    cache, scoreds = scored_once[names]
+    shutil.copytree(cache, store.parent, symlinks=True)
+    return scoreds
 
 
 def _sources() -> dict[str, data.RunSource]:
@@ -182,11 +211,13 @@ def _as_manifest(arg: Any) -> Any:
     return (source.entry, data.effective_convention(source, choice))
 
 
-def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_store_path_is_taken_and_needs_no_scored_run(
+    store: Path, scored_once: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """With the store warm, these views come from DuckDB: no scored run is read, not even from the store."""
     sources = _sources()
     exact = [(sources[name], data.DECLARED) for name in EXACT]
-    _scored_and_stored(exact)
+    _warm(scored_once, store, EXACT)
     _clear()
     scored_now: list[str] = []
     monkeypatch.setattr(data, "_score_now", lambda source, *_: scored_now.append(source.run_id))
@@ -207,10 +238,12 @@ def test_the_store_path_is_taken_and_needs_no_scored_run(store: Path, monkeypatc
     assert scored_now == []
 
 
-def test_an_unqueryable_store_falls_back_to_memory(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_an_unqueryable_store_falls_back_to_memory(
+    store: Path, scored_once: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     sources = _sources()
     pair = (sources[EXACT[1]], data.DECLARED)
-    (scored,) = _scored_and_stored([pair])
+    (scored,) = _warm(scored_once, store, EXACT[1:2])
 
     def broken(*_: Any, **__: Any) -> Any:
         raise InputError("x.parquet", "parquet", "the score store cannot be queried: damaged")
@@ -241,7 +274,7 @@ def _record_reads(monkeypatch: pytest.MonkeyPatch) -> tuple[list[str], list[str]
 
 
 def _app(runs: list[str]) -> AppTest:
-    at = AppTest.from_file(str(APP), default_timeout=60)
+    at = AppTest.from_file(str(APP), default_timeout=180)  # margin under a loaded machine; no limit checked
     at.session_state["workspace_path"] = str(DEMO)
     at.session_state["runs"] = runs
     return at
@@ -249,13 +282,11 @@ def _app(runs: list[str]) -> AppTest:
 
 @pytest.mark.slow
 def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_run(
-    store: Path, monkeypatch: pytest.MonkeyPatch
+    store: Path, scored_once: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A restart with the store warm: the Slots, Domains and Turn depth pages show their first tab from the
     store, and no run is parsed or scored (not even read back from the store as a whole)."""
-    sources = _sources()
-    exact = [(sources[name], data.DECLARED) for name in EXACT]
-    scoreds = _scored_and_stored(exact)
+    scoreds = _warm(scored_once, store, EXACT)
     want_slots = views.slot_table(scoreds[0])
     want_domains = views.domain_jga(scoreds)
     want_depth = views.depth_metrics(scoreds)
@@ -303,12 +334,12 @@ def test_slots_domains_and_turn_depth_open_from_the_warm_store_without_a_scored_
 
 
 @pytest.mark.slow
-def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_dialogue_viewer_filters_with_the_store(
+    store: Path, scored_once: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """The viewer still reads the run's turns for the dialogue it shows; its picker's filters are the
     store's query, and the count it prints is the in-memory picker's."""
-    sources = _sources()
-    pair = (sources[EXACT[1]], data.DECLARED)
-    (scored,) = _scored_and_stored([pair])
+    (scored,) = _warm(scored_once, store, EXACT[1:2])
     _clear()
     asked: list[dict[str, Any]] = []
     real = queries.pick_dialogues
@@ -333,16 +364,14 @@ def test_the_dialogue_viewer_filters_with_the_store(store: Path, monkeypatch: py
 
 @pytest.mark.slow
 def test_the_review_page_opens_from_the_warm_store_without_a_scored_run(
-    store: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    store: Path, scored_once: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The Review page's queue and summaries come from the stored `slots` tables (the error rows only), a
     save reads no run either, and the export reads the runs only when it is asked for: with 100 runs,
     reading every run back on each visit took most of a minute."""
     url = f"sqlite:///{tmp_path / 'annotations.sqlite'}"
     monkeypatch.setenv("DST_ANNOTATIONS_URL", url)
-    sources = _sources()
-    exact = [(sources[name], data.DECLARED) for name in EXACT]
-    scoreds = _scored_and_stored(exact)
+    scoreds = _warm(scored_once, store, EXACT)
     episodes = review.review_episodes(scoreds)
     _clear()
     parsed, scored_now = _record_reads(monkeypatch)
