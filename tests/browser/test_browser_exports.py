@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from conftest import DEMO, loaded
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from analysis.workspace import read_manifest
 from tests.export_inspect import pdf_info, png_info
@@ -17,10 +18,19 @@ pytestmark = pytest.mark.browser
 TIMEOUT = 120_000
 
 
-def _open_overview(page: Page, server: str) -> None:
+@pytest.fixture(scope="module")
+def overview(browser: Browser, browser_context_args: dict, server: str) -> Iterator[Page]:
+    """One Overview page for both tests: each downloads through its own popover and closes it, and neither
+    depends on what the other clicked (a second page load would prove nothing more)."""
+    context = browser.new_context(**browser_context_args)
+    page = context.new_page()
     page.goto(server)
     loaded(page)
     expect(page.get_by_role("heading", name="Overview")).to_be_visible(timeout=TIMEOUT)
+    try:
+        yield page
+    finally:
+        context.close()
 
 
 def _download(page: Page, popover: int, label: str) -> bytes:
@@ -34,8 +44,8 @@ def _download(page: Page, popover: int, label: str) -> bytes:
     return data
 
 
-def test_chart_downloads_are_paper_files(page: Page, server: str, screenshots: Path) -> None:
-    _open_overview(page, server)
+def test_chart_downloads_are_paper_files(overview: Page, screenshots: Path) -> None:
+    page = overview
     pdf = _download(page, 0, "PDF")
     info = pdf_info(pdf)
     assert pdf.startswith(b"%PDF") and info["pages"] == 1
@@ -44,8 +54,8 @@ def test_chart_downloads_are_paper_files(page: Page, server: str, screenshots: P
     page.screenshot(path=str(screenshots / "export_popover.png"))
 
 
-def test_table_downloads_as_csv_and_latex(page: Page, server: str) -> None:
-    _open_overview(page, server)
+def test_table_downloads_as_csv_and_latex(overview: Page) -> None:
+    page = overview
     exports = page.get_by_role("button", name="Export")
     assert exports.count() > 2  # the leaderboard's chart and table, then the comparison's and SGD's
     table = 1  # the leaderboard table comes right after its chart

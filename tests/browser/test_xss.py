@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import loaded, rerun, start_server, stop_server
+from conftest import POLL_MS, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore, Item
@@ -69,8 +69,12 @@ def xss_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop_server(process)
 
 
+# Every image of the page has loaded or failed: an injected `<img onerror>` would have fired by then.
+IMAGES_SETTLED = "() => [...document.images].every((img) => img.complete)"
+
+
 def assert_nothing_ran(page: Page, dialogs: list[str]) -> None:
-    page.wait_for_timeout(500)  # an onerror fires once the broken image fails to load
+    page.wait_for_function(IMAGES_SETTLED, timeout=TIMEOUT, polling=POLL_MS)  # the event, not a fixed 500 ms
     assert page.evaluate("typeof window.__xss") == "undefined"
     assert not dialogs, f"a dialog opened: {dialogs}"
     raised = page.locator('[data-testid="stException"]')
