@@ -15,8 +15,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import Browser as SyncBrowser
+from playwright.sync_api import BrowserContext as SyncBrowserContext
 from playwright.sync_api import Locator, Page
-from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+from streamlit.proto.BackMsg_pb2 import BackMsg
+from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = Path("/usr/bin/chromium")
@@ -40,43 +43,79 @@ CHROMIUM_ARGS = [
 
 # Every `wait_for_function` polls on a timer. Playwright's default polls on requestAnimationFrame, and headless
 # chromium on a loaded machine can go without a frame for minutes: the condition held, but no one looked again
-# (F1-F3's waits of 120 s "for a rerun that never came", each test passing alone). tests/test_house.py checks it.
+# (F1-F3), tests/test_browser_waits.py checks it.
 POLL_MS = 100
 VIEWPORT = {"width": 1400, "height": 2400}
 IDLE = '[data-testid="stApp"][data-test-script-state="notRunning"]'
 
 
-# Counts the script runs a page has finished: a MutationObserver on stApp's `data-test-script-state`, installed
-# once per document before an interaction, so a test waits for the rerun its own click caused (a finished run
-# counted after the click), never a fixed sleep followed by an idle check that the previous run would pass.
-_RUN_COUNTER = """() => {
-  if (!window.__streamlitRuns) {
-    const runs = (window.__streamlitRuns = {finished: 0});
-    const busy = new Set(['running', 'rerunRequested', 'stopRequested']);
-    let last = document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? null;
-    const note = (state) => {
-      if (state === last) return;
-      if ((state === 'notRunning' || state === 'compilationError') && busy.has(last)) runs.finished += 1;
-      last = state;
-    };
-    new MutationObserver((records) => {
-      for (const record of records) {
-        if (record.type === 'attributes') note(record.oldValue);
-      }
-      note(document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? null);
-    }).observe(document.documentElement, {
-      subtree: true, childList: true, attributes: true, attributeOldValue: true,
-      attributeFilter: ['data-test-script-state'],
-    });
-  }
-  return window.__streamlitRuns.finished;
-}"""
-_RERUN_DONE = """(before) => window.__streamlitRuns.finished > before && document.querySelector(
-  '[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
+# Counts the script runs a page's server has finished, from the messages on its websocket (Streamlit's own
+# `ForwardMsg.script_finished`), so a test waits for the rerun its own click caused, never a fixed sleep followed by
+# an idle check that the previous run would pass. Not from the page: the DOM's `data-test-script-state` skips
+# `running` when a short run's messages arrive together (React renders them as one update), and a counter on it
+# missed whole runs (a sidebar click that drew the Slots page, counted 0: 9 of 12 tries on a quiet machine).
+_DONE = {
+    ForwardMsg.FINISHED_SUCCESSFULLY,
+    ForwardMsg.FINISHED_WITH_COMPILE_ERROR,
+    ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY,
+}
 
 
-_STARTED = """(before) => window.__streamlitRuns.finished > before || document.querySelector(
-  '[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'running'"""
+class _Runs:
+    """A page's websocket traffic: the runs it asked for (a click's rerun request) and the runs finished."""
+
+    def __init__(self, page: Page) -> None:
+        self.sent = 0
+        self.finished = 0
+        self.endings: list[str] = []  # every script_finished status, for a stall's message
+        page.on("websocket", self._watch)
+
+    def _watch(self, socket: Any) -> None:
+        socket.on("framesent", self._sent)
+        socket.on("framereceived", self._received)
+
+    def _sent(self, payload: Any) -> None:
+        if isinstance(payload, bytes) and BackMsg.FromString(payload).WhichOneof("type") == "rerun_script":
+            self.sent += 1  # heartbeats and other messages are not a request for a run
+
+    def _received(self, payload: Any) -> None:
+        if isinstance(payload, bytes):
+            message = ForwardMsg.FromString(payload)
+            if message.WhichOneof("type") == "script_finished":
+                self.endings.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
+                self.finished += message.script_finished in _DONE
+
+
+def _watched(new_page: Callable[..., Page]) -> Callable[..., Page]:
+    def opened(*args: Any, **kwargs: Any) -> Page:
+        page = new_page(*args, **kwargs)
+        page._dst_runs = _Runs(page)  # type: ignore[attr-defined]
+        return page
+
+    return opened
+
+
+# Every page any test opens (pytest-playwright's `page`, `context.new_page()`, `browser.new_page()`) is watched
+# from its creation, before its first websocket opens.
+SyncBrowserContext.new_page = _watched(SyncBrowserContext.new_page)  # type: ignore[method-assign]
+SyncBrowser.new_page = _watched(SyncBrowser.new_page)  # type: ignore[method-assign]
+
+
+def runs_of(page: Page) -> _Runs:
+    return page._dst_runs  # type: ignore[attr-defined,no-any-return]
+
+
+_IDLE_NOW = (
+    """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
+)
+# Two turns of the page's task queue: the messages counted on the socket have been handed to the app's code.
+_SETTLED = "() => new Promise((done) => setTimeout(() => setTimeout(done, 0), 0))"
+
+
+def _drawn(page: Page, timeout: float) -> None:
+    """After a run counted on the socket: the page has taken its messages and is idle."""
+    page.evaluate(_SETTLED)
+    page.wait_for_function(_IDLE_NOW, timeout=timeout, polling=POLL_MS)
 
 
 def loaded(page: Page, timeout: float = 120_000) -> None:
@@ -85,29 +124,61 @@ def loaded(page: Page, timeout: float = 120_000) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+_STATE = """() => ({
+  state: document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') ?? null,
+  connection: document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-connection-state') ?? null,
+})"""
+
+
+def _until(page: Page, done: Callable[[], bool], timeout: float) -> bool:
+    """Let Playwright deliver the page's events (its websocket messages) until `done()` or `timeout` ms."""
+    deadline = time.monotonic() + timeout / 1000
+    while not done():
+        if time.monotonic() > deadline:
+            return False
+        page.wait_for_timeout(POLL_MS)  # delivers events meanwhile: the wait is for them, not for the time
+    return True
+
+
+def _wait_for_rerun(page: Page, before: int, timeout: float) -> None:
+    """Wait for a run finished after `before` (counted on the websocket) and the page idle; on a timeout, say
+    what the page and its socket showed then, so a stall names its cause."""
+    runs = runs_of(page)
+    if _until(page, lambda: runs.finished > before, timeout):
+        _drawn(page, timeout)
+        return
+    try:
+        seen = page.evaluate(_STATE)
+    except Exception as failed:  # the page itself may be gone
+        seen = f"(unreadable: {failed})"
+    raise AssertionError(
+        f"no finished rerun within {timeout / 1000:.0f} s: {before} runs finished before, {runs.finished} now, "
+        f"{runs.sent} runs asked for in all, endings {runs.endings}; page {seen}, at {page.url}"
+    )
+
+
 @contextmanager
 def rerun(page: Page, timeout: float = 120_000) -> Iterator[None]:
     """`with rerun(page): page.click(...)`: returns once the rerun that the click caused has finished."""
-    before = page.evaluate(_RUN_COUNTER)
+    before = runs_of(page).finished
     yield
-    page.wait_for_function(_RERUN_DONE, arg=before, timeout=timeout, polling=POLL_MS)
+    _wait_for_rerun(page, before, timeout)
 
 
 def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, each: float = 30_000) -> None:
     """A click on a drawn chart or grid (at coordinates `click` reads afresh each time) until it causes a
     rerun: on a loaded machine the first click can land while Plotly or the grid is still laying out and
     hit nothing. Each try waits for the rerun (`rerun`), never a fixed time; the last try's timeout raises."""
+    runs = runs_of(page)
     for attempt in range(tries):
-        before = page.evaluate(_RUN_COUNTER)
+        before, sent = runs.finished, runs.sent
         click()
-        try:
-            page.wait_for_function(_RERUN_DONE, arg=before, timeout=each, polling=POLL_MS)
+        if _until(page, lambda before=before: runs.finished > before, each):
+            _drawn(page, 120_000)
             return
-        except PlaywrightTimeoutError:
-            started = page.evaluate(_STARTED, before)
-            if started or attempt == tries - 1:  # the click did cause a run, only a slow one: wait it out
-                page.wait_for_function(_RERUN_DONE, arg=before, timeout=120_000, polling=POLL_MS)
-                return
+        if runs.sent > sent or attempt == tries - 1:  # the click did ask for a run, only a slow one: wait it out
+            _wait_for_rerun(page, before, 120_000)
+            return
 
 
 ROW = 35  # Streamlit's grid: a header row, then rows of 35 px
