@@ -105,9 +105,6 @@ def runs_of(page: Page) -> _Runs:
     return page._dst_runs  # type: ignore[attr-defined,no-any-return]
 
 
-_IDLE_NOW = (
-    """() => document.querySelector('[data-testid="stApp"]')?.getAttribute('data-test-script-state') === 'notRunning'"""
-)
 # Two turns of the page's task queue: the messages counted on the socket have been handed to the app's code.
 _SETTLED = "() => new Promise((done) => setTimeout(() => setTimeout(done, 0), 0))"
 
@@ -115,7 +112,7 @@ _SETTLED = "() => new Promise((done) => setTimeout(() => setTimeout(done, 0), 0)
 def _drawn(page: Page, timeout: float) -> None:
     """After a run counted on the socket: the page has taken its messages and is idle."""
     page.evaluate(_SETTLED)
-    page.wait_for_function(_IDLE_NOW, timeout=timeout, polling=POLL_MS)
+    page.wait_for_selector(IDLE, timeout=timeout)
 
 
 def loaded(page: Page, timeout: float = 120_000) -> None:
