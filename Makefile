@@ -29,14 +29,15 @@ run: $(VENV)/.run-deps browser-deps
 	$(PY) scripts/serve.py --workspace $(WORKSPACE) --server.headless true --server.port $(PORT) --browser.gatherUsageStats false
 
 # Lint first: `make test` (and so CI) runs the tests only on code that passes ruff, ruff format and mypy.
-# The whole suite, on every core; a file's tests stay on one worker (they share its servers and fixtures).
+# The whole suite, on every core; a file's tests stay on one worker (they share its servers and fixtures), and
+# the costliest files start first (tests/costs.json, read by tests/conftest.py).
 test: $(VENV)/.dev-deps lint browser-deps
-	$(PY) -m pytest -n $(JOBS) --dist loadfile $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder $(PYTEST_ARGS)
 
 # Between two changes: lint and every test that needs no browser, server, database or report build
 # (markers, checked by tests/test_markers.py), in a few minutes.
 check: $(VENV)/.dev-deps lint
-	$(PY) -m pytest -n $(JOBS) -m "not browser and not slow and not postgres" $(PYTEST_ARGS)
+	$(PY) -m pytest -n $(JOBS) --dist loadfile --no-loadscope-reorder -m "not browser and not slow and not postgres" $(PYTEST_ARGS)
 
 lint: $(VENV)/.dev-deps
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/mypy

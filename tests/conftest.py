@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import pickle
 import tempfile
@@ -116,3 +117,83 @@ def _background_work_ends_with_its_test():
     deadline = time.monotonic() + 120
     while pending is not None and pending.unfinished_tasks and time.monotonic() < deadline:
         time.sleep(0.05)
+
+
+# The order in which test files start: costliest first. `make test` gives whole files to its workers
+# (`--dist loadfile --no-loadscope-reorder`), and a file that starts last decides when the run ends: xdist's
+# own order (most tests first) started the one-test, 95-second upload_memory file near the end. Costs are
+# worker-seconds per file measured on a full run (`pytest --write-costs tests/costs.json` rewrites them); a file
+# not measured yet is placed by its markers.
+COSTS = Path(__file__).with_name("costs.json")
+UNMEASURED = {"browser": 30.0, "slow": 10.0}
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption(
+        "--write-costs",
+        metavar="PATH",
+        default=None,
+        help="write each test file's measured seconds (setup, call and teardown) as JSON: the start order's costs",
+    )
+
+
+def file_of(nodeid: str) -> str:
+    return nodeid.split("::", 1)[0]
+
+
+def unmeasured_cost(item: Any) -> float:
+    return max((cost for mark, cost in UNMEASURED.items() if item.get_closest_marker(mark)), default=1.0)
+
+
+def order_by_cost(items: list[Any], costs: dict[str, float], collected: dict[str, int] | None = None) -> list[Any]:
+    """`items` with whole files kept together and in their own order, the costliest file first; files of
+    equal cost keep their collection order. A file of which a marker expression kept only some tests (`make
+    check`) counts the share of its cost that they are, by number (`collected`: each file's tests before)."""
+    first: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    cost: dict[str, float] = {}
+    for index, item in enumerate(items):
+        name = file_of(item.nodeid)
+        first.setdefault(name, index)
+        kept[name] = kept.get(name, 0) + 1
+        if name not in costs:
+            cost[name] = max(cost.get(name, 0.0), unmeasured_cost(item))
+    for name in first:
+        if name in costs:
+            share = kept[name] / max(kept[name], (collected or {}).get(name, 0))
+            cost[name] = costs[name] * share
+    return sorted(items, key=lambda item: (-cost[file_of(item.nodeid)], first[file_of(item.nodeid)]))
+
+
+_collected: dict[str, int] = {}
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(items: list[Any]) -> None:
+    for item in items:
+        _collected[file_of(item.nodeid)] = _collected.get(file_of(item.nodeid), 0) + 1
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """After `-m` has deselected (the mark plugin's modifyitems hook), and before an xdist worker sends its
+    collection (its own collection_finish hook) or any test runs."""
+    try:
+        costs = {str(k): float(v) for k, v in json.loads(COSTS.read_text(encoding="utf-8")).items()}
+    except (OSError, ValueError, AttributeError):
+        costs = {}
+    session.items[:] = order_by_cost(session.items, costs, _collected)
+
+
+_measured: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    _measured[file_of(report.nodeid)] = _measured.get(file_of(report.nodeid), 0.0) + report.duration
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    target = session.config.getoption("--write-costs")
+    if target and not hasattr(session.config, "workerinput"):  # the controller, which sees every report
+        ranked = dict(sorted(((k, round(v, 1)) for k, v in _measured.items()), key=lambda kv: -kv[1]))
+        Path(target).write_text(json.dumps(ranked, indent=1) + "\n", encoding="utf-8")

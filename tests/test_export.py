@@ -297,6 +297,7 @@ def test_pdf_single_page_vector_with_embedded_fonts_and_text(rendered: dict) -> 
         assert "mwzenpredicted" in letters and "mwzzh" in letters and "JGA" in letters, (name, info["text"])
 
 
+@pytest.mark.slow  # every figure rendered by Chromium (kaleido)
 @needs_chromium
 def test_svg_parses_with_size_and_font_face(rendered: dict) -> None:
     for (name, width, fmt), data in rendered.items():
@@ -309,6 +310,7 @@ def test_svg_parses_with_size_and_font_face(rendered: dict) -> None:
         assert not any("Kaleido" in t for t in info["texts"])
 
 
+@pytest.mark.slow  # every figure rendered by Chromium (kaleido)
 @needs_chromium
 def test_png_pixels_match_width_at_300_dpi(rendered: dict) -> None:
     for (_, width, fmt), data in rendered.items():
@@ -325,6 +327,7 @@ def _rgb(hex_colour: str) -> str:
     return f"rgb({red}, {green}, {blue})"
 
 
+@pytest.mark.slow  # every figure rendered by Chromium (kaleido)
 @needs_chromium
 def test_same_run_same_colour_across_files(rendered: dict) -> None:
     colours = F.run_colours(RUNS)

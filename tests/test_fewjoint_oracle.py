@@ -149,6 +149,7 @@ def test_micro_slot_f1_matches_seqeval_on_real_gold(perturbed: dict[str, Any]) -
     assert (per_seed["n_ill_formed"] > 0).all()
 
 
+@pytest.mark.slow  # the 60 perturbed systems take seconds to build
 @pytest.mark.realdata
 def test_episode_slot_f1_matches_seqeval_per_episode(perturbed: dict[str, Any]) -> None:
     result = score_fewjoint(perturbed["system"], averaging="episode")

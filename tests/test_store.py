@@ -233,6 +233,7 @@ def test_scorer_version_changes_with_a_covered_module_only(monkeypatch, tmp_path
         entries.scorer_version.cache_clear()
 
 
+@pytest.mark.slow  # a fresh interpreter scores one run of every kind
 def test_the_scorer_version_covers_every_module_scoring_imports(tmp_path):
     """In a fresh interpreter, a demo run loaded, scored and stored (every stored table built): each
     `analysis` module it imported is one the scorer's version digests. One run of each kind the demo has
