@@ -4,7 +4,7 @@ score store first (as after a dashboard session or `--store`), so the report rea
 scores nothing. Reports, per size, the report's wall time, the CPU seconds and peak RSS of its process tree
 (sampled from /proc every 0.1 s, as `bench_scale.py` does), and the number of files written. Run by hand:
 
-    .venv/bin/python benchmarks/bench_report_scale.py [--sizes 40 80 500] [--formats svg] [--code DIR]
+    .venv/bin/python benchmarks/bench_report_scale.py [--sizes 40 80 500] [--formats svg] [--code DIR] [--files N]
 
 `--formats` (default `svg`: one render per figure) and no LaTeX compile (`--no-pdf`) keep the browser's
 share small: the memory measured is the report's own. `--code DIR` runs the report of another copy of the
@@ -30,12 +30,17 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from bench_scale import GOLD, RUNS_DIR, TreeRss, entries_for, write_runs  # noqa: E402
 
 
-def manifest(folder: Path, paths: list[Path]) -> Path:
-    """A workspace of the runs at `paths` (absolute paths, all on the MultiWOZ 2.1 test gold)."""
+def manifest(folder: Path, paths: list[Path], size: int | None = None) -> Path:
+    """A workspace of `size` runs (default: one per path) over the files at `paths` (absolute paths, all on
+    the MultiWOZ 2.1 test gold): with more runs than files, each file is listed again under other run names,
+    `simulated-0100` and on (the run's name is part of its store key: each is an entry of its own)."""
     lines = ['[workspace]\nname = "Many runs"\nconvention = "exact"\nallow_outside_root = true\n']
-    for entry in entries_for(paths):
+    size = len(paths) if size is None else size
+    for number in range(size):
+        entry = entries_for([paths[number % len(paths)]])[0]
+        name = f"simulated-{number:04d}"
         lines.append(
-            f'[[runs]]\nname = "{entry.name}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\nsplit = "test"\n'
+            f'[[runs]]\nname = "{name}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\nsplit = "test"\n'
             f'history = "predicted"\npred = "{entry.pred}"\ngold = "{GOLD}"\nformat = "jsonl"\n'
         )
     path = folder / "workspace.toml"
@@ -80,15 +85,20 @@ def main() -> int:
     parser.add_argument("--runs-dir", type=Path, default=RUNS_DIR)
     parser.add_argument("--cache", type=Path, help="the store's folder (default: a fresh temporary one)")
     parser.add_argument("--code", type=Path, default=ROOT, help="the project copy whose report is run")
+    parser.add_argument(
+        "--files",
+        type=int,
+        help="distinct run files (default: one per run); fewer than the runs lists each file under several names",
+    )
     args = parser.parse_args()
     cache = args.cache or Path(tempfile.mkdtemp(prefix="bench-report-cache-"))
     os.environ["DST_CACHE_DIR"] = str(cache)
-    paths = write_runs(args.runs_dir, max(args.sizes))
+    paths = write_runs(args.runs_dir, min(args.files or max(args.sizes), max(args.sizes)))
     print(f"load average {os.getloadavg()[0]:.1f}; store {cache}; code {args.code}", flush=True)
     for size in args.sizes:
         folder = Path(tempfile.mkdtemp(prefix=f"bench-report-{size}-"))
         try:
-            workspace = manifest(folder, paths[:size])
+            workspace = manifest(folder, paths[:size], size)
             filled = fill_store(workspace, args.workers)
             result = report(workspace, folder / "out", args.formats, args.code)
             print(json.dumps({"runs": size, "store_filled_s": round(filled, 1), **result}), flush=True)

@@ -1,8 +1,8 @@
 """The score store heals (issue 40 req 2): an entry damaged in any way (its header a FIFO, nested too deep,
 without a field, from another scorer; a part truncated, overwritten in place, of another table, a FIFO) is
 found on the path that reads it, removed with one warning line and scored again: never a failed page,
-never a server that does not start. Each kind through the API, through the dashboard's pages (AppTest) and,
-for the FIFO, through the server's start-up (`scripts/serve.py`)."""
+never a server that does not start. Each kind through the API and through the dashboard's pages (AppTest), and
+every kind at once through the server's start-up (`scripts/serve.py`)."""
 
 from __future__ import annotations
 
@@ -49,13 +49,13 @@ DAMAGES = {
 pytestmark = pytest.mark.skipif(not (DEMO / "workspace.toml").exists(), reason="the demo workspace is absent")
 
 
-def workspace(folder: Path) -> Path:
-    """The demo manifest cut to NAMES, its paths absolute."""
+def workspace(folder: Path, names: tuple[str, ...] = NAMES) -> Path:
+    """The demo manifest cut to `names`, its paths absolute."""
     blocks = re.split(r"\n(?=\[\[)", (DEMO / "workspace.toml").read_text(encoding="utf-8"))
     keep = ['[workspace]\nname = "Healing"\nconvention = "exact"\nallow_outside_root = true\n']
     for block in blocks:
         name = re.search(r'^name = "([^"]+)"', block, flags=re.M)
-        if block.startswith("[[runs]]") and name is not None and name.group(1) in NAMES:
+        if block.startswith("[[runs]]") and name is not None and name.group(1) in names:
             keep.append(block)
     text = re.sub(r'"([^"]+\.(?:gz|json|jsonl))"', lambda m: f'"{(DEMO / m.group(1)).as_posix()}"', "\n".join(keep))
     path = folder / "workspace.toml"
@@ -105,22 +105,28 @@ def damage(root: Path, key: str, kind: str) -> None:
         header.write_text(json.dumps(fields), encoding="utf-8")
 
 
-@pytest.fixture(scope="module")
-def scored_once(tmp_path_factory):
-    """The two-run workspace scored into a store once for the module: (manifest path, cache folder, first
-    run's key). The key is the files' content digests, options and scorer version, not the folder, so a copy
-    of the folder is the same warm store."""
-    folder = tmp_path_factory.mktemp("heals")
-    manifest = workspace(folder)
+def scored_store(folder: Path, names: tuple[str, ...]) -> tuple[Path, Path, list[str]]:
+    """A workspace of `names` scored into a store in `folder`: (manifest path, cache folder, the runs' keys).
+    The key is the files' content digests, options and scorer version, not the folder, so a copy of the
+    folder is the same warm store."""
+    manifest = workspace(folder, names)
     runs = read_manifest(manifest).entries
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("DST_CACHE_DIR", str(folder / "cache"))
         store_runs.ensure_all(runs, "exact", workers=1)
         root = entries.store_root()
         assert root is not None
-        key = store_runs.key(runs[0], "exact", root)
+        keys = [store_runs.key(run, "exact", root) for run in runs]
     entries._HEADERS.clear()
-    return manifest, folder / "cache", key
+    return manifest, folder / "cache", keys
+
+
+@pytest.fixture(scope="module")
+def scored_once(tmp_path_factory):
+    """The two-run workspace scored into a store once for the module: (manifest path, cache folder, first
+    run's key)."""
+    manifest, cache, keys = scored_store(tmp_path_factory.mktemp("heals"), NAMES)
+    return manifest, cache, keys[0]
 
 
 @pytest.fixture
@@ -198,20 +204,35 @@ def test_every_page_opens_over_a_damaged_store(stored, caplog, kind):
 
 
 @pytest.mark.slow
-def test_the_server_starts_over_a_store_whose_header_is_a_fifo(stored):
-    """`scripts/serve.py` (what `make run` starts) warms the workspace from its store: a FIFO in place of an
-    entry's header used to block the warm-up for good, so the server never started."""
+def test_the_server_starts_over_a_store_damaged_every_way_at_once(tmp_path, monkeypatch):
+    """`scripts/serve.py` (what `make run` starts) warms the workspace from its store: ten runs, each entry
+    damaged one of the ten ways. The server starts, says every run is ready and answers its health check; the
+    warm-up reads every entry (its header and the tables of the Overview and the first views), so each damage
+    is one warning line naming its entry, and every entry is whole again (scored and stored anew). A FIFO in
+    place of a header used to block the warm-up for good, so the server never started."""
     from tests.test_serve import _healthy, _line, serving
 
-    manifest, root, key = stored
-    damage(root, key, "header-fifo")
+    names = tuple(e.name for e in read_manifest(DEMO / "workspace.toml").entries if e.meta.convention == "exact")
+    assert len(names) >= len(DAMAGES), names
+    manifest, cache, keys = scored_store(tmp_path, names[: len(DAMAGES)])
+    monkeypatch.setenv("DST_CACHE_DIR", str(cache))
+    root = entries.store_root()
+    assert root is not None
+    for key, kind in zip(keys, DAMAGES, strict=True):
+        damage(root, key, kind)
+    entries._HEADERS.clear()
     started = time.monotonic()
     with serving(manifest) as (url, lines):
-        line = _line(lines, "dashboard: workspace", timeout=120)
-        assert line.startswith("dashboard: workspace ready: 2 runs"), line
+        line = _line(lines, "dashboard: workspace", timeout=180)
+        assert line.startswith(f"dashboard: workspace ready: {len(DAMAGES)} runs"), "".join(lines)
         assert _healthy(url)
-        assert time.monotonic() - started < 120
-        said = [entry for entry in lines if "is damaged" in entry]
-        assert len(said) == 1 and key in said[0] and "FIFO" in said[0], "".join(lines)
+        assert time.monotonic() - started < 180
+        said = {key: [entry for entry in lines if f"entry {key} is damaged" in entry] for key in keys}
         assert not any("Traceback" in entry for entry in lines), "".join(lines)
-    assert not entries.header_path(root, key).is_fifo()
+    entries._HEADERS.clear()
+    found = {kind: len(said[key]) for key, kind in zip(keys, DAMAGES, strict=True)}
+    assert found == dict.fromkeys(DAMAGES, 1), found  # every kind read by the warm-up, one line each
+    assert any("FIFO" in entry for entry in said[keys[0]]), "".join(lines)
+    for key, kind in zip(keys, DAMAGES, strict=True):
+        assert _whole(root, key), kind  # found, removed, scored again and stored whole
+    assert not entries.header_path(root, keys[0]).is_fifo()

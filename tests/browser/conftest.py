@@ -75,8 +75,12 @@ class _Runs:
         socket.on("framereceived", self._received)
 
     def _sent(self, payload: Any) -> None:
-        if isinstance(payload, bytes) and BackMsg.FromString(payload).WhichOneof("type") == "rerun_script":
-            self.sent += 1  # heartbeats and other messages are not a request for a run
+        if isinstance(payload, bytes):
+            message = BackMsg.FromString(payload)
+            # Heartbeats and other messages are not a request for a run, nor is a timed fragment's own rerun
+            # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
+            if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.is_auto_rerun:
+                self.sent += 1
 
     def _received(self, payload: Any) -> None:
         if isinstance(payload, bytes):
@@ -176,6 +180,20 @@ def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, 
         if runs.sent > sent or attempt == tries - 1:  # the click did ask for a run, only a slow one: wait it out
             _wait_for_rerun(page, before, 120_000)
             return
+
+
+def click_until_sent(page: Page, click: Callable[[], None], *, tries: int = 3, each: float = 15_000) -> None:
+    """A click on a button (a form's submit) until the page sends the run it asks for: on a page that redraws
+    itself (a timed fragment), a click can meet the button while React replaces it and be dropped before it
+    reaches the socket (nothing sent, nothing saved: the user would click again). A click that was sent is
+    never repeated; the last try's failure says so."""
+    runs = runs_of(page)
+    for _ in range(tries):
+        sent = runs.sent
+        click()
+        if _until(page, lambda sent=sent: runs.sent > sent, each):
+            return
+    raise AssertionError(f"{tries} clicks, none sent a run request; endings {runs.endings}, at {page.url}")
 
 
 ROW = 35  # Streamlit's grid: a header row, then rows of 35 px

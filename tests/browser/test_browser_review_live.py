@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, POLL_MS, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, click_until_sent, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.review import AnnotationStore
@@ -81,7 +81,7 @@ def test_a_colleagues_tag_appears_within_5_s_without_a_click(
     form.get_by_role("combobox").first.click()
     a.get_by_role("option", name="wrong value", exact=True).click()
     a.keyboard.press("Escape")
-    form.get_by_role("button", name="Save tags").click()
+    click_until_sent(a, form.get_by_role("button", name="Save tags").click)
     expect(a.get_by_text("saved (1 tag, version 1)")).to_be_visible(timeout=TIMEOUT)
     saved = time.perf_counter()
     stored = AnnotationStore(f"sqlite:///{workspace.parent / 'annotations.sqlite'}").annotations()
@@ -123,7 +123,7 @@ def test_the_annotation_export_reads_the_runs_at_the_click(browser: Browser, liv
     page.get_by_role("option", name="missed update", exact=True).click()
     page.keyboard.press("Escape")
     before = metric(page, "Annotations in the store")
-    form.get_by_role("button", name="Save tags").click()
+    click_until_sent(page, form.get_by_role("button", name="Save tags").click)
     expect(page.get_by_text("saved (1 tag, version ")).to_be_visible(timeout=TIMEOUT)
     # The save reruns the queue; the summaries catch up with a rerun of the whole page once the reviewer
     # pauses (CATCH_UP_S), which draws the export buttons anew. Wait for that rerun (the store's count in
