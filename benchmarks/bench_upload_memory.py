@@ -34,7 +34,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 
-from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, loaded, rerun, start_server, stop_server  # noqa: E402
+from conftest import CHROMIUM, CHROMIUM_ARGS, DEMO, loaded, rerun, start_server, stop_server, upload_file  # noqa: E402
 
 from analysis.demo.testing import big_jsonl_run  # noqa: E402
 from ui.data import SWEEP_SECONDS  # noqa: E402
@@ -80,11 +80,8 @@ def _one_session(browser: Any, url: str, path: Path) -> str:
         page.get_by_text("Upload a run").click(timeout=TIMEOUT_MS)
         uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
         uploader.wait_for(timeout=TIMEOUT_MS)
-        # The file reaches the server asynchronously and its widget change reruns the page: wait for that
-        # rerun and for the uploader to list the file before adding the run.
-        with rerun(page, timeout=TIMEOUT_MS):
-            uploader.locator('input[type="file"]').set_input_files(str(path), timeout=TIMEOUT_MS)
-        uploader.get_by_text(path.name).first.wait_for(timeout=TIMEOUT_MS)
+        # The file reaches the server asynchronously: wait for the rerun request that carries it, and its run.
+        upload_file(page, uploader, path, TIMEOUT_MS)
         with rerun(page, timeout=TIMEOUT_MS):
             page.get_by_role("button", name="Add run").click(timeout=TIMEOUT_MS)
         shown = page.locator('[data-testid="stSidebar"] [data-testid="stAlert"]').first

@@ -68,6 +68,9 @@ class _Runs:
         self.sent = 0
         self.finished = 0
         self.endings: list[str] = []  # every script_finished status, for a stall's message
+        # file name -> runs finished when the first rerun request carrying it was sent: the frontend sends a
+        # file uploader's files with a rerun only once their upload to the server has completed
+        self.files: dict[str, int] = {}
         page.on("websocket", self._watch)
 
     def _watch(self, socket: Any) -> None:
@@ -81,6 +84,10 @@ class _Runs:
             # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
             if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.is_auto_rerun:
                 self.sent += 1
+                for widget in message.rerun_script.widget_states.widgets:
+                    if widget.WhichOneof("value") == "file_uploader_state_value":
+                        for info in widget.file_uploader_state_value.uploaded_file_info:
+                            self.files.setdefault(info.name, self.finished)
 
     def _received(self, payload: Any) -> None:
         if isinstance(payload, bytes):
@@ -180,6 +187,21 @@ def click_until_rerun(page: Page, click: Callable[[], None], *, tries: int = 4, 
         if runs.sent > sent or attempt == tries - 1:  # the click did ask for a run, only a slow one: wait it out
             _wait_for_rerun(page, before, 120_000)
             return
+
+
+def upload_file(page: Page, uploader: Locator, path: Path, timeout: float = 120_000) -> None:
+    """Choose `path` in a file uploader (`uploader`: its region) and wait until the upload has reached the
+    server and the run it causes has finished: the page sends the file with a rerun request only once its
+    upload is complete. A wait for any rerun could end on another one (the expander's, still running on a
+    loaded machine), and a click on "Add run" then met a form without its file ("choose a prediction file
+    first")."""
+    runs = runs_of(page)
+    runs.files.pop(path.name, None)
+    uploader.locator('input[type="file"]').set_input_files(str(path), timeout=timeout)
+    if not _until(page, lambda: path.name in runs.files, timeout):
+        raise AssertionError(f"{path.name} was chosen but no rerun request carried it within {timeout / 1000:.0f} s")
+    _wait_for_rerun(page, runs.files[path.name], timeout)
+    uploader.get_by_text(path.name).first.wait_for(timeout=timeout)
 
 
 def click_until_sent(page: Page, click: Callable[[], None], *, tries: int = 3, each: float = 15_000) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, click_until_rerun, loaded, rerun, start_server, stop_server
+from conftest import DEMO, click_until_rerun, loaded, rerun, start_server, stop_server, upload_file
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -144,11 +144,8 @@ def _upload(page: Page, path: Path) -> None:
     # (CI once put the file into "Gold file" through `.first`).
     uploader = page.locator('[data-testid="stSidebar"]').get_by_role("region", name="Prediction file")
     expect(uploader).to_be_visible(timeout=TIMEOUT)
-    # The file reaches the server asynchronously, and its widget change reruns the page: wait for that rerun
-    # and for this uploader to list the file before adding the run.
-    with rerun(page):
-        uploader.locator('input[type="file"]').set_input_files(str(path))
-    expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
+    # The file reaches the server asynchronously: wait for the rerun request that carries it, and its run.
+    upload_file(page, uploader, path, TIMEOUT)
     with rerun(page):
         page.get_by_role("button", name="Add run").click()
 

@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, loaded, rerun, start_server, stop_server
+from conftest import DEMO, loaded, rerun, start_server, stop_server, upload_file
 from playwright.sync_api import Page, expect
 
 from analysis.formats.mapping import parse_mapping_option
@@ -70,9 +70,7 @@ def test_an_unrecognised_upload_is_read_by_the_offered_mapping(page: Page, tmp_p
         for label, path in (("Prediction file", pred), ("Gold file (optional)", gold)):
             uploader = sidebar.get_by_role("region", name=label)
             expect(uploader).to_be_visible(timeout=TIMEOUT)
-            with rerun(page):  # the file reaches the server, whose widget change reruns the page
-                uploader.locator('input[type="file"]').set_input_files(str(path))
-            expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
+            upload_file(page, uploader, path, TIMEOUT)  # the rerun request carrying the file, and its run
         type_into(page, "Run name", "browser-mapped")
         with rerun(page):
             sidebar.get_by_role("button", name="Add run").click()

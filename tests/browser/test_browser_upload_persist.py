@@ -11,7 +11,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, VIEWPORT, loaded, rerun, start_server, stop_server
+from conftest import DEMO, VIEWPORT, loaded, rerun, start_server, stop_server, upload_file
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.workspace import load_entry, read_manifest
@@ -56,9 +56,7 @@ def test_an_uploaded_run_is_saved_and_its_link_opens_it_for_another_reviewer(
         for label, path in (("Prediction file", pred), ("Gold file (optional)", gold)):
             uploader = sidebar.get_by_role("region", name=label)
             expect(uploader).to_be_visible(timeout=TIMEOUT)
-            with rerun(page):  # the file reaches the server, whose widget change reruns the page
-                uploader.locator('input[type="file"]').set_input_files(str(path))
-            expect(uploader.get_by_text(path.name).first).to_be_visible(timeout=TIMEOUT)
+            upload_file(page, uploader, path, TIMEOUT)  # the rerun request carrying the file, and its run
         type_into(page, "Run name", "browser-run")
         type_into(page, "System", "Browser DST")
         type_into(page, "Seed", "9")
