@@ -100,6 +100,15 @@ SETTINGS: tuple[Setting, ...] = (
         "`analysis.formats.reading`",
     ),
     Setting(
+        "DST_BROWSER_START_SECONDS",
+        "positive integer",
+        20,
+        "20",
+        "Seconds the report gives Chromium to start and draw a first figure before it stops with exit 3 "
+        "(1-3 s on a quiet machine; more on one that is very busy).",
+        "`analysis.export.report`",
+    ),
+    Setting(
         "DST_ANNOTATIONS_URL",
         "SQLAlchemy URL",
         None,

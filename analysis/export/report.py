@@ -55,7 +55,7 @@ import plotly.graph_objects as go
 
 from analysis import export as E
 from analysis import figures as F
-from analysis import stats, views
+from analysis import settings, stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
 from analysis.export.latex import CHAR_PREAMBLE, CJK_NEEDS, CJK_PREAMBLE, beyond_pdflatex, has_cjk, is_cjk
@@ -1507,7 +1507,7 @@ def build_report(
     `pdf`: compile main.tex into main.pdf (None: when LaTeX is installed, `latex_engine`); a failed
     compile is a `CompileError` once every other file is written. The browser for the figures starts first
     and comes up while the runs load and are planned: without Chromium the report stops at once, and a
-    browser that fails or does not start within `BROWSER_START_SECONDS` is an `ExportUnavailableError` (the
+    browser that fails or does not start within `DST_BROWSER_START_SECONDS` is an `ExportUnavailableError` (the
     CLI's exit 3) before any figure is written, not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
     columns = check_columns(columns)  # and so are unknown columns
@@ -1531,17 +1531,15 @@ def build_report(
         )
 
 
-# Seconds Chromium gets to start and render a first (empty) figure; it takes 1-3 s. kaleido itself waits
-# forever for a browser that hangs or has died (its server thread is gone, the request is never answered).
-BROWSER_START_SECONDS = 20.0
-
-
 @contextlib.contextmanager
-def browser_starting(timeout: float = BROWSER_START_SECONDS) -> Iterator[Callable[[], None]]:
+def browser_starting(timeout: float | None = None) -> Iterator[Callable[[], None]]:
     """Start kaleido's browser for the block and yield `ready` at once: `ready()` returns when the browser
     has rendered an empty figure and raises `ExportUnavailableError` when it failed to start or has not within
-    `timeout` s of its start. What the block does before calling it (loading, planning) overlaps the
+    `timeout` s of its start (default `DST_BROWSER_START_SECONDS`, 20: kaleido itself waits forever for a
+    browser that hangs or has died). What the block does before calling it (loading, planning) overlaps the
     browser's start (1-3 s; 6-11 s on a busy machine). A browser without Chromium is refused at once."""
+    if timeout is None:
+        timeout = float(settings.positive_int("DST_BROWSER_START_SECONDS"))
     import kaleido
     from kaleido._sync_server import GlobalKaleidoServer
 
