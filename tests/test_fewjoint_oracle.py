@@ -26,7 +26,9 @@ from analysis.fewjoint import (
 )
 from tests.conftest import realdata_path
 
-N_PERTURBATIONS = 60
+# Perturbed systems of the real 1-shot gold (1,065 queries each), strengths spread from 0.05 to 1: 20 cover
+# the range (21,300 predictions against seqeval); 60 took three times as long and met nothing new.
+N_PERTURBATIONS = 20
 TAGS = ["O", "B-a", "I-a", "B-b", "I-b", "E-a", "S-b", "B-long-type", "I-long-type"]
 
 
@@ -155,7 +157,7 @@ def test_episode_slot_f1_matches_seqeval_per_episode(perturbed: dict[str, Any]) 
     result = score_fewjoint(perturbed["system"], averaging="episode")
     queries = perturbed["gold"].queries
     groups = list(queries.groupby(["domain", "episode"]).indices.values())
-    for seed in map(str, range(0, N_PERTURBATIONS, 6)):
+    for seed in map(str, range(0, N_PERTURBATIONS, 2)):
         pred = perturbed["preds"][seed]
         expected = np.mean(
             [seqeval_f1([queries["tags"].iloc[i] for i in idx], [pred[i] for i in idx]) for idx in groups]
@@ -170,7 +172,7 @@ def test_intent_and_sentence_accuracy_on_real_gold(perturbed: dict[str, Any]) ->
     micro = score_fewjoint(perturbed["system"], averaging="micro")
     episode = score_fewjoint(perturbed["system"], averaging="episode")
     queries = perturbed["gold"].queries
-    for seed in ("0", "30", "59"):
+    for seed in map(str, (0, N_PERTURBATIONS // 2, N_PERTURBATIONS - 1)):
         rows = micro.queries.loc[micro.queries["seed"].astype(str) == seed]
         pred = perturbed["preds"][seed]
         sentence = np.mean(

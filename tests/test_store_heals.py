@@ -1,8 +1,8 @@
 """The score store heals (issue 40 req 2): an entry damaged in any way (its header a FIFO, nested too deep,
 without a field, from another scorer; a part truncated, overwritten in place, of another table, a FIFO) is
 found on the path that reads it, removed with one warning line and scored again: never a failed page,
-never a server that does not start. Each kind through the API and through the dashboard's pages (AppTest), and
-every kind at once through the server's start-up (`scripts/serve.py`)."""
+never a server that does not start. Each kind through the API; every kind at once through the dashboard's
+pages (AppTest) and through the server's start-up (`scripts/serve.py`)."""
 
 from __future__ import annotations
 
@@ -180,31 +180,65 @@ def test_a_damaged_entry_is_found_removed_and_scored_again(stored, caplog, kind)
     assert data.stored_leaderboard(pairs, "jga") is not None  # the next view reads the store again
 
 
+@pytest.fixture(scope="module")
+def ten_scored(tmp_path_factory):
+    """Ten of the demo's runs, one for each kind of damage, scored into a store once for the module:
+    (manifest path, cache folder, the runs' keys in `DAMAGES` order)."""
+    names = tuple(e.name for e in read_manifest(DEMO / "workspace.toml").entries if e.meta.convention == "exact")
+    assert len(names) >= len(DAMAGES), names
+    return scored_store(tmp_path_factory.mktemp("heals-ten"), names[: len(DAMAGES)])
+
+
+def damaged_every_way(folder: Path, monkeypatch: pytest.MonkeyPatch, ten_scored) -> tuple[Path, Path, list[str]]:
+    """A copy of the module's ten-run store in `folder`, each entry damaged one of the ten ways, set as this
+    test's store: (manifest path, store root, keys in `DAMAGES` order)."""
+    manifest, cache, keys = ten_scored
+    shutil.copytree(cache, folder / "cache", symlinks=True)
+    monkeypatch.setenv("DST_CACHE_DIR", str(folder / "cache"))
+    root = entries.store_root()
+    assert root is not None and all(_whole(root, key) for key in keys)
+    for key, kind in zip(keys, DAMAGES, strict=True):
+        damage(root, key, kind)
+    entries._HEADERS.clear()
+    return manifest, root, keys
+
+
+def _one_line_per_entry(lines: list[str], keys: list[str]) -> dict[str, int]:
+    said = {key: [line for line in lines if f"entry {key} is damaged" in line] for key in keys}
+    return {kind: len(said[key]) for key, kind in zip(keys, DAMAGES, strict=True)}
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("kind", list(DAMAGES))
-def test_every_page_opens_over_a_damaged_store(stored, caplog, kind):
-    """The dashboard (AppTest over `app.py`) on a workspace whose store is damaged: the Overview and the pages
-    that read the other stored tables open without an exception or an error box, with one warning line."""
-    manifest, root, key = stored
-    damage(root, key, kind)
-    with caplog.at_level(logging.WARNING, logger="analysis.store"):
-        at = AppTest.from_file(str(APP), default_timeout=180)
-        at.session_state["workspace_path"] = str(manifest)
-        at.run()
-        for page in ("overview", "domains", "turn_depth", "slots", "dialogue"):
-            if page != "overview":
-                at.switch_page(f"pages/{page}.py").run()
-            assert not at.exception, (page, [e.value for e in at.exception])
-            assert not at.error, (page, [e.value for e in at.error])
-        entries.flush()
+def test_every_page_opens_over_a_store_damaged_every_way(tmp_path, monkeypatch, caplog, ten_scored):
+    """The dashboard (AppTest over `app.py`) on a workspace of ten runs whose entries are each damaged one of
+    the ten ways: the Overview and the pages that read the other stored tables open without an exception or
+    an error box; each damage is one warning line naming its entry, and every entry is whole again. (One
+    store damaged every way, not ten stores: the same readers meet every kind, in a tenth of the page runs.)"""
+    manifest, root, keys = damaged_every_way(tmp_path, monkeypatch, ten_scored)
+    _clear_caches()
+    try:
+        with caplog.at_level(logging.WARNING, logger="analysis.store"):
+            at = AppTest.from_file(str(APP), default_timeout=180)
+            at.session_state["workspace_path"] = str(manifest)
+            at.run()
+            for page in ("overview", "domains", "turn_depth", "slots", "dialogue"):
+                if page != "overview":
+                    at.switch_page(f"pages/{page}.py").run()
+                assert not at.exception, (page, [e.value for e in at.exception])
+                assert not at.error, (page, [e.value for e in at.error])
+            entries.flush()
+    finally:
+        _clear_caches()
     warnings = _warnings(caplog)
-    assert len(warnings) == 1, warnings
-    assert f"entry {key} is damaged" in warnings[0]
-    assert _whole(root, key)
+    assert _one_line_per_entry(warnings, keys) == dict.fromkeys(DAMAGES, 1), warnings
+    assert len(warnings) == len(DAMAGES), warnings
+    entries._HEADERS.clear()
+    for key, kind in zip(keys, DAMAGES, strict=True):
+        assert _whole(root, key), kind
 
 
 @pytest.mark.slow
-def test_the_server_starts_over_a_store_damaged_every_way_at_once(tmp_path, monkeypatch):
+def test_the_server_starts_over_a_store_damaged_every_way_at_once(tmp_path, monkeypatch, ten_scored):
     """`scripts/serve.py` (what `make run` starts) warms the workspace from its store: ten runs, each entry
     damaged one of the ten ways. The server starts, says every run is ready and answers its health check; the
     warm-up reads every entry (its header and the tables of the Overview and the first views), so each damage
@@ -212,27 +246,18 @@ def test_the_server_starts_over_a_store_damaged_every_way_at_once(tmp_path, monk
     place of a header used to block the warm-up for good, so the server never started."""
     from tests.test_serve import _healthy, _line, serving
 
-    names = tuple(e.name for e in read_manifest(DEMO / "workspace.toml").entries if e.meta.convention == "exact")
-    assert len(names) >= len(DAMAGES), names
-    manifest, cache, keys = scored_store(tmp_path, names[: len(DAMAGES)])
-    monkeypatch.setenv("DST_CACHE_DIR", str(cache))
-    root = entries.store_root()
-    assert root is not None
-    for key, kind in zip(keys, DAMAGES, strict=True):
-        damage(root, key, kind)
-    entries._HEADERS.clear()
+    manifest, root, keys = damaged_every_way(tmp_path, monkeypatch, ten_scored)
     started = time.monotonic()
     with serving(manifest) as (url, lines):
         line = _line(lines, "dashboard: workspace", timeout=180)
         assert line.startswith(f"dashboard: workspace ready: {len(DAMAGES)} runs"), "".join(lines)
         assert _healthy(url)
         assert time.monotonic() - started < 180
-        said = {key: [entry for entry in lines if f"entry {key} is damaged" in entry] for key in keys}
+        found = _one_line_per_entry(list(lines), keys)
         assert not any("Traceback" in entry for entry in lines), "".join(lines)
     entries._HEADERS.clear()
-    found = {kind: len(said[key]) for key, kind in zip(keys, DAMAGES, strict=True)}
     assert found == dict.fromkeys(DAMAGES, 1), found  # every kind read by the warm-up, one line each
-    assert any("FIFO" in entry for entry in said[keys[0]]), "".join(lines)
+    assert any("FIFO" in entry for entry in lines if f"entry {keys[0]} is damaged" in entry), "".join(lines)
     for key, kind in zip(keys, DAMAGES, strict=True):
         assert _whole(root, key), kind  # found, removed, scored again and stored whole
     assert not entries.header_path(root, keys[0]).is_fifo()
