@@ -2,14 +2,9 @@
 
 Parsing a JSON file makes millions of small Python objects; once freed, the allocator keeps most of
 their memory in the process (measured: +360-400 MB on a real server after 4-6 uploads of 8 MB runs,
-though nothing referenced them any more). A child process parses the upload and hands back the `Run`; its
-memory goes when it exits. Parent and child exchange pickles of our own objects over a pipe: the user's
-bytes are only ever parsed as JSON or CSV, in the child.
-
-The children are forked from a fork server (multiprocessing's `forkserver`, the one `analysis.store.runs`
-scores with) that imported pandas and the scoring modules once (`PRELOAD`): a child starts in a few
-hundredths of a second instead of importing them again, about 1 CPU-s a child (`python -m analysis.isolated`
-before). It takes the caller's environment and working directory with its job, as a fresh process would.
+though nothing referenced them any more). A child process (`python -m analysis.isolated`) parses the
+upload and hands back the `Run`; its memory goes when it exits. Parent and child exchange pickles of our
+own objects over a pipe: the user's bytes are only ever parsed as JSON or CSV, in the child.
 
 A prediction file whose format is not recognised is looked at there too (`analysis.formats.sniff`): the
 answer is then `Unrecognised`, the one-line error with what `sniff` sees and the mapping it proposes,
@@ -22,19 +17,16 @@ output, then does what is left (saving them to the score store) while the server
 
 from __future__ import annotations
 
+import contextlib
 import copyreg
-import importlib
-import inspect
-import multiprocessing
 import os
 import pickle
 import signal
+import subprocess
+import sys
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from multiprocessing import spawn
-from multiprocessing.connection import Connection
-from multiprocessing.process import BaseProcess
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -50,6 +42,7 @@ TIMEOUT_S = 300.0
 # a core nor its memory. The input limits keep a real file's parse under 1.5 GB and a few seconds.
 CPU_LIMIT_S = 120
 MEMORY_LIMIT_BYTES = 6 * 1024**3
+ROOT = Path(__file__).resolve().parents[1]
 
 
 @dataclass(frozen=True)
@@ -115,62 +108,28 @@ class Answer:
     then: Callable[[], Any] | None = None
 
 
-# What the fork server imports once, for its children here and for the store's scoring workers (whichever
-# starts it first sets its preload: both name the same modules).
-PRELOAD = ("analysis.isolated_jobs", "analysis.store.runs", "analysis.store.parts")
-
-
-# A child needs none of the caller's main module, and must not run it: multiprocessing has each new process
-# run the caller's `__main__` file again (as `__mp_main__`), and while Streamlit runs a page, `__main__` is
-# that page (the child would run the page; an AppTest script's child dies of a NameError). For the children
-# started here (a flag of the starting thread), the preparation data leaves the main module out.
-_STARTING = threading.local()
-_preparation_data = spawn.get_preparation_data
-
-
-def _without_main(name: str) -> dict[str, Any]:
-    data: dict[str, Any] = _preparation_data(name)
-    if getattr(_STARTING, "child", False):
-        data.pop("init_main_from_path", None)
-        data.pop("init_main_from_name", None)
-    return data
-
-
-spawn.get_preparation_data = _without_main
-
-
-def fork_context() -> Any:
-    """multiprocessing's `forkserver` context, its server preloading `PRELOAD` (no effect once it runs)."""
-    context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(list(PRELOAD))
-    return context
-
-
 def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
     """`function(*args)` (`module.name`, called with the memory limit as `memory_bytes` when it takes one)
     in a child process within CPU_LIMIT_S and MEMORY_LIMIT_BYTES: its answer (an `Answer`'s value), or the
     one line saying why there is none (`name: <doing> it used more than ...`). The calling thread only waits;
     an `Answer`'s `then` runs in the child after the answer is read, under the same limits."""
-    context = fork_context()
-    reader, writer = context.Pipe(duplex=False)
-    job = ((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args, dict(os.environ), os.getcwd())
-    child = context.Process(target=_child, args=(writer, *job), name=f"dst-isolated {doing}", daemon=True)
-    _STARTING.child = True
-    try:
-        child.start()
-    finally:
-        _STARTING.child = False
-    writer.close()  # the child holds the only writing end: its exit is the end of the answer
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([path] if path else [])])}
+    payload = pickle.dumps(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), protocol=pickle.HIGHEST_PROTOCOL)
+    child = subprocess.Popen(
+        [sys.executable, "-m", "analysis.isolated"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+    )
     expired = threading.Event()
     timer = threading.Timer(TIMEOUT_S, _expire, (child, expired))
     timer.daemon = True
     timer.start()
-    try:
-        answer = reader.recv_bytes()  # the whole answer, or EOF: the child stopped before answering
-    except (EOFError, OSError):
-        answer = b""
-    finally:
-        reader.close()
+    assert child.stdin is not None and child.stdout is not None
+    with contextlib.suppress(BrokenPipeError):  # a child that stopped early: its exit says why
+        child.stdin.write(payload)
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
+    answer = child.stdout.read()  # to the end: the child closes its output once it has answered
+    child.stdout.close()
     if answer:
         try:
             value = pickle.loads(answer)  # our own child's answer, never the user's bytes
@@ -181,9 +140,8 @@ def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
                 _FINISHING.add(child)
             threading.Thread(target=_reap, args=(child, timer), daemon=True).start()
             return value
-    child.join()
+    code = child.wait()
     timer.cancel()
-    code = child.exitcode
     if expired.is_set():
         return f"{name}: {doing} took longer than {TIMEOUT_S:.0f} s and was stopped"
     if code == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
@@ -191,18 +149,18 @@ def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
     return f"{name}: the process {doing} it stopped (exit {code}; out of memory?)"
 
 
-def _expire(child: BaseProcess, expired: threading.Event) -> None:
+def _expire(child: subprocess.Popen[bytes], expired: threading.Event) -> None:
     expired.set()
     child.kill()
 
 
 # Children that have answered and are still at their `then` (saving to the store): `settle` waits for them.
-_FINISHING: set[BaseProcess] = set()
+_FINISHING: set[subprocess.Popen[bytes]] = set()
 _FINISHING_LOCK = threading.Lock()
 
 
-def _reap(child: BaseProcess, timer: threading.Timer) -> None:
-    child.join()
+def _reap(child: subprocess.Popen[bytes], timer: threading.Timer) -> None:
+    child.wait()
     timer.cancel()
     with _FINISHING_LOCK:
         _FINISHING.discard(child)
@@ -214,7 +172,8 @@ def settle(timeout: float | None = None) -> None:
     with _FINISHING_LOCK:
         children = list(_FINISHING)
     for child in children:
-        child.join(timeout)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            child.wait(timeout)
 
 
 def _mapping_proxy(items: dict) -> MappingProxyType:
@@ -239,27 +198,29 @@ def _limit_self(cpu_s: int, memory_bytes: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
 
 
-def _child(
-    writer: Connection,
-    limits: tuple[int, int],
-    function: str,
-    args: tuple[Any, ...],
-    environ: dict[str, str],
-    cwd: str,
-) -> None:
-    """The job in the child: the caller's environment and folder, the limits, the call, the answer written
-    whole and its pipe closed (the parent reads to its end now), then the answer's `then`."""
-    os.environ.clear()
-    os.environ.update(environ)
-    os.chdir(cwd)
-    cpu_s, memory_bytes = limits
-    _limit_self(cpu_s, memory_bytes)
+def _child() -> None:
+    # Through the module's import name, not `__main__`: an `Unrecognised` pickled as `__main__.Unrecognised`
+    # would not load in the parent.
+    import importlib
+    import inspect
+
+    from analysis import isolated
+
+    (cpu_s, memory_bytes), function, args = pickle.load(sys.stdin.buffer)
+    isolated._limit_self(cpu_s, memory_bytes)
     module, _, attr = function.rpartition(".")
     call = getattr(importlib.import_module(module), attr)
     takes_limit = "memory_bytes" in inspect.signature(call).parameters
     result = call(*args, memory_bytes=memory_bytes) if takes_limit else call(*args)
-    answer = result if isinstance(result, Answer) else Answer(result)
-    writer.send_bytes(pickle.dumps(answer.value, protocol=pickle.HIGHEST_PROTOCOL))
-    writer.close()
+    answer = result if isinstance(result, isolated.Answer) else isolated.Answer(result)
+    sys.stdout.buffer.write(pickle.dumps(answer.value, protocol=pickle.HIGHEST_PROTOCOL))
+    sys.stdout.buffer.flush()
+    # The answer is whole: the output pipe is closed (its descriptor pointed at /dev/null), so the parent
+    # reads to its end now, before `then` runs.
+    os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if answer.then is not None:
         answer.then()
+
+
+if __name__ == "__main__":
+    _child()

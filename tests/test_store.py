@@ -589,8 +589,8 @@ def test_scoring_workers_use_one_blas_thread_each(demo_entries, root, monkeypatc
         def starmap(self, function, jobs, chunksize=1):
             return [function(*job) for job in jobs]
 
-    context = types.SimpleNamespace(Pool=Pool)
-    monkeypatch.setattr(store_runs.isolated, "fork_context", lambda: context)
+    context = types.SimpleNamespace(set_forkserver_preload=lambda modules: None, Pool=Pool)
+    monkeypatch.setattr(store_runs, "multiprocessing", types.SimpleNamespace(get_context=lambda kind: context))
     items = [demo_entries[n] for n in ("simulated-A-mwz-en-predicted", "crosswoz-rule-dst")]
     assert all(e is not None for e in store_runs.ensure_all(items, "exact", workers=2, root=root))
     assert started == [store_runs._one_blas_thread]

@@ -4,13 +4,13 @@
 from __future__ import annotations
 
 import functools
+import multiprocessing
 import os
 import stat
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from analysis import isolated
 from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
 from analysis.loading import load_run
@@ -176,6 +176,7 @@ def stored(entry: RunEntry, convention: str | None, *, tables: tuple[str, ...] =
     return found
 
 
+_PRELOAD = ("analysis.store.runs", "analysis.store.parts")
 # A worker holds the last few parsed files (`analysis.formats.MEMORY_ENTRIES`) and one run at a time; it is
 # replaced after this many runs, in case anything else grows (a worker's RSS stays about flat across runs).
 _RUNS_PER_WORKER = 200
@@ -218,10 +219,11 @@ def ensure_all(
     if workers == 1 or len(items) <= 1:
         return [_ensure(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
     # Fresh workers (forkserver), each replaced after `_RUNS_PER_WORKER` runs to bound its memory. The fork
-    # server imports the scoring modules once (`analysis.isolated.PRELOAD`), so a new worker starts without importing pandas
+    # server imports the scoring modules once (`_PRELOAD`), so a new worker starts without importing pandas
     # and the scorer again (about 1 s of CPU each). multiprocessing.Pool, not ProcessPoolExecutor: the
     # latter's max_tasks_per_child hangs once the first workers retire (Python 3.11).
-    context = isolated.fork_context()  # the fork server the dashboard's worker processes come from too
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(list(_PRELOAD))  # no effect if this process's fork server already runs
     jobs = [(item, convention, str(root), k) for item, k in zip(items, keys, strict=True)]
     with context.Pool(workers, initializer=_one_blas_thread, maxtasksperchild=_RUNS_PER_WORKER) as pool:
         return pool.starmap(_ensure, jobs, chunksize=1)
