@@ -62,17 +62,24 @@ _DONE = {
 
 
 class _Runs:
-    """A page's websocket traffic: the runs it asked for (a click's rerun request) and the runs finished."""
+    """A page's websocket traffic: the runs it asked for (a click's rerun request) and the runs that answered.
+
+    A run answers when it started after the page's latest request and finished: Streamlit takes a request
+    at the next run's start, however requests queue or merge. A run already going when the request was
+    sent does not answer it, whatever it is: the Review page's timed live check (`run_every`, every 2 s),
+    counted, ended the wait for a reviewer name's rerun before that rerun had started, and the test met two
+    "Save tags" forms, the old one stale (N3). Each run's start is Streamlit's `new_session` message, sent
+    for a fragment's run too."""
 
     def __init__(self, page: Page) -> None:
         self.sent = 0
-        self.finished = 0
+        self.finished = 0  # runs that answered a request (or the page's opening)
         self.endings: list[str] = []  # every script_finished status, for a stall's message
         # file name -> runs finished when the first rerun request carrying it was sent: the frontend sends a
         # file uploader's files with a rerun only once their upload to the server has completed
         self.files: dict[str, int] = {}
-        # fragments the page reruns on its own timer (`run_every`): their runs are nobody's click's
-        self.timed: set[str] = set()
+        self._started = 0  # runs started
+        self._asked_at = 0  # runs started when the latest request was sent
         page.on("websocket", self._watch)
 
     def _watch(self, socket: Any) -> None:
@@ -84,12 +91,9 @@ class _Runs:
             message = BackMsg.FromString(payload)
             # Heartbeats and other messages are not a request for a run, nor is a timed fragment's own rerun
             # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
-            if message.WhichOneof("type") != "rerun_script":
-                return
-            if message.rerun_script.is_auto_rerun:
-                self.timed.add(message.rerun_script.fragment_id)
-            else:
+            if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.is_auto_rerun:
                 self.sent += 1
+                self._asked_at = self._started
                 for widget in message.rerun_script.widget_states.widgets:
                     if widget.WhichOneof("value") == "file_uploader_state_value":
                         for info in widget.file_uploader_state_value.uploaded_file_info:
@@ -98,13 +102,12 @@ class _Runs:
     def _received(self, payload: Any) -> None:
         if isinstance(payload, bytes):
             message = ForwardMsg.FromString(payload)
-            if message.WhichOneof("type") == "script_finished":
+            kind = message.WhichOneof("type")
+            if kind == "new_session":
+                self._started += 1
+            elif kind == "script_finished":
                 self.endings.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
-                # A timed fragment's run is not the one a test waits for: counted, it ended the wait for a
-                # reviewer name's rerun while that rerun still drew (two "Save tags" forms, the old one stale).
-                fragments = set(message.metadata.run.fragment_ids)
-                timed = bool(fragments) and fragments <= self.timed
-                self.finished += message.script_finished in _DONE and not timed
+                self.finished += message.script_finished in _DONE and self._started > self._asked_at
 
 
 def _watched(new_page: Callable[..., Page]) -> Callable[..., Page]:
