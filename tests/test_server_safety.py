@@ -293,14 +293,12 @@ def settled_rss_mb(rounds: int = 10) -> float:
     reading goes. CI once read 262 MB before and 389 MB after eight uploads from a single reading each; the
     same commit read +1 to +30 MB in ten runs here, quiet and at load 8, and no upload outlived its session
     is now checked directly."""
-    from analysis import isolated
     from analysis.store import entries
     from ui import data
 
     lowest = float("inf")
     for _ in range(rounds):
-        entries.flush()
-        isolated.settle(60)
+        entries.flush()  # with its flushers: the scoring children still saving (`analysis.isolated.settle`)
         data.release_ended_sessions()
         gc.collect()
         data.trim_memory()

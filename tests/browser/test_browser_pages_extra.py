@@ -77,12 +77,12 @@ def test_reviewer_tags_an_item(page: Page, extra_server: str, annotations_url: s
     name.fill("ana")
     with rerun(page):
         name.press("Enter")
-    # The form the name enabled. Twice in about ten full runs (session 28's N3 with three workers, this
-    # session's P2 beside two busy loops) a disabled copy of the form from before the name stayed on screen beside it for the whole
-    # 120 s: Streamlit's frontend prunes a finished run's stale elements after the run, and the page's live
-    # check (a fragment rerun every 2 s) can start first, so the pruning is scoped to the fragment's run
-    # (apparently the mechanism of streamlit/streamlit#16708). The copy goes at the next full run; what the reviewer
-    # uses is the enabled form, and that is what this test drives.
+    # The form the name enabled. Twice in about ten full runs (session 28's N3 with three workers, this session's P2
+    # beside two busy loops) a disabled copy of the form from before the name stayed on screen beside it for the
+    # whole 120 s: Streamlit's frontend prunes a finished run's stale elements after the run, and the page's live
+    # check (a fragment rerun every 2 s) can start first, so the pruning is scoped to the fragment's run (apparently
+    # the mechanism of streamlit/streamlit#16708). The copy goes at the next full run; what the reviewer uses is the
+    # enabled form, and that is what this test drives.
     save = page.get_by_role("button", name="Save tags", disabled=False)
     expect(save).to_be_visible(timeout=TIMEOUT)
     form = page.locator('[data-testid="stForm"]').filter(has=save)
