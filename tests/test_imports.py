@@ -275,7 +275,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
     ),
     ("analysis.views", "analysis.slices"),  # page-ready frames over the features
     ("analysis.review",),
-    ("analysis.workspace", "analysis.isolated", "analysis.manifest_write"),
+    ("analysis.workspace", "analysis.forking", "analysis.isolated", "analysis.manifest_write"),
     ("analysis.store",),
     ("analysis.isolated_jobs",),  # scoring in the worker process, which then saves to the store
     ("analysis.export",),

@@ -6,7 +6,8 @@ The hostile run is a declared mapping whose `id_pattern` (the user's own regular
 exponentially on the file's id: about 15 s of CPU inside one `re.match`, which holds the interpreter
 throughout. Parsed in the server's process (as workspace runs were), it froze every other request (the issue
 measured 50.3 s for the health check); parsed in the worker process (`analysis.isolated`), the server's
-thread only waits. The test polls the server while the worker is alive, found as the server's child process.
+thread only waits. The test polls the server while the worker is alive, found as a child of the server's warm
+parent (`analysis.forking`).
 """
 
 from __future__ import annotations
@@ -42,16 +43,23 @@ def _workspace(folder: Path) -> Path:
 
 
 def _workers(server_pid: int) -> list[int]:
-    """The server's children running `analysis.isolated`."""
-    found = []
+    """The server's worker processes (`analysis.isolated`): its children forked by its warm parent
+    (`analysis.forking`, the server's child, which lives as long as the server and is no worker), and any
+    fresh `python -m analysis.isolated` child of its own."""
+    parents: dict[int, list[tuple[int, bytes]]] = {}
     for status in Path("/proc").glob("[0-9]*/stat"):
         try:
             fields = status.read_text().rsplit(")", 1)[1].split()
             cmdline = (status.parent / "cmdline").read_bytes()
         except OSError:
             continue
-        if int(fields[1]) == server_pid and b"analysis.isolated" in cmdline:
-            found.append(int(status.parent.name))
+        parents.setdefault(int(fields[1]), []).append((int(status.parent.name), cmdline))
+    found = []
+    for pid, cmdline in parents.get(server_pid, []):
+        if b"analysis.forking" in cmdline:
+            found.extend(child for child, _ in parents.get(pid, []))
+        elif b"analysis.isolated" in cmdline:
+            found.append(pid)
     return found
 
 
