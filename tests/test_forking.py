@@ -43,14 +43,14 @@ def _children_of(pid: int) -> list[int]:
 def test_a_child_is_forked_from_the_warm_parent_with_the_callers_environment_and_folder(
     forks: forking.Forks, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setenv("DST_FORKING_PROBE", "first")
-    assert isolated.run_isolated("probe", "reading", JOB, "DST_FORKING_PROBE") == "first"
+    monkeypatch.setenv("FORKING_PROBE", "first")
+    assert isolated.run_isolated("probe", "reading", JOB, "FORKING_PROBE") == "first"
     parent = forks._process
     assert parent is not None and parent.poll() is None
     # Set after the parent started: the child has the caller's environment and folder of the moment.
-    monkeypatch.setenv("DST_FORKING_PROBE", "second")
+    monkeypatch.setenv("FORKING_PROBE", "second")
     monkeypatch.chdir(tmp_path)
-    assert isolated.run_isolated("probe", "reading", JOB, "DST_FORKING_PROBE") == "second"
+    assert isolated.run_isolated("probe", "reading", JOB, "FORKING_PROBE") == "second"
     assert isolated.run_isolated("probe", "reading", "os.getcwd") == str(tmp_path)
     assert forks._process is parent  # one parent for every child
     # A job that lasts: its process is the parent's child, not the caller's.
@@ -116,5 +116,5 @@ def test_without_fork_a_fresh_interpreter_runs_the_job(monkeypatch: pytest.Monke
     none = forking.Forks(preload=(), entry="analysis.isolated._child")
     none._failed = True  # as on a system without fork
     monkeypatch.setattr(isolated, "_FORKS", none)
-    monkeypatch.setenv("DST_FORKING_PROBE", "fresh")
-    assert isolated.run_isolated("probe", "reading", JOB, "DST_FORKING_PROBE") == "fresh"
+    monkeypatch.setenv("FORKING_PROBE", "fresh")
+    assert isolated.run_isolated("probe", "reading", JOB, "FORKING_PROBE") == "fresh"
