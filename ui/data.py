@@ -14,6 +14,7 @@ import functools
 import gc
 import hashlib
 import importlib
+import logging
 import os
 import threading
 import weakref
@@ -38,6 +39,8 @@ from analysis.store import runs as store_runs
 from analysis.store import views as store_views
 from analysis.workspace import RunEntry, Workspace, read_manifest
 from ui import errors
+
+log = logging.getLogger("analysis.store")  # the store's warnings, one logger for the whole store
 
 DECLARED = "declared"
 # Views and scored tables kept per upload (least recently used dropped first).
@@ -634,8 +637,10 @@ def stored_view(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, A
 
 def _healed(args: Sequence[Any], removed: set[str]) -> None:
     """The runs of a view's arguments whose store entries `store_views.heal` removed: their scored tables,
-    read from those entries, are dropped from this process's cache, so the view computed next scores them
-    again and stores them whole (a run whose other tables were fine would otherwise stay unstored)."""
+    read from those entries, are dropped from this process's cache and the runs scored again now (their
+    workers store them whole). Not left to the view computed next: that view may be in the cache already
+    (computed while another run was not yet stored), and the run would then stay out of the store, every
+    later view of it computed from memory, until the server restarts."""
     if not removed:
         return
     pairs = [a for arg in args for a in (arg if isinstance(arg, list) else [arg]) if _is_source(a)]
@@ -643,9 +648,16 @@ def _healed(args: Sequence[Any], removed: set[str]) -> None:
         if source.uploaded:
             continue
         convention = effective_convention(source, choice)
-        with contextlib.suppress(OSError):
-            if store_runs.key(source.entry, convention) in removed:
-                _score.clear(source.key, convention, source)
+        try:
+            if store_runs.key(source.entry, convention) not in removed:
+                continue
+        except OSError:
+            continue
+        _score.clear(source.key, convention, source)
+        try:
+            scored(source, choice)
+        except ValueError as exc:  # InputError too: the page that needs the run's tables shows it
+            log.warning("score store: run %s not stored again (%s)", source.meta.run_id, " ".join(str(exc).split()))
 
 
 def stores(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any] | None = None) -> bool:
