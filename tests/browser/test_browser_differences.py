@@ -9,7 +9,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, click_until_rerun, loaded, open_first_row_side_by_side
+from conftest import DEMO, click_until_rerun, loaded, open_first_row_side_by_side, steady_box
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -38,9 +38,8 @@ def test_a_matrix_cell_opens_its_turns_and_a_row_the_viewer_side_by_side(
     cells = matrix.locator(".scatterlayer .points path")
     expect(cells).to_have_count(2, timeout=TIMEOUT)  # the two off-diagonal cells of two runs, significant or not
 
-    def click_cell() -> None:  # the cell's place read afresh: the chart may still be laying out
-        box = cells.first.bounding_box()
-        assert box is not None
+    def click_cell() -> None:  # the cell's place read afresh once it stays put: the chart may be laying out
+        box = steady_box(page, cells.first)
         page.mouse.click(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
 
     click_until_rerun(page, click_cell)
