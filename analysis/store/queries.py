@@ -35,7 +35,10 @@ def connect() -> duckdb.DuckDBPyConnection:
     with _DATABASE_LOCK:
         if _DATABASE is None or _DATABASE[0] != os.getpid():
             # nothing kept between queries: a store file rewritten in place is read afresh by the next one
-            config = {"threads": max(1, min(2, _cpus())), "enable_external_file_cache": False}
+            config: dict[str, str | bool | int | float | list[str]] = {
+                "threads": max(1, min(2, _cpus())),
+                "enable_external_file_cache": False,
+            }
             _DATABASE = (os.getpid(), duckdb.connect(config=config))
         return _DATABASE[1].cursor()
 
