@@ -363,3 +363,46 @@ def test_svg_embeds_the_cjk_glyphs_it_draws() -> None:
     covered = set(font.getBestCmap())
     assert {ord(ch) for ch in "".join(labels) if ord(ch) > 0x2E7F} <= covered
     assert len(covered) < 100  # a subset, not the 30 MB font
+
+
+def _same_drawing(svg: bytes) -> str:
+    """An SVG's canonical tree without what differs between any two renders of one figure: plotly's
+    random ids (clip paths, traces, colour bars, gradients) and the embedded font subsets' dates."""
+    text = ET.canonicalize(svg.decode("utf-8"))
+    text = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,FONT", text)
+    for uid in set(re.findall(r"clip([0-9a-f]{6})", text)):
+        text = text.replace(uid, "UID")
+    text = re.sub(r"(cb|trace)[0-9a-f]{6}", r"\1UID", text)
+    return re.sub(r"\b[0-9a-f]{8}\b", "GID", text)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_kept_tab_renders_what_a_reloaded_tab_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaleido's tab is reloaded every TAB_RELOAD_EVERY renders, not after each: the files are the same."""
+    figures = {
+        "lines": _figures()["lines"],  # a legend
+        "heatmap": go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.3]], x=["a", "b"], y=["c", "d"])),
+        "cjk": go.Figure(go.Bar(x=["餐厅-区域", "旅馆-价格范围"], y=[0.5, 0.7])),
+    }
+
+    def render_all() -> dict[tuple[str, str], bytes]:
+        return {(n, f): E.figure_bytes(fig, f) for n, fig in figures.items() for f in E.FIGURE_FORMATS}
+
+    with E.export_session():
+        monkeypatch.setattr(export_figures, "TAB_RELOAD_EVERY", 1)  # kaleido's own way: a fresh page each time
+        reloaded = render_all()
+        monkeypatch.undo()
+        kept = render_all()
+    from kaleido import kaleido as kaleido_module
+
+    assert getattr(kaleido_module.Kaleido._return_kaleido_tab, "_dst_kept", False), "kaleido's tab return not kept"
+    assert len({_same_drawing(kept[n, "svg"]) for n in figures}) == len(figures)  # the comparison can tell them apart
+    for (name, fmt), data in kept.items():
+        before = reloaded[name, fmt]
+        if fmt == "png":
+            assert data == before, name
+        elif fmt == "svg":
+            assert _same_drawing(data) == _same_drawing(before), name
+        else:
+            assert pdf_info(data) == pdf_info(before), name
