@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import struct
@@ -260,6 +261,47 @@ def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
         E.figure_bytes(_figures()["bar"], "pdf")
     assert isinstance(info.value, RuntimeError)
     assert "make test" in str(info.value)
+
+
+def test_a_tab_is_reloaded_every_n_renders_and_after_a_failed_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaleido's tab return as `_keep_tabs_loaded` makes it: a reload after every TAB_RELOAD_EVERY renders and
+    after any render that raised (kaleido returns the tab in a `finally`), the tab always put back."""
+    import asyncio
+
+    from kaleido import kaleido as kaleido_module
+
+    export_figures._keep_tabs_loaded()
+    return_tab = kaleido_module.Kaleido._return_kaleido_tab
+    monkeypatch.setattr(export_figures, "TAB_RELOAD_EVERY", 3)
+
+    class Tab:
+        reloads = 0
+
+        async def reload(self) -> None:
+            self.reloads += 1
+
+    class Owner:
+        def __init__(self) -> None:
+            self.tabs_ready: asyncio.Queue[Tab] = asyncio.Queue()
+
+    async def render(owner: Owner, tab: Tab, fails: bool) -> None:  # kaleido's `_render_task`, in short
+        try:
+            if fails:
+                raise TimeoutError("the render timed out")
+        finally:
+            await return_tab(owner, tab)
+
+    async def renders(outcomes: str) -> tuple[int, int]:
+        owner, tab = Owner(), Tab()
+        for outcome in outcomes:
+            with contextlib.suppress(TimeoutError):
+                await render(owner, tab, outcome == "x")
+        return tab.reloads, owner.tabs_ready.qsize()
+
+    assert asyncio.run(renders("..")) == (0, 2)  # kept
+    assert asyncio.run(renders("......")) == (2, 6)  # every third
+    assert asyncio.run(renders(".x")) == (1, 2)  # the failure reloads at once
+    assert asyncio.run(renders(".x...")) == (2, 5)  # and restarts the count
 
 
 # --- rendered files (Chromium) -------------------------------------------------------------------

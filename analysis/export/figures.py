@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import re
 import struct
+import sys
 import threading
 import xml.etree.ElementTree as ET
 import zlib
@@ -104,8 +105,8 @@ def _keep_tabs_loaded() -> None:
     PDF's image and page size are replaced by the next one), so a kept page renders the same files:
     PNG bytes, PDF text boxes and rasters, and SVG trees equal but for plotly's random ids and the
     order of one rect's attributes (measured on every paper-figure kind in 3 formats at 2 widths;
-    `tests/test_export.py` checks it on every run). The periodic reload bounds what a page can gather.
-    A kaleido without that method keeps its own behaviour.
+    `tests/test_export.py` checks it on every run). The periodic reload bounds what a page can gather; a
+    render that failed is followed by a reload at once. A kaleido without that method keeps its own behaviour.
     """
     from kaleido import kaleido as kaleido_module
 
@@ -115,8 +116,11 @@ def _keep_tabs_loaded() -> None:
         return
 
     async def return_tab(self: Any, tab: Any) -> None:
+        # kaleido returns the tab in a `finally`: a render that failed or timed out (its page may still be
+        # drawing it, and would print into the next PDF) gets a fresh page, as kaleido always gives one
+        failed = sys.exc_info()[0] is not None
         served = getattr(tab, "_dst_served", 0) + 1
-        if served >= TAB_RELOAD_EVERY:
+        if failed or served >= TAB_RELOAD_EVERY:
             served = 0
             await tab.reload()
         tab._dst_served = served
