@@ -80,6 +80,10 @@ class _Runs:
         self.files: dict[str, int] = {}
         self._started = 0  # runs started
         self._asked_at = 0  # runs started when the latest request was sent
+        # a deferred download's click asks the server for its file (`backend_operation_request`); each answer
+        # is the file's URL or Streamlit's error message
+        self.files_asked = 0
+        self.file_answers: list[str] = []
         page.on("websocket", self._watch)
 
     def _watch(self, socket: Any) -> None:
@@ -91,6 +95,8 @@ class _Runs:
             message = BackMsg.FromString(payload)
             # Heartbeats and other messages are not a request for a run, nor is a timed fragment's own rerun
             # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
+            if message.WhichOneof("type") == "backend_operation_request":
+                self.files_asked += 1
             if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.is_auto_rerun:
                 self.sent += 1
                 self._asked_at = self._started
@@ -105,6 +111,9 @@ class _Runs:
             kind = message.WhichOneof("type")
             if kind == "new_session":
                 self._started += 1
+            elif kind == "backend_operation_response":
+                answer = message.backend_operation_response
+                self.file_answers.append(answer.error_msg or "url")
             elif kind == "script_finished":
                 self.endings.append(ForwardMsg.ScriptFinishedStatus.Name(message.script_finished))
                 self.finished += message.script_finished in _DONE and self._started > self._asked_at
@@ -250,6 +259,41 @@ def click_until_sent(page: Page, click: Callable[[], None], *, tries: int = 3, e
         if _until(page, lambda sent=sent: runs.sent > sent, each):
             return
     raise AssertionError(f"{tries} clicks, none sent a run request; endings {runs.endings}, at {page.url}")
+
+
+def download_by_click(page: Page, click: Callable[[], None], *, tries: int = 3, each: float = 15_000) -> bytes:
+    """The file a deferred download button gives (`click` clicks it): the click asks the server for the file
+    (counted on the socket), the server makes it and answers with its URL, the browser downloads it. A click
+    that asked nothing within `each` ms met the button while a run was replacing it (nothing happened: the
+    user would click again) and is repeated, as is one the server answered with an error (the file id of a
+    button a rerun replaced); a click that was answered with a URL is waited out. Fails saying which."""
+    runs = runs_of(page)
+    got: list[Any] = []
+
+    def caught(download: Any) -> None:
+        got.append(download)
+
+    page.on("download", caught)
+    try:
+        served = False
+        for _ in range(tries):
+            asked, answered = runs.files_asked, len(runs.file_answers)
+            click()
+            if not _until(page, lambda asked=asked: bool(got) or runs.files_asked > asked, each):
+                continue
+            if not _until(page, lambda answered=answered: bool(got) or len(runs.file_answers) > answered, 120_000):
+                raise AssertionError(f"the server did not answer the request for the file within 120 s, at {page.url}")
+            served = bool(got) or runs.file_answers[-1] == "url"
+            if served:
+                break
+        if not served or not _until(page, lambda: bool(got), 120_000):
+            raise AssertionError(
+                f"no download after {tries} clicks: {runs.files_asked} requests for a file, answers "
+                f"{runs.file_answers}, at {page.url}"
+            )
+        return Path(got[0].path()).read_bytes()
+    finally:
+        page.remove_listener("download", caught)
 
 
 ROW = 35  # Streamlit's grid: a header row, then rows of 35 px

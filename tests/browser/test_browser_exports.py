@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, loaded
+from conftest import DEMO, download_by_click, loaded
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.workspace import read_manifest
@@ -37,9 +37,7 @@ def _download(page: Page, popover: int, label: str) -> bytes:
     page.get_by_role("button", name="Export").nth(popover).click()
     button = page.get_by_role("button", name=label, exact=True).first
     expect(button).to_be_visible(timeout=TIMEOUT)
-    with page.expect_download(timeout=TIMEOUT) as caught:
-        button.click()
-    data = Path(caught.value.path()).read_bytes()
+    data = download_by_click(page, button.click)
     page.keyboard.press("Escape")
     return data
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, POLL_MS, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, click_until_sent, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore
@@ -89,8 +89,9 @@ def test_reviewer_tags_an_item(page: Page, extra_server: str, annotations_url: s
     form.get_by_role("combobox").first.click()
     page.get_by_role("option", name="wrong value").click()
     page.keyboard.press("Escape")
-    with rerun(page):
-        save.click()
+    # A click that meets the form while the live check redraws it is dropped (nothing sent: P2 of session 33,
+    # where a wait for "a rerun" ended on the live check's own): clicked until the save's run is asked for.
+    click_until_sent(page, save.click)
     expect(page.get_by_text("saved (1 tag, version 1)")).to_be_visible(timeout=TIMEOUT)
     stored = AnnotationStore(annotations_url).annotations()
     assert stored["reviewer"].tolist() == ["ana"] and stored["tags"].tolist() == [("wrong value",)]

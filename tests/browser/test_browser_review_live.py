@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, POLL_MS, click_until_sent, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, click_until_sent, download_by_click, loaded, rerun, start_server, stop_server
 from playwright.sync_api import Browser, Page, expect
 
 from analysis.review import AnnotationStore
@@ -130,9 +130,8 @@ def test_the_annotation_export_reads_the_runs_at_the_click(browser: Browser, liv
     # the summaries moves on) before clicking: a click that meets it finds its button replaced.
     page.wait_for_function(STORE_COUNT_IS, arg=str(int(before.replace(",", "")) + 1), timeout=TIMEOUT, polling=POLL_MS)
     loaded(page)
-    with page.expect_download(timeout=TIMEOUT) as caught:
-        page.get_by_role("button", name="Download CSV").click()
-    rows = list(csv.DictReader(io.StringIO(Path(caught.value.path()).read_text(encoding="utf-8"))))
+    data = download_by_click(page, page.get_by_role("button", name="Download CSV").click)
+    rows = list(csv.DictReader(io.StringIO(data.decode("utf-8"))))
     mine = [r for r in rows if r["reviewer"] == "cy"]
     assert len(mine) == 1 and mine[0]["tags"] == "missed update"
     assert mine[0]["outcome"] in ("wrong_value", "missed", "spurious", "unparseable"), mine[0]  # the run's context
