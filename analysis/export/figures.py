@@ -127,8 +127,13 @@ def _keep_tabs_loaded() -> None:
         await self.tabs_ready.put(tab)
 
     return_tab._dst_kept = True  # type: ignore[attr-defined]
-    return_tab._dst_original = original  # type: ignore[attr-defined]
     cls._return_kaleido_tab = return_tab
+
+
+def _kaleido_as_used_here() -> None:
+    """kaleido's two changes of ours, made before any render: edge-to-edge PDFs and kept tabs."""
+    _edge_to_edge_pdf()
+    _keep_tabs_loaded()
 
 
 def _server_running() -> bool:
@@ -147,8 +152,7 @@ def export_session() -> Iterator[None]:
     check_export()
     import kaleido
 
-    _edge_to_edge_pdf()
-    _keep_tabs_loaded()
+    _kaleido_as_used_here()
     with _LOCK:
         started = False
         if _SESSION["depth"] == 0 and not _server_running():
@@ -176,8 +180,7 @@ def for_format(figure: dict[str, Any], fmt: str) -> dict[str, Any]:
 def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
     import kaleido
 
-    _edge_to_edge_pdf()
-    _keep_tabs_loaded()
+    _kaleido_as_used_here()
     opts = {
         "format": fmt,
         "width": fig.layout.width,
@@ -252,8 +255,7 @@ def write_figures(
             raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
     spec = preset(style, width)
     check_export()
-    _edge_to_edge_pdf()
-    _keep_tabs_loaded()
+    _kaleido_as_used_here()
     jobs = []
     for fig, stem in figures:
         styled = style_figure(fig, style=style, width=width).to_dict()

@@ -93,10 +93,10 @@ class _Runs:
     def _sent(self, payload: Any) -> None:
         if isinstance(payload, bytes):
             message = BackMsg.FromString(payload)
-            # Heartbeats and other messages are not a request for a run, nor is a timed fragment's own rerun
-            # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
             if message.WhichOneof("type") == "backend_operation_request":
                 self.files_asked += 1
+            # Heartbeats and other messages are not a request for a run, nor is a timed fragment's own rerun
+            # (`run_every`, e.g. the Review page's live check every 2 s): only what the user's action asked.
             if message.WhichOneof("type") == "rerun_script" and not message.rerun_script.is_auto_rerun:
                 self.sent += 1
                 self._asked_at = self._started
