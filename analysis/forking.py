@@ -15,7 +15,7 @@ byte sent on the socket asks the parent to kill the child (it alone may: it has 
 parent exits when the caller's end of the pair closes (the caller exited).
 
 `Forks.spawn` returns None when there is no parent to fork from (no `fork` on this system, or the parent
-could not start or died): `analysis.isolated` then starts a fresh child, as before.
+could not start, died, or did not answer in time): `analysis.isolated` then starts a fresh child, as before.
 """
 
 from __future__ import annotations
@@ -36,6 +36,11 @@ from typing import IO, Any
 
 ROOT = Path(__file__).resolve().parents[1]
 _NUMBER = struct.Struct("q")
+# How long a child's process id may take to come back. A running parent forks in milliseconds; one started
+# for this spawn imports its preload first (a few seconds, a minute on a machine whose cores are all busy). A
+# parent that has not answered by then (stopped, stuck) is killed, and the caller starts a fresh child.
+REPLY_SECONDS = 30.0
+START_REPLY_SECONDS = 300.0
 
 
 class Forked:
@@ -123,6 +128,7 @@ class Forks:
         child_in, stdin = os.pipe()
         stdout, child_out = os.pipe()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        wait = REPLY_SECONDS
         try:
             with self._lock:
                 code = _code_stamp()
@@ -131,7 +137,9 @@ class Forks:
                     self._code = code
                     if not self._start(env):
                         raise OSError("no warm parent")
+                    wait = START_REPLY_SECONDS
                 assert self._control is not None
+                parent = self._process
                 socket.send_fds(self._control, [b"f"], [child_in, child_out, theirs.fileno()])
         except OSError:
             for fd in (stdin, stdout):
@@ -142,13 +150,28 @@ class Forks:
             for fd in (child_in, child_out):
                 os.close(fd)
             theirs.close()
-        pid = _receive_number(mine)
-        if pid is None:  # the parent could not fork, or died meanwhile: a fresh child instead
+        mine.settimeout(wait)
+        try:
+            pid = _receive_number(mine)
+        except TimeoutError:  # a parent that does not answer forks for no one again
+            pid = None
+            with self._lock:
+                if self._process is parent:
+                    self._abandon()
+        mine.settimeout(None)
+        if pid is None:  # the parent could not fork, died meanwhile, or did not answer: a fresh child instead
             os.close(stdin)
             os.close(stdout)
             mine.close()
             return None
         return Forked(pid, mine, os.fdopen(stdin, "wb"), os.fdopen(stdout, "rb"))
+
+    def _abandon(self) -> None:
+        """A parent that stopped answering: killed (closing its socket would not end a stopped process)."""
+        if self._process is not None:
+            with contextlib.suppress(OSError):
+                self._process.kill()
+        self._stop()
 
 
 def _code_stamp() -> int:
@@ -163,6 +186,8 @@ def _receive_number(sock: socket.socket) -> int | None:
     while len(data) < _NUMBER.size:
         try:
             part = sock.recv(_NUMBER.size - len(data))
+        except TimeoutError:
+            raise
         except OSError:
             return None
         if not part:

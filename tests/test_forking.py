@@ -112,6 +112,25 @@ def test_a_dead_parent_is_replaced_and_a_changed_package_too(
     assert forks._process is not second and second.wait(30) is not None  # the old parent has ended
 
 
+def test_a_parent_that_stops_answering_is_killed_and_the_job_runs_in_a_fresh_child(
+    forks: forking.Forks, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`spawn` waits for a child's id at most `REPLY_SECONDS` (it waited forever): a stopped parent is killed
+    and the job still runs, in a fresh interpreter; the next job has a new parent again."""
+    assert isolated.run_isolated("probe", "reading", JOB, "PATH")
+    stuck = forks._process
+    assert stuck is not None
+    os.kill(stuck.pid, signal.SIGSTOP)  # alive, but it will not fork nor answer
+    monkeypatch.setattr(forking, "REPLY_SECONDS", 1.0)
+    began = time.monotonic()
+    assert forks.spawn(dict(os.environ)) is None
+    assert time.monotonic() - began < 15
+    assert stuck.wait(30) == -signal.SIGKILL and forks._process is None
+    monkeypatch.setenv("FORKING_PROBE", "after")
+    assert isolated.run_isolated("probe", "reading", JOB, "FORKING_PROBE") == "after"
+    assert forks._process is not None and forks._process is not stuck and forks._process.poll() is None
+
+
 def test_without_fork_a_fresh_interpreter_runs_the_job(monkeypatch: pytest.MonkeyPatch) -> None:
     none = forking.Forks(preload=(), entry="analysis.isolated._child")
     none._failed = True  # as on a system without fork
