@@ -13,15 +13,17 @@ $(PY):
 	$(PYTHON_BOOT) -m venv $(VENV)
 	$(PY) -m pip install -q --upgrade pip
 
-# --no-compile: pip compiles every installed module to bytecode (35 of the dev install's 64 s here, most
-# of it packages the project never imports whole, pyspark's and moto's); Python compiles what is imported.
 $(VENV)/.run-deps: requirements.txt | $(PY)
-	$(PY) -m pip install -q --no-compile -r requirements.txt
+	$(PY) -m pip install -q -r requirements.txt
 	touch $@
 
-$(VENV)/.dev-deps: requirements.txt requirements-dev.txt | $(PY)
+# The test and lint tools on top of the run dependencies, not compiled to bytecode at install: pip compiles
+# every module of pyspark, moto and botocore, which the tests import a few of (a fresh venv's install 64 s ->
+# 37 s here). Not the run dependencies: with PYTHONDONTWRITEBYTECODE set (as on these machines) nothing is
+# compiled later, and every server start would compile pandas and Streamlit again.
+$(VENV)/.dev-deps: requirements-dev.txt $(VENV)/.run-deps
 	$(PY) -m pip install -q --no-compile -r requirements-dev.txt
-	touch $@ $(VENV)/.run-deps
+	touch $@
 
 # Debian packages (chromium, fonts, postgresql), installed only when missing: see the script.
 browser-deps:
