@@ -86,14 +86,18 @@ async def _print_pdf_edge_to_edge(tab: Any) -> str:
 
 
 def _edge_to_edge_pdf() -> None:
-    """Make kaleido's tabs print PDFs without margins (its tab module looks the function up per call).
-
-    kaleido's reload of a tab's page after each render is left as it is: keeping the page loaded (2.5x
-    faster, the same files) was withdrawn after two of twelve whole test runs hung in a kaleido batch."""
+    """Make kaleido's tabs print PDFs without margins (its tab module looks the function up per call)."""
     from kaleido._kaleido_tab import _devtools_utils
 
     if _devtools_utils.print_pdf is not _print_pdf_edge_to_edge:
         _devtools_utils.print_pdf = _print_pdf_edge_to_edge
+
+
+def _kaleido_as_used_here() -> None:
+    """kaleido's change of ours, made before any render: edge-to-edge PDFs. (Keeping a tab's page loaded
+    between renders instead of kaleido's reload after each, 2.5x faster, was withdrawn: two of twelve whole
+    runs hung in a kaleido batch with every render task waiting, B2 and L6 of session 34.)"""
+    _edge_to_edge_pdf()
 
 
 def _server_running() -> bool:
@@ -112,7 +116,7 @@ def export_session() -> Iterator[None]:
     check_export()
     import kaleido
 
-    _edge_to_edge_pdf()
+    _kaleido_as_used_here()
     with _LOCK:
         started = False
         if _SESSION["depth"] == 0 and not _server_running():
@@ -140,7 +144,7 @@ def for_format(figure: dict[str, Any], fmt: str) -> dict[str, Any]:
 def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
     import kaleido
 
-    _edge_to_edge_pdf()
+    _kaleido_as_used_here()
     opts = {
         "format": fmt,
         "width": fig.layout.width,
@@ -215,7 +219,7 @@ def write_figures(
             raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
     spec = preset(style, width)
     check_export()
-    _edge_to_edge_pdf()
+    _kaleido_as_used_here()
     jobs = []
     for fig, stem in figures:
         styled = style_figure(fig, style=style, width=width).to_dict()
