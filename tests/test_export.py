@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import re
 import struct
+import threading
 import xml.etree.ElementTree as ET
 import zlib
 from pathlib import Path
@@ -262,6 +264,56 @@ def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> N
     assert "make test" in str(info.value)
 
 
+def test_a_tab_is_reloaded_every_n_renders_and_after_a_failed_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaleido's tab return as `_keep_tabs_loaded` makes it: a reload after every TAB_RELOAD_EVERY renders and
+    after any render that raised (kaleido returns the tab in a `finally`), the tab always put back."""
+    import asyncio
+
+    from kaleido import kaleido as kaleido_module
+
+    export_figures._keep_tabs_loaded()
+    return_tab = kaleido_module.Kaleido._return_kaleido_tab
+    monkeypatch.setattr(export_figures, "TAB_RELOAD_EVERY", 3)
+
+    class Tab:
+        reloads = 0
+
+        async def reload(self) -> None:
+            self.reloads += 1
+
+    class Owner:
+        def __init__(self) -> None:
+            self.tabs_ready: asyncio.Queue[Tab] = asyncio.Queue()
+
+    async def render(owner: Owner, tab: Tab, fails: bool) -> None:  # kaleido's `_render_task`, in short
+        try:
+            if fails:
+                raise TimeoutError("the render timed out")
+        finally:
+            await return_tab(owner, tab)
+
+    async def renders(outcomes: str) -> tuple[int, int]:
+        owner, tab = Owner(), Tab()
+        for outcome in outcomes:
+            with contextlib.suppress(TimeoutError):
+                await render(owner, tab, outcome == "x")
+        return tab.reloads, owner.tabs_ready.qsize()
+
+    def run(outcomes: str) -> tuple[int, int]:
+        # a loop of its own, in a thread of its own: a browser test before this one in the same worker leaves
+        # Playwright's loop running in this thread, where asyncio.run is refused
+        answer: list[tuple[int, int]] = []
+        thread = threading.Thread(target=lambda: answer.append(asyncio.run(renders(outcomes))))
+        thread.start()
+        thread.join()
+        return answer[0]
+
+    assert run("..") == (0, 2)  # kept
+    assert run("......") == (2, 6)  # every third
+    assert run(".x") == (1, 2)  # the failure reloads at once
+    assert run(".x...") == (2, 5)  # and restarts the count
+
+
 # --- rendered files (Chromium) -------------------------------------------------------------------
 
 
@@ -363,3 +415,46 @@ def test_svg_embeds_the_cjk_glyphs_it_draws() -> None:
     covered = set(font.getBestCmap())
     assert {ord(ch) for ch in "".join(labels) if ord(ch) > 0x2E7F} <= covered
     assert len(covered) < 100  # a subset, not the 30 MB font
+
+
+def _same_drawing(svg: bytes) -> str:
+    """An SVG's canonical tree without what differs between any two renders of one figure: plotly's
+    random ids (clip paths, traces, colour bars, gradients) and the embedded font subsets' dates."""
+    text = ET.canonicalize(svg.decode("utf-8"))
+    text = re.sub(r"base64,[A-Za-z0-9+/=]+", "base64,FONT", text)
+    for uid in set(re.findall(r"clip([0-9a-f]{6})", text)):
+        text = text.replace(uid, "UID")
+    text = re.sub(r"(cb|trace)[0-9a-f]{6}", r"\1UID", text)
+    return re.sub(r"\b[0-9a-f]{8}\b", "GID", text)
+
+
+@pytest.mark.slow
+@needs_chromium
+def test_a_kept_tab_renders_what_a_reloaded_tab_renders(monkeypatch: pytest.MonkeyPatch) -> None:
+    """kaleido's tab is reloaded every TAB_RELOAD_EVERY renders, not after each: the files are the same."""
+    figures = {
+        "lines": _figures()["lines"],  # a legend
+        "heatmap": go.Figure(go.Heatmap(z=[[0.1, 0.9], [0.5, 0.3]], x=["a", "b"], y=["c", "d"])),
+        "cjk": go.Figure(go.Bar(x=["餐厅-区域", "旅馆-价格范围"], y=[0.5, 0.7])),
+    }
+
+    def render_all() -> dict[tuple[str, str], bytes]:
+        return {(n, f): E.figure_bytes(fig, f) for n, fig in figures.items() for f in E.FIGURE_FORMATS}
+
+    with E.export_session():
+        monkeypatch.setattr(export_figures, "TAB_RELOAD_EVERY", 1)  # kaleido's own way: a fresh page each time
+        reloaded = render_all()
+        monkeypatch.undo()
+        kept = render_all()
+    from kaleido import kaleido as kaleido_module
+
+    assert getattr(kaleido_module.Kaleido._return_kaleido_tab, "_dst_kept", False), "kaleido's tab return not kept"
+    assert len({_same_drawing(kept[n, "svg"]) for n in figures}) == len(figures)  # the comparison can tell them apart
+    for (name, fmt), data in kept.items():
+        before = reloaded[name, fmt]
+        if fmt == "png":
+            assert data == before, name
+        elif fmt == "svg":
+            assert _same_drawing(data) == _same_drawing(before), name
+        else:
+            assert pdf_info(data) == pdf_info(before), name
