@@ -104,9 +104,9 @@ SETTINGS: tuple[Setting, ...] = (
         "positive integer",
         20,
         "20",
-        "Seconds the report gives Chromium to start and draw a first figure before it stops with exit 3 "
-        "(1-3 s on a quiet machine; more on one that is very busy).",
-        "`analysis.export.report`",
+        "Seconds figure export gives Chromium to start and open its tabs before it gives up: the report "
+        "stops with exit 3 (1-3 s on a quiet machine; more on one that is very busy).",
+        "`analysis.export.browser`",
     ),
     Setting(
         "DST_ANNOTATIONS_URL",

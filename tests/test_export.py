@@ -18,6 +18,7 @@ from fontTools.ttLib import TTFont
 
 from analysis import export as E
 from analysis import figures as F
+from analysis.export import browser as export_browser
 from analysis.export import figures as export_figures
 from analysis.export import fonts
 from tests.export_inspect import latex_environments_balanced, pdf_info, png_info, svg_info
@@ -257,7 +258,7 @@ def test_file_names_and_mime_types() -> None:
 
 
 def test_missing_chromium_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(export_figures, "browser_path", lambda: None)
+    monkeypatch.setattr(export_browser, "browser_path", lambda: None)
     with pytest.raises(E.ExportUnavailableError, match="apt-get install chromium") as info:
         E.figure_bytes(_figures()["bar"], "pdf")
     assert isinstance(info.value, RuntimeError)

@@ -405,19 +405,14 @@ def rendered(kinds: dict[str, tuple[str, go.Figure]], tmp_path_factory: pytest.T
     """Every kind at both widths in PDF, SVG and PNG (one kaleido batch per width), and the SVG texts."""
     if not HAVE_CHROMIUM:
         pytest.skip("no Chromium (make test installs it)")
-    import kaleido
-
     out: dict[str, Any] = {}
-    # One kaleido browser (with write_figures' tabs) for both widths, and one measuring browser for every
-    # SVG, instead of two of each: the same files, rendered and measured the same way.
-    kaleido.start_sync_server(n=E.BATCH_TABS, mathjax=False, silence_warnings=True)
-    try:
+    # One browser (with write_figures' tabs) for both widths, and one measuring browser for every SVG,
+    # instead of two of each: the same files, rendered and measured the same way.
+    with E.export_session():
         for width in ("single", "double"):
             folder = tmp_path_factory.mktemp(f"figures-{width}")
             E.write_figures([(fig, folder / name) for name, (_, fig) in kinds.items()], width=width)
             out[width] = folder
-    finally:
-        kaleido.stop_sync_server(silence_warnings=True)
     measured = svg_texts([out[width] / f"{name}.svg" for width in ("single", "double") for name in kinds])
     for width in ("single", "double"):
         out[width, "svg"] = {path: m for path, m in measured.items() if path.parent == out[width]}

@@ -12,6 +12,7 @@ from analysis import figures as F
 from analysis import metrics as M
 from analysis.cli.main import main
 from analysis.errors import InputError
+from analysis.export import browser as export_browser
 from analysis.export import figures as E
 from analysis.export import report as R
 from analysis.scoring import score_run
@@ -189,7 +190,7 @@ def test_bad_formats_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 def test_no_chromium_stops_with_install_hint(
     workspace_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    monkeypatch.setattr(E, "browser_path", lambda: None)
+    monkeypatch.setattr(export_browser, "browser_path", lambda: None)
     code = main(["report", str(workspace_path), "--out", str(tmp_path), "--resamples", "50", "--no-progress"])
     assert code == 3
     err = capsys.readouterr().err

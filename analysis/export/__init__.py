@@ -21,12 +21,8 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from analysis.export.browser import BATCH_TABS, INSTALL_HINT, ExportUnavailableError, browser_path, check_export
     from analysis.export.figures import (
-        BATCH_TABS,
-        INSTALL_HINT,
-        ExportUnavailableError,
-        browser_path,
-        check_export,
         export_session,
         figure_bytes,
         finish_svg,
@@ -39,12 +35,8 @@ if TYPE_CHECKING:
 _HOMES = {
     "files": ("EXTENSIONS", "FIGURE_FORMATS", "MIME_TYPES", "TABLE_FORMATS", "file_name"),
     "style": ("DPI", "STYLES", "WIDTHS", "Preset", "preset", "style_figure"),
+    "browser": ("BATCH_TABS", "INSTALL_HINT", "ExportUnavailableError", "browser_path", "check_export"),
     "figures": (
-        "BATCH_TABS",
-        "INSTALL_HINT",
-        "ExportUnavailableError",
-        "browser_path",
-        "check_export",
         "export_session",
         "figure_bytes",
         "finish_svg",

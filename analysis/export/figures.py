@@ -12,54 +12,30 @@ pHYs chunk declaring 300 dpi. An SVG gets its physical size in inches and the gl
 from __future__ import annotations
 
 import contextlib
+import functools
+import logging
 import re
 import struct
 import sys
-import threading
 import xml.etree.ElementTree as ET
 import zlib
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import plotly.graph_objects as go
 
+from analysis.export import browser as B
+from analysis.export.browser import BATCH_TABS, ExportUnavailableError, check_export
 from analysis.export.files import EXTENSIONS, FIGURE_FORMATS
 from analysis.export.fonts import cjk_font_face_css, font_face_css
 from analysis.export.style import DPI, PDF_FONT_FAMILY, PX_PER_IN, Preset, preset, style_figure
 
-INSTALL_HINT = (
-    "figure export needs Chromium and the fonts: `apt-get install chromium fonts-liberation fonts-noto-cjk` "
-    "(`make test` and `make run` install them via scripts/system-deps.sh)"
-)
-
-
-class ExportUnavailableError(RuntimeError):
-    """Figure export cannot run here (no Chromium); the message says how to install it."""
+_LOG = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 # --- rendering -----------------------------------------------------------------------------------
-
-_LOCK = threading.RLock()
-_SESSION: dict[str, int] = {"depth": 0}
-
-
-def browser_path() -> str | None:
-    """The Chromium kaleido will use (BROWSER_PATH, then the usual names on PATH), or None."""
-    try:
-        from choreographer.browsers.chromium import Chromium
-
-        return Chromium.find_browser(skip_local=False)
-    except Exception:  # any failure to look means no usable browser
-        return None
-
-
-def check_export() -> str:
-    """The browser path, or `ExportUnavailableError` with the install hint."""
-    found = browser_path()
-    if not found:
-        raise ExportUnavailableError(f"no Chromium found: {INSTALL_HINT}")
-    return found
 
 
 async def _print_pdf_edge_to_edge(tab: Any) -> str:
@@ -136,36 +112,39 @@ def _kaleido_as_used_here() -> None:
     _keep_tabs_loaded()
 
 
-def _server_running() -> bool:
-    import kaleido
-
-    server = getattr(kaleido, "_global_server", None)
-    return bool(server is not None and server.is_running())
-
-
 @contextlib.contextmanager
 def export_session() -> Iterator[None]:
-    """Keep one Chromium (kaleido's sync server) open for every render inside the block.
+    """Keep one Chromium open for every render inside the block (`analysis.export.browser.session`).
 
     Nested sessions share the browser; outside a session each render starts its own (about 2 s).
     """
     check_export()
-    import kaleido
-
     _kaleido_as_used_here()
-    with _LOCK:
-        started = False
-        if _SESSION["depth"] == 0 and not _server_running():
-            kaleido.start_sync_server(mathjax=False, silence_warnings=True)
-            started = True
-        _SESSION["depth"] += 1
-    try:
+    with B.session():
         yield
-    finally:
-        with _LOCK:
-            _SESSION["depth"] -= 1
-            if started:
-                kaleido.stop_sync_server(silence_warnings=True)
+
+
+def _ask(request: Callable[[Any], Awaitable[T]], renders: int, tabs: int = BATCH_TABS) -> T:
+    """`request(kaleido)` answered by the session's browser (outside a session, one of its own). A browser
+    that hangs is killed and a fresh one asked once more; a second hang is an `ExportUnavailableError`."""
+    with B.LOCK:  # one request at a time
+        browser = B.current()
+        own = browser is None
+        if browser is None:
+            browser = B.Browser(tabs)
+        try:
+            try:
+                return browser.ask(request, renders)
+            except B.BrowserHungError as first:
+                _LOG.warning("%s; asking a fresh browser again", first)
+                browser = B.replace(browser)
+                try:
+                    return browser.ask(request, renders)
+                except B.BrowserHungError as again:
+                    raise ExportUnavailableError(f"{again}, and before that {first}") from None
+        finally:
+            if own:
+                browser.close()
 
 
 def for_format(figure: dict[str, Any], fmt: str) -> dict[str, Any]:
@@ -178,8 +157,6 @@ def for_format(figure: dict[str, Any], fmt: str) -> dict[str, Any]:
 
 
 def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
-    import kaleido
-
     _kaleido_as_used_here()
     opts = {
         "format": fmt,
@@ -187,14 +164,8 @@ def _render(fig: go.Figure, fmt: str, spec: Preset) -> bytes:
         "height": fig.layout.height,
         "scale": spec.png_scale if fmt == "png" else 1,
     }
-    with _LOCK:  # the sync server answers on one queue: one request at a time
-        if _server_running():
-            data = kaleido.calc_fig_sync(for_format(fig.to_dict(), fmt), opts=opts)
-        else:
-            data = kaleido.calc_fig_sync(for_format(fig.to_dict(), fmt), opts=opts, kopts={"mathjax": False})
-    if isinstance(data, BaseException):
-        raise data
-    return bytes(data)
+    figure = for_format(fig.to_dict(), fmt)
+    return bytes(_ask(lambda kaleido: kaleido.calc_fig(figure, opts=opts), renders=1, tabs=1))
 
 
 def figure_bytes(fig: go.Figure, fmt: str, *, style: str = "paper", width: str = "single") -> bytes:
@@ -215,7 +186,6 @@ def figure_bytes(fig: go.Figure, fmt: str, *, style: str = "paper", width: str =
     return finish_pdf(data, spec, float(styled.layout.height))
 
 
-BATCH_TABS = 2  # browser tabs rendering at once in a batch (the machine has 2 cores)
 BATCH_CHUNK = 6  # renders per request to the browser; the progress bar moves per chunk
 
 
@@ -237,6 +207,10 @@ def _finish_file(path: Path, fmt: str, spec: Preset, height_px: float) -> None:
         path.write_bytes(finish_pdf(path.read_bytes(), spec, height_px))
 
 
+def _write_request(specs: list[dict[str, Any]], kaleido: Any) -> Awaitable[Any]:
+    return kaleido.write_fig_from_object(specs)  # the render errors, a tuple (kaleido's cancel_on_error=False)
+
+
 def write_figures(
     figures: Sequence[tuple[go.Figure, Path]],
     *,
@@ -248,8 +222,6 @@ def write_figures(
     """Write every (figure, path without extension) in every format: one browser for the whole batch,
     `BATCH_TABS` tabs rendering side by side; the files equal `figure_bytes`' (same styling and
     post-processing). `progress` is called with each written path. Returns the paths."""
-    import kaleido
-
     for fmt in formats:
         if fmt not in FIGURE_FORMATS:
             raise ValueError(f"format has to be one of {', '.join(FIGURE_FORMATS)}, got {fmt!r}")
@@ -262,30 +234,21 @@ def write_figures(
         for fmt in formats:
             jobs.append((styled, fmt, stem.with_name(f"{stem.name}.{EXTENSIONS[fmt]}")))
     written: list[Path] = []
-    with _LOCK:
-        started = not _server_running()
-        if started:
-            kaleido.start_sync_server(n=BATCH_TABS, mathjax=False, silence_warnings=True)
-        try:
-            for at in range(0, len(jobs), BATCH_CHUNK):
-                chunk = jobs[at : at + BATCH_CHUNK]
-                specs = [
-                    {"fig": for_format(d, fmt), "path": str(p), "opts": _opts(d["layout"], fmt, spec)}
-                    for d, fmt, p in chunk
-                ]
-                errors = kaleido.write_fig_from_object_sync(specs)
-                if isinstance(errors, BaseException):
-                    raise errors
-                if errors:
-                    raise RuntimeError(f"rendering failed: {errors[0]}")
-                for styled_dict, fmt, path in chunk:
-                    _finish_file(path, fmt, spec, float(styled_dict["layout"]["height"]))
-                    written.append(path)
-                    if progress is not None:
-                        progress(path)
-        finally:
-            if started:
-                kaleido.stop_sync_server(silence_warnings=True)
+    with export_session():
+        for at in range(0, len(jobs), BATCH_CHUNK):
+            chunk = jobs[at : at + BATCH_CHUNK]
+            specs = [
+                {"fig": for_format(d, fmt), "path": str(p), "opts": _opts(d["layout"], fmt, spec)}
+                for d, fmt, p in chunk
+            ]
+            errors = _ask(functools.partial(_write_request, specs), renders=len(specs))
+            if errors:
+                raise RuntimeError(f"rendering failed: {errors[0]}")
+            for styled_dict, fmt, path in chunk:
+                _finish_file(path, fmt, spec, float(styled_dict["layout"]["height"]))
+                written.append(path)
+                if progress is not None:
+                    progress(path)
     return written
 
 

@@ -37,11 +37,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import html
-import logging
-import os
 import re
-import signal
-import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -55,9 +51,10 @@ import plotly.graph_objects as go
 
 from analysis import export as E
 from analysis import figures as F
-from analysis import settings, stats, views
+from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
+from analysis.export.browser import session as browser_session
 from analysis.export.latex import CHAR_PREAMBLE, CJK_NEEDS, CJK_PREAMBLE, beyond_pdflatex, has_cjk, is_cjk
 from analysis.export.latex import CJK_RANGES as _CJK_RANGES
 from analysis.model import dialogue_key
@@ -1533,88 +1530,10 @@ def build_report(
 
 @contextlib.contextmanager
 def browser_starting(timeout: float | None = None) -> Iterator[Callable[[], None]]:
-    """Start kaleido's browser for the block and yield `ready` at once: `ready()` returns when the browser
-    has rendered an empty figure and raises `ExportUnavailableError` when it failed to start or has not within
-    `timeout` s of its start (default `DST_BROWSER_START_SECONDS`, 20: kaleido itself waits forever for a
-    browser that hangs or has died). What the block does before calling it (loading, planning) overlaps the
-    browser's start (1-3 s; 6-11 s on a busy machine). A browser without Chromium is refused at once."""
-    if timeout is None:
-        timeout = float(settings.positive_int("DST_BROWSER_START_SECONDS"))
-    import kaleido
-    from kaleido._sync_server import GlobalKaleidoServer
-
-    path = E.check_export()
-    server = GlobalKaleidoServer()
-    if server.is_running():
-        yield lambda: None
-        return
-    _quiet_browser_thread(server)
-    kaleido.start_sync_server(n=E.BATCH_TABS, mathjax=False, silence_warnings=True)
-    answer: list[Any] = []
-
-    def probe() -> None:
-        try:
-            answer.append(kaleido.calc_fig_sync({"data": [], "layout": {}}, opts={"format": "svg"}))
-        except BaseException as exc:  # reported below, whatever it is
-            answer.append(exc)
-
-    asking = threading.Thread(target=probe, name="browser start probe", daemon=True)
-    asking.start()
-    deadline = time.monotonic() + timeout
-    failure: list[str] = []  # why it did not start, once waited for
-
-    def wait() -> bool:
-        while asking.is_alive() and server._thread.is_alive() and time.monotonic() < deadline:
-            asking.join(0.05)
-        if not failure and (not answer or isinstance(answer[0], BaseException)):
-            failure.append(
-                f"did not start within {timeout:g} s"
-                if server._thread.is_alive() and not answer
-                else f"failed to start ({type(answer[0]).__name__ if answer else 'it exited'})"
-            )
-            _abandon(server)
-        return not failure
-
-    def ready() -> None:
-        if not wait():
-            raise E.ExportUnavailableError(f"the browser for figure export ({path}) {failure[0]}; {E.INSTALL_HINT}")
-
-    try:
-        yield ready
-    finally:
-        if wait():  # a browser that never started is abandoned, not stopped (stopping it would wait forever)
-            kaleido.stop_sync_server(silence_warnings=True)
-
-
-def _quiet_browser_thread(server: Any) -> None:
-    """A browser that fails to start ends kaleido's server thread with a traceback on stderr, and
-    choreographer logs its watchdog's kill: `browser_starting` reports that failure in one line instead."""
-    logging.getLogger("choreographer").setLevel(logging.ERROR)
-    previous = threading.excepthook
-    if getattr(previous, "quiet_browser_thread", False):
-        return
-
-    def hook(args: Any) -> None:
-        if args.thread is not None and args.thread is getattr(server, "_thread", None):
-            return
-        previous(args)
-
-    hook.quiet_browser_thread = True  # type: ignore[attr-defined]
-    threading.excepthook = hook
-
-
-def _abandon(server: Any) -> None:
-    """Give up on a browser that did not start: kill it with its children (choreographer starts it as the
-    leader of a session of its own: our child whose session is its own pid) and mark kaleido's server
-    stopped, so that exiting does not wait for its thread (kaleido's exit hook joins it, and it waits for
-    the browser forever)."""
-    for entry in Path("/proc").glob("[0-9]*"):
-        try:
-            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
-            ppid, session = int(fields[1]), int(fields[3])
-        except (OSError, IndexError, ValueError):
-            continue
-        if ppid == os.getpid() and session == int(entry.name):
-            with contextlib.suppress(OSError):
-                os.killpg(session, signal.SIGKILL)
-    server._initialized = False
+    """Start the figures' browser for the block and yield `ready` at once: `ready()` returns when the browser
+    has opened and raises `ExportUnavailableError` when it failed to start or has not within `timeout` s of
+    its start (default `DST_BROWSER_START_SECONDS`, 20; `analysis.export.browser`). What the block does before
+    calling it (loading, planning) overlaps the browser's start (1-3 s; 6-11 s on a busy machine). A
+    machine without Chromium is refused at once."""
+    with browser_session() as browser:
+        yield lambda: browser.ready(timeout)
