@@ -32,15 +32,26 @@ FLOOR_S = 1.0  # below this, timings are noise (and nothing quadratic at these s
 RATIO = 8.0  # linear: ~4; quadratic: ~16
 
 
+TRIES = 3  # a pair over the bound is measured again, up to this many times in all; the best of each counts
+
+
 def _seconds(run: Callable[[], object]) -> float:
-    start = time.process_time()  # CPU time of this process: other processes on the machine do not count
+    # CPU time of this thread: neither other processes nor a thread an earlier test left in this worker count
+    start = time.thread_time()
     with contextlib.suppress(InputError, StateError):  # refusing the input is fine; refusing it slowly is not
         run()
-    return time.process_time() - start
+    return time.thread_time() - start
 
 
 def _linear(make: Callable[[int], Callable[[], object]], size: int) -> None:
-    quarter, full = _seconds(make(size // 4)), _seconds(make(size))
+    """Within the bound at the first try or the best of `TRIES`: a pause of the thread (the interpreter's
+    garbage collector, a page fault storm on a loaded machine) lengthens one timing; quadratic time, all."""
+    small, large = make(size // 4), make(size)
+    quarter, full = _seconds(small), _seconds(large)
+    for _ in range(TRIES - 1):
+        if full <= max(RATIO * quarter, FLOOR_S):
+            break
+        quarter, full = min(quarter, _seconds(small)), min(full, _seconds(large))
     assert full <= max(RATIO * quarter, FLOOR_S), f"size {size // 4}: {quarter:.3f} s, size {size}: {full:.3f} s"
 
 
