@@ -83,7 +83,7 @@ def test_a_batch_whose_browser_hangs_is_written_by_a_fresh_one(
     assert _dead(hung)  # killed with its loop, not left waiting
     [warning] = [r.getMessage() for r in caplog.records]
     assert f"did not render 1 figure(s) within {SHORT:g} s" in warning and "asking a fresh browser again" in warning
-    assert "1 at 'acquired tab'" in warning  # what the hung render was doing, from kaleido's profile
+    assert "1 at 'acquired tab', 0 waiting for a tab" in warning  # what the render did, from kaleido's profile
     assert B.current() is None and all(_dead(b) for b in hangs["started"])  # the session closed its browser
     assert seconds < 60, f"{seconds:.1f} s"
 

@@ -146,23 +146,25 @@ class Browser:
         try:
             return answer.result(seconds)
         except concurrent.futures.TimeoutError:
-            doing = self._doing()
+            doing = self._doing(renders)
             self.kill()
             raise BrowserHungError(
                 f"the browser for figure export ({self.path}) did not render {renders} figure(s) within "
                 f"{seconds:g} s ({doing})"
             ) from None
 
-    def _doing(self) -> str:
-        """What the last request's renders were doing: kaleido's profile of each (its last step)."""
+    def _doing(self, renders: int) -> str:
+        """What the last request's renders were doing: kaleido's profile of each that got a tab (its last
+        step), how many still wait for one, how many tabs are free."""
         try:
             calls = list(self._kaleido.profiler)
             steps = Counter(next(reversed(render.profile_log.get_logs()), "started") for render in calls[-1].renders)
-            waiting = self._kaleido.tabs_ready.qsize()
+            free = self._kaleido.tabs_ready.qsize()
         except Exception as exc:  # a diagnosis only: kaleido's internals may change
             return f"no profile: {type(exc).__name__}"
         parts = [f"{n} at '{step}'" for step, n in sorted(steps.items())]
-        return ", ".join([*parts, f"{waiting} of {self.tabs} tabs free"])
+        waiting = renders - sum(steps.values())
+        return ", ".join([*parts, f"{waiting} waiting for a tab", f"{free} of {self.tabs} tabs free"])
 
     def close(self) -> None:
         """Close the browser (kill it when it does not close within `CLOSE_SECONDS`) and end its loop."""
