@@ -11,6 +11,7 @@ import streamlit as st
 import ui
 from analysis import slices, views
 from analysis.errors import InputError
+from analysis.views.shown import CHART_RUNS
 from ui import differences
 
 NO_TRAINING = "(none)"
@@ -78,6 +79,10 @@ key = tuple(runs) if together else run  # the searched runs, as the picked slice
 
 # A slice of one run compared with another run on its gold: the slice's turns only one of the two gets right.
 others = [r for r in runs if r != run] if not together else []
+if len(others) > CHART_RUNS:
+    # Finding the runs on this run's gold reads each run's turns: 999 others took 75 s and GBs (issue 43's
+    # 1,000-run benchmark). Beyond a chart's worth, the best by JGA (the stored leaderboard) or a search.
+    others, _ = ui.drawn_runs(others, page="slices", metric="jga", verb="Offered to compare with")
 candidates = ui.compute(slices.comparison_runs, run, others) if others else []
 if others and not candidates:
     st.caption(ui.md(f"No other selected run is on the gold of {run}: a slice lists its turns for {run} alone."))

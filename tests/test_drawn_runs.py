@@ -107,3 +107,29 @@ def test_the_overview_and_turn_depth_draw_the_best_runs_and_say_so(
     assert f"Reviewed here: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in [
         c.value for c in at.caption
     ]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_slices_offers_the_best_other_runs_to_compare_with_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Finding the runs on the focus run's gold reads each run: 999 others took 75 s and GBs of the server
+    (issue 43's 1,000-run benchmark). Beyond a chart's worth, the best other runs by JGA, or a search."""
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    at = opened_page(manifest, "slices", timeout=TIMEOUT)
+    others = N - 1
+    captions = [c.value for c in at.caption]
+    assert (
+        f"Offered to compare with: the {CHART_RUNS} best of the {others} selected runs by JGA; search for others."
+        in (captions)
+    ), captions
+    [compare] = [s for s in at.selectbox if s.label.startswith("Compare the slice with")]
+    offered = [o for o in compare.options if o.startswith("copy-")]
+    assert 0 < len(offered) <= CHART_RUNS and at.session_state["slices_drawn_search"] == ""
+
+    at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_drawn_search="copy-1")
+    [compare] = [s for s in at.selectbox if s.label.startswith("Compare the slice with")]
+    assert {o for o in compare.options if o.startswith("copy-")} <= {f"copy-1{i}" for i in range(10)}
+    assert any("whose name contains 'copy-1'" in c.value for c in at.caption)
