@@ -116,9 +116,9 @@ def _kaleido_as_used_here() -> None:
 def export_session() -> Iterator[None]:
     """Keep one Chromium open for every render inside the block (`analysis.export.browser.session`).
 
-    Nested sessions share the browser; outside a session each render starts its own (about 2 s).
+    Nested sessions share the browser; outside a session each render starts its own (about 2 s). Without
+    Chromium, `ExportUnavailableError` (the browser's start checks).
     """
-    check_export()
     _kaleido_as_used_here()
     with B.session():
         yield
