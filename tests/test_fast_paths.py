@@ -380,3 +380,19 @@ def test_delta_check_with_its_gold_side_remembered(tmp_path, monkeypatch):
             assert got[0] == pytest.approx(want[0], abs=1e-12)
             assert more.delta_suspicion(run.turns, run.gold, states) == got
         assert gold_file.derived is formats.parse_file(entry.gold).derived  # shared by the memory cache's copies
+
+
+def test_counted_domain_jga_equals_the_view(demo_scored):
+    from analysis.store import parts
+
+    for key, scored in demo_scored.items():
+        counted = parts._jga_parts_counted(_fresh(scored), "domain")
+        assert counted is not None, key
+        fresh = _fresh(scored)
+        summed = parts._domain_jga_counted(fresh, counted)
+        if scored.convention.name == "sgd":
+            assert summed is None, key
+            continue
+        assert summed is not None, key
+        _same(summed, views.domain_jga([_fresh(scored)], resamples=0))
+        assert summed["jga"].between(0, 1).all() and summed["n_turns"].sum() > 0, key

@@ -309,7 +309,7 @@ BARE_TABLES = frozenset(
 
 
 def _parquet_bytes(frame: pd.DataFrame, *, bare: bool = False) -> tuple[bytes, int]:
-    table = pa.Table.from_pandas(frame, preserve_index=False)
+    table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)  # one run is small: no thread pool
     if bare:
         table = table.replace_schema_metadata(None)
     sink = io.BytesIO()
