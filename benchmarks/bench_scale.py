@@ -20,6 +20,10 @@
 `--restart 100` instead: fills the store (`DST_CACHE_DIR`, as the dashboard finds it) for a workspace of
 100 of these runs, then starts the server (`scripts/serve.py`, as `make run`) twice and reports when it
 answers and its RSS. Targets: <= 5 s, <= 1 GB.
+
+`--stages` instead: where one run's CPU goes when it is scored into the store (parse, pairing and
+scoring, each summary table, each table's Parquet bytes), step by step in one process: what bounds the
+cost per run.
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 RUNS_DIR = ROOT / "benchmarks" / "results" / "scale_runs"  # the written runs, reused (git-ignored)
@@ -274,6 +279,72 @@ def reference(runs_dir: Path) -> int:
     return 0
 
 
+def stages(runs_dir: Path, repeat: int = 7) -> int:
+    """Where one run's CPU goes when it is scored into the store (`store.runs._ensure`, step by step, in
+    this process, one BLAS thread as a worker has): the parse, the pairing and scoring, each summary table
+    and each table's Parquet bytes (as `entries.save` writes them), medians over `repeat` runs after one
+    warm-up. The 60 s target at 1,000 runs on 2 cores leaves 0.12 CPU-s a run; the Parquet rows cannot
+    shrink while the stored tables stay bit-identical (the same bytes, so the same encoding and compression
+    work), nor the parse while the file is read."""
+    import statistics
+
+    from analysis.scoring import score_run
+    from analysis.store import entries as E
+    from analysis.store import parts as P
+    from analysis.store import runs as S
+    from analysis.workspace import load_entry
+
+    S._one_blas_thread()
+    items = entries_for(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[: repeat + 1])
+    spent: dict[str, list[float]] = {}
+
+    def timed(name: str, function: Any, *args: Any, **kwargs: Any) -> Any:
+        begin = time.process_time()
+        value = function(*args, **kwargs)
+        spent.setdefault(name, []).append(time.process_time() - begin)
+        return value
+
+    for item in items:
+        run = timed("parse (read, decode, lay out)", load_entry, item, cache_pred=False)
+        scored = timed("pair and score", score_run, run, None)
+        domains = timed("table: domains, domain_parts", P.domain_tables, scored)
+        depth = timed("table: depth, depth_metrics, depth_parts", P.depth_tables, scored)
+        dialogues = timed("table: dialogues (every metric's per-dialogue parts)", P.dialogue_parts, scored)
+        row = timed("table: runs (headline row, every interval)", P.runs_row, scored, "0" * 64, "v", dialogues)
+        slots = timed("table: slot_table", P.slot_table, scored)
+        picker = timed("table: picker", P.picker, scored)
+        tables = {
+            "turns": scored.turns,
+            "slots": scored.slots,
+            "runs": row,
+            "dialogues": dialogues,
+            "domains": domains[0],
+            "domain_parts": domains[1],
+            "depth": depth[0],
+            "depth_metrics": depth[1],
+            "depth_parts": depth[2],
+            "slot_table": slots,
+            "picker": picker,
+        }
+        for name, frame in tables.items():
+            group = name if name in ("turns", "slots") else "the 9 summary tables"
+            timed(f"Parquet bytes: {group}", E._parquet_bytes, frame, bare=name in E.BARE_TABLES)
+    # One value per run for each name (the 9 summary tables' Parquet bytes summed within a run).
+    totals = {}
+    for name, values in spent.items():
+        per = len(values) // len(items)
+        runs = [sum(values[i * per : (i + 1) * per]) for i in range(len(items))]
+        totals[name] = statistics.median(runs[1:])
+    whole = sum(totals.values())
+    print(
+        f"one run scored into the store, step by step (median of {repeat} runs, CPU-s; load {os.getloadavg()[0]:.1f})"
+    )
+    for name, value in totals.items():
+        print(f"   {value * 1000:7.1f} ms  {name}")
+    print(f"   {whole * 1000:7.1f} ms  in all (the 60 s target at 1,000 runs on 2 cores: 120 ms)")
+    return 0
+
+
 def _reference(runs_dir: Path) -> float:
     cache = Path(tempfile.mkdtemp(prefix="dst-scale-reference-"))
     try:
@@ -298,7 +369,10 @@ def main() -> int:
     parser.add_argument(
         "--restart", type=int, help="instead: the server's warm restart on a workspace of this many runs"
     )
+    parser.add_argument("--stages", action="store_true", help="instead: where one run's CPU goes, step by step")
     args = parser.parse_args()
+    if args.stages:
+        return stages(args.runs_dir)
     if args.one:
         return one_size(args.one, args.workers, args.runs_dir)
     if args.reference:
