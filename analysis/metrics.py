@@ -1002,6 +1002,34 @@ def _gca_events(scored: Scored, *, once: bool = False) -> pd.DataFrame:
 
 
 def _compute_gca_events(scored: Scored, *, once: bool) -> pd.DataFrame:
+    # The judgements both countings share, made once per run (memoised): `once` changes only the last step.
+    tid_of, row_of, g, p, eq, g_changed, p_changed, first, second = scored.memoised(
+        ("gca_judgements",), lambda: _gca_judgements(scored)
+    )
+    second = dict(second)
+    if not once:
+        # src/gca.py's second loop also judges a label that changed on both sides, and counts it a second
+        # time in three cases: both drop it (correct, then missed: a right drop costs a miss); gold changes
+        # it as the prediction drops it (wrong, then missed); gold drops it as the prediction changes it
+        # (over-predicted, then wrong). Its other cases it skips, as the label was judged already.
+        both = g_changed & p_changed
+        second["gca_missed"] = second["gca_missed"] | (both & (p == _NONE) & ((g == _NONE) | ~eq))
+        second["gca_wrong"] = second["gca_wrong"] | (both & (g == _NONE) & (p != _NONE) & ~eq)
+    judged = g_changed | p_changed
+    return pd.DataFrame(
+        {
+            "tid": tid_of[judged],
+            "row": row_of[judged],
+            # A column is 0/1 per event: the second count of a label always falls in another column.
+            **{k: (first[k] | second[k])[judged].astype(float) for k in GCA_COUNTS},
+        }
+    )
+
+
+def _gca_judgements(scored: Scored) -> tuple[Any, ...]:
+    """Every (turn, label) event's turn id and slot row, both sides' states then (`g`, `p`), whether they
+    match (`eq`), which side changed, and the counts of src/gca.py's two loops as if each label changed on
+    one side only (`first`, `second`): what `_compute_gca_events` counts, with or without `once`."""
     # Per dialogue, every label (domain-slot) seen so far holds a value, "none" once dropped, or is absent
     # before it is first seen. A turn judges the labels whose gold or predicted state changed.
     slots, r = scored.slots, _rows(scored)
@@ -1054,24 +1082,8 @@ def _compute_gca_events(scored: Scored, *, once: bool) -> pd.DataFrame:
         "gca_overpred": by_pred & ~g_here & (p != _NONE),
         "gca_missed": by_pred & g_here & ~eq & (p == _NONE),
     }
-    if not once:
-        # src/gca.py's second loop also judges a label that changed on both sides, and counts it a second
-        # time in three cases: both drop it (correct, then missed: a right drop costs a miss); gold changes
-        # it as the prediction drops it (wrong, then missed); gold drops it as the prediction changes it
-        # (over-predicted, then wrong). Its other cases it skips, as the label was judged already.
-        both = g_changed & p_changed
-        second["gca_missed"] = second["gca_missed"] | (both & (p == _NONE) & ((g == _NONE) | ~eq))
-        second["gca_wrong"] = second["gca_wrong"] | (both & (g == _NONE) & (p != _NONE) & ~eq)
-    judged = g_changed | p_changed
     row = np.concatenate([np.arange(len(tid)), np.flatnonzero(drop)])
-    return pd.DataFrame(
-        {
-            "tid": event_tid[judged],
-            "row": row[judged],
-            # A column is 0/1 per event: the second count of a label always falls in another column.
-            **{k: (first[k] | second[k])[judged].astype(float) for k in GCA_COUNTS},
-        }
-    )
+    return event_tid, row, g, p, eq, g_changed, p_changed, first, second
 
 
 @_needs_values("iaga")
