@@ -190,10 +190,19 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
     gca = metric.interval == "gca"
     per = views.per_turn(scored, M.gca_counts if gca else metric.function)
     assert isinstance(per, pd.DataFrame)
-    if metric.interval == "turns":
-        per = per[per["n_turns"].to_numpy() > 0]  # empty slices are listed with NaN; `stats` skips them
     per_tid = per["tid"].to_numpy()
-    if order.sort is not None and len(per_tid) == len(order.rows) and np.array_equal(per_tid, order.rows.to_numpy()):
+    # Empty slices are listed with NaN and `stats` skips them: left out by position (no filtered frame).
+    listed = per["n_turns"].to_numpy() > 0 if metric.interval == "turns" else None
+    if listed is not None and bool(listed.all()):
+        listed = None
+    if listed is not None:
+        per_tid = per_tid[listed]
+    if (
+        listed is None
+        and order.sort is not None
+        and len(per_tid) == len(order.rows)
+        and np.array_equal(per_tid, order.rows.to_numpy())
+    ):
         # One row per turn, in the turns' order (most metrics): the rows are the turns, no lookup.
         row, sort = np.arange(len(per_tid)), order.sort
     else:
@@ -201,6 +210,11 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
         sort = np.argsort(order.rank[row], kind="stable")
     d = order.d[row][sort]
     keep = d >= 0
+
+    def take(name: str) -> np.ndarray:
+        values = per[name].to_numpy(dtype=float)
+        return (values if listed is None else values[listed])[sort][keep]
+
     d = d[keep]
     n = order.n_dialogues
 
@@ -209,20 +223,17 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
 
     counts = None
     if gca:
-        parts = [per[c].to_numpy(dtype=float)[sort][keep] for c in M.GCA_COUNTS]
+        parts = [take(c) for c in M.GCA_COUNTS]
         counts = np.stack([total(p) for p in parts])
         g = np.zeros(len(d), dtype="int64")
         group_gca = M.gca_from_counts(*(np.bincount(g, weights=p, minlength=1) for p in parts))
         num = np.asarray(group_gca, dtype=float)[g] if len(g) else np.zeros(0)
         den = np.ones(len(d))
     else:
-        if metric.interval == "cells":
-            # The cells behind each turn's accuracy (`stats._slot_accuracy_cells`, which has NaN where this
-            # has 0: a run without ontology; either way the turn adds 0 to both sums below).
-            den = M._cells_per_turn(scored)[row[sort]][keep]
-        else:
-            den = per["n_turns"].to_numpy(dtype=float)[sort][keep]
-        value = per[metric.column].to_numpy(dtype=float)[sort][keep]
+        # With "cells", the cells behind each turn's accuracy (`stats._slot_accuracy_cells`, which has NaN
+        # where this has 0: a run without ontology; either way the turn adds 0 to both sums below).
+        den = M._cells_per_turn(scored)[row[sort]][keep] if metric.interval == "cells" else take("n_turns")
+        value = take(metric.column)
         with np.errstate(invalid="ignore"):
             num = np.where(den > 0, value * den, 0.0)
         den = np.nan_to_num(den)
@@ -233,8 +244,8 @@ def _micro_parts(
     scored: Scored, dialogues: pd.Index, order: _TurnOrder | None = None
 ) -> dict[str, dict[str, np.ndarray]]:
     """Micro P/R/F1 parts: `stats._stats` of the three micro metrics from one `slot_prf_micro` call per
-    turn (the stats module calls it once per metric). With `order`, grouped by `tid` and put in the turn
-    key's order, like `_stats_by_tid` (the sums are of whole counts, so exact in any order)."""
+    turn (the stats module calls it once per metric). With `order`, grouped by `tid`, each turn's counts
+    added to its dialogue's in the turns' own order (the sums are of whole counts, so exact in any order)."""
     if order is None:
         per = M.slot_prf_micro(scored, by=stats.TURN_KEY)
         assert isinstance(per, pd.DataFrame)
@@ -242,8 +253,7 @@ def _micro_parts(
     else:
         per = M.slot_prf_micro(scored, by=["tid"])
         assert isinstance(per, pd.DataFrame)
-        row = order.rows.get_indexer(per["tid"].to_numpy())
-        per = per.iloc[np.argsort(order.rank[row], kind="stable")]
+        # Whole counts summed per dialogue: exact in any order, so the rows need no sorting.
         d = order.d[order.rows.get_indexer(per["tid"].to_numpy())]
     tp, fp, fn = (per[c].to_numpy(dtype=float) for c in ("tp", "fp", "fn"))
     keep = d >= 0
