@@ -81,8 +81,9 @@ key = tuple(runs) if together else run  # the searched runs, as the picked slice
 others = [r for r in runs if r != run] if not together else []
 if len(others) > CHART_RUNS:
     # Finding the runs on this run's gold reads each run's turns: 999 others took 75 s and GBs (issue 43's
-    # 1,000-run benchmark). Beyond a chart's worth, the best by JGA (the stored leaderboard) or a search.
-    others, _ = ui.drawn_runs(others, page="slices", metric="jga", verb="Offered to compare with")
+    # 1,000-run benchmark). Beyond a chart's worth, the best by JGA (the stored leaderboard) or a search; the
+    # prefetch finds the default ones (`ui.prefetch.slices_job`).
+    others, _ = ui.drawn_runs(others, page="slices", metric=slices.COMPARE_BY, verb="Offered to compare with")
 candidates = ui.compute(slices.comparison_runs, run, others) if others else []
 if others and not candidates:
     st.caption(ui.md(f"No other selected run is on the gold of {run}: a slice lists its turns for {run} alone."))

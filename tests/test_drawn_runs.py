@@ -133,3 +133,43 @@ def test_slices_offers_the_best_other_runs_to_compare_with_and_says_so(
     [compare] = [s for s in at.selectbox if s.label.startswith("Compare the slice with")]
     assert {o for o in compare.options if o.startswith("copy-")} <= {f"copy-1{i}" for i in range(10)}
     assert any("whose name contains 'copy-1'" in c.value for c in at.caption)
+
+
+def _offered(args: list) -> tuple:
+    """`slices.comparison_runs`'s resolved arguments as run ids: (focus run, the runs offered)."""
+    focus, others = args
+    return focus[0].run_id, tuple(source.run_id for source, _ in others)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_prefetch_finds_the_runs_slices_offers_to_compare_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which of the offered runs are on the focus run's gold loads each of them (1.3 s for 20 MultiWOZ-size runs,
+    most of the Slices page's first visit at 1,000 runs): the prefetch asks it for the very runs the page offers,
+    the best by JGA or those its search finds, so the visit finds it cached."""
+    from analysis import slices
+    from ui import data, prefetch
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    asked: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is slices.comparison_runs:
+            asked.append(_offered(args))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    for search in ("", "copy-1"):
+        asked.clear()
+        at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_drawn_search=search)
+        [page] = asked
+        assert page[0] == at.session_state["run"] and len(page[1]) == (CHART_RUNS if not search else 10)
+        asked.clear()
+        runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+        prefetch.comparison_job(runs, page[0], sources, {"slices_drawn_search": search}, data.DECLARED)
+        assert asked == [page]

@@ -27,6 +27,7 @@ DIALOGUE_PAGE = navigate.DIALOGUE_PAGE
 
 __all__ = [
     "ORIGIN_PANELS",
+    "board_rows",
     "colours",
     "compute",
     "drawn_runs",
@@ -162,11 +163,30 @@ def drawn_runs(
         "Search the runs by name", key=f"{page}_drawn_search", placeholder="part of a run's name"
     )
     if board is None:
-        stored = data.stored_leaderboard(resolve([runs])[0][0], metric)
-        board = stored[0] if stored is not None else compute(views.leaderboard, runs, sort=metric)
+        board = board_rows(runs, metric)
     drawn, caption = chart_runs(board, metric=metric, search=search, verb=verb)
     st.caption(md(caption))
     return drawn, board[board["run_id"].isin(drawn)]
+
+
+def board_rows(
+    run_ids: list[str],
+    sort: str,
+    *,
+    selected: list[str] | None = None,
+    sources: Mapping[str, data.RunSource] | None = None,
+    choice: str | None = None,
+) -> Any:
+    """The leaderboard rows of `run_ids` sorted by `sort`: out of the board of every selected run when they are
+    among them (the board the Overview and every page's `drawn_runs` read: one cached query, where a board of
+    999 of 1,000 runs would be another second's read of every run's file), else of those runs alone.
+    `selected`, `sources`, `choice`: the session's (the prefetch passes them; it has no session)."""
+    selected = state.selected_runs() if selected is None else selected
+    pool = selected if set(run_ids) <= set(selected) else list(run_ids)
+    pairs, choice = resolve([pool], sources, choice)
+    stored = data.stored_leaderboard(pairs[0], sort)
+    board = stored[0] if stored is not None else data.compute(views.leaderboard, pairs, {"sort": sort}, choice)
+    return board if pool == list(run_ids) else board[board["run_id"].isin(run_ids)].reset_index(drop=True)
 
 
 def need_runs(n: int = 1) -> list[str]:

@@ -296,6 +296,29 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     offered = data.compute(slices.searchable, args, {}, choice)
     excluded = tuple(v for v in session.get("slices_exclude", []) if v in offered)
     data.compute(slices.find_slices, args, {"exclude": excluded}, choice)
+    if not together:
+        comparison_job(runs, focus, sources, session, choice)
+
+
+def comparison_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
+    """The Slices page's runs to compare a slice with: the other runs on the focus run's gold, found among the
+    runs it offers (beyond `CHART_RUNS` others, the best by `slices.COMPARE_BY` or those its search finds, out
+    of the stored leaderboard of the selected runs). Finding them loads each offered run's tables: about 1.3 s
+    for 20 MultiWOZ-size runs, the largest part of the page's first visit at 1,000 runs."""
+    from analysis import slices
+    from analysis.views.shown import CHART_RUNS, chart_runs
+
+    asked = list(dict.fromkeys([*runs, focus]))  # as `ui.scorer_read` asks
+    unread = data.compute(views.unread_gold, ui.resolve([asked], sources, choice)[0], {}, choice) if asked else {}
+    if focus in unread:
+        return
+    others = [r for r in runs if r not in unread and r != focus]
+    if len(others) > CHART_RUNS:  # as `ui.drawn_runs` offers them
+        board = ui.board_rows(others, slices.COMPARE_BY, selected=runs, sources=sources, choice=choice)
+        search = str(session.get("slices_drawn_search") or "")
+        others = chart_runs(board, metric=slices.COMPARE_BY, search=search)[0]
+    if others:
+        data.compute(slices.comparison_runs, ui.resolve([focus, others], sources, choice)[0], {}, choice)
 
 
 def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
