@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from analysis import slices, views
+from analysis import slices
 from analysis.errors import InputError
 from analysis.views.shown import CHART_RUNS
 from ui import differences
@@ -54,7 +54,7 @@ which = (
 )
 st.caption(
     ui.md(
-        f"{ui.compute(views.scope_caption, searched)} · {which} · JGA {report.jga:.4f} over {report.n_turns:,} turns, "
+        f"{ui.scope_caption(searched)} · {which} · JGA {report.jga:.4f} over {report.n_turns:,} turns, "
         f"{report.n_dialogues:,} dialogues · {settings['method']}: top {settings['top']}, at most "
         f"{settings['max_predicates']} feature levels, at least {settings['min_support_turns']} turns · "
         f"interval: {settings['interval']}"

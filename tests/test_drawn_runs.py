@@ -173,3 +173,26 @@ def test_the_prefetch_finds_the_runs_slices_offers_to_compare_with(
         runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
         prefetch.comparison_job(runs, page[0], sources, {"slices_drawn_search": search}, data.DECLARED)
         assert asked == [page]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_many_runs_scope_caption_is_the_store_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond a chart's worth of runs, Domains and Turn depth take their scope caption (conventions, runs, turns,
+    dialogues) from the stored leaderboard they read anyway: the same line as the store's `scope_caption`,
+    every selected run counted, not only those drawn."""
+    from analysis import views
+    from analysis.store import runs as store_runs
+    from analysis.store import views as store_views
+    from analysis.workspace import read_manifest
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    entries = read_manifest(manifest).entries
+    # Stored now: a worker that opened these runs in an earlier test holds them scored in memory.
+    assert all(store_runs.ensure_all(entries, "exact", workers=1))
+    for page in ("domains", "turn_depth"):
+        at = opened_page(manifest, page, timeout=TIMEOUT)
+        expected = store_views.answer(views.scope_caption, [[(entry, "exact") for entry in entries]], {})
+        assert expected is not None and f"· {N} runs ·" in expected
+        assert at.caption[0].value.startswith(expected), (at.caption[0].value, expected)
