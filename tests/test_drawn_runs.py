@@ -196,3 +196,54 @@ def test_many_runs_scope_caption_is_the_store_s_own(tmp_path: Path, monkeypatch:
         expected = store_views.answer(views.scope_caption, [[(entry, "exact") for entry in entries]], {})
         assert expected is not None and f"· {N} runs ·" in expected
         assert at.caption[0].value.startswith(expected), (at.caption[0].value, expected)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_sidebar_says_how_many_runs_it_shows_beyond_a_list_s_worth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thousand chips in the sidebar took the browser about 0.3 s on every page and nobody reads them: beyond
+    `LISTED_RUNS` selected runs the sidebar says how many it shows (and which, when its name search chose
+    them), lists them on demand, and its search replaces the runs shown by those whose name matches. (AppTest
+    reruns only the page, not app.py's sidebar: each sidebar is looked at in a fresh session.)"""
+    from ui.sidebar import LISTED_RUNS
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    n = LISTED_RUNS + 4
+    manifest = _workspace(tmp_path, n)
+    every = [f"copy-{i:02d}" for i in range(n)]
+    ones = [f"copy-1{i}" for i in range(10)]
+
+    def listed(at: AppTest) -> list[list[str]]:
+        return [list(m.value) for m in at.sidebar.multiselect if m.label == "Runs shown"]
+
+    def said(at: AppTest) -> list[str]:
+        return [c.value for c in at.sidebar.caption if c.value.startswith("Runs shown")]
+
+    at = opened_page(manifest, "overview", timeout=TIMEOUT)
+    assert not listed(at) and said(at) == [f"Runs shown: all {n} (not listed one by one beyond {LISTED_RUNS})."]
+    assert at.session_state["runs"] == every and len(at.dataframe[0].value) == n  # every run is still on the board
+
+    def searched(text: str) -> AppTest:
+        at = opened_page(manifest, "overview", timeout=TIMEOUT)
+        [search] = [t for t in at.sidebar.text_input if t.label == "Show the runs whose name contains"]
+        return search.input(text).run()
+
+    at = searched("no such run")
+    assert at.session_state["runs"] == every and "No run's name contains 'no such run'" in str(
+        at.session_state["runs_search_note"]
+    )
+    at = searched("COPY-1")
+    assert at.session_state["runs"] == ones and not at.session_state["runs_search_note"]
+
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=ones, w_runs_search="COPY-1")
+    assert listed(at) == [ones] and not said(at) and len(at.dataframe[0].value) == 10  # few enough: listed
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every, w_runs_search="copy-")
+    assert not listed(at) and said(at) == [
+        f"Runs shown: all {n}, those whose name contains 'copy-' (not listed one by one beyond {LISTED_RUNS})."
+    ]
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every[:-1], runs_listed=False)
+    assert said(at) == [f"Runs shown: {n - 1} of {n} (not listed one by one beyond {LISTED_RUNS})."]
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every, runs_listed=True)  # listed on demand
+    assert listed(at) == [every] and not said(at)
