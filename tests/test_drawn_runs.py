@@ -173,6 +173,10 @@ def test_the_prefetch_finds_the_runs_slices_offers_to_compare_with(
         runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
         prefetch.comparison_job(runs, page[0], sources, {"slices_drawn_search": search}, data.DECLARED)
         assert asked == [page]
+    # A job of its own, right after the search it follows: the launcher's warm-up deadline can stop before it.
+    planned = prefetch.jobs(runs, runs[0], sources, data.DECLARED, [], {})
+    at_search = next(i for i, (job, _) in enumerate(planned) if job is prefetch.slices_job)
+    assert planned[at_search + 1] == (prefetch.comparison_job, planned[at_search][1])
 
 
 @pytest.mark.slow

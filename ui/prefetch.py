@@ -296,18 +296,20 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     offered = data.compute(slices.searchable, args, {}, choice)
     excluded = tuple(v for v in session.get("slices_exclude", []) if v in offered)
     data.compute(slices.find_slices, args, {"exclude": excluded}, choice)
-    if not together:
-        comparison_job(runs, focus, sources, session, choice)
 
 
 def comparison_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
     """The Slices page's runs to compare a slice with: the other runs on the focus run's gold, found among the
     runs it offers (beyond `CHART_RUNS` others, the best by `slices.COMPARE_BY` or those its search finds, out
     of the stored leaderboard of the selected runs). Finding them loads each offered run's tables: about 1.3 s
-    for 20 MultiWOZ-size runs, the largest part of the page's first visit at 1,000 runs."""
+    for 20 MultiWOZ-size runs, the largest part of the page's first visit at 1,000 runs. A job of its own after
+    `slices_job` (same arguments), so that a deadline (the launcher's warm-up) can stop before it. Nothing
+    when the page searches the selected runs together: it then compares with no other run."""
     from analysis import slices
     from analysis.views.shown import CHART_RUNS, chart_runs
 
+    if len(runs) > 1 and bool(session.get("slices_pooled", False)):
+        return
     asked = list(dict.fromkeys([*runs, focus]))  # as `ui.scorer_read` asks
     unread = data.compute(views.unread_gold, ui.resolve([asked], sources, choice)[0], {}, choice) if asked else {}
     if focus in unread:
@@ -486,8 +488,14 @@ def jobs(
         *interval_jobs,
         *rest_views,
         *rest_figures,
-        *[then_job(first.then) for first in rest if first.then is not None],
+        *[job for first in rest if first.then is not None for job in _then_jobs(first.then)],
     ]
+
+
+def _then_jobs(then: Then) -> list[Job]:
+    """A page's declared next step as jobs: the Slices page's search, then its runs to compare with."""
+    job = then_job(then)
+    return [job, (comparison_job, job[1])] if job[0] is slices_job else [job]
 
 
 def start(delay: float = 0.0) -> bool:
