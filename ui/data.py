@@ -605,10 +605,55 @@ def _is_source(arg: Any) -> bool:
     return isinstance(arg, tuple) and bool(arg) and isinstance(arg[0], RunSource)
 
 
+# Store queries over many runs, remembered by their runs' cache keys (files' stamps, convention choice) and
+# parameters: finding 1,000 runs' entries (each key from the files' digests, each table's size checked) costs
+# 0.07-0.2 s a call, and a page at 1,000 runs makes several, the prefetch more. Only queries the store
+# answers are kept; an entry that has gone since fails its query, which heals the store (`_healed`, which
+# forgets them all), and the view is computed.
+_QUERIES: OrderedDict[tuple, store_views.Query] = OrderedDict()
+_QUERIES_LOCK = threading.Lock()
+QUERIES_KEPT = 64
+QUERY_MEMO_RUNS = 50  # calls over more runs than this are remembered; fewer cost little to find again
+
+
+def _query_key(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
+    """The memo key of a call over a list of more than `QUERY_MEMO_RUNS` workspace runs, else None."""
+    if len(args) != 1 or not isinstance(args[0], list) or len(args[0]) <= QUERY_MEMO_RUNS:
+        return None
+    pairs = args[0]
+    if not all(_is_source(a) and not a[0].uploaded for a in pairs):
+        return None
+    try:
+        frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+        hash(frozen)
+    except TypeError:
+        return None
+    return (_name(fn), frozen, tuple((source.key, choice) for source, choice in pairs))
+
+
 def stored_query(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> store_views.Query | None:
     """`fn(*args, **params)` as a query over the score store (`analysis.store.views`: only headers read),
-    or None when the store does not answer it."""
-    return store_views.query(fn, args, params, find=_found, is_run=_is_source)
+    or None when the store does not answer it. A query over many runs is remembered (`_QUERIES`)."""
+    memo = _query_key(fn, args, params)
+    if memo is not None:
+        with _QUERIES_LOCK:
+            known = _QUERIES.get(memo)
+            if known is not None:
+                _QUERIES.move_to_end(memo)
+                return known
+    found = store_views.query(fn, args, params, find=_found, is_run=_is_source)
+    if found is not None and memo is not None:
+        with _QUERIES_LOCK:
+            _QUERIES[memo] = found
+            while len(_QUERIES) > QUERIES_KEPT:
+                _QUERIES.popitem(last=False)
+    return found
+
+
+def forget_queries() -> None:
+    """Forget the remembered store queries (`stored_query`): after a store entry was removed."""
+    with _QUERIES_LOCK:
+        _QUERIES.clear()
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
@@ -641,6 +686,7 @@ def _healed(args: Sequence[Any], removed: set[str]) -> None:
     workers store them whole). Not left to the view computed next: that view may be in the cache already
     (computed while another run was not yet stored), and the run would then stay out of the store, every
     later view of it computed from memory, until the server restarts."""
+    forget_queries()
     if not removed:
         return
     pairs = [a for arg in args for a in (arg if isinstance(arg, list) else [arg]) if _is_source(a)]
