@@ -251,3 +251,37 @@ def test_the_sidebar_says_how_many_runs_it_shows_beyond_a_list_s_worth(
     assert said(at) == [f"Runs shown: {n - 1} of {n} (not listed one by one beyond {LISTED_RUNS})."]
     at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every, runs_listed=True)  # listed on demand
     assert listed(at) == [every] and not said(at)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_prefetch_computes_the_error_items_of_the_runs_review_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond a chart's worth of runs the Review page reviews the best by a chosen metric, or those its search
+    finds: the prefetch computes the error items and episodes of those very runs (0.2-0.3 s of the visit at
+    1,000 runs), as the session's widgets stand."""
+    from ui import data, prefetch, review
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    asked: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn in (review.review_errors, review.review_episodes):
+            asked.append((getattr(fn, "__name__", ""), tuple(source.run_id for source, _ in args[0])))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    for widgets in ({}, {"review_drawn_metric": "iaga"}, {"review_drawn_search": "copy-1"}):
+        asked.clear()
+        at = opened_page(manifest, "review", timeout=TIMEOUT, **widgets)
+        page = list(asked)
+        assert [name for name, _ in page] == ["review_errors", "review_episodes"]
+        assert len(page[0][1]) == (10 if widgets.get("review_drawn_search") else CHART_RUNS)
+        asked.clear()
+        runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+        prefetch.review_job(runs, sources, widgets, data.DECLARED)
+        assert asked == page

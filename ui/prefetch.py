@@ -306,7 +306,6 @@ def comparison_job(runs: list[str], focus: str, sources: dict[str, data.RunSourc
     `slices_job` (same arguments), so that a deadline (the launcher's warm-up) can stop before it. Nothing
     when the page searches the selected runs together: it then compares with no other run."""
     from analysis import slices
-    from analysis.views.shown import CHART_RUNS, chart_runs
 
     if len(runs) > 1 and bool(session.get("slices_pooled", False)):
         return
@@ -314,26 +313,49 @@ def comparison_job(runs: list[str], focus: str, sources: dict[str, data.RunSourc
     unread = data.compute(views.unread_gold, ui.resolve([asked], sources, choice)[0], {}, choice) if asked else {}
     if focus in unread:
         return
-    others = [r for r in runs if r not in unread and r != focus]
-    if len(others) > CHART_RUNS:  # as `ui.drawn_runs` offers them
-        board = ui.board_rows(others, slices.COMPARE_BY, selected=runs, sources=sources, choice=choice)
-        search = str(session.get("slices_drawn_search") or "")
-        others = chart_runs(board, metric=slices.COMPARE_BY, search=search)[0]
-    if others:
-        data.compute(slices.comparison_runs, ui.resolve([focus, others], sources, choice)[0], {}, choice)
+    offered = drawn(
+        [r for r in runs if r not in unread and r != focus],
+        runs,
+        "slices",
+        sources,
+        choice,
+        session,
+        metric=slices.COMPARE_BY,
+    )
+    if offered:
+        data.compute(slices.comparison_runs, ui.resolve([focus, offered], sources, choice)[0], {}, choice)
 
 
-def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
+def review_job(runs: list[str], sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
     """The Review page's error items and episodes of the selected runs (the slow part of its first visit:
-    about 2 s for 100 MultiWOZ-size runs)."""
-    from analysis.views.shown import CHART_RUNS
+    about 2 s for 100 MultiWOZ-size runs); of more than `CHART_RUNS`, of those the page reviews: the best by
+    its chosen metric, or those its search finds (`drawn`)."""
     from ui import review
 
-    if len(runs) > CHART_RUNS:  # the page reviews the best few by a metric it chooses (`ui.drawn_runs`)
-        return
-    args = ui.resolve([runs], sources, choice)[0]
+    reviewed = drawn(runs, runs, "review", sources, choice, session)
+    args = ui.resolve([reviewed], sources, choice)[0]
     data.compute(review.review_errors, args, {}, choice)
     data.compute(review.review_episodes, args, {}, choice)
+
+
+def drawn(
+    run_ids: list[str],
+    selected: list[str],
+    page: str,
+    sources: dict[str, data.RunSource],
+    choice: str,
+    session: Any,
+    metric: str | None = None,
+) -> list[str]:
+    """The runs `ui.drawn_runs(run_ids, page=page, metric=metric)` draws, as the session's widgets stand (its
+    metric, else the page's select box's, and its search), out of the same board (`ui.board_rows`)."""
+    from analysis.views.shown import CHART_RUNS, chart_runs
+
+    if len(run_ids) <= CHART_RUNS:
+        return list(run_ids)
+    metric = metric or choose(session.get(f"{page}_drawn_metric"), list(views.LEADERBOARD_METRICS))
+    board = ui.board_rows(run_ids, metric, selected=selected, sources=sources, choice=choice)
+    return chart_runs(board, metric=metric, search=str(session.get(f"{page}_drawn_search") or ""))[0]
 
 
 def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) -> None:
