@@ -1,7 +1,8 @@
 """Streamlit-side helpers of the dashboard: cached computing, shared state, deep links, placement.
 
 Pages use only this surface: `runs`, `focus`, `compute`, `colours`, `select`/`toggle`/`tabs`, `figure`,
-`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`, `drawn_runs`.
+`show_figure`, `show_table`, `warn_incomparable`, `loaded`, `open_dialogue`, `need_runs`, `drawn_runs`,
+`scope_caption` (and `board_rows`, which `drawn_runs` and the prefetch share).
 """
 
 from __future__ import annotations
