@@ -285,3 +285,43 @@ def test_the_prefetch_computes_the_error_items_of_the_runs_review_takes(
         runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
         prefetch.review_job(runs, sources, widgets, data.DECLARED)
         assert asked == page
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_all_languages_looks_among_the_best_other_runs_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cross-lingual's "All languages" finds the runs over Run A's dialogues by reading every run's turns (at 1,000
+    runs: minutes and GBs of the server): beyond a chart's worth of other runs it looks among the best by a
+    metric, or those a search finds, with Run A, and says so."""
+    from analysis import crosslingual
+    from ui import data
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    looked: list[list[str]] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is crosslingual.language_runs:
+            looked.append([source.run_id for source, _ in args[0]])
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    at = opened_page(manifest, "crosslingual", timeout=TIMEOUT, view_crosslingual="All languages")
+    run_a = at.session_state["run_a"]
+    captions = [c.value for c in at.caption]
+    expected = (
+        f"Runs over Run A's dialogues looked for among: the {CHART_RUNS} best of the {N - 1} selected runs by JGA"
+    )
+    assert any(c.startswith(expected) for c in captions), captions
+    [among] = looked
+    assert len(among) == CHART_RUNS + 1 and run_a in among
+
+    looked.clear()
+    at = opened_page(
+        manifest, "crosslingual", timeout=TIMEOUT, view_crosslingual="All languages", xl_languages_drawn_search="copy-1"
+    )
+    [among] = looked
+    assert set(among) == {at.session_state["run_a"], *(f"copy-1{i}" for i in range(10))}
