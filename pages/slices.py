@@ -27,8 +27,14 @@ run = read
 together = len(runs) > 1 and ui.toggle(
     "Search the selected runs together (the run and its manifest attributes become features)", state="slices_pooled"
 )
-searched: Any = list(runs) if together else run  # what `ui.compute` gets: run ids
-name = f"{len(runs)} runs" if together else run
+pooled = list(runs)
+if together and len(runs) > CHART_RUNS:
+    # Searching 1,000 runs together reads every run's turns (7 million turns of MultiWOZ-size runs): beyond a
+    # chart's worth, the best by a metric or those a search finds, and a caption says so (the prefetch alike).
+    drawn = set(ui.drawn_runs(runs, page="slices_pooled", verb="Searched together")[0])
+    pooled = [r for r in runs if r in drawn]
+searched: Any = pooled if together else run  # what `ui.compute` gets: run ids
+name = f"{len(pooled)} runs" if together else run
 training = ui.select(
     "Training run (adds the feature 'unseen value': a gold value no gold state of that run holds)",
     [NO_TRAINING, *[r for r in runs if together or r != run]],
@@ -48,7 +54,8 @@ except InputError as exc:
 
 settings = report.settings
 which = (
-    f"the {len(runs)} selected runs together (a dialogue of several runs is one dialogue: counted and resampled once)"
+    f"{'the' if len(pooled) == len(runs) else 'these'} {len(pooled)} selected runs together (a dialogue of several runs "
+    "is one dialogue: counted and resampled once)"
     if together
     else f"run {run} (focus run, set in the sidebar)"
 )
@@ -75,7 +82,7 @@ if report.note:
     st.stop()
 
 rows = report.slices.to_dict("records")
-key = tuple(runs) if together else run  # the searched runs, as the picked slice remembers them
+key = tuple(pooled) if together else run  # the searched runs, as the picked slice remembers them
 
 # A slice of one run compared with another run on its gold: the slice's turns only one of the two gets right.
 others = [r for r in runs if r != run] if not together else []

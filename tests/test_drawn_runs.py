@@ -325,3 +325,45 @@ def test_all_languages_looks_among_the_best_other_runs_and_says_so(
     )
     [among] = looked
     assert set(among) == {at.session_state["run_a"], *(f"copy-1{i}" for i in range(10))}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_slices_searches_the_best_runs_together_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searching the selected runs together reads every run's turns (1,000 MultiWOZ-size runs: 7 million turns):
+    beyond a chart's worth it searches the best by a chosen metric, or those a search finds, says so, and the
+    prefetch searches the very same runs."""
+    from analysis import slices
+    from ui import data, prefetch
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    searched: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is slices.find_slices:
+            searched.append(tuple(source.run_id for source, _ in args[0]))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_pooled=True)
+    captions = [c.value for c in at.caption]
+    assert f"Searched together: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in captions
+    # 20 demo runs hold more turns than a search of runs together takes: the page says so, of those 20
+    assert [len(found) for found in searched] == [CHART_RUNS] and f"{CHART_RUNS} runs together hold" in at.error[
+        0
+    ].value
+    searched.clear()
+    at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_pooled=True, slices_pooled_drawn_search="copy-1")
+    assert "Searched together: the 10 runs of the 24 selected whose name contains 'copy-1'." in [
+        c.value for c in at.caption
+    ]
+    [page] = searched
+    runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+    assert list(page) == [f"copy-1{i}" for i in range(10)] and not at.error
+    searched.clear()
+    session = {"slices_pooled": True, "slices_pooled_drawn_search": "copy-1"}
+    prefetch.slices_job(runs, runs[0], sources, session, data.DECLARED)
+    assert searched == [page]

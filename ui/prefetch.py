@@ -289,7 +289,10 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     from analysis import slices
 
     together = len(runs) > 1 and bool(session.get("slices_pooled", False))
-    searched: Any = list(runs) if together else focus
+    searched: Any = focus
+    if together:  # beyond a chart's worth of runs, those the page searches together (`drawn`), in their order
+        pooled = set(drawn(runs, runs, "slices_pooled", sources, choice, session))
+        searched = [r for r in runs if r in pooled]
     options = [None, *[r for r in runs if together or r != focus]]
     train = choose(session.get("slices_train"), options)  # a selected run, or None
     args = ui.resolve([searched, train], sources, choice)[0]
