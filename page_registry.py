@@ -204,8 +204,8 @@ def slices(d: Defaults) -> FirstViews:
 
 def review(d: Defaults) -> FirstViews:
     """The selected runs' error items and episodes (a job, after every earlier page's views and figures:
-    it is the largest)."""
-    return FirstViews([], [], ("review_job", (d.runs, d.sources, d.choice)))
+    it is the largest); of more runs than a chart draws, those the page reviews (`ui.drawn_runs`)."""
+    return FirstViews([], [], ("review_job", (d.runs, d.sources, d.session, d.choice)))
 
 
 def reconcile(d: Defaults) -> FirstViews:

@@ -640,6 +640,9 @@ def slice_differences(
     return views.differing_turns(a, b, within=a.turns.loc[mask, "tid"].to_numpy(), limit=limit)
 
 
+COMPARE_BY = "jga"  # beyond a chart's worth of other runs, the Slices page offers the best by this metric
+
+
 def comparison_runs(focus: Scored, others: Sequence[Scored]) -> list[str]:
     """The runs of `others` on the focus run's gold (`views.gold_fingerprint`: same turns, gold and
     convention), best JGA first (ties: in the order given): what a slice of the focus run can be compared with.

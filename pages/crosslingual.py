@@ -12,6 +12,7 @@ from analysis import crosslingual as X
 from analysis import figures, views
 from analysis.crosslingual import GAP_COLUMN, LANGUAGE_BY, mapping_from_manifest
 from analysis.diagnostics import AGREEMENT
+from analysis.views.shown import CHART_RUNS
 from ui import differences
 
 st.title("Cross-lingual and cross-ontology")
@@ -190,7 +191,18 @@ def show_languages(choice: dict, columns: list) -> None:
 
 if languages_tab.open:
     with languages_tab:
-        choice = ui.compute(X.language_runs, runs, anchor=run_a)
+        among = runs
+        if len(runs) > CHART_RUNS + 1:
+            # Finding the runs over Run A's dialogues reads every run's turns (1,000 runs: minutes and GBs): beyond
+            # a chart's worth of other runs, the best by a metric or those a search finds, and a caption says so.
+            others, _ = ui.drawn_runs(
+                [r for r in runs if r != run_a],
+                page="xl_languages",
+                verb="Runs over Run A's dialogues looked for among",
+            )
+            offered = set(others)
+            among = [r for r in runs if r == run_a or r in offered]
+        choice = ui.compute(X.language_runs, among, anchor=run_a)
         if len([r for r in ui.get("xl_languages", []) if r in choice["group"]]) < 2:
             ui.put(xl_languages=choice["chosen"])  # first visit, or Run A moved to other dialogues
         show_languages(choice, st.columns([3, 1, 1]))

@@ -13,7 +13,7 @@ st.title("Domains")
 runs = ui.need_runs()
 focus = ui.focus() or runs[0]
 st.caption(
-    ui.md(ui.compute(views.scope_caption, runs)) + " · per-domain JGA counts the turns where the domain occurs "
+    ui.md(ui.scope_caption(runs)) + " · per-domain JGA counts the turns where the domain occurs "
     "in gold or prediction, judging the state restricted to that domain"
 )
 runs, _ = ui.drawn_runs(runs, page="domains")  # many runs: the best few by a metric, or a search

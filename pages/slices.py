@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from analysis import slices, views
+from analysis import slices
 from analysis.errors import InputError
 from analysis.views.shown import CHART_RUNS
 from ui import differences
@@ -27,8 +27,14 @@ run = read
 together = len(runs) > 1 and ui.toggle(
     "Search the selected runs together (the run and its manifest attributes become features)", state="slices_pooled"
 )
-searched: Any = list(runs) if together else run  # what `ui.compute` gets: run ids
-name = f"{len(runs)} runs" if together else run
+pooled = list(runs)
+if together and len(runs) > CHART_RUNS:
+    # Searching 1,000 runs together reads every run's turns (7 million turns of MultiWOZ-size runs): beyond a
+    # chart's worth, the best by a metric or those a search finds, and a caption says so (the prefetch alike).
+    drawn = set(ui.drawn_runs(runs, page="slices_pooled", verb="Searched together")[0])
+    pooled = [r for r in runs if r in drawn]
+searched: Any = pooled if together else run  # what `ui.compute` gets: run ids
+name = f"{len(pooled)} runs" if together else run
 training = ui.select(
     "Training run (adds the feature 'unseen value': a gold value no gold state of that run holds)",
     [NO_TRAINING, *[r for r in runs if together or r != run]],
@@ -48,13 +54,14 @@ except InputError as exc:
 
 settings = report.settings
 which = (
-    f"the {len(runs)} selected runs together (a dialogue of several runs is one dialogue: counted and resampled once)"
+    f"{'the' if len(pooled) == len(runs) else 'these'} {len(pooled)} selected runs together (a dialogue of several runs "
+    "is one dialogue: counted and resampled once)"
     if together
     else f"run {run} (focus run, set in the sidebar)"
 )
 st.caption(
     ui.md(
-        f"{ui.compute(views.scope_caption, searched)} · {which} · JGA {report.jga:.4f} over {report.n_turns:,} turns, "
+        f"{ui.scope_caption(searched)} · {which} · JGA {report.jga:.4f} over {report.n_turns:,} turns, "
         f"{report.n_dialogues:,} dialogues · {settings['method']}: top {settings['top']}, at most "
         f"{settings['max_predicates']} feature levels, at least {settings['min_support_turns']} turns · "
         f"interval: {settings['interval']}"
@@ -75,14 +82,15 @@ if report.note:
     st.stop()
 
 rows = report.slices.to_dict("records")
-key = tuple(runs) if together else run  # the searched runs, as the picked slice remembers them
+key = tuple(pooled) if together else run  # the searched runs, as the picked slice remembers them
 
 # A slice of one run compared with another run on its gold: the slice's turns only one of the two gets right.
 others = [r for r in runs if r != run] if not together else []
 if len(others) > CHART_RUNS:
     # Finding the runs on this run's gold reads each run's turns: 999 others took 75 s and GBs (issue 43's
-    # 1,000-run benchmark). Beyond a chart's worth, the best by JGA (the stored leaderboard) or a search.
-    others, _ = ui.drawn_runs(others, page="slices", metric="jga", verb="Offered to compare with")
+    # 1,000-run benchmark). Beyond a chart's worth, the best by JGA (the stored leaderboard) or a search; the
+    # prefetch finds the default ones (`ui.prefetch.slices_job`).
+    others, _ = ui.drawn_runs(others, page="slices", metric=slices.COMPARE_BY, verb="Offered to compare with")
 candidates = ui.compute(slices.comparison_runs, run, others) if others else []
 if others and not candidates:
     st.caption(ui.md(f"No other selected run is on the gold of {run}: a slice lists its turns for {run} alone."))

@@ -26,7 +26,7 @@ def open_turn(run: str, turns: Any, *, key: str) -> None:
 
 st.title("Turn depth and compounding")
 runs = ui.need_runs()
-st.caption(ui.md(ui.compute(views.scope_caption, runs)) + " · turn 0 is the first user turn")
+st.caption(ui.md(ui.scope_caption(runs)) + " · turn 0 is the first user turn")
 # With a sweep's worth of runs selected, the charts and tables draw the best few (or those a search finds).
 runs, _ = ui.drawn_runs(runs, page="turn_depth")
 runs, _ = ui.scorer_read(runs)  # runs whose gold their scorer never reads: n/a, said once (stops when none is left)

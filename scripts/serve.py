@@ -56,6 +56,11 @@ WARM_BUDGET = 6.0
 # (issue 21: a 100-run workspace answers within 5 s of a restart; Streamlit's own start follows the warm-up).
 STORED_READY = 3.0  # on a slow two-core machine imports and the Overview take 2.4 s of it, the other pages'
 # first views the rest (a job started before it runs to its end), then Streamlit starts (0.7 s)
+# Streamlit's source watcher (its "rerun on save") off: with it, every page run after a new import anywhere in
+# the process (a page's first visit, the prefetch's) rescans the path of every loaded module, some 3,000, on the
+# server's event loop: 0.25-0.35 s of CPU per first visit while the page's last messages wait to be sent.
+# `--server.fileWatcherType auto` turns it back on (while editing the code).
+FILE_WATCHER = "none"
 # Streamlit's lazily loaded Plotly component: static/js/PlotlyChart.<hash>.js in its static folder.
 PLOTLY_CHUNK = "PlotlyChart"
 IMPORTS = re.compile(r'(?:from|import)\s*"\./([\w.-]+\.js)"')
@@ -234,6 +239,8 @@ def main(argv: list[str] | None = None) -> None:
 
     if not any(option.startswith("--server.maxUploadSize") for option in streamlit_options):
         streamlit_options.append(f"--server.maxUploadSize={upload_cap_mb(workspace)}")
+    if not any(option.startswith("--server.fileWatcherType") for option in streamlit_options):
+        streamlit_options.append(f"--server.fileWatcherType={FILE_WATCHER}")
     sys.argv = ["streamlit", "run", str(APP), *streamlit_options, "--", "--workspace", workspace]
     cli.main()
 

@@ -133,3 +133,237 @@ def test_slices_offers_the_best_other_runs_to_compare_with_and_says_so(
     [compare] = [s for s in at.selectbox if s.label.startswith("Compare the slice with")]
     assert {o for o in compare.options if o.startswith("copy-")} <= {f"copy-1{i}" for i in range(10)}
     assert any("whose name contains 'copy-1'" in c.value for c in at.caption)
+
+
+def _offered(args: list) -> tuple:
+    """`slices.comparison_runs`'s resolved arguments as run ids: (focus run, the runs offered)."""
+    focus, others = args
+    return focus[0].run_id, tuple(source.run_id for source, _ in others)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_prefetch_finds_the_runs_slices_offers_to_compare_with(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Which of the offered runs are on the focus run's gold loads each of them (1.3 s for 20 MultiWOZ-size runs,
+    most of the Slices page's first visit at 1,000 runs): the prefetch asks it for the very runs the page offers,
+    the best by JGA or those its search finds, so the visit finds it cached."""
+    from analysis import slices
+    from ui import data, prefetch
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    asked: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is slices.comparison_runs:
+            asked.append(_offered(args))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    for search in ("", "copy-1"):
+        asked.clear()
+        at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_drawn_search=search)
+        [page] = asked
+        assert page[0] == at.session_state["run"] and len(page[1]) == (CHART_RUNS if not search else 10)
+        asked.clear()
+        runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+        prefetch.comparison_job(runs, page[0], sources, {"slices_drawn_search": search}, data.DECLARED)
+        assert asked == [page]
+    # A job of its own, right after the search it follows: the launcher's warm-up deadline can stop before it.
+    planned = prefetch.jobs(runs, runs[0], sources, data.DECLARED, [], {})
+    at_search = next(i for i, (job, _) in enumerate(planned) if job is prefetch.slices_job)
+    assert planned[at_search + 1] == (prefetch.comparison_job, planned[at_search][1])
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_many_runs_scope_caption_is_the_store_s_own(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Beyond a chart's worth of runs, Domains and Turn depth take their scope caption (conventions, runs, turns,
+    dialogues) from the stored leaderboard they read anyway: the same line as the store's `scope_caption`,
+    every selected run counted, not only those drawn."""
+    from analysis import views
+    from analysis.store import runs as store_runs
+    from analysis.store import views as store_views
+    from analysis.workspace import read_manifest
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    entries = read_manifest(manifest).entries
+    # Stored now: a worker that opened these runs in an earlier test holds them scored in memory.
+    assert all(store_runs.ensure_all(entries, "exact", workers=1))
+    for page in ("domains", "turn_depth"):
+        at = opened_page(manifest, page, timeout=TIMEOUT)
+        expected = store_views.answer(views.scope_caption, [[(entry, "exact") for entry in entries]], {})
+        assert expected is not None and f"· {N} runs ·" in expected
+        assert at.caption[0].value.startswith(expected), (at.caption[0].value, expected)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_sidebar_says_how_many_runs_it_shows_beyond_a_list_s_worth(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A thousand chips in the sidebar took the browser about 0.3 s on every page and nobody reads them: beyond
+    `LISTED_RUNS` selected runs the sidebar says how many it shows (and which, when its name search chose
+    them), lists them on demand, and its search replaces the runs shown by those whose name matches. (AppTest
+    reruns only the page, not app.py's sidebar: each sidebar is looked at in a fresh session.)"""
+    from ui.sidebar import LISTED_RUNS
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    n = LISTED_RUNS + 4
+    manifest = _workspace(tmp_path, n)
+    every = [f"copy-{i:02d}" for i in range(n)]
+    ones = [f"copy-1{i}" for i in range(10)]
+
+    def listed(at: AppTest) -> list[list[str]]:
+        return [list(m.value) for m in at.sidebar.multiselect if m.label == "Runs shown"]
+
+    def said(at: AppTest) -> list[str]:
+        return [c.value for c in at.sidebar.caption if c.value.startswith("Runs shown")]
+
+    at = opened_page(manifest, "overview", timeout=TIMEOUT)
+    assert not listed(at) and said(at) == [f"Runs shown: all {n} (not listed one by one beyond {LISTED_RUNS})."]
+    assert at.session_state["runs"] == every and len(at.dataframe[0].value) == n  # every run is still on the board
+
+    def searched(text: str) -> AppTest:
+        at = opened_page(manifest, "overview", timeout=TIMEOUT)
+        [search] = [t for t in at.sidebar.text_input if t.label == "Show the runs whose name contains"]
+        return search.input(text).run()
+
+    at = searched("no such run")
+    assert at.session_state["runs"] == every and "No run's name contains 'no such run'" in str(
+        at.session_state["runs_search_note"]
+    )
+    at = searched("COPY-1")
+    assert at.session_state["runs"] == ones and not at.session_state["runs_search_note"]
+
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=ones, w_runs_search="COPY-1")
+    assert listed(at) == [ones] and not said(at) and len(at.dataframe[0].value) == 10  # few enough: listed
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every, w_runs_search="copy-")
+    assert not listed(at) and said(at) == [
+        f"Runs shown: all {n}, those whose name contains 'copy-' (not listed one by one beyond {LISTED_RUNS})."
+    ]
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every[:-1], runs_listed=False)
+    assert said(at) == [f"Runs shown: {n - 1} of {n} (not listed one by one beyond {LISTED_RUNS})."]
+    at = opened_page(manifest, "overview", timeout=TIMEOUT, runs=every, runs_listed=True)  # listed on demand
+    assert listed(at) == [every] and not said(at)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_the_prefetch_computes_the_error_items_of_the_runs_review_takes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Beyond a chart's worth of runs the Review page reviews the best by a chosen metric, or those its search
+    finds: the prefetch computes the error items and episodes of those very runs (0.2-0.3 s of the visit at
+    1,000 runs), as the session's widgets stand."""
+    from ui import data, prefetch, review
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    asked: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn in (review.review_errors, review.review_episodes):
+            asked.append((getattr(fn, "__name__", ""), tuple(source.run_id for source, _ in args[0])))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    for widgets in ({}, {"review_drawn_metric": "iaga"}, {"review_drawn_search": "copy-1"}):
+        asked.clear()
+        at = opened_page(manifest, "review", timeout=TIMEOUT, **widgets)
+        page = list(asked)
+        assert [name for name, _ in page] == ["review_errors", "review_episodes"]
+        assert len(page[0][1]) == (10 if widgets.get("review_drawn_search") else CHART_RUNS)
+        asked.clear()
+        runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+        prefetch.review_job(runs, sources, widgets, data.DECLARED)
+        assert asked == page
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_all_languages_looks_among_the_best_other_runs_and_says_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Cross-lingual's "All languages" finds the runs over Run A's dialogues by reading every run's turns (at 1,000
+    runs: minutes and GBs of the server): beyond a chart's worth of other runs it looks among the best by a
+    metric, or those a search finds, with Run A, and says so."""
+    from analysis import crosslingual
+    from ui import data
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    looked: list[list[str]] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is crosslingual.language_runs:
+            looked.append([source.run_id for source, _ in args[0]])
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    at = opened_page(manifest, "crosslingual", timeout=TIMEOUT, view_crosslingual="All languages")
+    run_a = at.session_state["run_a"]
+    captions = [c.value for c in at.caption]
+    expected = (
+        f"Runs over Run A's dialogues looked for among: the {CHART_RUNS} best of the {N - 1} selected runs by JGA"
+    )
+    assert any(c.startswith(expected) for c in captions), captions
+    [among] = looked
+    assert len(among) == CHART_RUNS + 1 and run_a in among
+
+    looked.clear()
+    at = opened_page(
+        manifest, "crosslingual", timeout=TIMEOUT, view_crosslingual="All languages", xl_languages_drawn_search="copy-1"
+    )
+    [among] = looked
+    assert set(among) == {at.session_state["run_a"], *(f"copy-1{i}" for i in range(10))}
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not all(p.exists() for p in [GOLD, *PREDICTIONS]), reason="the demo runs are absent (make demo)")
+def test_slices_searches_the_best_runs_together_and_says_so(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Searching the selected runs together reads every run's turns (1,000 MultiWOZ-size runs: 7 million turns):
+    beyond a chart's worth it searches the best by a chosen metric, or those a search finds, says so, and the
+    prefetch searches the very same runs."""
+    from analysis import slices
+    from ui import data, prefetch
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    manifest = _workspace(tmp_path, N)
+    searched: list[tuple] = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if fn is slices.find_slices:
+            searched.append(tuple(source.run_id for source, _ in args[0]))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    monkeypatch.setattr(prefetch, "start", lambda **_: False)
+    at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_pooled=True)
+    captions = [c.value for c in at.caption]
+    assert f"Searched together: the {CHART_RUNS} best of the {N} selected runs by JGA; search for others." in captions
+    # 20 demo runs hold more turns than a search of runs together takes: the page says so, of those 20
+    assert [len(found) for found in searched] == [CHART_RUNS] and f"{CHART_RUNS} runs together hold" in at.error[
+        0
+    ].value
+    searched.clear()
+    at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_pooled=True, slices_pooled_drawn_search="copy-1")
+    assert "Searched together: the 10 runs of the 24 selected whose name contains 'copy-1'." in [
+        c.value for c in at.caption
+    ]
+    [page] = searched
+    runs, sources = list(at.session_state["runs"]), dict(at.session_state["sources"])
+    assert list(page) == [f"copy-1{i}" for i in range(10)] and not at.error
+    searched.clear()
+    session = {"slices_pooled": True, "slices_pooled_drawn_search": "copy-1"}
+    prefetch.slices_job(runs, runs[0], sources, session, data.DECLARED)
+    assert searched == [page]

@@ -226,3 +226,19 @@ def test_the_pages_imports_wait_for_the_session_when_every_run_is_stored(
     rest = planned[-1]
     assert any(job is prefetch.review_job for job, _ in rest)  # the other pages' views are planned either way
     assert any(job is prefetch.import_pages_job for job, _ in rest) is not stored
+
+
+def test_the_server_watches_no_source_file_unless_asked(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Streamlit's source watcher rescans every loaded module's path after a page run that follows a new import
+    (0.25-0.35 s of the event loop per first visit): the launcher turns it off, unless told otherwise."""
+    from streamlit.web import cli
+
+    started: list[list[str]] = []
+    monkeypatch.setattr(serve, "warm", lambda *_: "warmed")
+    monkeypatch.setattr(serve, "serve_plotly_preloaded", lambda: None)
+    monkeypatch.setattr(cli, "main", lambda: started.append(list(sys.argv)))
+    monkeypatch.setattr(sys, "argv", list(sys.argv))
+    serve.main(["--workspace", str(DEMO)])
+    serve.main(["--workspace", str(DEMO), "--server.fileWatcherType", "auto"])
+    assert "--server.fileWatcherType=none" in started[0]
+    assert "--server.fileWatcherType=none" not in started[1] and "auto" in started[1]

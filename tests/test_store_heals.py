@@ -14,6 +14,7 @@ import os
 import re
 import shutil
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pyarrow as pa
@@ -209,6 +210,48 @@ def _one_line_per_entry(lines: list[str], keys: list[str]) -> dict[str, int]:
 
 
 @pytest.mark.slow
+def test_a_remembered_query_over_an_entry_damaged_since_heals_the_store(stored, caplog, monkeypatch):
+    """A store query over many runs is remembered (`data.stored_query`: finding 1,000 runs' entries costs a
+    page 0.1 s a call): an entry damaged after its query was remembered fails that query, which heals the
+    store as a fresh one would (removed with one warning line, the run scored again), and is forgotten."""
+    manifest, root, key = stored
+    monkeypatch.setattr(data, "QUERY_MEMO_RUNS", 1)  # the two runs count as many
+    pairs = [(data.source_from_entry(e), data.DECLARED) for e in read_manifest(manifest).entries]
+    assert data.stored_leaderboard(pairs, "jga") is not None
+    remembered = data.stored_query(views.leaderboard, [pairs], {"sort": "jga"})
+    assert remembered is not None and data.stored_query(views.leaderboard, [pairs], {"sort": "jga"}) is remembered
+    damage(root, key, "part-truncated")
+    st.cache_data.clear()  # the board itself is cached: asked again, the remembered query runs again
+    with caplog.at_level(logging.WARNING, logger="analysis.store"):
+        assert data.stored_leaderboard(pairs, "jga") is None  # the page computes it from the scored runs
+        entries.flush()
+    assert any(key in line for line in _warnings(caplog)), _warnings(caplog)
+    assert data.stored_query(views.leaderboard, [pairs], {"sort": "jga"}) is not remembered  # found afresh
+    assert data.stored_leaderboard(pairs, "jga") is not None  # the run stored again: the store answers
+
+
+def test_a_run_found_in_the_store_is_not_looked_up_again_until_its_files_change(stored, monkeypatch, tmp_path):
+    """Every page's run reads the workspace (`data.load_workspace`): a run found in the store is taken as loaded
+    on the next runs without its store lookup (1,000 of them cost every page about 0.07 s), until its files
+    change (their stamps are in its key) or the store moves; its tables are still read, or scored again, when a
+    page needs them."""
+    manifest, _, _ = stored
+    looked: list[str] = []
+    lookup = data._stored
+    monkeypatch.setattr(data, "_stored", lambda entry: looked.append(entry.name) or lookup(entry))
+    workspace = read_manifest(manifest)
+    assert list(data.load_workspace(workspace)[0]) == list(NAMES) and looked == list(NAMES)
+    looked.clear()
+    assert list(data.load_workspace(workspace)[0]) == list(NAMES) and looked == []
+    copy = tmp_path / workspace.entries[0].pred.name  # the first run's file changed: same bytes, a newer stamp
+    shutil.copyfile(workspace.entries[0].pred, copy)
+    changed = replace(workspace, entries=[replace(workspace.entries[0], pred=copy), *workspace.entries[1:]])
+    assert list(data.load_workspace(changed)[0]) == list(NAMES) and looked == [NAMES[0]]
+    looked.clear()
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "another"))  # another store: looked up there
+    assert list(data.load_workspace(workspace)[0]) == list(NAMES) and looked == list(NAMES)
+
+
 def test_every_page_opens_over_a_store_damaged_every_way(tmp_path, monkeypatch, caplog, ten_scored):
     """The dashboard (AppTest over `app.py`) on a workspace of ten runs whose entries are each damaged one of
     the ten ways: the Overview and the pages that read the other stored tables open without an exception or

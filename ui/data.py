@@ -179,12 +179,14 @@ def load_workspace(
     and the one-line error of each that failed. `before(i, source)` is called before each load."""
     sources: dict[str, RunSource] = {}
     failed: dict[str, str] = {}
+    root = str(store_entries.store_root())
     for i, entry in enumerate(workspace.entries):
         source = source_from_entry(entry)
         if before is not None:
             before(i, source)
-        if _stored(entry):  # scored before from these very files: it loads; parsed only when a page needs it
-            sources[entry.name] = source
+        if (source.key, root) in _LOADED or _stored(entry):  # scored before from these very files: it loads;
+            sources[entry.name] = source  # parsed only when a page needs it
+            _loaded((source.key, root))
             continue
         result = _first_read(source.key, source)
         if isinstance(result, str):
@@ -192,6 +194,19 @@ def load_workspace(
         else:
             sources[entry.name] = source
     return sources, failed
+
+
+# The runs found in the store, by their cache key (entry and files' stamps) and the store's place: the next
+# rerun of any session takes them as loaded without looking them up again (1,000 lookups: about 0.07 s of every
+# page's run). A run whose store entry has gone since is scored again when a page needs it (`scored`).
+_LOADED: set[tuple[str, str]] = set()
+LOADED_KEPT = 20_000
+
+
+def _loaded(key: tuple[str, str]) -> None:
+    if len(_LOADED) >= LOADED_KEPT:
+        _LOADED.clear()
+    _LOADED.add(key)
 
 
 @st.cache_resource(show_spinner=False, max_entries=128)
@@ -605,10 +620,57 @@ def _is_source(arg: Any) -> bool:
     return isinstance(arg, tuple) and bool(arg) and isinstance(arg[0], RunSource)
 
 
+# Store queries over many runs, remembered by their runs' cache keys (files' stamps, convention choice) and
+# parameters: finding 1,000 runs' entries (each key from the files' digests, each table's size checked) costs
+# 0.07-0.2 s a call, and a page at 1,000 runs makes several, the prefetch more. Only queries the store
+# answers are kept; an entry that has gone since fails its query, which heals the store (`_healed`, which
+# forgets them all), and the view is computed.
+_QUERIES: OrderedDict[tuple, store_views.Query] = OrderedDict()
+_QUERIES_LOCK = threading.Lock()
+QUERIES_KEPT = 64
+QUERY_MEMO_RUNS = 50  # calls over more runs than this are remembered; fewer cost little to find again
+
+
+def _query_key(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> tuple | None:
+    """The memo key of a call over a list of more than `QUERY_MEMO_RUNS` workspace runs, else None."""
+    if len(args) != 1 or not isinstance(args[0], list) or len(args[0]) <= QUERY_MEMO_RUNS:
+        return None
+    pairs = args[0]
+    if not all(_is_source(a) and not a[0].uploaded for a in pairs):
+        return None
+    try:
+        frozen = tuple(sorted((k, tuple(v) if isinstance(v, list) else v) for k, v in params.items()))
+        hash(frozen)
+    except TypeError:
+        return None
+    # A digest of the runs' keys, not the keys: 1,000 of them are about 0.4 MB, and up to QUERIES_KEPT are kept.
+    runs = hashlib.sha256("\0".join(f"{source.key}\0{choice}" for source, choice in pairs).encode()).hexdigest()
+    return (_name(fn), frozen, len(pairs), runs)
+
+
 def stored_query(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any]) -> store_views.Query | None:
     """`fn(*args, **params)` as a query over the score store (`analysis.store.views`: only headers read),
-    or None when the store does not answer it."""
-    return store_views.query(fn, args, params, find=_found, is_run=_is_source)
+    or None when the store does not answer it. A query over many runs is remembered (`_QUERIES`)."""
+    memo = _query_key(fn, args, params)
+    if memo is not None:
+        with _QUERIES_LOCK:
+            known = _QUERIES.get(memo)
+            if known is not None:
+                _QUERIES.move_to_end(memo)
+                return known
+    found = store_views.query(fn, args, params, find=_found, is_run=_is_source)
+    if found is not None and memo is not None:
+        with _QUERIES_LOCK:
+            _QUERIES[memo] = found
+            while len(_QUERIES) > QUERIES_KEPT:
+                _QUERIES.popitem(last=False)
+    return found
+
+
+def forget_queries() -> None:
+    """Forget the remembered store queries (`stored_query`): after a store entry was removed."""
+    with _QUERIES_LOCK:
+        _QUERIES.clear()
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
@@ -641,6 +703,7 @@ def _healed(args: Sequence[Any], removed: set[str]) -> None:
     workers store them whole). Not left to the view computed next: that view may be in the cache already
     (computed while another run was not yet stored), and the run would then stay out of the store, every
     later view of it computed from memory, until the server restarts."""
+    forget_queries()
     if not removed:
         return
     pairs = [a for arg in args for a in (arg if isinstance(arg, list) else [arg]) if _is_source(a)]

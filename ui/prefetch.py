@@ -289,7 +289,10 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     from analysis import slices
 
     together = len(runs) > 1 and bool(session.get("slices_pooled", False))
-    searched: Any = list(runs) if together else focus
+    searched: Any = focus
+    if together:  # beyond a chart's worth of runs, those the page searches together (`drawn`), in their order
+        pooled = set(drawn(runs, runs, "slices_pooled", sources, choice, session))
+        searched = [r for r in runs if r in pooled]
     options = [None, *[r for r in runs if together or r != focus]]
     train = choose(session.get("slices_train"), options)  # a selected run, or None
     args = ui.resolve([searched, train], sources, choice)[0]
@@ -298,17 +301,64 @@ def slices_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], 
     data.compute(slices.find_slices, args, {"exclude": excluded}, choice)
 
 
-def review_job(runs: list[str], sources: dict[str, data.RunSource], choice: str) -> None:
+def comparison_job(runs: list[str], focus: str, sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
+    """The Slices page's runs to compare a slice with: the other runs on the focus run's gold, found among the
+    runs it offers (beyond `CHART_RUNS` others, the best by `slices.COMPARE_BY` or those its search finds, out
+    of the stored leaderboard of the selected runs). Finding them loads each offered run's tables: about 1.3 s
+    for 20 MultiWOZ-size runs, the largest part of the page's first visit at 1,000 runs. A job of its own after
+    `slices_job` (same arguments), so that a deadline (the launcher's warm-up) can stop before it. Nothing
+    when the page searches the selected runs together: it then compares with no other run."""
+    from analysis import slices
+
+    if len(runs) > 1 and bool(session.get("slices_pooled", False)):
+        return
+    asked = list(dict.fromkeys([*runs, focus]))  # as `ui.scorer_read` asks
+    unread = data.compute(views.unread_gold, ui.resolve([asked], sources, choice)[0], {}, choice) if asked else {}
+    if focus in unread:
+        return
+    offered = drawn(
+        [r for r in runs if r not in unread and r != focus],
+        runs,
+        "slices",
+        sources,
+        choice,
+        session,
+        metric=slices.COMPARE_BY,
+    )
+    if offered:
+        data.compute(slices.comparison_runs, ui.resolve([focus, offered], sources, choice)[0], {}, choice)
+
+
+def review_job(runs: list[str], sources: dict[str, data.RunSource], session: Any, choice: str) -> None:
     """The Review page's error items and episodes of the selected runs (the slow part of its first visit:
-    about 2 s for 100 MultiWOZ-size runs)."""
-    from analysis.views.shown import CHART_RUNS
+    about 2 s for 100 MultiWOZ-size runs); of more than `CHART_RUNS`, of those the page reviews: the best by
+    its chosen metric, or those its search finds (`drawn`)."""
     from ui import review
 
-    if len(runs) > CHART_RUNS:  # the page reviews the best few by a metric it chooses (`ui.drawn_runs`)
-        return
-    args = ui.resolve([runs], sources, choice)[0]
+    reviewed = drawn(runs, runs, "review", sources, choice, session)
+    args = ui.resolve([reviewed], sources, choice)[0]
     data.compute(review.review_errors, args, {}, choice)
     data.compute(review.review_episodes, args, {}, choice)
+
+
+def drawn(
+    run_ids: list[str],
+    selected: list[str],
+    page: str,
+    sources: dict[str, data.RunSource],
+    choice: str,
+    session: Any,
+    metric: str | None = None,
+) -> list[str]:
+    """The runs `ui.drawn_runs(run_ids, page=page, metric=metric)` draws, as the session's widgets stand (its
+    metric, else the page's select box's, and its search), out of the same board (`ui.board_rows`)."""
+    from analysis.views.shown import CHART_RUNS, chart_runs
+
+    if len(run_ids) <= CHART_RUNS:
+        return list(run_ids)
+    metric = metric or choose(session.get(f"{page}_drawn_metric"), list(views.LEADERBOARD_METRICS))
+    board = ui.board_rows(run_ids, metric, selected=selected, sources=sources, choice=choice)
+    return chart_runs(board, metric=metric, search=str(session.get(f"{page}_drawn_search") or ""))[0]
 
 
 def reconcile_job(focus: str, sources: dict[str, data.RunSource], session: Any) -> None:
@@ -463,8 +513,14 @@ def jobs(
         *interval_jobs,
         *rest_views,
         *rest_figures,
-        *[then_job(first.then) for first in rest if first.then is not None],
+        *[job for first in rest if first.then is not None for job in _then_jobs(first.then)],
     ]
+
+
+def _then_jobs(then: Then) -> list[Job]:
+    """A page's declared next step as jobs: the Slices page's search, then its runs to compare with."""
+    job = then_job(then)
+    return [job, (comparison_job, job[1])] if job[0] is slices_job else [job]
 
 
 def start(delay: float = 0.0) -> bool:

@@ -431,6 +431,41 @@ def _edit_box() -> None:
                 st.warning(md(line))
 
 
+# Runs the sidebar lists one by one (a chip each): beyond, it says how many are shown and lists them on demand,
+# since a thousand chips take the browser about 0.3 s to draw on every page, and nobody reads them.
+LISTED_RUNS = 30
+
+
+def _matching(known: list[str], typed: str) -> list[str]:
+    return [r for r in known if typed.lower() in r.lower()]
+
+
+def _on_run_search() -> None:
+    """ "Show the runs whose name contains": the runs shown become those that match (every run when the text is
+    empty); none matching leaves them as they were, with a notice."""
+    typed = str(st.session_state.get("w_runs_search") or "").strip()
+    known = list(state.sources())
+    found = _matching(known, typed) if typed else known
+    st.session_state["runs_search_note"] = "" if found else f"No run's name contains {typed!r}: the runs shown stay."
+    if found:
+        st.session_state["runs"] = found
+
+
+def runs_shown_caption(shown: list[str], known: list[str], typed: str | None) -> str:
+    """What the sidebar says instead of listing more than `LISTED_RUNS` runs: how many of the session's runs
+    are shown, and which when the name search chose them.
+
+    >>> runs_shown_caption(["a1", "a2"], ["a1", "a2", "b"], "A")
+    "Runs shown: 2 of 3, those whose name contains 'A' (not listed one by one beyond 30)."
+    >>> runs_shown_caption(["a1", "b"], ["a1", "b"], None)
+    'Runs shown: all 2 (not listed one by one beyond 30).'
+    """
+    typed = (typed or "").strip()
+    count = f"all {len(shown):,}" if len(shown) == len(known) else f"{len(shown):,} of {len(known):,}"
+    which = f", those whose name contains {typed!r}" if typed and shown == _matching(known, typed) else ""
+    return f"Runs shown: {count}{which} (not listed one by one beyond {LISTED_RUNS})."
+
+
 def load(default_workspace: str) -> None:
     """Bring the session's runs up to date with the workspace files (cheap when cached)."""
     if "workspace_path" not in st.session_state:
@@ -472,14 +507,29 @@ def render() -> None:
     # Long names shortened where it stays unambiguous: a chip cut at its width made siblings look alike.
     short = short_names(known)
     shortened = "; long names are shortened where no other run could match (… stands for the parts left out)"
-    state.multiselect(
-        "Runs shown",
-        known,
-        state="runs",
-        container=sidebar,
-        format_func=lambda r: short.get(r, r),
-        help="the runs every page shows" + (shortened if any(short[r] != r for r in known) else ""),
-    )
+    if len(known) > LISTED_RUNS:
+        sidebar.text_input(
+            "Show the runs whose name contains",
+            key="w_runs_search",
+            on_change=_on_run_search,
+            placeholder="part of a run's name; empty: every run",
+            help="replaces the runs shown by those whose name contains this text (upper or lower case alike)",
+        )
+    if len(state.selected_runs()) <= LISTED_RUNS or state.toggle(
+        "List the runs shown, to add or remove one", state="runs_listed", container=sidebar
+    ):
+        state.multiselect(
+            "Runs shown",
+            known,
+            state="runs",
+            container=sidebar,
+            format_func=lambda r: short.get(r, r),
+            help="the runs every page shows" + (shortened if any(short[r] != r for r in known) else ""),
+        )
+    else:
+        sidebar.caption(md(runs_shown_caption(state.selected_runs(), known, st.session_state.get("w_runs_search"))))
+    if st.session_state.get("runs_search_note"):
+        sidebar.warning(md(st.session_state["runs_search_note"]))
     runs = state.selected_runs()
     if runs:
         state.select(
