@@ -5,7 +5,9 @@ the Overview's table still lists every run."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -60,6 +62,23 @@ def _workspace(folder: Path, n: int) -> Path:
     manifest = folder / "workspace.toml"
     manifest.write_text("\n".join(lines), encoding="utf-8")
     return manifest
+
+
+def _recorded(monkeypatch: pytest.MonkeyPatch, functions: tuple, note: Callable[[Any, list], Any]) -> list:
+    """A list that gets `note(fn, args)` of every `ui.data.compute` call of one of `functions` (the calls
+    themselves unchanged): which runs a page, or the prefetch, asked a view for."""
+    from ui import data
+
+    noted: list = []
+    compute = data.compute
+
+    def recording(fn: object, args: list, params: dict, choice: str) -> object:
+        if any(fn is f for f in functions):
+            noted.append(note(fn, args))
+        return compute(fn, args, params, choice)
+
+    monkeypatch.setattr(data, "compute", recording)
+    return noted
 
 
 def _charts(at: AppTest) -> dict[str, dict]:
@@ -154,15 +173,7 @@ def test_the_prefetch_finds_the_runs_slices_offers_to_compare_with(
 
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, N)
-    asked: list[tuple] = []
-    compute = data.compute
-
-    def recording(fn: object, args: list, params: dict, choice: str) -> object:
-        if fn is slices.comparison_runs:
-            asked.append(_offered(args))
-        return compute(fn, args, params, choice)
-
-    monkeypatch.setattr(data, "compute", recording)
+    asked = _recorded(monkeypatch, (slices.comparison_runs,), lambda fn, args: _offered(args))
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     for search in ("", "copy-1"):
         asked.clear()
@@ -265,15 +276,11 @@ def test_the_prefetch_computes_the_error_items_of_the_runs_review_takes(
 
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, N)
-    asked: list[tuple] = []
-    compute = data.compute
-
-    def recording(fn: object, args: list, params: dict, choice: str) -> object:
-        if fn in (review.review_errors, review.review_episodes):
-            asked.append((getattr(fn, "__name__", ""), tuple(source.run_id for source, _ in args[0])))
-        return compute(fn, args, params, choice)
-
-    monkeypatch.setattr(data, "compute", recording)
+    asked = _recorded(
+        monkeypatch,
+        (review.review_errors, review.review_episodes),
+        lambda fn, args: (getattr(fn, "__name__", ""), tuple(source.run_id for source, _ in args[0])),
+    )
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     for widgets in ({}, {"review_drawn_metric": "iaga"}, {"review_drawn_search": "copy-1"}):
         asked.clear()
@@ -296,19 +303,12 @@ def test_all_languages_looks_among_the_best_other_runs_and_says_so(
     runs: minutes and GBs of the server): beyond a chart's worth of other runs it looks among the best by a
     metric, or those a search finds, with Run A, and says so."""
     from analysis import crosslingual
-    from ui import data
 
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, N)
-    looked: list[list[str]] = []
-    compute = data.compute
-
-    def recording(fn: object, args: list, params: dict, choice: str) -> object:
-        if fn is crosslingual.language_runs:
-            looked.append([source.run_id for source, _ in args[0]])
-        return compute(fn, args, params, choice)
-
-    monkeypatch.setattr(data, "compute", recording)
+    looked = _recorded(
+        monkeypatch, (crosslingual.language_runs,), lambda fn, args: [source.run_id for source, _ in args[0]]
+    )
     at = opened_page(manifest, "crosslingual", timeout=TIMEOUT, view_crosslingual="All languages")
     run_a = at.session_state["run_a"]
     captions = [c.value for c in at.caption]
@@ -338,15 +338,9 @@ def test_slices_searches_the_best_runs_together_and_says_so(tmp_path: Path, monk
 
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
     manifest = _workspace(tmp_path, N)
-    searched: list[tuple] = []
-    compute = data.compute
-
-    def recording(fn: object, args: list, params: dict, choice: str) -> object:
-        if fn is slices.find_slices:
-            searched.append(tuple(source.run_id for source, _ in args[0]))
-        return compute(fn, args, params, choice)
-
-    monkeypatch.setattr(data, "compute", recording)
+    searched = _recorded(
+        monkeypatch, (slices.find_slices,), lambda fn, args: tuple(source.run_id for source, _ in args[0])
+    )
     monkeypatch.setattr(prefetch, "start", lambda **_: False)
     at = opened_page(manifest, "slices", timeout=TIMEOUT, slices_pooled=True)
     captions = [c.value for c in at.caption]
