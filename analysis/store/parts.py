@@ -365,13 +365,9 @@ def jga_bounds(parts: pd.DataFrame, by: str, n_dialogues: Mapping[Any, int], res
         stacked.setdefault(n, []).append((run, labels, num, den))
     bounds = []
     for n, items in stacked.items():
-        weights = stats.resample_counts(n, n_resamples=resamples, seed=0)
-        narrow = _narrow(n, resamples, 0)
-        num = _resampled(weights, narrow, np.vstack([i[2] for i in items]).T)
-        den = _resampled(weights, narrow, np.vstack([i[3] for i in items]).T)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            samples = num / den
-        low, high = stats._percentiles(samples, 0.95)
+        low, high = _jga_percentiles(
+            np.vstack([i[2] for i in items]).T, np.vstack([i[3] for i in items]).T, n, resamples
+        )
         at = 0
         for run, labels, _, _ in items:
             end = at + len(labels)
@@ -380,6 +376,15 @@ def jga_bounds(parts: pd.DataFrame, by: str, n_dialogues: Mapping[Any, int], res
     if not bounds:
         return pd.DataFrame({"run": [], by: [], "jga_low": [], "jga_high": []})
     return pd.concat(bounds, ignore_index=True)
+
+
+def _jga_percentiles(num: np.ndarray, den: np.ndarray, n: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 95% interval of each column's JGA from its (dialogues x groups) numerators and denominators, over
+    `stats`' resample matrix of `n` dialogues, seed 0."""
+    weights, narrow = stats.resample_counts(n, n_resamples=resamples, seed=0), _narrow(n, resamples, 0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        samples = _resampled(weights, narrow, num) / _resampled(weights, narrow, den)
+    return stats._percentiles(samples, 0.95)
 
 
 def headline_bounds(
@@ -520,11 +525,7 @@ def _with_bounds(table: pd.DataFrame, parts: pd.DataFrame, by: str, scored: Scor
     num, den = np.zeros((len(labels), n)), np.zeros((len(labels), n))
     num[g, d] = parts["num"].to_numpy()
     den[g, d] = parts["den"].to_numpy()
-    resamples = views.INTERVAL_RESAMPLES
-    weights, narrow = stats.resample_counts(n, n_resamples=resamples, seed=0), _narrow(n, resamples, 0)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        samples = _resampled(weights, narrow, num.T) / _resampled(weights, narrow, den.T)
-    low, high = stats._percentiles(samples, 0.95)
+    low, high = _jga_percentiles(num.T, den.T, n, views.INTERVAL_RESAMPLES)
     at = pd.Index(labels).get_indexer(pd.Series(table[by]).astype(parts[by].dtype).to_numpy())
     found = at >= 0
     return table.assign(
