@@ -26,7 +26,7 @@ import signal
 import subprocess
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
@@ -60,11 +60,16 @@ class Unrecognised:
 
 
 def load_entry_or_error(
-    entry: RunEntry, pred_data: bytes | None, gold_data: bytes | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+    entry: RunEntry,
+    pred_data: bytes | None,
+    gold_data: bytes | None,
+    memory_bytes: int = MEMORY_LIMIT_BYTES,
+    *,
+    cache_pred: bool = True,
 ) -> Run | str | Unrecognised:
     """`load_entry`, or the one-line error of a file that cannot be read (runs in the child)."""
     try:
-        return load_entry(entry, pred_data=pred_data, gold_data=gold_data)
+        return load_entry(entry, pred_data=pred_data, gold_data=gold_data, cache_pred=cache_pred)
     except InputError as exc:
         return _unrecognised(entry, pred_data, exc) or str(exc)
     except MemoryError:
@@ -118,25 +123,9 @@ def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
     in a child process within CPU_LIMIT_S and MEMORY_LIMIT_BYTES: its answer (an `Answer`'s value), or the
     one line saying why there is none (`name: <doing> it used more than ...`). The calling thread only waits;
     an `Answer`'s `then` runs in the child after the answer is read, under the same limits."""
-    path = os.environ.get("PYTHONPATH")
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([path] if path else [])])}
-    payload = pickle.dumps(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), protocol=pickle.HIGHEST_PROTOCOL)
-    child: subprocess.Popen[bytes] | forking.Forked | None = _FORKS.spawn(env)  # forked from a warm parent
-    if child is not None:
-        payload = forking.preamble(env) + payload
-    else:  # no warm parent: a fresh interpreter, as `python -m analysis.isolated`
-        child = subprocess.Popen(
-            [sys.executable, "-m", "analysis.isolated"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
-        )
     expired = threading.Event()
-    timer = threading.Timer(TIMEOUT_S, _expire, (child, expired))
-    timer.daemon = True
-    timer.start()
-    assert child.stdin is not None and child.stdout is not None
-    with contextlib.suppress(BrokenPipeError):  # a child that stopped early: its exit says why
-        child.stdin.write(payload)
-    with contextlib.suppress(BrokenPipeError):
-        child.stdin.close()
+    child, timer = _start(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), expired)
+    assert child.stdout is not None
     answer = child.stdout.read()  # to the end: the child closes its output once it has answered
     child.stdout.close()
     if answer:
@@ -151,6 +140,73 @@ def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
             return value
     code = child.wait()
     timer.cancel()
+    return _stopped(name, doing, code, expired)
+
+
+def run_isolated_each(names: Sequence[str], doing: str, function: str, *args: Any) -> Iterator[tuple[int, Any]]:
+    """`function(*args)`, a job that answers once per item (a generator, `names[i]` naming item `i`), in one
+    child process: within MEMORY_LIMIT_BYTES, and within CPU_LIMIT_S of CPU time and TIMEOUT_S of wall time
+    per item (the limits are set again before each). Yields `(i, answer)` as the child answers; when the
+    child stops at item `i`, `(i, the one line saying why)` and nothing after: the caller runs the items
+    after `i` again (in a new child). One child for many items: the imports and anything the job keeps
+    between items (a gold file's parse and shared side) are paid once, not per item."""
+    expired = threading.Event()
+    child, timer = _start(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES, len(names)), function, args), expired)
+    assert child.stdout is not None
+    i = 0
+    try:
+        while i < len(names):
+            try:
+                value = pickle.load(child.stdout)  # our own child's answer, never the user's bytes
+            except Exception:  # the end, or cut short: the child stopped; its exit says why
+                break
+            timer.cancel()
+            yield i, value
+            i += 1
+            timer = _armed(child, expired)
+    finally:
+        if i < len(names):  # stopped early, or the caller stopped asking: no child is left running
+            child.kill()
+        child.stdout.close()
+        code = child.wait()
+        timer.cancel()
+    if i < len(names):
+        yield i, _stopped(names[i], doing, code, expired)
+
+
+def _start(
+    job: tuple[Any, ...], expired: threading.Event
+) -> tuple[subprocess.Popen[bytes] | forking.Forked, threading.Timer]:
+    """A child running `job` (its limits, function, arguments), forked from the warm parent when there is
+    one, and the timer that stops it after TIMEOUT_S (setting `expired`)."""
+    path = os.environ.get("PYTHONPATH")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), *([path] if path else [])])}
+    payload = pickle.dumps(job, protocol=pickle.HIGHEST_PROTOCOL)
+    child: subprocess.Popen[bytes] | forking.Forked | None = _FORKS.spawn(env)  # forked from a warm parent
+    if child is not None:
+        payload = forking.preamble(env) + payload
+    else:  # no warm parent: a fresh interpreter, as `python -m analysis.isolated`
+        child = subprocess.Popen(
+            [sys.executable, "-m", "analysis.isolated"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env
+        )
+    timer = _armed(child, expired)
+    assert child.stdin is not None
+    with contextlib.suppress(BrokenPipeError):  # a child that stopped early: its exit says why
+        child.stdin.write(payload)
+    with contextlib.suppress(BrokenPipeError):
+        child.stdin.close()
+    return child, timer
+
+
+def _armed(child: subprocess.Popen[bytes] | forking.Forked, expired: threading.Event) -> threading.Timer:
+    timer = threading.Timer(TIMEOUT_S, _expire, (child, expired))
+    timer.daemon = True
+    timer.start()
+    return timer
+
+
+def _stopped(name: str, doing: str, code: int, expired: threading.Event) -> str:
+    """The one line of a child that stopped without answering."""
     if expired.is_set():
         return f"{name}: {doing} took longer than {TIMEOUT_S:.0f} s and was stopped"
     if code == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
@@ -194,20 +250,36 @@ def _mapping_proxy(items: dict) -> MappingProxyType:
 copyreg.pickle(MappingProxyType, lambda proxy: (_mapping_proxy, (dict(proxy),)))
 
 
-def _limit_self(cpu_s: int, memory_bytes: int) -> None:
+def _limit_self(cpu_s: int, memory_bytes: int, items: int = 1) -> None:
     """The child's own limits, set before it parses the user's bytes: CPU time (SIGXCPU at the soft limit,
-    whose default action ends the process; SIGKILL 5 s later), address space, and no core file."""
+    whose default action ends the process; SIGKILL 5 s later), address space, and no core file. With
+    `items`, the hard limit leaves room for that many jobs of `cpu_s` each, `_rearm` giving each its own."""
     import resource
 
     signal.signal(signal.SIGXCPU, signal.SIG_DFL)
-    used = resource.getrusage(resource.RUSAGE_SELF)
-    # The limit counts the process's whole CPU time, in whole seconds: what it has spent so far (a fresh
-    # interpreter's imports, about 0.6 s; next to nothing in a child forked from the warm parent), rounded
-    # up, plus `cpu_s`. So a job is stopped only past `cpu_s` seconds of its own, as its message says.
-    soft = math.ceil(used.ru_utime + used.ru_stime) + cpu_s
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 5))
+    # Each item may be up to a second over its whole seconds (`_rearm` rounds up): room for that too.
+    resource.setrlimit(resource.RLIMIT_CPU, (_soft_cpu(cpu_s), _soft_cpu(cpu_s) + (cpu_s + 1) * (items - 1) + 5))
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+
+
+def _soft_cpu(cpu_s: int) -> int:
+    """The limit counts the process's whole CPU time, in whole seconds: what it has spent so far (a fresh
+    interpreter's imports, about 0.6 s; next to nothing in a child forked from the warm parent; the items
+    before this one), rounded up, plus `cpu_s`. So a job is stopped only past `cpu_s` seconds of its own, as
+    its message says."""
+    import resource
+
+    used = resource.getrusage(resource.RUSAGE_SELF)
+    return math.ceil(used.ru_utime + used.ru_stime) + cpu_s
+
+
+def _rearm(cpu_s: int) -> None:
+    """The next item's CPU time: `cpu_s` from now (within the hard limit `_limit_self` set)."""
+    import resource
+
+    _, hard = resource.getrlimit(resource.RLIMIT_CPU)
+    resource.setrlimit(resource.RLIMIT_CPU, (min(_soft_cpu(cpu_s), hard - 5), hard))
 
 
 def _child() -> None:
@@ -218,12 +290,22 @@ def _child() -> None:
 
     from analysis import isolated
 
-    (cpu_s, memory_bytes), function, args = pickle.load(sys.stdin.buffer)
-    isolated._limit_self(cpu_s, memory_bytes)
+    limits, function, args = pickle.load(sys.stdin.buffer)
+    cpu_s, memory_bytes, *each = limits  # `each`: how many items a job of `run_isolated_each` answers
+    isolated._limit_self(cpu_s, memory_bytes, *each)
     module, _, attr = function.rpartition(".")
     call = getattr(importlib.import_module(module), attr)
     takes_limit = "memory_bytes" in inspect.signature(call).parameters
     result = call(*args, memory_bytes=memory_bytes) if takes_limit else call(*args)
+    if each:
+        for _ in range(each[0]):
+            isolated._rearm(cpu_s)
+            value = next(result, _DONE)
+            if value is _DONE:
+                break
+            sys.stdout.buffer.write(pickle.dumps(value, protocol=pickle.HIGHEST_PROTOCOL))
+            sys.stdout.buffer.flush()
+        return
     answer = result if isinstance(result, isolated.Answer) else isolated.Answer(result)
     sys.stdout.buffer.write(pickle.dumps(answer.value, protocol=pickle.HIGHEST_PROTOCOL))
     sys.stdout.buffer.flush()
@@ -232,6 +314,9 @@ def _child() -> None:
     os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if answer.then is not None:
         answer.then()
+
+
+_DONE = object()
 
 
 if __name__ == "__main__":

@@ -12,12 +12,21 @@ run) is raised again in the server as the in-process scorer raised it (`Refused`
 from __future__ import annotations
 
 import functools
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from analysis.errors import InputError
-from analysis.isolated import MEMORY_LIMIT_BYTES, Answer, Unrecognised, _gib, load_entry_or_error, run_isolated, settle
+from analysis.isolated import (
+    MEMORY_LIMIT_BYTES,
+    Answer,
+    Unrecognised,
+    _gib,
+    load_entry_or_error,
+    run_isolated,
+    run_isolated_each,
+    settle,
+)
 from analysis.model import Run
 from analysis.scoring import Scored, score_run
 from analysis.store import entries
@@ -68,11 +77,17 @@ def _score(run: Run, convention: str | None, name: str, memory_bytes: int) -> Sc
 
 
 def score_entry_job(
-    entry: RunEntry, convention: str | None, root: str | None, key: str | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+    entry: RunEntry,
+    convention: str | None,
+    root: str | None,
+    key: str | None,
+    memory_bytes: int = MEMORY_LIMIT_BYTES,
+    *,
+    cache_pred: bool = True,
 ) -> Answer:
     """(In the child.) The entry's files read and scored under `convention`; once the parent has the tables,
     saved in the store at `root` under `key` (when given)."""
-    loaded = load_entry_or_error(entry, None, None, memory_bytes)
+    loaded = load_entry_or_error(entry, None, None, memory_bytes, cache_pred=cache_pred)
     if isinstance(loaded, Unrecognised):
         return Answer(NotLoaded(loaded.error))
     if isinstance(loaded, str):
@@ -95,6 +110,103 @@ def score_entry_isolated(
         None if root is None else str(root), key,
     )  # fmt: skip
     return NotLoaded(found) if isinstance(found, str) else _checked(found, name)
+
+
+def score_entries_job(
+    jobs: Sequence[tuple[RunEntry, str | None, str]], root: str, memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> Iterator[NotLoaded | Refused | None]:
+    """(In the child, through `run_isolated_each`.) Each (entry, convention, store key) read, scored and saved
+    in the store at `root`, one after the other in this one process: None once it is stored (or could not
+    be written: the server scores it again when a page needs it), else the entry's `NotLoaded` or `Refused`.
+    Only that goes back: the server reads a stored run's tables when a page needs them. The prediction's
+    parse is not cached (the store keeps its tables); the gold file's is, and its shared side, for the runs
+    after the first."""
+    from analysis.store.runs import _one_blas_thread
+
+    _one_blas_thread()  # as a batch worker of `ensure_all`: one BLAS thread, the imported objects frozen
+    for entry, convention, key in jobs:
+        answer = score_entry_job(entry, convention, root, key, memory_bytes, cache_pred=False)
+        if isinstance(answer.value, Scored):
+            assert answer.then is not None
+            answer.then()
+            yield None
+        else:
+            yield answer.value
+
+
+# At most how many runs one child scores before the next takes over. A child's first run costs about 1.9 s
+# (the gold file's parse read from the cache, its shared side computed), each next one about 0.3 s: so each
+# worker takes two long batches (1,000 runs, 2 workers: 10 children of 100), and a child that stops (a hostile
+# file past its limits) loses no other run's work, the runs after it going to a new child.
+ENTRIES_PER_CHILD = 100
+
+
+def score_entries_isolated(
+    jobs: Sequence[tuple[RunEntry, str | None, str]],
+    root: Path,
+    *,
+    workers: int,
+    done: Callable[[int, NotLoaded | Refused | None], None],
+) -> None:
+    """Workspace runs the store does not hold, each (entry, convention, store key) read, scored and saved in
+    the store at `root` by `score_entries_job` in children within the worker's limits, `workers` children at
+    a time, each taking the next few runs (at most ENTRIES_PER_CHILD). `done(i, answer)` is called (from
+    a thread of this function) as the run `jobs[i]` is answered; a run whose child stopped gets that line as
+    a `NotLoaded`, and the runs after it go to another child. Returns when every run is answered."""
+    import queue
+    import threading
+
+    if not jobs:
+        return
+    workers = max(1, min(workers, len(jobs)))
+    # Two batches per worker (when there are several workers: so one finishing early takes over the other's).
+    size = max(1, min(ENTRIES_PER_CHILD, -(-len(jobs) // (workers * 2 if workers > 1 else 1))))
+    batches: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
+    for start in range(0, len(jobs), size):
+        batches.put(list(range(start, min(start + size, len(jobs)))))
+    remaining = [len(jobs)]
+    lock = threading.Lock()
+    finished = threading.Event()
+
+    def answered(i: int, value: NotLoaded | Refused | None) -> None:
+        done(i, value)
+        with lock:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                finished.set()
+
+    def work() -> None:
+        while not finished.is_set():
+            try:
+                batch = batches.get(timeout=0.1)
+            except queue.Empty:
+                continue
+            names = [Path(str(jobs[i][0].pred)).name for i in batch]
+            last = -1
+            try:
+                answers = run_isolated_each(
+                    names, "reading and scoring", "analysis.isolated_jobs.score_entries_job",
+                    [jobs[i] for i in batch], str(root),
+                )  # fmt: skip
+                for j, value in answers:
+                    if isinstance(value, str):  # the child stopped at this run: its line
+                        value = NotLoaded(value)
+                    elif not isinstance(value, NotLoaded | Refused | None):
+                        value = NotLoaded(f"{names[j]}: cannot score")
+                    answered(batch[j], value)
+                    last = j
+            except Exception as exc:  # no child could be started (out of processes, say): one line each
+                for j in range(last + 1, len(batch)):
+                    answered(batch[j], NotLoaded(f"{names[j]}: cannot score ({type(exc).__name__})"))
+                continue
+            if last + 1 < len(batch):
+                batches.put(batch[last + 1 :])
+
+    threads = [threading.Thread(target=work, daemon=True, name=f"score-entries-{n}") for n in range(workers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
 
 
 def score_run_job(

@@ -21,6 +21,12 @@
 100 of these runs, then starts the server (`scripts/serve.py`, as `make run`) twice and reports when it
 answers and its RSS. Targets: <= 5 s, <= 1 GB.
 
+`--cold-open 1000` instead: the dashboard opening a workspace of that many of these runs with an EMPTY store
+and parse cache (`ui.data.load_workspace`, as the sidebar calls it: the runs scored into the store by worker
+children within the server's limits, `ui.data._score_new`), in a fresh process. Reports the wall time, the
+CPU of the process tree and of the server process alone, and the peak RSS of the tree, beside the machine's
+speed; compare with the 1,000-run row of the default mode (`ensure_all`, the same work without the limits).
+
 `--stages` instead: where one run's CPU goes when it is scored into the store (parse, pairing and
 scoring, each summary table, each table's Parquet bytes), step by step in one process: what bounds the
 cost per run.
@@ -345,6 +351,70 @@ def stages(runs_dir: Path, repeat: int = 7) -> int:
     return 0
 
 
+def cold_open(n: int, runs_dir: Path) -> int:
+    """`--cold-open`: the dashboard's first read of a workspace of `n` new runs, in a fresh process with an
+    empty store and parse cache."""
+    if not GOLD.exists():
+        print(f"skipped: {GOLD} is absent", file=sys.stderr)
+        return 0
+    write_runs(runs_dir, n)
+    before = _reference(runs_dir)
+    cache = Path(tempfile.mkdtemp(prefix=f"dst-cold-{n}-"))
+    try:
+        load = os.getloadavg()[0]
+        command = [sys.executable, __file__, "--cold-one", str(n), "--runs-dir", str(runs_dir)]
+        done = subprocess.run(command, env={**os.environ, "DST_CACHE_DIR": str(cache)}, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout, done.stderr, file=sys.stderr)
+            return 1
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    print(
+        f"the dashboard opening a workspace of {n:,} new runs (empty store and parse cache): "
+        f"{found['wall_s']:.1f} s ({n / found['wall_s']:.1f} runs/s), CPU of the process tree "
+        f"{found['cpu_s']:.0f} s ({found['cpu_s'] / n:.2f} s per run), of the server process "
+        f"{found['server_cpu_s']:.1f} s; peak RSS of the tree {found['peak_gb']:.2f} GB; failed {found['failed']}; "
+        f"machine speed: one run in process {before:.3f} CPU-s; load average {load:.1f} before, "
+        f"{os.getloadavg()[0]:.1f} after"
+    )
+    return 0
+
+
+def _cold_one(n: int, runs_dir: Path) -> int:
+    import logging
+
+    from analysis.workspace import read_manifest
+    from ui import data
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no script run context": no Streamlit server here
+    folder = Path(tempfile.mkdtemp(prefix="dst-cold-manifest-"))
+    lines = ['[workspace]\nname = "cold"\nallow_outside_root = true\n']
+    for path in sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]:
+        lines.append(
+            f'[[runs]]\nname = "{path.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
+            f'format = "jsonl"\npred = "{path}"\ngold = "{GOLD}"\n'
+        )
+    manifest = folder / "workspace.toml"
+    manifest.write_text("\n".join(lines), encoding="utf-8")
+    workspace = read_manifest(manifest)
+    start, own = time.perf_counter(), time.process_time()
+    with TreeRss() as tree:
+        sources, failed = data.load_workspace(workspace)
+    wall = time.perf_counter() - start
+    assert len(sources) + len(failed) == n
+    shutil.rmtree(folder, ignore_errors=True)
+    found = {
+        "wall_s": wall,
+        "cpu_s": tree.cpu_s,
+        "server_cpu_s": time.process_time() - own,
+        "peak_gb": tree.peak / 1024**3,
+        "failed": len(failed),
+    }
+    print(json.dumps(found))
+    return 0
+
+
 def _reference(runs_dir: Path) -> float:
     cache = Path(tempfile.mkdtemp(prefix="dst-scale-reference-"))
     try:
@@ -370,7 +440,15 @@ def main() -> int:
         "--restart", type=int, help="instead: the server's warm restart on a workspace of this many runs"
     )
     parser.add_argument("--stages", action="store_true", help="instead: where one run's CPU goes, step by step")
+    parser.add_argument(
+        "--cold-open", type=int, help="instead: the dashboard opening a workspace of this many new runs"
+    )
+    parser.add_argument("--cold-one", type=int, help=argparse.SUPPRESS)  # the same, in this process (internal)
     args = parser.parse_args()
+    if args.cold_open:
+        return cold_open(args.cold_open, args.runs_dir)
+    if args.cold_one:
+        return _cold_one(args.cold_one, args.runs_dir)
     if args.stages:
         return stages(args.runs_dir)
     if args.one:

@@ -30,7 +30,13 @@ from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
 from analysis.formats.reading import limit as read_limit
 from analysis.isolated import Unrecognised, load_entry_isolated
-from analysis.isolated_jobs import NotLoaded, Refused, score_entry_isolated, score_run_isolated
+from analysis.isolated_jobs import (
+    NotLoaded,
+    Refused,
+    score_entries_isolated,
+    score_entry_isolated,
+    score_run_isolated,
+)
 from analysis.model import Run, RunInfo
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored
@@ -173,13 +179,20 @@ def load(source: RunSource) -> Run | str:
 
 
 def load_workspace(
-    workspace: Workspace, before: Callable[[int, RunSource], None] | None = None
+    workspace: Workspace,
+    before: Callable[[int, RunSource], None] | None = None,
+    scoring: Callable[[int, int], None] | None = None,
 ) -> tuple[dict[str, RunSource], dict[str, str]]:
     """Every run of the manifest loaded (cached): the sources of those that loaded, in manifest order,
-    and the one-line error of each that failed. `before(i, source)` is called before each load."""
+    and the one-line error of each that failed. `before(i, source)` is called before each run is looked
+    at. Runs the store does not hold yet, when there are several, are scored into it by worker children
+    two at a time (`_score_new`), `scoring(done, total)` called as each is answered; a single one is read
+    by `_first_read`, whose worker hands its tables over to the page that shows it."""
     sources: dict[str, RunSource] = {}
     failed: dict[str, str] = {}
-    root = str(store_entries.store_root())
+    store = store_entries.store_root()
+    root = str(store)
+    new: list[tuple[RunEntry, RunSource]] = []
     for i, entry in enumerate(workspace.entries):
         source = source_from_entry(entry)
         if before is not None:
@@ -187,13 +200,104 @@ def load_workspace(
         if (source.key, root) in _LOADED or _stored(entry):  # scored before from these very files: it loads;
             sources[entry.name] = source  # parsed only when a page needs it
             _loaded((source.key, root))
-            continue
-        result = _first_read(source.key, source)
-        if isinstance(result, str):
-            failed[entry.name] = result
+        elif (source.key, root) in _NOT_READ:  # failed before, these very files: read once
+            failed[entry.name] = _NOT_READ[(source.key, root)]
         else:
-            sources[entry.name] = source
-    return sources, failed
+            new.append((entry, source))
+    if store is not None and len(new) > 1:
+        not_read = _score_new(new, store, scoring)
+        failed.update(not_read)
+        sources.update({entry.name: source for entry, source in new if entry.name not in not_read})
+    else:
+        for entry, source in new:
+            result = _first_read(source.key, source)
+            if isinstance(result, str):
+                failed[entry.name] = result
+            else:
+                sources[entry.name] = source
+    order = {entry.name: i for i, entry in enumerate(workspace.entries)}
+    return dict(sorted(sources.items(), key=lambda item: order[item[0]])), failed
+
+
+# Runs of a workspace being scored into the store by `_score_new`, by store key: a rerun (another session,
+# or this one after a click) that finds one waits for it instead of scoring it a second time.
+_SCORING: dict[str, threading.Event] = {}
+_SCORING_LOCK = threading.Lock()
+# The one line of each run whose files did not load: by store key (`_score_new`, for the entries that waited
+# on one), and by cache key and store place (`load_workspace`: read once, these very files).
+_FAILED_KEYS: dict[str, str] = {}
+_NOT_READ: dict[tuple[str, str], str] = {}
+
+
+def _remember_line(memory: dict[Any, str], key: Any, line: str) -> None:
+    memory[key] = line
+    if len(memory) > LOADED_KEPT:
+        memory.pop(next(iter(memory)))
+
+
+def _score_new(
+    new: list[tuple[RunEntry, RunSource]], store: Path, scoring: Callable[[int, int], None] | None
+) -> dict[str, str]:
+    """The workspace runs the store does not hold, read, scored and saved there by worker children
+    (`score_entries_isolated`: many runs per child, as many children at a time as `ensure_all` runs
+    workers), not one child per run handing its tables back: a new 1,000-run workspace opens in about the
+    time the batch scorer takes. A run that a rerun is scoring already (or an entry of the same files and
+    convention) is waited for, not scored twice. Returns the one-line error of each run that did not load
+    (a refused convention is said where the run is scored, as `_first_read` leaves it); the others are
+    then taken as loaded (`_LOADED`)."""
+    root = str(store)
+    jobs: list[tuple[RunEntry, str | None, str]] = []
+    waits: list[tuple[RunSource, str, threading.Event]] = []
+    failed: dict[str, str] = {}
+    for entry, source in new:
+        convention = entry.meta.convention
+        try:
+            key = store_runs.key(entry, convention, store)
+        except OSError:  # a special file or an unreadable one: its own reader says what is wrong
+            result = _first_read(source.key, source)
+            if isinstance(result, str):
+                failed[entry.name] = result
+            continue
+        with _SCORING_LOCK:
+            event = _SCORING.get(key)
+            if event is None:
+                _SCORING[key] = event = threading.Event()
+                jobs.append((entry, convention, key))
+        waits.append((source, key, event))
+
+    answered: set[int] = set()
+
+    def done(i: int, answer: NotLoaded | Refused | None) -> None:
+        key = jobs[i][2]
+        if isinstance(answer, NotLoaded):
+            _remember_line(_FAILED_KEYS, key, answer.line)
+        answered.add(i)
+        with _SCORING_LOCK:
+            _SCORING.pop(key).set()
+
+    def score() -> None:
+        try:
+            score_entries_isolated(jobs, store, workers=store_runs.default_workers(), done=done)
+        finally:  # never a run left waited for: one that was not answered says so
+            for i in sorted(set(range(len(jobs))) - answered):
+                done(i, NotLoaded(f"{Path(str(jobs[i][0].pred)).name}: cannot score"))
+
+    if jobs:  # scored by a thread of its own: a rerun that stops this one leaves it going, and waits for it
+        threading.Thread(target=score, daemon=True, name="score-workspace").start()
+    pending = waits
+    while pending:
+        pending[0][2].wait(0.25)
+        pending = [wait for wait in pending if not wait[2].is_set()]
+        if scoring is not None:
+            scoring(len(waits) - len(pending), len(waits))
+    for source, key, _ in waits:
+        line = _FAILED_KEYS.get(key)
+        if line is not None:
+            failed[source.run_id] = line
+            _remember_line(_NOT_READ, (source.key, root), line)
+        else:  # stored, or refused by its convention (said where a page scores it)
+            _loaded((source.key, root))
+    return failed
 
 
 # The runs found in the store, by their cache key (entry and files' stamps) and the store's place: the next

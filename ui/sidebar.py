@@ -43,7 +43,10 @@ def _open_workspace(path: str) -> None:
         if source.key not in loaded:
             progress.caption(md(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…"))
 
-    sources, failed = data.load_workspace(manifest, announce)
+    def scoring(done: int, total: int) -> None:
+        progress.caption(f"scoring {total:,} new runs into the store: {done:,} done…")
+
+    sources, failed = data.load_workspace(manifest, announce, scoring)
     progress.empty()
     st.session_state["_loaded_keys"] = {s.key for s in sources.values()}
     for name, source in uploads.items():

@@ -204,6 +204,12 @@ def _one_blas_thread() -> None:
     gc.freeze()
 
 
+def default_workers() -> int:
+    """How many processes score runs at a time: the cores this process may use, at most 2 (the server's
+    other sessions keep the rest of a bigger machine)."""
+    return max(1, min(2, len(os.sched_getaffinity(0))))
+
+
 def ensure_all(
     items: Sequence[RunEntry], convention: str | None, *, workers: int | None = None, root: Path | None = None
 ) -> list[entries.Entry | None]:
@@ -213,7 +219,7 @@ def ensure_all(
     root = root if root is not None else entries.store_root()
     if root is None:
         return [None] * len(items)
-    workers = workers or max(1, min(2, len(os.sched_getaffinity(0))))
+    workers = workers or default_workers()
     # Keys are computed here, once: every worker stores under the key this process will look up.
     keys = [key(item, convention, root) for item in items]
     if workers == 1 or len(items) <= 1:

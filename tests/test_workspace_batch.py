@@ -1,0 +1,197 @@
+"""A workspace of several runs the store does not hold is scored into it by worker children, many runs per
+child and two children at a time (`ui.data._score_new`, `analysis.isolated_jobs.score_entries_isolated`,
+`analysis.isolated.run_isolated_each`), not one child per run handing its tables back: each run keeps the
+worker's limits, a run past them costs no other run its work, a file that does not load is its one line,
+and no run is scored twice."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import threading
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis import isolated, isolated_jobs
+from analysis.isolated_jobs import NotLoaded
+from analysis.scoring import score_run
+from analysis.store import entries as store_entries
+from analysis.store import runs as store_runs
+from analysis.workspace import load_entry, read_manifest
+from tests.test_isolated_limits import _hostile_entry
+from ui import data
+
+ROOT = Path(__file__).resolve().parents[1]
+DEMO = ROOT / "data" / "demo"
+SIMULATED = "simulated-A-mwz-en-predicted"
+
+
+def _copies(tmp_path: Path, n: int, *, broken: int | None = None) -> Path:
+    """A manifest of `n` distinct runs: the demo's simulated MultiWOZ run with one predicted value changed
+    per copy (so each has its own store key), the `broken` one (index) not JSON at all."""
+    entry = next(e for e in read_manifest(DEMO / "workspace.toml").entries if e.name == SIMULATED)
+    with gzip.open(entry.pred, "rt", encoding="utf-8") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    tmp_path.mkdir(parents=True, exist_ok=True)
+    gold = tmp_path / Path(str(entry.gold)).name
+    shutil.copy(entry.gold, gold)
+    runs = []
+    for i in range(n):
+        pred = tmp_path / f"run-{i}.jsonl"
+        if i == broken:
+            pred.write_text('{"dialogue_id": "x", "turn_index": 0, "pred": {\n', encoding="utf-8")
+        else:
+            changed = json.loads(json.dumps(records))
+            changed[i % len(changed)]["pred"] = {"hotel": {"name": f"copy {i}"}}
+            pred.write_text("".join(json.dumps(r) + "\n" for r in changed), encoding="utf-8")
+        runs.append(
+            f'[[runs]]\nname = "run-{i}"\nsystem = "copy"\ndataset = "MultiWOZ 2.1"\nformat = "{entry.format}"\n'
+            f'convention = "exact"\npred = "{pred.name}"\ngold = "{gold.name}"\n'
+        )
+    manifest = tmp_path / "workspace.toml"
+    manifest.write_text('[workspace]\nname = "copies"\n\n' + "\n".join(runs), encoding="utf-8")
+    return manifest
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    root = store_entries.store_root()
+    assert root is not None
+    return root
+
+
+def _scheduled(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The store keys handed to the batch scorer, in order (it still scores them)."""
+    keys: list[str] = []
+    real = data.score_entries_isolated
+
+    def recording(jobs, root, **kwargs):  # type: ignore[no-untyped-def]
+        keys.extend(key for _, _, key in jobs)
+        return real(jobs, root, **kwargs)
+
+    monkeypatch.setattr(data, "score_entries_isolated", recording)
+    return keys
+
+
+def test_a_new_workspace_is_scored_into_the_store_in_batches(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    workspace = read_manifest(_copies(tmp_path / "runs", 5, broken=3))
+    scheduled = _scheduled(monkeypatch)
+    monkeypatch.setattr(data, "_first_read", lambda *a: pytest.fail("a run read by a child of its own"))
+    progress: list[tuple[int, int]] = []
+    sources, failed = data.load_workspace(workspace, None, lambda done, total: progress.append((done, total)))
+
+    assert list(sources) == ["run-0", "run-1", "run-2", "run-4"]  # manifest order
+    assert list(failed) == ["run-3"]
+    # The same line the one-run path gives (the file, its format, the first offending line).
+    assert failed["run-3"] == isolated.load_entry_or_error(workspace.entries[3], None, None)
+    assert failed["run-3"].endswith(
+        "run-3.jsonl [format: jsonl]: line 1 is not valid JSON (Expecting property name enclosed in double quotes)"
+    )
+    assert len(scheduled) == 5 == len(set(scheduled))
+    assert progress[-1] == (5, 5) and all(total == 5 for _, total in progress)
+    # Each loaded run is in the store, with the tables this process's scorer gives.
+    for entry in workspace.entries:
+        if entry.name == "run-3":
+            assert store_runs.stored(entry, entry.meta.convention) is None
+            continue
+        stored = store_runs.stored(entry, entry.meta.convention)
+        assert stored is not None, entry.name
+        expected = score_run(load_entry(entry), entry.meta.convention)
+        read_back = store_entries.load(store, stored.key)
+        assert read_back is not None
+        pd.testing.assert_series_equal(
+            read_back.turns["joint_correct"].reset_index(drop=True),
+            expected.turns["joint_correct"].reset_index(drop=True),
+            check_dtype=False,
+        )
+
+    # Read again (a rerun): nothing is scored or read again, the failure is its same line.
+    monkeypatch.setattr(data, "score_entries_isolated", lambda *a, **k: pytest.fail("scored twice"))
+    again = data.load_workspace(workspace)
+    assert list(again[0]) == list(sources) and again[1] == failed
+
+
+def test_two_reruns_at_once_score_each_run_once(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    workspace = read_manifest(_copies(tmp_path / "runs", 4))
+    scheduled = _scheduled(monkeypatch)
+    found: list[tuple[dict, dict]] = []
+    threads = [threading.Thread(target=lambda: found.append(data.load_workspace(workspace))) for _ in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(scheduled) == sorted(set(scheduled)) and len(scheduled) == 4
+    assert [list(s) for s, _ in found] == [["run-0", "run-1", "run-2", "run-3"]] * 2
+    assert [f for _, f in found] == [{}, {}]
+
+
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
+def test_a_run_past_the_cpu_limit_costs_no_other_run_its_work(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One child takes three runs; the second spins past the CPU limit: the first is answered, the second is
+    the limit's line, and the third goes to a new child."""
+    monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
+    good = read_manifest(_copies(tmp_path / "runs", 3)).entries
+    hostile = _hostile_entry(tmp_path)
+    jobs = [(entry, "exact", store_runs.key(entry, "exact", store)) for entry in (good[0], hostile, good[1])]
+    jobs[1] = (hostile, None, store_runs.key(hostile, None, store))
+    answers: dict[int, object] = {}
+    children = _children(monkeypatch)
+    isolated_jobs.score_entries_isolated(jobs, store, workers=1, done=answers.__setitem__)
+    assert answers == {
+        0: None,
+        1: NotLoaded("hostile.json: reading and scoring it used more than 1 s of CPU time; stopped"),
+        2: None,
+    }
+    assert children == [3, 1]  # the first child's three runs, then the run after the hostile one
+    for entry, convention, _ in (jobs[0], jobs[2]):
+        assert store_runs.stored(entry, convention) is not None
+
+
+def test_each_item_has_the_cpu_limit_to_itself(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(isolated, "CPU_LIMIT_S", 1)
+    # Three items of 0.6 s of CPU each: 1.8 s in one child, past one limit, within each item's own.
+    answers = list(isolated.run_isolated_each(["a", "b", "c"], "spinning", "tests.test_workspace_batch.spin", 0.6))
+    assert answers == [(0, "a"), (1, "b"), (2, "c")]
+    answers = list(isolated.run_isolated_each(["a", "b", "c"], "spinning", "tests.test_workspace_batch.spin", 3.0))
+    assert answers == [(0, "a: spinning it used more than 1 s of CPU time; stopped")]
+
+
+def spin(seconds: float) -> object:
+    """(In the child.) Answers "a", "b", "c", each after `seconds` of CPU time."""
+    import time
+
+    for name in "abc":
+        until = time.process_time() + seconds
+        while time.process_time() < until:
+            pass
+        yield name
+
+
+def _children(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many runs each child of `score_entries_isolated` was given, in order."""
+    sizes: list[int] = []
+    real = isolated_jobs.run_isolated_each
+
+    def recording(names, *args):  # type: ignore[no-untyped-def]
+        sizes.append(len(names))
+        return real(names, *args)
+
+    monkeypatch.setattr(isolated_jobs, "run_isolated_each", recording)
+    return sizes
+
+
+def test_a_single_new_run_is_still_handed_over(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One new run: read by `_first_read`, whose worker hands its tables to the page (no read back)."""
+    workspace = read_manifest(_copies(tmp_path / "runs", 1))
+    monkeypatch.setattr(data, "score_entries_isolated", lambda *a, **k: pytest.fail("one run batched"))
+    data._first_read.clear()
+    sources, failed = data.load_workspace(workspace)
+    assert list(sources) == ["run-0"] and not failed
