@@ -40,6 +40,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -145,7 +146,7 @@ def warm(workspace: str, started: float | None = None) -> str:
     manifest = data.open_manifest(workspace)
     if isinstance(manifest, str):
         return f"{NOT_WARMED}: {manifest}"
-    sources, failed = data.load_workspace(manifest)
+    sources, failed = data.load_workspace(manifest, None, _scoring_said())
     runs = list(sources)
     if not runs:
         return f"{NOT_WARMED}: none of its {len(manifest.entries)} runs loaded"
@@ -166,6 +167,20 @@ def warm(workspace: str, started: float | None = None) -> str:
             else f"; {done} of the other pages' {len(rest)} first views computed, the rest after the first page"
         )
     )
+
+
+def _scoring_said(every_s: float = 5.0) -> Callable[[int, int], None]:
+    """`load_workspace`'s progress while the runs the store does not hold are scored into it: a line on
+    stderr every `every_s` seconds and at the end (1,000 new runs take minutes; the launcher is not stuck)."""
+    said = [-math.inf]
+
+    def scoring(done: int, total: int) -> None:
+        now = time.monotonic()
+        if done == total or now - said[0] >= every_s:
+            said[0] = now
+            print(f"dashboard: scoring {total:,} new runs into the store: {done:,} done", file=sys.stderr, flush=True)
+
+    return scoring
 
 
 # glibc malloc arenas for the server (mallopt M_ARENA_MAX): Streamlit runs each session's script in a

@@ -242,3 +242,16 @@ def test_the_server_watches_no_source_file_unless_asked(monkeypatch: pytest.Monk
     serve.main(["--workspace", str(DEMO), "--server.fileWatcherType", "auto"])
     assert "--server.fileWatcherType=none" in started[0]
     assert "--server.fileWatcherType=none" not in started[1] and "auto" in started[1]
+
+
+def test_the_launcher_says_how_far_the_scoring_of_new_runs_is(capsys: pytest.CaptureFixture[str]) -> None:
+    """A workspace of runs the store does not hold (a sweep's new folder: minutes at 1,000 runs): a line on
+    stderr at the start, every few seconds, and at the end, so the launcher is not taken for stuck."""
+    said = serve._scoring_said(every_s=3600)
+    for done in (0, 1, 2, 3):
+        said(done, 4)
+    said(4, 4)
+    assert capsys.readouterr().err.splitlines() == [
+        "dashboard: scoring 4 new runs into the store: 0 done",
+        "dashboard: scoring 4 new runs into the store: 4 done",
+    ]
