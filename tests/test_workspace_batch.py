@@ -195,3 +195,20 @@ def test_a_single_new_run_is_still_handed_over(tmp_path: Path, store: Path, monk
     data._first_read.clear()
     sources, failed = data.load_workspace(workspace)
     assert list(sources) == ["run-0"] and not failed
+
+
+def test_a_run_stored_since_it_was_looked_at_is_not_scored_again(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another rerun may store a run between this rerun's look at the store and its turn to schedule the
+    run: it is checked again then, and taken as it is."""
+    workspace = read_manifest(_copies(tmp_path / "runs", 3, broken=2))
+    first = data.load_workspace(workspace)
+    monkeypatch.setattr(data, "_LOADED", set())
+    monkeypatch.setattr(data, "_NOT_READ", {})
+    monkeypatch.setattr(data, "_stored", lambda entry: False)  # as if looked at before the other rerun stored it
+    scheduled = _scheduled(monkeypatch)
+    again = data.load_workspace(workspace)
+    assert scheduled == []
+    assert list(again[0]) == list(first[0]) == ["run-0", "run-1"]
+    assert again[1] == first[1] and list(first[1]) == ["run-2"]

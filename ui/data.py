@@ -261,8 +261,13 @@ def _score_new(
         with _SCORING_LOCK:
             event = _SCORING.get(key)
             if event is None:
-                _SCORING[key] = event = threading.Event()
-                jobs.append((entry, convention, key))
+                event = threading.Event()
+                # Scored (or failed) by another rerun since this one looked: settled, not scored again.
+                if key in _FAILED_KEYS or store_entries.lookup(store, key, deep=False) is not None:
+                    event.set()
+                else:
+                    _SCORING[key] = event
+                    jobs.append((entry, convention, key))
         waits.append((source, key, event))
 
     answered: set[int] = set()
