@@ -146,11 +146,14 @@ def warm(workspace: str, started: float | None = None) -> str:
     manifest = data.open_manifest(workspace)
     if isinstance(manifest, str):
         return f"{NOT_WARMED}: {manifest}"
-    sources, failed = data.load_workspace(manifest, None, _scoring_said())
+    read: list[str] = []
+    sources, failed = data.load_workspace(manifest, None, _scoring_said(), read=read)
     runs = list(sources)
     if not runs:
         return f"{NOT_WARMED}: none of its {len(manifest.entries)} runs loaded"
-    every_run_stored = not failed and all_stored([s.entry for s in sources.values()])
+    # A restart (the store held every run already), not a workspace whose runs were just scored into the store:
+    # those get the whole warm-up, as a first start always has (their entries were stored a moment ago).
+    every_run_stored = not failed and not read and all_stored([s.entry for s in sources.values()])
     prefetch.run_jobs(prefetch.first_page_jobs(runs, sources, data.DECLARED))
     budget = warm_budget(every_run_stored, time.perf_counter() - started)
     rest = prefetch.jobs(runs, runs[0], sources, data.DECLARED, list(manifest.mappings), {})

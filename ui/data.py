@@ -182,12 +182,15 @@ def load_workspace(
     workspace: Workspace,
     before: Callable[[int, RunSource], None] | None = None,
     scoring: Callable[[int, int], None] | None = None,
+    *,
+    read: list[str] | None = None,
 ) -> tuple[dict[str, RunSource], dict[str, str]]:
     """Every run of the manifest loaded (cached): the sources of those that loaded, in manifest order,
     and the one-line error of each that failed. `before(i, source)` is called before each run is looked
     at. Runs the store does not hold yet, when there are several, are scored into it by worker children
     two at a time (`_score_new`), `scoring(done, total)` called as each is answered; a single one is read
-    by `_first_read`, whose worker hands its tables over to the page that shows it."""
+    by `_first_read`, whose worker hands its tables over to the page that shows it. `read` (when given)
+    gets the names of the runs read now (neither found in the store nor failed before)."""
     sources: dict[str, RunSource] = {}
     failed: dict[str, str] = {}
     store = store_entries.store_root()
@@ -204,6 +207,8 @@ def load_workspace(
             failed[entry.name] = _NOT_READ[(source.key, root)]
         else:
             new.append((entry, source))
+    if read is not None:
+        read.extend(entry.name for entry, _ in new)
     if store is not None and len(new) > 1:
         not_read = _score_new(new, store, scoring)
         failed.update(not_read)
