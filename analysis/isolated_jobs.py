@@ -164,49 +164,53 @@ def score_entries_isolated(
     batches: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
     for start in range(0, len(jobs), size):
         batches.put(list(range(start, min(start + size, len(jobs)))))
-    remaining = [len(jobs)]
-    lock = threading.Lock()
-    finished = threading.Event()
 
-    def answered(i: int, value: NotLoaded | Refused | None) -> None:
-        done(i, value)
-        with lock:
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                finished.set()
-
-    def work() -> None:
-        while not finished.is_set():
+    def work() -> None:  # batch after batch until none is left; a batch's runs after a stopped child, in a new one
+        while True:
             try:
-                batch = batches.get(timeout=0.1)
+                batch = batches.get_nowait()
             except queue.Empty:
-                continue
-            names = [Path(str(jobs[i][0].pred)).name for i in batch]
-            last = -1
-            try:
-                answers = run_isolated_each(
-                    names, "reading and scoring", "analysis.isolated_jobs.score_entries_job",
-                    [jobs[i] for i in batch], str(root),
-                )  # fmt: skip
-                for j, value in answers:
-                    if isinstance(value, str):  # the child stopped at this run: its line
-                        value = NotLoaded(value)
-                    elif not isinstance(value, NotLoaded | Refused | None):
-                        value = NotLoaded(f"{names[j]}: cannot score")
-                    answered(batch[j], value)
-                    last = j
-            except Exception as exc:  # no child could be started (out of processes, say): one line each
-                for j in range(last + 1, len(batch)):
-                    answered(batch[j], NotLoaded(f"{names[j]}: cannot score ({type(exc).__name__})"))
-                continue
-            if last + 1 < len(batch):
-                batches.put(batch[last + 1 :])
+                return
+            while batch:
+                batch = _score_batch(jobs, batch, root, done)
 
     threads = [threading.Thread(target=work, daemon=True, name=f"score-entries-{n}") for n in range(workers)]
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
+
+
+def _score_batch(
+    jobs: Sequence[tuple[RunEntry, str | None, str]],
+    batch: list[int],
+    root: Path,
+    done: Callable[[int, NotLoaded | Refused | None], None],
+) -> list[int]:
+    """The runs `batch` names scored by one child, each answered to `done`; the runs after the one at which the
+    child stopped (left for a new child)."""
+    names = [Path(str(jobs[i][0].pred)).name for i in batch]
+    last = -1
+    try:
+        answers = run_isolated_each(
+            names,
+            "reading and scoring",
+            "analysis.isolated_jobs.score_entries_job",
+            [jobs[i] for i in batch],
+            str(root),
+        )
+        for j, value in answers:
+            if isinstance(value, str):  # the child stopped at this run: its line
+                value = NotLoaded(value)
+            elif not isinstance(value, NotLoaded | Refused | None):
+                value = NotLoaded(f"{names[j]}: cannot score")
+            done(batch[j], value)
+            last = j
+    except Exception as exc:  # no child could be started (out of processes, say): one line each
+        for j in range(last + 1, len(batch)):
+            done(batch[j], NotLoaded(f"{names[j]}: cannot score ({type(exc).__name__})"))
+        return []
+    return batch[last + 1 :]
 
 
 def score_run_job(

@@ -92,6 +92,19 @@ def entries_for(paths: list[Path]) -> list[RunEntry]:
     ]
 
 
+def manifest_text(paths: list[Path]) -> str:
+    """A workspace manifest listing `paths` (run files of `write_runs`) on the MultiWOZ 2.1 gold file, each run
+    named after its file: the same store keys wherever it is written (`--restart`, `--cold-open`, the browser
+    benchmark)."""
+    lines = [f'[workspace]\nname = "{len(paths)} MultiWOZ-size runs"\nallow_outside_root = true\n']
+    for p in paths:
+        lines.append(
+            f'[[runs]]\nname = "{p.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
+            f'format = "jsonl"\npred = "{p}"\ngold = "{GOLD}"\n'
+        )
+    return "\n".join(lines)
+
+
 class TreeRss:
     """Peak of the summed RSS of this process and all its descendants, sampled from /proc; and the CPU
     time (user + system) of the descendants, each process's last sampled value (a worker's last 0.1 s
@@ -234,14 +247,8 @@ def restart(size: int, workers: int, runs_dir: Path) -> int:
 
     files = sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:size]
     folder = Path(tempfile.mkdtemp(prefix="dst-restart-"))
-    lines = [f'[workspace]\nname = "{size} MultiWOZ-size runs"\nallow_outside_root = true\n']
-    for p in files:
-        lines.append(
-            f'[[runs]]\nname = "{p.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
-            f'format = "jsonl"\npred = "{p}"\ngold = "{GOLD}"\n'
-        )
     manifest = folder / "workspace.toml"
-    manifest.write_text("\n".join(lines), encoding="utf-8")
+    manifest.write_text(manifest_text(files), encoding="utf-8")
     from analysis.workspace import read_manifest
 
     items = read_manifest(manifest).entries
@@ -389,14 +396,8 @@ def _cold_one(n: int, runs_dir: Path) -> int:
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no script run context": no Streamlit server here
     folder = Path(tempfile.mkdtemp(prefix="dst-cold-manifest-"))
-    lines = ['[workspace]\nname = "cold"\nallow_outside_root = true\n']
-    for path in sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]:
-        lines.append(
-            f'[[runs]]\nname = "{path.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
-            f'format = "jsonl"\npred = "{path}"\ngold = "{GOLD}"\n'
-        )
     manifest = folder / "workspace.toml"
-    manifest.write_text("\n".join(lines), encoding="utf-8")
+    manifest.write_text(manifest_text(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]), encoding="utf-8")
     workspace = read_manifest(manifest)
     start, own = time.perf_counter(), time.process_time()
     with TreeRss() as tree:

@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "browser"))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from bench_scale import GOLD, _rss, write_runs  # noqa: E402
+from bench_scale import GOLD, _rss, manifest_text, write_runs  # noqa: E402
 from conftest import CHROMIUM, CHROMIUM_ARGS, VIEWPORT, start_server, stop_server  # noqa: E402
 
 from page_registry import PAGES  # noqa: E402
@@ -123,16 +123,9 @@ def cpu_seconds(pid: int) -> float:
 
 def build_workspace(runs_dir: Path, n: int, folder: Path) -> Path:
     """A manifest over the first `n` run files (as `bench_scale.py --restart` writes it: same store keys)."""
-    files = write_runs(runs_dir, n)[:n]
-    lines = [f'[workspace]\nname = "{n} MultiWOZ-size runs"\nallow_outside_root = true\n']
-    for p in files:
-        lines.append(
-            f'[[runs]]\nname = "{p.name.split(".")[0]}"\nsystem = "simulated"\ndataset = "MultiWOZ 2.1"\n'
-            f'format = "jsonl"\npred = "{p}"\ngold = "{GOLD}"\n'
-        )
     folder.mkdir(parents=True, exist_ok=True)
     manifest = folder / f"workspace-{n}.toml"
-    text = "\n".join(lines)
+    text = manifest_text(write_runs(runs_dir, n)[:n])
     if not manifest.exists() or manifest.read_text(encoding="utf-8") != text:
         manifest.write_text(text, encoding="utf-8")
     return manifest

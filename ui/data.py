@@ -191,37 +191,32 @@ def load_workspace(
     two at a time (`_score_new`), `scoring(done, total)` called as each is answered; a single one is read
     by `_first_read`, whose worker hands its tables over to the page that shows it. `read` (when given)
     gets the names of the runs read now (neither found in the store nor failed before)."""
-    sources: dict[str, RunSource] = {}
     failed: dict[str, str] = {}
     store = store_entries.store_root()
     root = str(store)
+    looked: list[tuple[RunEntry, RunSource]] = []
     new: list[tuple[RunEntry, RunSource]] = []
     for i, entry in enumerate(workspace.entries):
         source = source_from_entry(entry)
         if before is not None:
             before(i, source)
+        looked.append((entry, source))
         if (source.key, root) in _LOADED or _stored(entry):  # scored before from these very files: it loads;
-            sources[entry.name] = source  # parsed only when a page needs it
-            _loaded((source.key, root))
+            _loaded((source.key, root))  # parsed only when a page needs it
         elif (source.key, root) in _NOT_READ:  # failed before, these very files: read once
             failed[entry.name] = _NOT_READ[(source.key, root)]
         else:
             new.append((entry, source))
     if read is not None:
         read.extend(entry.name for entry, _ in new)
-    if store is not None and len(new) > 1:
-        not_read = _score_new(new, store, scoring)
-        failed.update(not_read)
-        sources.update({entry.name: source for entry, source in new if entry.name not in not_read})
-    else:
-        for entry, source in new:
-            result = _first_read(source.key, source)
-            if isinstance(result, str):
-                failed[entry.name] = result
-            else:
-                sources[entry.name] = source
-    order = {entry.name: i for i, entry in enumerate(workspace.entries)}
-    return dict(sorted(sources.items(), key=lambda item: order[item[0]])), failed
+    failed.update(_score_new(new, store, scoring) if store is not None and len(new) > 1 else _read_each(new))
+    return {entry.name: source for entry, source in looked if entry.name not in failed}, failed
+
+
+def _read_each(new: list[tuple[RunEntry, RunSource]]) -> dict[str, str]:
+    """Each run read by `_first_read` (its worker hands the tables over): the one line of each that failed."""
+    found = {entry.name: _first_read(source.key, source) for entry, source in new}
+    return {name: line for name, line in found.items() if isinstance(line, str)}
 
 
 # Runs of a workspace being scored into the store by `_score_new`, by store key: a rerun (another session,
@@ -253,15 +248,13 @@ def _score_new(
     root = str(store)
     jobs: list[tuple[RunEntry, str | None, str]] = []
     waits: list[tuple[RunSource, str, threading.Event]] = []
-    failed: dict[str, str] = {}
+    unkeyed: list[tuple[RunEntry, RunSource]] = []
     for entry, source in new:
         convention = entry.meta.convention
         try:
             key = store_runs.key(entry, convention, store)
         except OSError:  # a special file or an unreadable one: its own reader says what is wrong
-            result = _first_read(source.key, source)
-            if isinstance(result, str):
-                failed[entry.name] = result
+            unkeyed.append((entry, source))
             continue
         with _SCORING_LOCK:
             event = _SCORING.get(key)
@@ -294,6 +287,7 @@ def _score_new(
 
     if jobs:  # scored by a thread of its own: a rerun that stops this one leaves it going, and waits for it
         threading.Thread(target=score, daemon=True, name="score-workspace").start()
+    failed = _read_each(unkeyed)
     pending = waits
     while pending:
         pending[0][2].wait(0.25)
