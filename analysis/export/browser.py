@@ -133,10 +133,13 @@ class Browser:
 
     def ask(self, request: Callable[[Any], Awaitable[T]], renders: int) -> T:
         """`request(kaleido)` run in the browser's loop, its answer within `deadline(renders)` s or
-        `BrowserHungError` (the browser killed)."""
+        `BrowserHungError` (the browser killed), as when the browser did not start (`ready`)."""
         if self._dead:
             raise BrowserHungError(f"the browser for figure export ({self.path}) was killed")
-        self.ready()
+        try:
+            self.ready()
+        except ExportUnavailableError as exc:  # a start that hung or failed, killed: a fresh one is tried once
+            raise BrowserHungError(str(exc)) from None
         seconds = deadline(renders)
 
         async def run() -> T:
