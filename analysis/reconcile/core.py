@@ -312,9 +312,12 @@ _LABELS = np.array(
 )
 
 
-_CAUSE_SETS = np.array(
-    [", ".join(c for i, c in enumerate(CAUSES) if code >> i & 1) for code in range(1 << len(CAUSES))], dtype=object
-)
+def _cause_sets(codes: np.ndarray) -> np.ndarray:
+    """Each bit code's causes, `, `-joined in `CAUSES` order (only the codes present are spelled out: the
+    table of every code would be 2**len(CAUSES) strings, built at each import)."""
+    found, where = np.unique(codes, return_inverse=True)
+    spelled = [", ".join(c for i, c in enumerate(CAUSES) if int(code) >> i & 1) for code in found]
+    return np.array(spelled, dtype=object)[where] if len(found) else np.array([], dtype=object)
 
 
 def _or_within(groups: np.ndarray, bits: np.ndarray) -> pd.Series:
@@ -635,7 +638,7 @@ class Reconciliation:
         bits = slots["cause"].map({c: 1 << i for i, c in enumerate(CAUSES)}).to_numpy(dtype="int64")
         per_turn = _or_within(slots["tid"].to_numpy(), bits)
         turn_causes = pd.DataFrame(
-            {"tid": per_turn.index.to_numpy(), "causes": _CAUSE_SETS[per_turn.to_numpy()]}
+            {"tid": per_turn.index.to_numpy(), "causes": _cause_sets(per_turn.to_numpy())}
         ).astype({"causes": "str"})
         return _PairExplanation(slots, turn_causes)
 
