@@ -193,7 +193,8 @@ def _parse_mwzeval(records: Any, c: Collector) -> None:
             if "state" not in body:
                 raise c.error("missing key", "state")
             c.add_turn(dialogue_id, t)
-            c.add_state("pred", dialogue_id, t, partial(nested_state, body["state"], "state"))
+            state = body["state"]
+            c.add_state("pred", dialogue_id, t, partial(nested_state, state, "state"), state=state)
 
 
 # --- c. MultiWOZ raw dialogues ------------------------------------------------------------------
