@@ -115,6 +115,15 @@ def compile_sources(python: str, folder: Path) -> None:
         raise SystemExit(f"could not compile {folder}: {done.stderr.strip()[-800:]}")
 
 
+def interpreter(python: str) -> str:
+    """The base interpreter a Python (or venv) runs on, and its version: builds of one version differ in
+    speed (a PGO/LTO static build against a plain shared one: ~0.1 s of imports, 5-20% of pure Python), so
+    a fair comparison runs both sides on the same one."""
+    code = "import sys; print(sys._base_executable if hasattr(sys, '_base_executable') else sys.executable, sys.version.split()[0])"
+    done = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    return done.stdout.strip() if done.returncode == 0 else f"{python} (did not run: {done.stderr.strip()[-200:]})"
+
+
 def timed(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
     """Wall and CPU (user + system) seconds of one run of `command`, from /usr/bin/time."""
     with tempfile.NamedTemporaryFile(suffix=".time") as out:
@@ -230,6 +239,10 @@ def main() -> int:
     outcome = []
     print(f"load average before: {load()}")
     compile_sources(sys.executable, ROOT / "analysis")
+    ours_on, theirs_on = interpreter(sys.executable), interpreter(python or "python3")
+    print(f"   interpreters: ours {ours_on}; the scorers' {theirs_on}")
+    if ours_on.split()[0] != theirs_on.split()[0]:
+        print("   ! the two sides run on different interpreter builds: build SCORER_PYTHON's venv on ours")
     print(
         "   both sides' modules compiled to bytecode first (PYTHONDONTWRITEBYTECODE is "
         f"{'set' if os.environ.get('PYTHONDONTWRITEBYTECODE') else 'not set'} here)"

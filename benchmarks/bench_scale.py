@@ -468,6 +468,8 @@ def main() -> int:
     rows = []
     before = _reference(args.runs_dir)
     print(f"   machine speed now: one run scored in process in {before:.3f} CPU-s (median of 5)")
+    base = getattr(sys, "_base_executable", sys.executable)
+    print(f"   interpreter: {base}, Python {sys.version.split()[0]} (builds of one version differ in speed)")
     for size in args.sizes:  # each size in a fresh process: an empty store and parse cache, its own memory
         reference_now = before if size == args.sizes[0] else _reference(args.runs_dir)
         load_before = os.getloadavg()[0]
