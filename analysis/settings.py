@@ -109,6 +109,15 @@ SETTINGS: tuple[Setting, ...] = (
         "`analysis.export.browser`",
     ),
     Setting(
+        "DST_SCORE_WORKERS",
+        "positive integer",
+        None,
+        "the cores this process may use, at most 2",
+        "How many processes score new runs into the score store at a time (the dashboard opening a workspace, "
+        "`python -m analysis store`): each needs about 0.35 GB; more than the cores only makes them wait.",
+        "`analysis.store.runs`",
+    ),
+    Setting(
         "DST_ANNOTATIONS_URL",
         "SQLAlchemy URL",
         None,

@@ -278,12 +278,19 @@ def _score_new(
         with _SCORING_LOCK:
             _SCORING.pop(key).set()
 
+    try:
+        workers = store_runs.default_workers()
+        why = "cannot score"
+    except ValueError as exc:  # DST_SCORE_WORKERS set to something else than a positive integer: said per run
+        workers, why = 0, f"not scored: {exc}"
+
     def score() -> None:
         try:
-            score_entries_isolated(jobs, store, workers=store_runs.default_workers(), done=done)
+            if workers:
+                score_entries_isolated(jobs, store, workers=workers, done=done)
         finally:  # never a run left waited for: one that was not answered says so
             for i in sorted(set(range(len(jobs))) - answered):
-                done(i, NotLoaded(f"{Path(str(jobs[i][0].pred)).name}: cannot score"))
+                done(i, NotLoaded(f"{Path(str(jobs[i][0].pred)).name}: {why}"))
 
     if jobs:  # scored by a thread of its own: a rerun that stops this one leaves it going, and waits for it
         threading.Thread(target=score, daemon=True, name="score-workspace").start()

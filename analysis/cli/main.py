@@ -193,6 +193,7 @@ COMMAND_MODULES = {
     "reconcile": "analysis.cli.reconcile",
     "report": "analysis.cli.report",
     "slices": "analysis.cli.slices",
+    "store": "analysis.cli.store",
 }
 
 

@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from pathlib import Path
 
+from analysis import settings
 from analysis.errors import InputError
 from analysis.formats.mapping import Mapping
 from analysis.loading import load_run
@@ -205,8 +206,11 @@ def _one_blas_thread() -> None:
 
 
 def default_workers() -> int:
-    """How many processes score runs at a time: the cores this process may use, at most 2 (the server's
-    other sessions keep the rest of a bigger machine)."""
+    """How many processes score runs at a time: `DST_SCORE_WORKERS` when set (a sweep on a bigger machine),
+    else the cores this process may use, at most 2 (the server's other sessions keep the rest of a bigger
+    machine). A value that is not a positive integer is a ValueError naming the variable."""
+    if settings.text("DST_SCORE_WORKERS"):
+        return settings.positive_int("DST_SCORE_WORKERS")
     return max(1, min(2, len(os.sched_getaffinity(0))))
 
 

@@ -1,0 +1,163 @@
+"""The ``store`` sub-command: every run of a workspace scored into the score store, before anyone opens it.
+
+``python -m analysis store WORKSPACE [--workers N] [--json] [--no-progress]``
+
+A sweep's runs, written by a job script, can be scored where they were made (on every core of that machine:
+``--workers``, or ``DST_SCORE_WORKERS``) so that the dashboard, started later on the same store
+(``DST_CACHE_DIR``), opens them as a restart does. The runs are scored as the dashboard scores a new
+workspace (``analysis.isolated_jobs.score_entries_isolated``: batches of runs per child process, each run
+within the worker's CPU-time and memory limits), under each run's declared convention; a run the store
+holds already is only looked up.
+
+Prints what was stored, what the store held already and one line for each run that could not be stored
+(its files do not load, its convention refuses it, or it went past a limit); a progress line on stderr
+every 5 s. Exit 0 when every run is in the store; 2 when a run is not, or the manifest is bad, or there is
+no store (``DST_CACHE_DIR`` set to an empty string). FewJoint systems are not kept in the score store: the
+dashboard scores them when it shows them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+__all__ = ["register", "run"]
+
+PROGRESS_EVERY_S = 5.0
+
+
+def _workers(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or int(text) <= 0:
+        raise argparse.ArgumentTypeError(f"--workers is a positive integer, got {text!r}")
+    return int(text)
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``store`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    parser = subparsers.add_parser(
+        "store",
+        help="score every run of a workspace into the score store (a sweep, before the dashboard opens it)",
+        description=(
+            "Every run of a workspace manifest read, scored under its declared convention and saved in the "
+            "score store (DST_CACHE_DIR), several processes at a time; runs the store holds are only looked up. "
+            "Exit 2 when a run could not be stored."
+        ),
+    )
+    parser.add_argument("workspace", help="workspace manifest (workspace.toml) or its folder")
+    parser.add_argument(
+        "--workers",
+        type=_workers,
+        default=None,
+        help="processes scoring at a time (default: DST_SCORE_WORKERS, else the cores, at most 2)",
+    )
+    parser.add_argument("--json", action="store_true", help="the outcome as one JSON object")
+    parser.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.errors import InputError
+    from analysis.isolated_jobs import NotLoaded, Refused, score_entries_isolated, score_entry_isolated
+    from analysis.store import entries
+    from analysis.store import runs as store_runs
+    from analysis.workspace import read_manifest
+
+    workspace = read_manifest(args.workspace)
+    manifest = str(workspace.path)
+    root = entries.store_root()
+    if root is None:
+        raise InputError(manifest, "workspace", "the score store is off (DST_CACHE_DIR is empty): nothing to store")
+    try:
+        workers = args.workers or store_runs.default_workers()
+    except ValueError as exc:  # DST_SCORE_WORKERS that is not a positive integer
+        raise InputError(manifest, "workspace", str(exc)) from None
+    started = time.perf_counter()
+    names = [entry.meta.run_id for entry in workspace.entries]
+    already: list[str] = []
+    failed: dict[str, str] = {}
+    jobs: list[tuple[Any, str | None, str]] = []
+    owners: list[str] = []
+    for name, entry in zip(names, workspace.entries, strict=True):
+        convention = entry.meta.convention
+        try:
+            key = store_runs.key(entry, convention, root)
+        except OSError:  # a special or unreadable file: its reader's one line, from a worker within the limits
+            answer = score_entry_isolated(entry, convention)
+            failed[name] = _line(answer, entry) or f"{Path(str(entry.pred)).name}: cannot score"
+            continue
+        if entries.lookup(root, key, deep=False) is not None:
+            already.append(name)
+        else:
+            jobs.append((entry, convention, key))
+            owners.append(name)
+
+    answers: dict[int, NotLoaded | Refused | None] = {}
+    lock = threading.Lock()
+    said = [-math.inf]
+
+    def done(i: int, answer: NotLoaded | Refused | None) -> None:
+        with lock:
+            answers[i] = answer
+            now = time.monotonic()
+            if not args.no_progress and (len(answers) == len(jobs) or now - said[0] >= PROGRESS_EVERY_S):
+                said[0] = now
+                print(f"store: scoring {len(jobs):,} new runs: {len(answers):,} done", file=sys.stderr, flush=True)
+
+    score_entries_isolated(jobs, root, workers=workers, done=done)
+    stored: list[str] = []
+    for i, (entry, _, _) in enumerate(jobs):
+        line = _line(answers.get(i, NotLoaded(f"{Path(str(entry.pred)).name}: cannot score")), entry)
+        if line is None:
+            stored.append(owners[i])
+        else:
+            failed[owners[i]] = line
+    seconds = time.perf_counter() - started
+    order = {name: n for n, name in enumerate(names)}
+    not_stored = dict(sorted(failed.items(), key=lambda item: order[item[0]]))
+    if args.json:
+        outcome = {
+            "workspace": manifest,
+            "store": str(root),
+            "workers": workers,
+            "seconds": round(seconds, 3),
+            "stored": stored,
+            "already_stored": already,
+            "not_stored": not_stored,
+        }
+        print(json.dumps(outcome, ensure_ascii=False, indent=2))
+    else:
+        print(f"workspace {workspace.name!r}: {len(names):,} runs; score store {root}")
+        print(f"  stored now: {len(stored):,} ({seconds:.1f} s, {workers} worker{'s' if workers > 1 else ''})")
+        print(f"  already in the store: {len(already):,}")
+        print(f"  not stored: {len(not_stored):,}")
+        for name, line in not_stored.items():
+            print(f"    {name}: {line}")
+        if workspace.fewjoint_entries:
+            n = len(workspace.fewjoint_entries)
+            what = (
+                "1 FewJoint system: scored when the dashboard shows it"
+                if n == 1
+                else f"{n} FewJoint systems: scored when the dashboard shows them"
+            )
+            print(f"  {what} (not kept in the score store)")
+    return 2 if not_stored else 0
+
+
+def _line(answer: object, entry: Any) -> str | None:
+    """None for a stored run; else its one line (a `NotLoaded`'s, or the scorer's refusal naming the file)."""
+    from analysis.isolated_jobs import NotLoaded, Refused
+    from analysis.scoring import Scored
+
+    if answer is None or isinstance(answer, Scored):
+        return None
+    if isinstance(answer, NotLoaded):
+        return answer.line
+    if isinstance(answer, Refused):
+        return f"{Path(answer.path or str(entry.pred)).name}: {answer.problem}"
+    return f"{Path(str(entry.pred)).name}: cannot score"

@@ -1,0 +1,156 @@
+"""`python -m analysis store WORKSPACE`: a sweep's runs scored into the score store before the dashboard opens
+them, `--workers` (or `DST_SCORE_WORKERS`) processes at a time, each run within the worker's limits; what was
+stored, what the store held already, and one line per run that could not be stored (exit 2)."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analysis.cli.main import main
+from analysis.scoring import score_run
+from analysis.store import entries as store_entries
+from analysis.store import runs as store_runs
+from analysis.workspace import load_entry, read_manifest
+from tests.test_workspace_batch import _copies
+from ui import data
+
+BROKEN_LINE = "run-2.jsonl [format: jsonl]: line 1 is not valid JSON"
+
+
+@pytest.fixture
+def store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("DST_SCORE_WORKERS", raising=False)
+    root = store_entries.store_root()
+    assert root is not None
+    return root
+
+
+def _store(argv: list[str]) -> tuple[int, str, str]:
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(["store", *argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def test_every_run_is_stored_and_the_dashboard_then_scores_none_of_them(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = _copies(tmp_path / "runs", 4, broken=2)
+    code, out, err = _store([str(manifest)])
+
+    assert code == 2  # a run could not be stored: bad input, said in its one line
+    assert "stored now: 3 (" in out and "2 workers" in out
+    assert "already in the store: 0" in out and "not stored: 1" in out
+    assert f"    run-2: {tmp_path / 'runs' / BROKEN_LINE}" in out  # the file, its format, the first bad line
+    assert err.splitlines()[-1] == "store: scoring 4 new runs: 4 done"
+    workspace = read_manifest(manifest)
+    for entry in workspace.entries:
+        found = store_runs.stored(entry, entry.meta.convention)
+        if entry.name == "run-2":
+            assert found is None
+            continue
+        assert found is not None, entry.name
+        read_back = store_entries.load(store, found.key)
+        assert read_back is not None
+        expected = score_run(load_entry(entry), entry.meta.convention)
+        for table in ("turns", "slots"):
+            pd.testing.assert_frame_equal(
+                getattr(read_back, table).reset_index(drop=True),
+                getattr(expected, table).reset_index(drop=True),
+                check_dtype=False,
+                check_categorical=False,
+            )
+
+    # The dashboard opening the workspace on that store reads only the run that is not there (one new run: by
+    # a child of its own), and says the same line.
+    read: list[str] = []
+    real = data._first_read
+
+    def recording(key, source):  # type: ignore[no-untyped-def]
+        read.append(source.run_id)
+        return real(key, source)
+
+    monkeypatch.setattr(data, "_first_read", recording)
+    monkeypatch.setattr(data, "score_entries_isolated", lambda *a, **k: pytest.fail("stored runs scored again"))
+    sources, failed = data.load_workspace(workspace)
+    assert list(sources) == ["run-0", "run-1", "run-3"] and read == ["run-2"]
+    assert list(failed) == ["run-2"] and failed["run-2"].startswith(str(tmp_path / "runs" / BROKEN_LINE))
+    assert f"    run-2: {failed['run-2']}\n" in out  # the very line the dashboard shows
+
+
+def test_a_second_store_only_looks_runs_up(tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    manifest = _copies(tmp_path / "runs", 3)
+    assert _store([str(manifest), "--no-progress", "--workers", "1"])[0] == 0
+    monkeypatch.setattr(
+        "analysis.isolated_jobs.score_entries_job", lambda *a, **k: pytest.fail("a stored run scored again")
+    )
+    code, out, err = _store([str(tmp_path / "runs"), "--json"])  # the manifest's folder names it too
+    assert code == 0 and err == ""  # nothing to score: no progress line
+    outcome = json.loads(out)
+    assert outcome["stored"] == [] and outcome["not_stored"] == {}
+    assert outcome["already_stored"] == ["run-0", "run-1", "run-2"]
+    assert outcome["workers"] == 2 and outcome["store"] == str(store)
+
+
+def test_the_workers_come_from_the_option_then_the_setting(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    manifest = _copies(tmp_path / "runs", 2)
+    seen: list[int] = []
+    monkeypatch.setattr(
+        "analysis.isolated_jobs.score_entries_isolated", lambda jobs, root, *, workers, done: seen.append(workers)
+    )
+    monkeypatch.setenv("DST_SCORE_WORKERS", "5")
+    assert store_runs.default_workers() == 5
+    _store([str(manifest), "--no-progress"])
+    _store([str(manifest), "--no-progress", "--workers", "3"])
+    assert seen == [5, 3]
+    monkeypatch.delenv("DST_SCORE_WORKERS")
+    assert 1 <= store_runs.default_workers() <= 2
+
+
+@pytest.mark.parametrize(
+    ("env", "argv", "says"),
+    [
+        ({"DST_SCORE_WORKERS": "abc"}, [], "environment variable DST_SCORE_WORKERS='abc' must be a positive integer"),
+        ({"DST_SCORE_WORKERS": "0"}, [], "environment variable DST_SCORE_WORKERS='0' must be a positive integer"),
+        ({"DST_CACHE_DIR": ""}, [], "the score store is off (DST_CACHE_DIR is empty): nothing to store"),
+    ],
+)
+def test_bad_settings_are_one_line_and_exit_2(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, env: dict[str, str], argv: list[str], says: str
+) -> None:
+    manifest = _copies(tmp_path / "runs", 1)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    code, out, err = _store([str(manifest), *argv])
+    assert code == 2 and out == ""
+    assert err == f"{manifest} [format: workspace]: {says}\n"
+
+
+def test_bad_arguments_and_manifests_are_one_line_and_exit_2(tmp_path: Path, store: Path) -> None:
+    with pytest.raises(SystemExit) as stopped, contextlib.redirect_stderr(io.StringIO()) as err:
+        main(["store", str(tmp_path), "--workers", "0"])
+    assert stopped.value.code == 2 and "--workers is a positive integer, got '0'" in err.getvalue()
+    code, out, said = _store([str(tmp_path / "nowhere.toml")])
+    assert code == 2 and out == "" and said == f"{tmp_path / 'nowhere.toml'} [format: workspace]: manifest not found\n"
+
+
+def test_the_dashboard_says_a_bad_worker_count_on_each_new_run(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("DST_SCORE_WORKERS", "many")
+    workspace = read_manifest(_copies(tmp_path / "runs", 2))
+    sources, failed = data.load_workspace(workspace)
+    assert sources == {}
+    assert failed == {
+        name: f"run-{i}.jsonl: not scored: environment variable DST_SCORE_WORKERS='many' must be a positive integer"
+        for i, name in enumerate(["run-0", "run-1"])
+    }
