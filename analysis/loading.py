@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from analysis.conventions import CONVENTIONS, MULTIWOZ30, convention_name
@@ -246,6 +247,13 @@ def align(
         turns = gold_turns.drop(columns="_key")
         turns["pred_missing"] = False
         return turns, pred_states[STATE_COLUMNS], _self_report(turns)
+    paired = _paired_by_key(gold_turns, pred_turns, pred_file, pred_states)
+    if paired is not None:  # the same turns once ids are paired (mwzeval's `sng0073` for `SNG0073.json`)
+        turns = gold_turns.drop(columns="_key")
+        turns["pred_missing"] = False
+        n_dialogues = int(gold_turns["_key"].nunique())
+        report = AlignmentReport(n_dialogues, len(gold_turns), n_dialogues, len(pred_turns))
+        return turns, paired, report
     gold_ids = set(gold_turns["_key"].unique())
     pred_ids = set(pred_turns["_key"].unique())
     if not gold_ids & pred_ids:
@@ -300,6 +308,46 @@ def align(
     matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
     turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
+
+
+def _paired_by_key(
+    gold_turns: pd.DataFrame, pred_turns: pd.DataFrame, pred_file: ParsedFile, pred_states: pd.DataFrame
+) -> pd.DataFrame | None:
+    """When both sides list the same (dialogue, turn) pairs once dialogue ids are paired by `_key` (ids that
+    differ in case or a `.json` suffix only: mwzeval's lowercase ids against MultiWOZ's `SNG0073.json`), and
+    each gold dialogue has a key of its own: the predicted states re-keyed to the gold ids, rows in their
+    order, exactly as the general pairing of `align` gives them (its outer merge, group-bys and re-keying
+    merge: 35 ms of a MultiWOZ-size file, this 5 ms). None in any other case, which `align` then pairs and
+    reports in full: turns a format holds without a prediction, a state of an unlisted turn, two gold ids of
+    one key."""
+    if len(gold_turns) != len(pred_turns) or len(pred_turns) != len(pred_file.turns) or not len(pred_turns):
+        return None
+    codes, keys = pd.factorize(pd.concat([gold_turns["_key"], pred_turns["_key"]], ignore_index=True))
+    gold_key, pred_key = codes[: len(gold_turns)].astype("int64"), codes[len(gold_turns) :].astype("int64")
+    gold_turn = gold_turns["turn_index"].to_numpy(dtype="int64")
+    pred_turn = pred_turns["turn_index"].to_numpy(dtype="int64")
+    state_turn = pred_states["turn_index"].to_numpy(dtype="int64")
+    span = int(max(gold_turn.max(), pred_turn.max(), state_turn.max(initial=0))) + 1  # no two turns one code
+    gold_at, pred_at = np.sort(gold_key * span + gold_turn), np.sort(pred_key * span + pred_turn)
+    if not np.array_equal(gold_at, pred_at) or (len(gold_at) > 1 and not (np.diff(gold_at) > 0).all()):
+        return None
+    gold_id_codes, gold_ids = pd.factorize(gold_turns["dialogue_id"])
+    if len(gold_ids) != len(pd.unique(gold_key)):  # two gold ids share a key: paired turn by turn below
+        return None
+    id_of_key = np.full(len(keys), -1, dtype="int64")
+    id_of_key[gold_key] = gold_id_codes
+    # Each state row's key, through its dialogue id (the prediction file's ids, keyed as its turns are).
+    row_codes, row_ids = pd.factorize(pred_states["dialogue_id"])
+    row_keys = pd.Index(keys).get_indexer(dialogue_key(pd.Series(row_ids, dtype="str")))
+    if (row_keys < 0).any():
+        return None
+    row_key = row_keys[row_codes]
+    row_at = row_key * span + state_turn
+    if not np.isin(row_at, pred_at).all():  # a state of a turn the prediction file does not list
+        return None
+    states = pred_states[STATE_COLUMNS].reset_index(drop=True)
+    states["dialogue_id"] = pd.Series(np.asarray(gold_ids, dtype=object)[id_of_key[row_key]], dtype="str")
+    return states
 
 
 def _gold_turns(gold_file: ParsedFile) -> tuple[pd.DataFrame, pd.DataFrame]:

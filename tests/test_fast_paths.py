@@ -330,6 +330,91 @@ def test_same_turns_in_gold_order_and_shuffled():
     assert not _same_turns(pd.concat([gold, gold.iloc[:1]]), pd.concat([gold, gold.iloc[1:2]]))
 
 
+# --- alignment: ids paired by key (mwzeval's lowercase ids) without the general merge ------------------------
+
+
+def _mwzeval_file(tmp_path: Path, *, drop: str | None = None, rename: dict[str, str] | None = None) -> Path:
+    """The demo's simulated MultiWOZ run written as mwzeval writes predictions: lowercase ids without
+    `.json`, one list of turns per dialogue (`drop`: a dialogue left out; `rename`: ids written otherwise)."""
+    with gzip.open(ROOT / "data" / "demo" / "simulated" / "simulated-A-mwz-en-predicted.jsonl.gz", "rt") as handle:
+        records = [json.loads(line) for line in handle if line.strip()]
+    dialogues: dict[str, list[dict]] = {}
+    for record in records:
+        name = record["dialogue_id"].lower().removesuffix(".json")
+        if name != drop:
+            dialogues.setdefault((rename or {}).get(name, name), []).append({"state": record["pred"]})
+    path = tmp_path / "mwzeval_preds.json"
+    path.write_text(json.dumps(dialogues), encoding="utf-8")
+    return path
+
+
+def _both_alignments(monkeypatch: pytest.MonkeyPatch, pred: Path) -> tuple[bool, tuple, tuple]:
+    """`align` on the demo gold and `pred`: whether the shortcut took it, and the shortcut's and the general
+    path's (turns, states, report)."""
+    from analysis import loading
+
+    gold = formats.parse_file(ROOT / "data" / "demo" / "multiwoz21" / "test_subset.json.gz")
+    parsed = formats.parse_file(pred)
+    taken: list[bool] = []
+    real = loading._paired_by_key
+
+    def watched(*args):  # type: ignore[no-untyped-def]
+        found = real(*args)
+        taken.append(found is not None)
+        return found
+
+    monkeypatch.setattr(loading, "_paired_by_key", watched)
+    fast = loading.align(gold, parsed, parsed.pred)
+    monkeypatch.setattr(loading, "_paired_by_key", lambda *a: None)
+    general = loading.align(gold, parsed, parsed.pred)
+    return taken == [True], fast, general
+
+
+@pytest.mark.parametrize(
+    ("drop", "rename", "shortcut"),
+    [
+        (None, None, True),  # every dialogue, ids in another case and without `.json`
+        ("pmul3027", None, False),  # a dialogue missing: counted and reported by the general path
+        (None, {"pmul3027": "PMUL3027.JSON"}, True),  # another spelling of the same key
+        (None, {"pmul3027": "nope"}, False),  # an id the gold does not have
+    ],
+)
+def test_alignment_by_key_equals_the_general_pairing(tmp_path, monkeypatch, drop, rename, shortcut):
+    took, fast, general = _both_alignments(monkeypatch, _mwzeval_file(tmp_path, drop=drop, rename=rename))
+    assert took is shortcut
+    pd.testing.assert_frame_equal(fast[0], general[0])
+    pd.testing.assert_frame_equal(fast[1], general[1])
+    assert fast[2] == general[2]
+
+
+def test_alignment_by_key_steps_aside():
+    from types import SimpleNamespace
+
+    from analysis.loading import _paired_by_key
+
+    def turns(ids: list[str], turn: list[int]) -> pd.DataFrame:
+        frame = pd.DataFrame({"dialogue_id": ids, "turn_index": turn}).astype({"dialogue_id": "str"})
+        return frame.assign(_key=frame["dialogue_id"].str.lower().str.removesuffix(".json"))
+
+    def states(ids: list[str], turn: list[int]) -> pd.DataFrame:
+        n = len(ids)
+        return pd.DataFrame(
+            {"dialogue_id": ids, "turn_index": turn, "domain": ["hotel"] * n, "slot": ["area"] * n,
+             "relation": ["="] * n, "value": ["east"] * n}
+        ).astype({"dialogue_id": "str", "domain": "str", "slot": "str", "relation": "str", "value": "str"})  # fmt: skip
+
+    gold = turns(["A.json", "A.json", "B.json"], [0, 1, 0])
+    pred = turns(["a", "a", "b"], [0, 1, 0])
+    found = _paired_by_key(gold, pred, SimpleNamespace(turns=pred), states(["a", "b"], [1, 0]))
+    assert found is not None and found["dialogue_id"].tolist() == ["A.json", "B.json"]
+    # Two gold ids of one key (turn 1 under another spelling): paired turn by turn by the general path.
+    two = turns(["A.json", "a", "B.json"], [0, 1, 0])
+    assert _paired_by_key(two, pred, SimpleNamespace(turns=pred), states(["a"], [1])) is None
+    # A state of a turn the prediction file does not list; a turn held without a prediction.
+    assert _paired_by_key(gold, pred, SimpleNamespace(turns=pred), states(["a"], [2])) is None
+    assert _paired_by_key(gold, pred, SimpleNamespace(turns=pd.concat([pred, pred.iloc[:1]])), states([], [])) is None
+
+
 # --- the delta check: its gold side computed once per gold file ------------------------------------------
 
 
