@@ -231,17 +231,7 @@ def align(
     pred_turns = pred_file.turns
     if "pred_missing" in pred_turns:  # turns a format holds without a prediction (ConvLab-3) are missing
         pred_turns = pred_turns[~pred_turns["pred_missing"].to_numpy(dtype=bool)]
-    pred_turns = pred_turns[["dialogue_id", "turn_index"]].copy()
-    pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
-    if pred_turns.duplicated(["_key", "turn_index"]).any():
-        row = pred_turns[pred_turns.duplicated(["_key", "turn_index"])].iloc[0]
-        raise InputError(
-            pred_file.path,
-            pred_file.fmt,
-            "two dialogues map to the same id once case and '.json' are ignored",
-            dialogue_id=str(row["dialogue_id"]),
-            turn=int(row["turn_index"]),
-        )
+    pred_turns = _keyed_once(pred_file, pred_turns)
     if _same_turns(gold_turns, pred_turns, gold_pairs):
         # The usual case: the very same (dialogue id, turn) pairs on both sides; nothing to pair or report.
         turns = gold_turns.drop(columns="_key")
@@ -249,11 +239,9 @@ def align(
         return turns, pred_states[STATE_COLUMNS], _self_report(turns)
     paired = _paired_by_key(gold_turns, pred_turns, pred_file, pred_states)
     if paired is not None:  # the same turns once ids are paired (mwzeval's `sng0073` for `SNG0073.json`)
-        turns = gold_turns.drop(columns="_key")
-        turns["pred_missing"] = False
         n_dialogues = int(gold_turns["_key"].nunique())
         report = AlignmentReport(n_dialogues, len(gold_turns), n_dialogues, len(pred_turns))
-        return turns, paired, report
+        return gold_turns.drop(columns="_key").assign(pred_missing=False), paired, report
     gold_ids = set(gold_turns["_key"].unique())
     pred_ids = set(pred_turns["_key"].unique())
     if not gold_ids & pred_ids:
@@ -308,6 +296,24 @@ def align(
     matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
     turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
+
+
+def _keyed_once(pred_file: ParsedFile, pred_turns: pd.DataFrame) -> pd.DataFrame:
+    """The predicted turns with their dialogue pairing key `_key`; two dialogues of one key naming the same
+    turn are an `InputError` at the first such turn."""
+    pred_turns = pred_turns[["dialogue_id", "turn_index"]].copy()
+    pred_turns["_key"] = dialogue_key(pred_turns["dialogue_id"])
+    twice = pred_turns.duplicated(["_key", "turn_index"])
+    if twice.any():
+        row = pred_turns[twice].iloc[0]
+        raise InputError(
+            pred_file.path,
+            pred_file.fmt,
+            "two dialogues map to the same id once case and '.json' are ignored",
+            dialogue_id=str(row["dialogue_id"]),
+            turn=int(row["turn_index"]),
+        )
+    return pred_turns
 
 
 def _paired_by_key(

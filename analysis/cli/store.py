@@ -120,33 +120,41 @@ def run(args: argparse.Namespace) -> int:
     seconds = time.perf_counter() - started
     order = {name: n for n, name in enumerate(names)}
     not_stored = dict(sorted(failed.items(), key=lambda item: order[item[0]]))
+    outcome = {
+        "workspace": manifest,
+        "store": str(root),
+        "workers": workers,
+        "seconds": round(seconds, 3),
+        "stored": stored,
+        "already_stored": already,
+        "not_stored": not_stored,
+    }
     if args.json:
-        outcome = {
-            "workspace": manifest,
-            "store": str(root),
-            "workers": workers,
-            "seconds": round(seconds, 3),
-            "stored": stored,
-            "already_stored": already,
-            "not_stored": not_stored,
-        }
         print(json.dumps(outcome, ensure_ascii=False, indent=2))
     else:
-        print(f"workspace {workspace.name!r}: {len(names):,} runs; score store {root}")
-        print(f"  stored now: {len(stored):,} ({seconds:.1f} s, {workers} worker{'s' if workers > 1 else ''})")
-        print(f"  already in the store: {len(already):,}")
-        print(f"  not stored: {len(not_stored):,}")
-        for name, line in not_stored.items():
-            print(f"    {name}: {line}")
-        if workspace.fewjoint_entries:
-            n = len(workspace.fewjoint_entries)
-            what = (
-                "1 FewJoint system: scored when the dashboard shows it"
-                if n == 1
-                else f"{n} FewJoint systems: scored when the dashboard shows them"
-            )
-            print(f"  {what} (not kept in the score store)")
+        print("\n".join(_lines(outcome, workspace.name, len(names), len(workspace.fewjoint_entries))))
     return 2 if not_stored else 0
+
+
+def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list[str]:
+    """The outcome as text: counts, then the one line of each run not stored."""
+    workers = outcome["workers"]
+    lines = [
+        f"workspace {name!r}: {runs:,} runs; score store {outcome['store']}",
+        f"  stored now: {len(outcome['stored']):,} ({outcome['seconds']:.1f} s, {workers} "
+        f"worker{'s' if workers > 1 else ''})",
+        f"  already in the store: {len(outcome['already_stored']):,}",
+        f"  not stored: {len(outcome['not_stored']):,}",
+        *(f"    {run}: {line}" for run, line in outcome["not_stored"].items()),
+    ]
+    if fewjoint:
+        what = (
+            "1 FewJoint system: scored when the dashboard shows it"
+            if fewjoint == 1
+            else (f"{fewjoint} FewJoint systems: scored when the dashboard shows them")
+        )
+        lines.append(f"  {what} (not kept in the score store)")
+    return lines
 
 
 def _line(answer: object, entry: Any) -> str | None:
