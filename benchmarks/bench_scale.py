@@ -27,6 +27,11 @@ children within the server's limits, `ui.data._score_new`), in a fresh process. 
 CPU of the process tree and of the server process alone, and the peak RSS of the tree, beside the machine's
 speed; compare with the 1,000-run row of the default mode (`ensure_all`, the same work without the limits).
 
+`--switch 1000` instead: the sidebar's convention switched (to TRADE's) on a workspace of that many runs the
+store holds under their declared convention only: the time from the click to the leaderboard, the CPU and the
+peak RSS; `--switch-one-by-one N` the same as before `ui.data.store_many` (each run scored by a child of its
+own when the view needs it), for comparison.
+
 `--stages` instead: where one run's CPU goes when it is scored into the store (parse, pairing and
 scoring, each summary table, each table's Parquet bytes), step by step in one process: what bounds the
 cost per run.
@@ -358,6 +363,81 @@ def stages(runs_dir: Path, repeat: int = 7) -> int:
     return 0
 
 
+SWITCHED_TO = "trade"  # `--switch`: the convention chosen in the sidebar (the runs are declared under their own)
+
+
+def switch(n: int, runs_dir: Path, batches: bool = True) -> int:
+    """`--switch`: the sidebar's convention switched to TRADE's on a workspace of `n` runs the store holds
+    under their declared convention only (scored first, not timed): the leaderboard under TRADE's, from the
+    click to the board (`ui.data.stored_leaderboard`, then `compute` when the store cannot answer), in a
+    fresh process. `batches=False` (`--switch-one-by-one`): as before `ui.data.store_many`, each run scored by
+    a child of its own when the view needs it."""
+    if not GOLD.exists():
+        print(f"skipped: {GOLD} is absent", file=sys.stderr)
+        return 0
+    write_runs(runs_dir, n)
+    before = _reference(runs_dir)
+    cache = Path(tempfile.mkdtemp(prefix=f"dst-switch-{n}-"))
+    try:
+        env = {**os.environ, "DST_CACHE_DIR": str(cache)}
+        load = os.getloadavg()[0]
+        command = [sys.executable, __file__, "--switch-one", str(n), "--runs-dir", str(runs_dir)]
+        done = subprocess.run(
+            [*command, *([] if batches else ["--one-by-one"])], env=env, capture_output=True, text=True
+        )
+        if done.returncode != 0:
+            print(done.stdout, done.stderr, file=sys.stderr)
+            return 1
+        found = json.loads(done.stdout.strip().splitlines()[-1])
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+    how = "in batches (store_many)" if batches else "one child per run (as before store_many)"
+    print(
+        f"the sidebar's convention switched to {SWITCHED_TO} on {n:,} stored runs, {how}: the leaderboard after "
+        f"{found['wall_s']:.1f} s, CPU of the process tree {found['cpu_s']:.0f} s, of the server process "
+        f"{found['server_cpu_s']:.1f} s; peak RSS of the tree {found['peak_gb']:.2f} GB, of the server "
+        f"{found['server_peak_gb']:.2f} GB; {found['rows']} rows; machine speed: one run in process {before:.3f} "
+        f"CPU-s; load average {load:.1f} before, {os.getloadavg()[0]:.1f} after"
+    )
+    return 0
+
+
+def _switch_one(n: int, runs_dir: Path, batches: bool) -> int:
+    import logging
+
+    from analysis import views
+    from analysis.workspace import read_manifest
+    from ui import data
+
+    logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no script run context": no Streamlit server here
+    folder = Path(tempfile.mkdtemp(prefix="dst-switch-manifest-"))
+    manifest = folder / "workspace.toml"
+    manifest.write_text(manifest_text(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]), encoding="utf-8")
+    sources, failed = data.load_workspace(read_manifest(manifest))  # scored under the declared one: not timed
+    assert not failed
+    if not batches:
+        data.store_many = lambda *a, **k: None  # type: ignore[assignment]
+    pairs = [(source, SWITCHED_TO) for source in sources.values()]
+    start, own = time.perf_counter(), time.process_time()
+    with TreeRss() as tree:
+        stored = data.stored_leaderboard(pairs, "jga")
+        board = (
+            stored[0] if stored is not None else data.compute(views.leaderboard, [pairs], {"sort": "jga"}, SWITCHED_TO)
+        )
+    wall = time.perf_counter() - start
+    shutil.rmtree(folder, ignore_errors=True)
+    found = {
+        "wall_s": wall,
+        "cpu_s": tree.cpu_s,
+        "server_cpu_s": time.process_time() - own,
+        "peak_gb": tree.peak / 1024**3,
+        "server_peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
+        "rows": len(board),
+    }
+    print(json.dumps(found))
+    return 0
+
+
 def cold_open(n: int, runs_dir: Path) -> int:
     """`--cold-open`: the dashboard's first read of a workspace of `n` new runs, in a fresh process with an
     empty store and parse cache."""
@@ -445,7 +525,19 @@ def main() -> int:
         "--cold-open", type=int, help="instead: the dashboard opening a workspace of this many new runs"
     )
     parser.add_argument("--cold-one", type=int, help=argparse.SUPPRESS)  # the same, in this process (internal)
+    parser.add_argument(
+        "--switch", type=int, help="instead: the sidebar's convention switched on a workspace of this many stored runs"
+    )
+    parser.add_argument("--switch-one-by-one", type=int, help="instead: the same as before the batches (comparison)")
+    parser.add_argument("--switch-one", type=int, help=argparse.SUPPRESS)  # the same, in this process (internal)
+    parser.add_argument("--one-by-one", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.switch:
+        return switch(args.switch, args.runs_dir)
+    if args.switch_one_by_one:
+        return switch(args.switch_one_by_one, args.runs_dir, batches=False)
+    if args.switch_one:
+        return _switch_one(args.switch_one, args.runs_dir, not args.one_by_one)
     if args.cold_open:
         return cold_open(args.cold_open, args.runs_dir)
     if args.cold_one:

@@ -212,3 +212,57 @@ def test_a_run_stored_since_it_was_looked_at_is_not_scored_again(
     assert scheduled == []
     assert list(again[0]) == list(first[0]) == ["run-0", "run-1"]
     assert again[1] == first[1] and list(first[1]) == ["run-2"]
+
+
+def test_a_convention_chosen_in_the_sidebar_is_scored_into_the_store_in_batches(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Switching the sidebar's convention at many runs: the runs the store does not hold under it are scored
+    into the store in batches before the leaderboard, which the store then answers, not read and scored by a
+    child each and held in memory whole."""
+    from analysis import views
+
+    workspace = read_manifest(_copies(tmp_path / "runs", 4))
+    sources, failed = data.load_workspace(workspace)
+    assert failed == {}
+    scheduled = _scheduled(monkeypatch)
+    monkeypatch.setattr(data, "score_entry_isolated", lambda *a, **k: pytest.fail("a run scored by a child of its own"))
+    pairs = [(source, "trade") for source in sources.values()]
+    found = data.stored_leaderboard(pairs, "jga")
+
+    assert found is not None  # answered by the store
+    assert len(scheduled) == 4 == len(set(scheduled))
+    assert all(store_runs.stored(entry, "trade") is not None for entry in workspace.entries)
+    expected = views.leaderboard([score_run(load_entry(e), "trade") for e in workspace.entries], sort="jga")
+    board = found[0].set_index("run_id").loc[expected["run_id"]]
+    assert board["jga"].tolist() == pytest.approx(expected["jga"].tolist(), abs=1e-12)
+    assert board["convention"].tolist() == expected["convention"].tolist()
+
+    # Asked again (another view of the same runs): settled, nothing looked up or scored again.
+    monkeypatch.setattr(data, "_found", lambda *a: pytest.fail("looked up again"))
+    data.store_many([pairs], "trade")
+    assert len(scheduled) == 4
+    # The declared convention is left to the workspace's reading, as before.
+    data.store_many([[(source, data.DECLARED) for source in sources.values()]], data.DECLARED)
+
+
+def test_runs_a_chosen_convention_refuses_are_not_scored_again_for_each_view(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from analysis.isolated_jobs import Refused
+
+    workspace = read_manifest(_copies(tmp_path / "runs", 3))
+    sources, _ = data.load_workspace(workspace)
+    handed: list[int] = []
+
+    def refusing(jobs, root, *, workers, done):  # type: ignore[no-untyped-def]
+        handed.append(len(jobs))
+        for i in range(len(jobs)):
+            done(i, Refused("this convention does not score these runs"))
+
+    monkeypatch.setattr(data, "score_entries_isolated", refusing)
+    pairs = [(source, "dstc10") for source in sources.values()]
+    data.store_many([pairs], "dstc10")
+    data.forget_queries()  # even with the settled run sets forgotten (a heal), the refusals are remembered
+    data.store_many([pairs], "dstc10")
+    assert handed == [3]

@@ -227,6 +227,8 @@ _SCORING_LOCK = threading.Lock()
 # on one), and by cache key and store place (`load_workspace`: read once, these very files).
 _FAILED_KEYS: dict[str, str] = {}
 _NOT_READ: dict[tuple[str, str], str] = {}
+# Store keys of runs `_score_new` found refused by their convention (the page that scores one says why).
+_REFUSED_KEYS: dict[str, str] = {}
 
 
 def _remember_line(memory: dict[Any, str], key: Any, line: str) -> None:
@@ -236,7 +238,10 @@ def _remember_line(memory: dict[Any, str], key: Any, line: str) -> None:
 
 
 def _score_new(
-    new: list[tuple[RunEntry, RunSource]], store: Path, scoring: Callable[[int, int], None] | None
+    new: list[tuple[RunEntry, RunSource]],
+    store: Path,
+    scoring: Callable[[int, int], None] | None,
+    convention: str | None = None,
 ) -> dict[str, str]:
     """The workspace runs the store does not hold, read, scored and saved there by worker children
     (`score_entries_isolated`: many runs per child, as many children at a time as `ensure_all` runs
@@ -244,15 +249,17 @@ def _score_new(
     time the batch scorer takes. A run that a rerun is scoring already (or an entry of the same files and
     convention) is waited for, not scored twice. Returns the one-line error of each run that did not load
     (a refused convention is said where the run is scored, as `_first_read` leaves it); the others are
-    then taken as loaded (`_LOADED`)."""
+    then taken as loaded (`_LOADED`). `convention`: scored under this one instead of each run's declared
+    one (`store_many`), and neither taken as loaded nor remembered as not read (that is the declared one's)."""
     root = str(store)
+    declared = convention is None
     jobs: list[tuple[RunEntry, str | None, str]] = []
     waits: list[tuple[RunSource, str, threading.Event]] = []
     unkeyed: list[tuple[RunEntry, RunSource]] = []
     for entry, source in new:
-        convention = entry.meta.convention
+        chosen = entry.meta.convention if declared else convention
         try:
-            key = store_runs.key(entry, convention, store)
+            key = store_runs.key(entry, chosen, store)
         except OSError:  # a special file or an unreadable one: its own reader says what is wrong
             unkeyed.append((entry, source))
             continue
@@ -261,11 +268,12 @@ def _score_new(
             if event is None:
                 event = threading.Event()
                 # Scored (or failed) by another rerun since this one looked: settled, not scored again.
-                if key in _FAILED_KEYS or store_entries.lookup(store, key, deep=False) is not None:
+                settled = key in _FAILED_KEYS or key in _REFUSED_KEYS
+                if settled or store_entries.lookup(store, key, deep=False) is not None:
                     event.set()
                 else:
                     _SCORING[key] = event
-                    jobs.append((entry, convention, key))
+                    jobs.append((entry, chosen, key))
         waits.append((source, key, event))
 
     answered: set[int] = set()
@@ -274,6 +282,8 @@ def _score_new(
         key = jobs[i][2]
         if isinstance(answer, NotLoaded):
             _remember_line(_FAILED_KEYS, key, answer.line)
+        elif isinstance(answer, Refused):  # the convention refuses the run: not scored again for another view
+            _remember_line(_REFUSED_KEYS, key, "")
         answered.add(i)
         with _SCORING_LOCK:
             _SCORING.pop(key).set()
@@ -294,21 +304,68 @@ def _score_new(
 
     if jobs:  # scored by a thread of its own: a rerun that stops this one leaves it going, and waits for it
         threading.Thread(target=score, daemon=True, name="score-workspace").start()
-    failed = _read_each(unkeyed)
+    failed = _read_each(unkeyed) if declared else {}  # another convention: the view that needs one says why
     pending = waits
     while pending:
         pending[0][2].wait(0.25)
         pending = [wait for wait in pending if not wait[2].is_set()]
         if scoring is not None:
             scoring(len(waits) - len(pending), len(waits))
+    _settled(waits, failed, root, declared)
+    return failed
+
+
+def _settled(
+    waits: list[tuple[RunSource, str, threading.Event]], failed: dict[str, str], root: str, declared: bool
+) -> None:
+    """After `_score_new`'s runs are answered: the one line of each that failed into `failed`; under the
+    declared convention, each remembered as not read, or taken as loaded (stored, or refused by its
+    convention, which is said where a page scores it)."""
     for source, key, _ in waits:
         line = _FAILED_KEYS.get(key)
         if line is not None:
             failed[source.run_id] = line
-            _remember_line(_NOT_READ, (source.key, root), line)
-        else:  # stored, or refused by its convention (said where a page scores it)
+            if declared:
+                _remember_line(_NOT_READ, (source.key, root), line)
+        elif declared:
             _loaded((source.key, root))
-    return failed
+
+
+# More runs than this, not stored under a convention chosen in the sidebar, are scored into the store in batches
+# before a view of them is computed (`store_many`); fewer are each scored when the view needs it.
+STORE_MANY_FROM = 2
+
+
+def store_many(args: Sequence[Any], choice: str) -> None:
+    """The workspace runs of a view over many runs (the list arguments of `compute`) that the store does not
+    hold under the convention `choice` (the sidebar's, when it is not each run's declared one): scored into
+    the store by `_score_new` (batches of runs per worker child, as a new workspace is scored) before the view
+    is computed, so that the store answers it. Otherwise each run would be read and scored by a child of its
+    own and held in memory whole: at 1,000 runs, minutes and gigabytes for one click on the convention."""
+    store = store_entries.store_root()
+    if choice == DECLARED or store is None:
+        return
+    pairs = [a for arg in args if isinstance(arg, list) for a in arg if _is_source(a) and not a[0].uploaded]
+    if len(pairs) < STORE_MANY_FROM:
+        return
+    memo = (choice, str(store), tuple(sorted({source.key for source, _ in pairs})))
+    if memo in _STORED_MANY:  # found whole before (a page's views share their runs: looked up once)
+        return
+    missing = {
+        source.key: (source.entry, source)
+        for source, pair_choice in pairs
+        if effective_convention(source, pair_choice) == choice and _found((source, pair_choice), ("runs",)) is None
+    }
+    if len(missing) >= STORE_MANY_FROM:
+        _score_new(list(missing.values()), store, None, convention=choice)
+    with _QUERIES_LOCK:  # settled: each run stored, or refused by the convention, or its one line remembered
+        if len(_STORED_MANY) >= QUERIES_KEPT:
+            _STORED_MANY.clear()
+        _STORED_MANY.add(memo)
+
+
+# The run sets `store_many` found stored whole under a convention (forgotten with the store queries, after a heal).
+_STORED_MANY: set[tuple[str, str, tuple[str, ...]]] = set()
 
 
 # The runs found in the store, by their cache key (entry and files' stamps) and the store's place: the next
@@ -518,6 +575,7 @@ def compute(fn: Callable[..., Any], args: Sequence[Any], params: dict[str, Any],
         return memo.memo(("view", name, keys, frozen), lambda: _view_now(name, frozen, tuple(args)))
     if name in KEPT_VIEWS:
         return _kept_view(name, keys, frozen, tuple(args))
+    store_many(args, choice)  # a convention switched at many runs: scored into the store in batches first
     stored = stored_view(fn, args, params)  # DuckDB over the score store when it holds every run read
     if stored is not None:
         return stored
@@ -786,6 +844,7 @@ def forget_queries() -> None:
     """Forget the remembered store queries (`stored_query`): after a store entry was removed."""
     with _QUERIES_LOCK:
         _QUERIES.clear()
+        _STORED_MANY.clear()
 
 
 @st.cache_data(show_spinner=False, max_entries=1024)
@@ -850,6 +909,8 @@ def stored_leaderboard(pairs: Sequence[tuple[RunSource, str]], sort: str | None)
     caller computes them from the scored runs."""
     from analysis.views import board_caption, leaderboard
 
+    if pairs:  # a convention chosen in the sidebar: the runs not stored under it scored into the store first
+        store_many([list(pairs)], pairs[0][1])
     query = stored_query(leaderboard, [list(pairs)], {"sort": sort})
     if query is None:
         return None
