@@ -79,3 +79,32 @@ def test_up_to_the_limit_every_selected_run_is_compared(tmp_path: Path, monkeypa
         if str(json.loads(e.proto.spec)["layout"].get("title", {}).get("text", "")).startswith("Significant")
     )
     assert list(matrix["data"][0]["x"]) == ["copy-00", "copy-01", "copy-02"]
+
+
+def test_a_convention_chosen_at_many_runs_is_scored_into_the_store_in_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The sidebar's convention switched on a workspace of several runs: they are scored under it into the store
+    by the batch scorer before the Overview's first view (`ui.data.store_many`), none by a child of its own,
+    and the leaderboard is TRADE's."""
+    from ui import data
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DST_NO_PREFETCH", "1")
+    batches: list[list[str | None]] = []
+    real = data.score_entries_isolated
+
+    def recording(jobs, root, **kwargs):  # type: ignore[no-untyped-def]
+        batches.append([convention for _, convention, _ in jobs])
+        return real(jobs, root, **kwargs)
+
+    monkeypatch.setattr(data, "score_entries_isolated", recording)
+    monkeypatch.setattr(data, "score_entry_isolated", lambda *a, **k: pytest.fail("a run scored by a child of its own"))
+    manifest = _workspace(tmp_path, 6)
+    at = _overview(manifest)
+    at.session_state["convention"] = "trade"
+    at.run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert batches == [["exact"] * 6, ["trade"] * 6]
+    board = next(frame.value for frame in at.dataframe if "convention" in frame.value.columns)
+    assert set(board["convention"]) == {"trade"} and len(board) == 6

@@ -357,11 +357,32 @@ def store_many(args: Sequence[Any], choice: str) -> None:
         if effective_convention(source, pair_choice) == choice and _found((source, pair_choice), ("runs",)) is None
     }
     if len(missing) >= STORE_MANY_FROM:
-        _score_new(list(missing.values()), store, None, convention=choice)
+        said = _said_on_page(f"Scoring {len(missing):,} runs under the {choice} convention into the score store")
+        _score_new(list(missing.values()), store, said, convention=choice)
+        if said is not None:
+            said(-1, -1)
     with _QUERIES_LOCK:  # settled: each run stored, or refused by the convention, or its one line remembered
         if len(_STORED_MANY) >= QUERIES_KEPT:
             _STORED_MANY.clear()
         _STORED_MANY.add(memo)
+
+
+def _said_on_page(what: str) -> Callable[[int, int], None] | None:
+    """Progress on the page where the view will show (`what`: k of n done…), cleared by `said(-1, -1)`;
+    None outside a page's run (the prefetch's threads)."""
+    from streamlit.runtime.scriptrunner import get_script_run_ctx
+
+    if get_script_run_ctx(suppress_warning=True) is None:
+        return None
+    line = st.empty()
+
+    def said(done: int, total: int) -> None:
+        if total < 0:
+            line.empty()
+        else:
+            line.caption(f"{what}: {done:,} of {total:,} done…")
+
+    return said
 
 
 # The run sets `store_many` found stored whole under a convention (forgotten with the store queries, after a heal).
