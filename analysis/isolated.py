@@ -43,6 +43,7 @@ TIMEOUT_S = 300.0
 # MEMORY_LIMIT_BYTES of address space fails (a MemoryError), so one hostile file costs the server neither
 # a core nor its memory. The input limits keep a real file's parse under 1.5 GB and a few seconds.
 CPU_LIMIT_S = 120
+ORPHAN_S = 60.0  # a child whose parent is gone ends itself this long after TIMEOUT_S (`_alarm`)
 MEMORY_LIMIT_BYTES = 6 * 1024**3
 ROOT = Path(__file__).resolve().parents[1]
 # This process's warm parent for its children (`analysis.forking`): it imports what every job needs (the
@@ -261,6 +262,15 @@ def _limit_self(cpu_s: int, memory_bytes: int, items: int = 1) -> None:
     # Each item may be up to a second over its whole seconds (`_rearm` rounds up): room for that too.
     resource.setrlimit(resource.RLIMIT_CPU, (_soft_cpu(cpu_s), _soft_cpu(cpu_s) + (cpu_s + 1) * (items - 1) + 5))
     resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    _alarm()
+
+
+def _alarm() -> None:
+    """A backstop on wall time: the child ends itself (SIGALRM's default action) ORPHAN_S after TIMEOUT_S,
+    should the parent that stops it at TIMEOUT_S be gone (a child waiting, not computing, is past no CPU
+    limit and would otherwise wait for good). Re-armed for each item of `run_isolated_each`."""
+    signal.signal(signal.SIGALRM, signal.SIG_DFL)
+    signal.alarm(math.ceil(TIMEOUT_S + ORPHAN_S))
 
 
 def _soft_cpu(cpu_s: int) -> int:
@@ -280,6 +290,7 @@ def _rearm(cpu_s: int) -> None:
 
     _, hard = resource.getrlimit(resource.RLIMIT_CPU)
     resource.setrlimit(resource.RLIMIT_CPU, (min(_soft_cpu(cpu_s), hard - 5), hard))
+    _alarm()
 
 
 def _child() -> None:

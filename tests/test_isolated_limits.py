@@ -91,3 +91,56 @@ def test_a_file_past_the_memory_limit_is_stopped_in_one_line(tmp_path: Path, mon
     assert isinstance(result, str) and "\n" not in result, result
     assert result.startswith("big.jsonl: "), result
     assert "1 GB of memory" in result or "out of memory" in result, result
+
+
+def test_the_parse_cache_starts_no_thread(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Writing a parsed file to the cache converts its tables on this thread: Arrow's default converts a large
+    frame's columns in a pool of Python threads, and a worker child near its memory limit that could not start
+    one waited for it until the timeout (300 s) instead of stopping at the limit."""
+    from analysis.formats import cache, parse_file
+
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    gold = ROOT / "data" / "demo" / "multiwoz21" / "test_subset.json.gz"  # 7,000 rows: Arrow would use threads
+    parsed = parse_file(gold)  # perhaps from this process's memory: written below in any case
+    started: list[str] = []
+    monkeypatch.setattr(threading.Thread, "start", lambda self: started.append(self.name))
+    cache.store(gold, None, parsed)
+    assert started == []
+    assert cache.load_cached(gold, None) is not None  # written, and read back
+    pd.testing.assert_frame_equal(cache.load_cached(gold, None).gold, parsed.gold, check_dtype=False)
+
+
+@pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
+def test_a_file_near_the_memory_limit_is_answered_not_waited_for(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file whose parse comes near the limit (here 1 GB: 360,000 short slots) is answered within seconds, as
+    a run or its one line; it used to leave the child waiting for a thread it could not start."""
+    monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", 1024**3)
+    monkeypatch.setattr(isolated, "TIMEOUT_S", 60.0)  # a regression costs a minute, not five
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))  # the prediction's parse is cached in the child
+    path = tmp_path / "near.jsonl"
+    line = {"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {"hotel": {f"s{j}": f"v{j}" for j in range(60)}}}
+    with path.open("w") as handle:
+        for i in range(6_000):
+            handle.write(json.dumps({**line, "dialogue_id": f"d{i}"}) + "\n")
+    result = isolated.load_entry_isolated(RunEntry(RunInfo(run_id="near"), path), None, None)
+    if isinstance(result, str):
+        assert "took longer than" not in result, result
+        assert result.startswith("near.jsonl: ") and "\n" not in result, result
+    else:
+        assert isinstance(result, Run)
+
+
+def test_a_child_whose_parent_is_gone_ends_itself(tmp_path: Path) -> None:
+    """The child's own wall-time backstop: an alarm TIMEOUT_S + ORPHAN_S away, re-armed for each item."""
+    import subprocess
+    import sys
+
+    code = (
+        "import signal; from analysis import isolated; isolated._limit_self(5, 8 * 1024**3); "
+        "print(signal.alarm(0), signal.getsignal(signal.SIGALRM) is signal.SIG_DFL)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    seconds, default = done.stdout.split()
+    assert int(seconds) == int(isolated.TIMEOUT_S + isolated.ORPHAN_S) and default == "True"

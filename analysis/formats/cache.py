@@ -80,6 +80,17 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
     )
 
 
+def _write(frame: pd.DataFrame, target: Path) -> None:
+    """`frame.to_parquet(target, index=False)` without its thread pool: Arrow converts a large frame's columns
+    in Python threads, and a worker child near its memory limit (`analysis.isolated`) that cannot start one
+    waits for it for good (a MultiWOZ-size file of 60 slots a turn under 1 GB: stopped only by the 300 s
+    timeout). One thread is also quicker for a file's few columns."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1), target)
+
+
 def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
     root, key = cache_dir(), _key(path, fmt)
     if root is None or key is None:
@@ -89,7 +100,7 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
         staging = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
         present = [n for n in TABLES if getattr(parsed, n) is not None]
         for name in present:
-            getattr(parsed, name).to_parquet(staging / f"{name}.parquet", index=False)
+            _write(getattr(parsed, name), staging / f"{name}.parquet")
         header = {
             "fmt": parsed.fmt,
             "tables": present,
