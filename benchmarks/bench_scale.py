@@ -363,6 +363,29 @@ def stages(runs_dir: Path, repeat: int = 7) -> int:
     return 0
 
 
+def _in_fresh_store(arguments: list[str]) -> dict[str, Any] | None:
+    """This script run with `arguments` in a fresh process on an empty store and parse cache: the JSON of its
+    last line (None, its output printed, when it failed)."""
+    cache = Path(tempfile.mkdtemp(prefix="dst-bench-store-"))
+    try:
+        env = {**os.environ, "DST_CACHE_DIR": str(cache)}
+        done = subprocess.run([sys.executable, __file__, *arguments], env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(done.stdout, done.stderr, file=sys.stderr)
+            return None
+        return dict(json.loads(done.stdout.strip().splitlines()[-1]))
+    finally:
+        shutil.rmtree(cache, ignore_errors=True)
+
+
+def _manifest_of(n: int, runs_dir: Path) -> tuple[Path, Path]:
+    """A temporary folder holding the manifest of the first `n` runs of `runs_dir` (`manifest_text`)."""
+    folder = Path(tempfile.mkdtemp(prefix="dst-bench-manifest-"))
+    manifest = folder / "workspace.toml"
+    manifest.write_text(manifest_text(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]), encoding="utf-8")
+    return folder, manifest
+
+
 SWITCHED_TO = "trade"  # `--switch`: the convention chosen in the sidebar (the runs are declared under their own)
 
 
@@ -377,20 +400,12 @@ def switch(n: int, runs_dir: Path, batches: bool = True) -> int:
         return 0
     write_runs(runs_dir, n)
     before = _reference(runs_dir)
-    cache = Path(tempfile.mkdtemp(prefix=f"dst-switch-{n}-"))
-    try:
-        env = {**os.environ, "DST_CACHE_DIR": str(cache)}
-        load = os.getloadavg()[0]
-        command = [sys.executable, __file__, "--switch-one", str(n), "--runs-dir", str(runs_dir)]
-        done = subprocess.run(
-            [*command, *([] if batches else ["--one-by-one"])], env=env, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            print(done.stdout, done.stderr, file=sys.stderr)
-            return 1
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    load = os.getloadavg()[0]
+    found = _in_fresh_store(
+        ["--switch-one", str(n), "--runs-dir", str(runs_dir), *([] if batches else ["--one-by-one"])]
+    )
+    if found is None:
+        return 1
     how = "in batches (store_many)" if batches else "one child per run (as before store_many)"
     print(
         f"the sidebar's convention switched to {SWITCHED_TO} on {n:,} stored runs, {how}: the leaderboard after "
@@ -410,9 +425,7 @@ def _switch_one(n: int, runs_dir: Path, batches: bool) -> int:
     from ui import data
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no script run context": no Streamlit server here
-    folder = Path(tempfile.mkdtemp(prefix="dst-switch-manifest-"))
-    manifest = folder / "workspace.toml"
-    manifest.write_text(manifest_text(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]), encoding="utf-8")
+    folder, manifest = _manifest_of(n, runs_dir)
     sources, failed = data.load_workspace(read_manifest(manifest))  # scored under the declared one: not timed
     assert not failed
     if not batches:
@@ -446,17 +459,10 @@ def cold_open(n: int, runs_dir: Path) -> int:
         return 0
     write_runs(runs_dir, n)
     before = _reference(runs_dir)
-    cache = Path(tempfile.mkdtemp(prefix=f"dst-cold-{n}-"))
-    try:
-        load = os.getloadavg()[0]
-        command = [sys.executable, __file__, "--cold-one", str(n), "--runs-dir", str(runs_dir)]
-        done = subprocess.run(command, env={**os.environ, "DST_CACHE_DIR": str(cache)}, capture_output=True, text=True)
-        if done.returncode != 0:
-            print(done.stdout, done.stderr, file=sys.stderr)
-            return 1
-        found = json.loads(done.stdout.strip().splitlines()[-1])
-    finally:
-        shutil.rmtree(cache, ignore_errors=True)
+    load = os.getloadavg()[0]
+    found = _in_fresh_store(["--cold-one", str(n), "--runs-dir", str(runs_dir)])
+    if found is None:
+        return 1
     print(
         f"the dashboard opening a workspace of {n:,} new runs (empty store and parse cache): "
         f"{found['wall_s']:.1f} s ({n / found['wall_s']:.1f} runs/s), CPU of the process tree "
@@ -475,9 +481,7 @@ def _cold_one(n: int, runs_dir: Path) -> int:
     from ui import data
 
     logging.getLogger("streamlit").setLevel(logging.ERROR)  # "no script run context": no Streamlit server here
-    folder = Path(tempfile.mkdtemp(prefix="dst-cold-manifest-"))
-    manifest = folder / "workspace.toml"
-    manifest.write_text(manifest_text(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[:n]), encoding="utf-8")
+    folder, manifest = _manifest_of(n, runs_dir)
     workspace = read_manifest(manifest)
     start, own = time.perf_counter(), time.process_time()
     with TreeRss() as tree:

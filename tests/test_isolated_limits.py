@@ -78,15 +78,25 @@ def test_the_server_thread_only_waits_while_the_worker_runs(tmp_path: Path, monk
     assert longest < 1.0, f"a step of the other thread stalled {longest:.2f} s"
 
 
+def _slots_file(path: Path, slots: int, dialogues: int = 6_000) -> Path:
+    """A self-contained JSONL file of one-turn dialogues, each predicting `slots` short slots."""
+    line = {
+        "dialogue_id": "d",
+        "turn_index": 0,
+        "gold": {},
+        "pred": {"hotel": {f"s{j}": f"v{j}" for j in range(slots)}},
+    }
+    with path.open("w") as handle:
+        for i in range(dialogues):
+            handle.write(json.dumps({**line, "dialogue_id": f"d{i}"}) + "\n")
+    return path
+
+
 def test_a_file_past_the_memory_limit_is_stopped_in_one_line(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", 1024**3)
-    path = tmp_path / "big.jsonl"
     # 1.8M short slots in 27 MB of text: parsed objects and tables pass 1 GB of address space several times
     # over. (Long values do not: 54 MB of 9 kB strings came within the limit on an interpreter that maps less.)
-    line = {"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {"hotel": {f"s{j}": f"v{j}" for j in range(300)}}}
-    with path.open("w") as handle:
-        for i in range(6_000):
-            handle.write(json.dumps({**line, "dialogue_id": f"d{i}"}) + "\n")
+    path = _slots_file(tmp_path / "big.jsonl", 300)
     result = isolated.load_entry_isolated(RunEntry(RunInfo(run_id="big"), path), None, None)
     assert isinstance(result, str) and "\n" not in result, result
     assert result.startswith("big.jsonl: "), result
@@ -119,11 +129,7 @@ def test_a_file_near_the_memory_limit_is_answered_not_waited_for(
     monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", 1024**3)
     monkeypatch.setattr(isolated, "TIMEOUT_S", 60.0)  # a regression costs a minute, not five
     monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))  # the prediction's parse is cached in the child
-    path = tmp_path / "near.jsonl"
-    line = {"dialogue_id": "d", "turn_index": 0, "gold": {}, "pred": {"hotel": {f"s{j}": f"v{j}" for j in range(60)}}}
-    with path.open("w") as handle:
-        for i in range(6_000):
-            handle.write(json.dumps({**line, "dialogue_id": f"d{i}"}) + "\n")
+    path = _slots_file(tmp_path / "near.jsonl", 60)
     result = isolated.load_entry_isolated(RunEntry(RunInfo(run_id="near"), path), None, None)
     if isinstance(result, str):
         assert "took longer than" not in result, result
