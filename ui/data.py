@@ -19,7 +19,7 @@ import os
 import threading
 import weakref
 from collections import OrderedDict
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Protocol
@@ -331,8 +331,8 @@ def _settled(
             _loaded((source.key, root))
 
 
-# More runs than this, not stored under a convention chosen in the sidebar, are scored into the store in batches
-# before a view of them is computed (`store_many`); fewer are each scored when the view needs it.
+# This many runs or more, not stored under a convention chosen in the sidebar, are scored into the store in
+# batches before a view of them is computed (`store_many`); a single one is scored when the view needs it.
 STORE_MANY_FROM = 2
 
 
@@ -357,32 +357,34 @@ def store_many(args: Sequence[Any], choice: str) -> None:
         if effective_convention(source, pair_choice) == choice and _found((source, pair_choice), ("runs",)) is None
     }
     if len(missing) >= STORE_MANY_FROM:
-        said = _said_on_page(f"Scoring {len(missing):,} runs under the {choice} convention into the score store")
-        _score_new(list(missing.values()), store, said, convention=choice)
-        if said is not None:
-            said(-1, -1)
+        with _progress_on_page(
+            f"Scoring {len(missing):,} runs under the {choice} convention into the score store"
+        ) as said:
+            _score_new(list(missing.values()), store, said, convention=choice)
     with _QUERIES_LOCK:  # settled: each run stored, or refused by the convention, or its one line remembered
         if len(_STORED_MANY) >= QUERIES_KEPT:
             _STORED_MANY.clear()
         _STORED_MANY.add(memo)
 
 
-def _said_on_page(what: str) -> Callable[[int, int], None] | None:
-    """Progress on the page where the view will show (`what`: k of n done…), cleared by `said(-1, -1)`;
-    None outside a page's run (the prefetch's threads)."""
+@contextlib.contextmanager
+def _progress_on_page(what: str) -> Iterator[Callable[[int, int], None] | None]:
+    """`scoring(done, total)` writing "`what`: k of n done…" on the page where the view will show, the line
+    gone when the block ends; None outside a page's run (the prefetch's threads)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     if get_script_run_ctx(suppress_warning=True) is None:
-        return None
+        yield None
+        return
     line = st.empty()
 
     def said(done: int, total: int) -> None:
-        if total < 0:
-            line.empty()
-        else:
-            line.caption(f"{what}: {done:,} of {total:,} done…")
+        line.caption(f"{what}: {done:,} of {total:,} done…")
 
-    return said
+    try:
+        yield said
+    finally:
+        line.empty()
 
 
 # The run sets `store_many` found stored whole under a convention (forgotten with the store queries, after a heal).
