@@ -45,6 +45,9 @@ TIMEOUT_S = 300.0
 CPU_LIMIT_S = 120
 ORPHAN_S = 60.0  # a child whose parent is gone ends itself this long after TIMEOUT_S (`_alarm`)
 MEMORY_LIMIT_BYTES = 6 * 1024**3
+# The exit status of a child that ran out of memory where its job has no handler of its own (pickling its
+# answer, the store's `then`): the parent says so in one line, and the server's log gets no traceback.
+OUT_OF_MEMORY_EXIT = 3
 ROOT = Path(__file__).resolve().parents[1]
 # This process's warm parent for its children (`analysis.forking`): it imports what every job needs (the
 # jobs import the readers, the scorers and the store), and a child forked from it runs `_child`.
@@ -212,6 +215,8 @@ def _stopped(name: str, doing: str, code: int, expired: threading.Event) -> str:
         return f"{name}: {doing} took longer than {TIMEOUT_S:.0f} s and was stopped"
     if code == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
         return f"{name}: {doing} it used more than {CPU_LIMIT_S} s of CPU time; stopped"
+    if code == OUT_OF_MEMORY_EXIT:
+        return f"{name}: {doing} it needed more than {_gib(MEMORY_LIMIT_BYTES)} of memory; stopped"
     return f"{name}: the process {doing} it stopped (exit {code}; out of memory?)"
 
 
@@ -294,6 +299,18 @@ def _rearm(cpu_s: int) -> None:
 
 
 def _child() -> None:
+    """The job read from the input, run within its limits, its answer(s) written to the output. Out of memory
+    anywhere (the job's own handlers answer a file too big to read; this is the rest: pickling a large answer,
+    the store's `then`) ends the child with `OUT_OF_MEMORY_EXIT`, no traceback; a parent gone ends it quietly."""
+    try:
+        _job()
+    except MemoryError:
+        raise SystemExit(OUT_OF_MEMORY_EXIT) from None
+    except BrokenPipeError:  # the parent stopped reading (it stopped the job, or it is gone): nobody to answer
+        raise SystemExit(1) from None
+
+
+def _job() -> None:
     # Through the module's import name, not `__main__`: an `Unrecognised` pickled as `__main__.Unrecognised`
     # would not load in the parent.
     import importlib

@@ -150,3 +150,34 @@ def test_a_child_whose_parent_is_gone_ends_itself(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     seconds, default = done.stdout.split()
     assert int(seconds) == int(isolated.TIMEOUT_S + isolated.ORPHAN_S) and default == "True"
+
+
+def large_answer(size: int) -> bytes:
+    """A job (run in the child) whose answer is `size` bytes: pickling it needs as much again."""
+    return b"x" * size
+
+
+def test_a_child_out_of_memory_while_answering_is_one_line_and_no_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Out of memory outside the job's own handlers (here making a large answer, or pickling it) ends the child
+    with its own exit status: the caller gets one line, and the child writes no traceback (it used to, to the
+    server's log)."""
+    import pickle
+    import subprocess
+    import sys
+
+    limit = 1536 * 1024**2
+    job = ((30, limit), "tests.test_isolated_limits.large_answer", (600 * 1024**2,))
+    done = subprocess.run(
+        [sys.executable, "-m", "analysis.isolated"],
+        input=pickle.dumps(job),
+        cwd=ROOT,
+        capture_output=True,
+        check=False,
+        timeout=120,
+    )
+    assert done.returncode == isolated.OUT_OF_MEMORY_EXIT, done.stderr.decode(errors="replace")
+    assert b"Traceback" not in done.stderr and done.stdout == b"", done.stderr.decode(errors="replace")
+
+    monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", limit)
+    line = isolated.run_isolated("big.json", "scoring", "tests.test_isolated_limits.large_answer", 600 * 1024**2)
+    assert line == "big.json: scoring it needed more than 1.5 GB of memory; stopped"
