@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -49,7 +50,7 @@ def test_every_run_is_stored_and_the_dashboard_then_scores_none_of_them(
     assert "stored now: 3 (" in out and "2 workers" in out
     assert "already in the store: 0" in out and "not stored: 1" in out
     assert f"    run-2: {tmp_path / 'runs' / BROKEN_LINE}" in out  # the file, its format, the first bad line
-    assert err.splitlines()[-1] == "store: scoring 4 new runs: 4 done"
+    assert re.fullmatch(r"store: scoring 4 new runs: 4 done in \d+ s", err.splitlines()[-1]), err
     workspace = read_manifest(manifest)
     for entry in workspace.entries:
         found = store_runs.stored(entry, entry.meta.convention)
