@@ -216,7 +216,7 @@ def _stopped(name: str, doing: str, code: int, expired: threading.Event) -> str:
     if code == -signal.SIGXCPU:  # sent by the kernel at the CPU limit (`_limit_self`)
         return f"{name}: {doing} it used more than {CPU_LIMIT_S} s of CPU time; stopped"
     if code == OUT_OF_MEMORY_EXIT:
-        return f"{name}: {doing} it needed more than {_gib(MEMORY_LIMIT_BYTES)} of memory; stopped"
+        return f"{name}: {doing} it needs more than {_gib(MEMORY_LIMIT_BYTES)} of memory; stopped"
     return f"{name}: the process {doing} it stopped (exit {code}; out of memory?)"
 
 

@@ -180,4 +180,4 @@ def test_a_child_out_of_memory_while_answering_is_one_line_and_no_traceback(monk
 
     monkeypatch.setattr(isolated, "MEMORY_LIMIT_BYTES", limit)
     line = isolated.run_isolated("big.json", "scoring", "tests.test_isolated_limits.large_answer", 600 * 1024**2)
-    assert line == "big.json: scoring it needed more than 1.5 GB of memory; stopped"
+    assert line == "big.json: scoring it needs more than 1.5 GB of memory; stopped"
