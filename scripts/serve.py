@@ -175,13 +175,17 @@ def warm(workspace: str, started: float | None = None) -> str:
 def _scoring_said(every_s: float = 5.0) -> Callable[[int, int], None]:
     """`load_workspace`'s progress while the runs the store does not hold are scored into it: a line on
     stderr every `every_s` seconds and at the end (1,000 new runs take minutes; the launcher is not stuck)."""
+    from analysis.pace import Pace
+
     said = [-math.inf]
+    pace = Pace()
 
     def scoring(done: int, total: int) -> None:
         now = time.monotonic()
         if done == total or now - said[0] >= every_s:
             said[0] = now
-            print(f"dashboard: scoring {total:,} new runs into the store: {done:,} done", file=sys.stderr, flush=True)
+            line = f"dashboard: scoring {total:,} new runs into the store: {pace(done, total)}"
+            print(line, file=sys.stderr, flush=True)
 
     return scoring
 

@@ -38,6 +38,7 @@ from analysis.isolated_jobs import (
     score_run_isolated,
 )
 from analysis.model import Run, RunInfo
+from analysis.pace import Pace
 from analysis.safety import upload_limit_bytes
 from analysis.scoring import Scored
 from analysis.store import entries as store_entries
@@ -369,17 +370,19 @@ def store_many(args: Sequence[Any], choice: str) -> None:
 
 @contextlib.contextmanager
 def _progress_on_page(what: str) -> Iterator[Callable[[int, int], None] | None]:
-    """`scoring(done, total)` writing "`what`: k of n done…" on the page where the view will show, the line
-    gone when the block ends; None outside a page's run (the prefetch's threads)."""
+    """`scoring(done, total)` writing "`what`: k done in s s, about t s left…" (`analysis.pace`) on the page
+    where the view will show, the line gone when the block ends; None outside a page's run (the prefetch's
+    threads)."""
     from streamlit.runtime.scriptrunner import get_script_run_ctx
 
     if get_script_run_ctx(suppress_warning=True) is None:
         yield None
         return
     line = st.empty()
+    pace = Pace()
 
     def said(done: int, total: int) -> None:
-        line.caption(f"{what}: {done:,} of {total:,} done…")
+        line.caption(f"{what}: {pace(done, total)}…")
 
     try:
         yield said

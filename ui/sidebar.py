@@ -17,6 +17,7 @@ from analysis.formats.mapping import Mapping, parse_mapping_option
 from analysis.formats.sniff import brief_text, mapping_option, verdict_text
 from analysis.isolated import Unrecognised
 from analysis.model import HISTORY_MODES
+from analysis.pace import Pace
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
 from analysis.wording import short_names
 from ui import data, errors, state
@@ -43,8 +44,10 @@ def _open_workspace(path: str) -> None:
         if source.key not in loaded:
             progress.caption(md(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…"))
 
+    pace = Pace()
+
     def scoring(done: int, total: int) -> None:
-        progress.caption(f"scoring {total:,} new runs into the store: {done:,} done…")
+        progress.caption(f"scoring {total:,} new runs into the store: {pace(done, total)}…")
 
     sources, failed = data.load_workspace(manifest, announce, scoring)
     progress.empty()

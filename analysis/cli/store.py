@@ -64,6 +64,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
     from analysis.isolated_jobs import NotLoaded, Refused, score_entries_isolated, score_entry_isolated
+    from analysis.pace import Pace
     from analysis.store import entries
     from analysis.store import runs as store_runs
     from analysis.workspace import read_manifest
@@ -100,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     answers: dict[int, NotLoaded | Refused | None] = {}
     lock = threading.Lock()
     said = [-math.inf]
-    begun = time.perf_counter()  # the pace of the scoring alone, not of the look-ups before
+    pace = Pace()  # the pace of the scoring alone, not of the look-ups before
 
     def done(i: int, answer: NotLoaded | Refused | None) -> None:
         with lock:
@@ -108,7 +109,7 @@ def run(args: argparse.Namespace) -> int:
             now = time.monotonic()
             if not args.no_progress and (len(answers) == len(jobs) or now - said[0] >= PROGRESS_EVERY_S):
                 said[0] = now
-                line = progress_line(len(jobs), len(answers), time.perf_counter() - begun)
+                line = f"store: scoring {len(jobs):,} new runs: {pace(len(answers), len(jobs))}"
                 print(line, file=sys.stderr, flush=True)
 
     score_entries_isolated(jobs, root, workers=workers, done=done)
@@ -136,20 +137,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(_lines(outcome, workspace.name, len(names), len(workspace.fewjoint_entries))))
     return 2 if not_stored else 0
-
-
-def progress_line(total: int, done: int, seconds: float) -> str:
-    """The progress line: runs done of `total` in `seconds`, and the time left at the pace so far.
-
-    >>> progress_line(1000, 240, 29.2)
-    'store: scoring 1,000 new runs: 240 done in 29 s, about 92 s left'
-    >>> progress_line(4, 4, 0.8)
-    'store: scoring 4 new runs: 4 done in 1 s'
-    """
-    line = f"store: scoring {total:,} new runs: {done:,} done in {seconds:.0f} s"
-    if 0 < done < total:
-        line += f", about {seconds / done * (total - done):.0f} s left"
-    return line
 
 
 def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list[str]:

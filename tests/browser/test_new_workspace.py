@@ -1,7 +1,7 @@
 """A workspace of runs the store does not hold (a sweep's new folder), opened in a real browser: while its
 runs are scored into the store by the worker children (`ui.data._score_new`), the sidebar counts them
-("scoring 6 new runs into the store: k done…"); then the Overview shows every run that loaded, and the file
-that does not load is its one line. Plain `streamlit run`: the first session is the one that reads the runs
+("scoring 6 new runs into the store: k done in s s, about t s left…"); then the Overview shows every run
+that loaded, and the file that does not load is its one line. Plain `streamlit run`: the first session is the one that reads the runs
 (`make run` scores them before it listens and says so on stderr: tests/test_serve.py)."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def test_the_sidebar_counts_the_new_runs_being_scored(browser: Browser, tmp_path
         # Each child's first run alone takes about a second (its gold file read, its shared side computed):
         # the count stays in the sidebar for seconds.
         counting = page.locator('[data-testid="stSidebar"]').get_by_text(
-            re.compile(r"scoring 6 new runs into the store: [0-5] done…")
+            re.compile(r"scoring 6 new runs into the store: [0-5] done( in \d+ s, about \d+ s left)?…")
         )
         counting.wait_for(timeout=120_000)
         page.screenshot(path=str(screenshots / "new_workspace_scoring.png"))
