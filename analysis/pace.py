@@ -9,12 +9,18 @@ from collections.abc import Callable
 
 
 class Pace:
-    """Started when made; `pace(done, total)` is the progress of `done` of `total` runs at that moment.
+    """Started when made; `pace(done, total)` is the progress of `done` of `total` runs at that moment. Call
+    it at every answer, shown or not: the time left is estimated from the pace since the first answer (the
+    workers' start-up before it is no guide to the rest), once a few more have come.
 
-    >>> clock = iter([100.0, 129.2, 100.8 + 100]).__next__
+    >>> clock = iter([100.0, 101.0, 102.0, 129.0, 201.0]).__next__
     >>> pace = Pace(clock)
-    >>> pace(240, 1000)
-    '240 done in 29 s, about 92 s left'
+    >>> pace(1, 1000)
+    '1 done in 1 s'
+    >>> pace(3, 1000)
+    '3 done in 2 s'
+    >>> pace(241, 1000)
+    '241 done in 29 s, about 89 s left'
     >>> pace(1000, 1000)
     '1,000 done in 101 s'
     >>> Pace(lambda: 5.0)(0, 1000)
@@ -24,12 +30,16 @@ class Pace:
     def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._started = clock()
+        self._first: tuple[float, int] | None = None  # (when, done) at the first answer
 
     def __call__(self, done: int, total: int) -> str:
         if done <= 0:
             return f"{done:,} done"
-        seconds = self._clock() - self._started
-        line = f"{done:,} done in {seconds:.0f} s"
-        if done < total:
-            line += f", about {seconds / done * (total - done):.0f} s left"
+        now = self._clock()
+        if self._first is None:
+            self._first = (now, done)
+        line = f"{done:,} done in {now - self._started:.0f} s"
+        since, first = self._first
+        if done < total and done - first >= max(2, total // 50) and now > since:
+            line += f", about {(now - since) / (done - first) * (total - done):.0f} s left"
         return line

@@ -181,11 +181,10 @@ def _scoring_said(every_s: float = 5.0) -> Callable[[int, int], None]:
     pace = Pace()
 
     def scoring(done: int, total: int) -> None:
-        now = time.monotonic()
+        now, progress = time.monotonic(), pace(done, total)  # at every answer: its pace
         if done == total or now - said[0] >= every_s:
             said[0] = now
-            line = f"dashboard: scoring {total:,} new runs into the store: {pace(done, total)}"
-            print(line, file=sys.stderr, flush=True)
+            print(f"dashboard: scoring {total:,} new runs into the store: {progress}", file=sys.stderr, flush=True)
 
     return scoring
 

@@ -106,11 +106,10 @@ def run(args: argparse.Namespace) -> int:
     def done(i: int, answer: NotLoaded | Refused | None) -> None:
         with lock:
             answers[i] = answer
-            now = time.monotonic()
+            now, progress = time.monotonic(), pace(len(answers), len(jobs))  # at every answer: its pace
             if not args.no_progress and (len(answers) == len(jobs) or now - said[0] >= PROGRESS_EVERY_S):
                 said[0] = now
-                line = f"store: scoring {len(jobs):,} new runs: {pace(len(answers), len(jobs))}"
-                print(line, file=sys.stderr, flush=True)
+                print(f"store: scoring {len(jobs):,} new runs: {progress}", file=sys.stderr, flush=True)
 
     score_entries_isolated(jobs, root, workers=workers, done=done)
     stored: list[str] = []
