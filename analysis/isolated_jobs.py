@@ -67,6 +67,17 @@ class NotLoaded:
     line: str
 
 
+@dataclass(frozen=True)
+class Elsewhere:
+    """A run of a batch that another process stored (found stored once claimed, or after waiting for its claim)."""
+
+
+@dataclass(frozen=True)
+class _Busy:
+    """(From the child.) A run of a batch whose claim another process holds: `score_entries_isolated` waits
+    for that process, then looks again."""
+
+
 def _score(run: Run, convention: str | None, name: str, memory_bytes: int) -> Scored | Refused | NotLoaded:
     try:
         return score_run(run, convention)
@@ -114,24 +125,34 @@ def score_entry_isolated(
 
 def score_entries_job(
     jobs: Sequence[tuple[RunEntry, str | None, str]], root: str, memory_bytes: int = MEMORY_LIMIT_BYTES
-) -> Iterator[NotLoaded | Refused | None]:
+) -> Iterator[NotLoaded | Refused | Elsewhere | _Busy | None]:
     """(In the child, through `run_isolated_each`.) Each (entry, convention, store key) read, scored and saved
     in the store at `root`, one after the other in this one process: None once it is stored (or could not
-    be written: the server scores it again when a page needs it), else the entry's `NotLoaded` or `Refused`.
+    be written: the server scores it again when a page needs it), else the entry's `NotLoaded` or `Refused`;
+    `Elsewhere` when another process stored it meanwhile, `_Busy` while another process holds its claim
+    (`entries.claimed`, held here while a run is read, scored and saved).
     Only that goes back: the server reads a stored run's tables when a page needs them. The prediction's
     parse is not cached (the store keeps its tables); the gold file's is, and its shared side, for the runs
     after the first."""
     from analysis.store.runs import _one_blas_thread
 
     _one_blas_thread()  # as a batch worker of `ensure_all`: one BLAS thread, the imported objects frozen
+    store = Path(root)
     for entry, convention, key in jobs:
-        answer = score_entry_job(entry, convention, root, key, memory_bytes, cache_pred=False)
-        if isinstance(answer.value, Scored):
-            assert answer.then is not None
-            answer.then()
-            yield None
-        else:
-            yield answer.value
+        with entries.claimed(store, key) as mine:  # held while the run is read, scored and saved
+            if not mine:
+                yield _Busy()
+                continue
+            if entries.lookup(store, key, deep=False) is not None:  # stored by another process meanwhile
+                yield Elsewhere()
+                continue
+            answer = score_entry_job(entry, convention, root, key, memory_bytes, cache_pred=False)
+            if isinstance(answer.value, Scored):
+                assert answer.then is not None
+                answer.then()
+                yield None
+            else:
+                yield answer.value
 
 
 # At most how many runs one child scores before the next takes over. A child's first run costs about 1.9 s
@@ -146,24 +167,64 @@ def score_entries_isolated(
     root: Path,
     *,
     workers: int,
-    done: Callable[[int, NotLoaded | Refused | None], None],
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | None], None],
 ) -> None:
     """Workspace runs the store does not hold, each (entry, convention, store key) read, scored and saved in
     the store at `root` by `score_entries_job` in children within the worker's limits, `workers` children at
     a time, each taking the next few runs (at most ENTRIES_PER_CHILD). `done(i, answer)` is called (from
     a thread of this function) as the run `jobs[i]` is answered; a run whose child stopped gets that line as
-    a `NotLoaded`, and the runs after it go to another child. Returns when every run is answered."""
+    a `NotLoaded`, and the runs after it go to another child. Returns when every run is answered.
+
+    A run another process is scoring into the same store at the time (its claim held) is skipped, and after
+    the others, waited for and looked at again: `Elsewhere` when that process stored it, else scored here
+    (a run it could not store: its one line is this process's to give)."""
+    import threading
+
+    busy: list[int] = []
+    lock = threading.Lock()
+
+    def first(i: int, answer: NotLoaded | Refused | Elsewhere | _Busy | None) -> None:
+        if isinstance(answer, _Busy):
+            with lock:
+                busy.append(i)
+        else:
+            done(i, answer)
+
+    _score_all(jobs, list(range(len(jobs))), root, workers, first)
+    if not busy:
+        return
+    from analysis import isolated
+
+    for i in busy:  # each as long as a worker may take over a run (its process stops it then)
+        entries.await_claim(root, jobs[i][2], isolated.TIMEOUT_S)
+
+    def again(i: int, answer: NotLoaded | Refused | Elsewhere | _Busy | None) -> None:
+        if isinstance(answer, _Busy):  # claimed again by then (a third process): its own answer
+            answer = NotLoaded(f"{Path(str(jobs[i][0].pred)).name}: another process is scoring it; not waited for")
+        done(i, answer)
+
+    _score_all(jobs, sorted(busy), root, workers, again)
+
+
+def _score_all(
+    jobs: Sequence[tuple[RunEntry, str | None, str]],
+    indices: list[int],
+    root: Path,
+    workers: int,
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | _Busy | None], None],
+) -> None:
+    """The runs `indices` of `jobs` scored in batches by `workers` children at a time (`score_entries_isolated`)."""
     import queue
     import threading
 
-    if not jobs:
+    if not indices:
         return
-    workers = max(1, min(workers, len(jobs)))
+    workers = max(1, min(workers, len(indices)))
     # Two batches per worker (when there are several workers: so one finishing early takes over the other's).
-    size = max(1, min(ENTRIES_PER_CHILD, -(-len(jobs) // (workers * 2 if workers > 1 else 1))))
+    size = max(1, min(ENTRIES_PER_CHILD, -(-len(indices) // (workers * 2 if workers > 1 else 1))))
     batches: queue.SimpleQueue[list[int]] = queue.SimpleQueue()
-    for start in range(0, len(jobs), size):
-        batches.put(list(range(start, min(start + size, len(jobs)))))
+    for start in range(0, len(indices), size):
+        batches.put(indices[start : start + size])
 
     def work() -> None:  # batch after batch until none is left; a batch's runs after a stopped child, in a new one
         while True:
@@ -185,7 +246,7 @@ def _score_batch(
     jobs: Sequence[tuple[RunEntry, str | None, str]],
     batch: list[int],
     root: Path,
-    done: Callable[[int, NotLoaded | Refused | None], None],
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | _Busy | None], None],
 ) -> list[int]:
     """The runs `batch` names scored by one child, each answered to `done`; the runs after the one at which the
     child stopped (left for a new child)."""
@@ -202,7 +263,7 @@ def _score_batch(
         for j, value in answers:
             if isinstance(value, str):  # the child stopped at this run: its line
                 value = NotLoaded(value)
-            elif not isinstance(value, NotLoaded | Refused | None):
+            elif not isinstance(value, NotLoaded | Refused | Elsewhere | _Busy | None):
                 value = NotLoaded(f"{names[j]}: cannot score")
             done(batch[j], value)
             last = j

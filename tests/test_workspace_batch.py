@@ -10,6 +10,7 @@ import gzip
 import json
 import shutil
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pandas as pd
@@ -266,3 +267,70 @@ def test_runs_a_chosen_convention_refuses_are_not_scored_again_for_each_view(
     data.forget_queries()  # even with the settled run sets forgotten (a heal), the refusals are remembered
     data.store_many([pairs], "dstc10")
     assert handed == [3]
+
+
+def _other_process_scoring(store: Path, key: str, entry: object, *, stores: bool) -> tuple[threading.Event, Callable]:
+    """Another scorer holding `key`'s claim (a second `store` command, another dashboard server): it stores the
+    run (`stores`) or gives up on it, and lets go of the claim when the returned `release()` is called."""
+    holding, letting_go = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with store_entries.claimed(store, key) as mine:
+            assert mine
+            holding.set()
+            if stores:
+                store_entries.save(store, key, score_run(load_entry(entry), "exact"))  # type: ignore[arg-type]
+            letting_go.wait(60)
+
+    thread = threading.Thread(target=other, daemon=True)
+    thread.start()
+    assert holding.wait(30)
+
+    def release() -> None:
+        letting_go.set()
+        thread.join(30)
+
+    return letting_go, release
+
+
+@pytest.mark.parametrize("stores", [True, False])
+def test_a_run_another_process_is_scoring_is_waited_for_not_scored_twice(
+    tmp_path: Path, store: Path, stores: bool
+) -> None:
+    """Two scorers on one store take turns: a run whose claim another process holds is skipped, the other runs
+    scored meanwhile; then, its claim let go, it is `Elsewhere` when that process stored it, else scored here."""
+    good = read_manifest(_copies(tmp_path / "runs", 3)).entries
+    jobs = [(entry, "exact", store_runs.key(entry, "exact", store)) for entry in good]
+    letting_go, release = _other_process_scoring(store, jobs[1][2], good[1], stores=stores)
+    answers: dict[int, object] = {}
+
+    def done(i: int, answer: object) -> None:
+        answers[i] = answer
+        if set(answers) == {0, 2}:  # the others answered while the run's claim was held: now let go
+            letting_go.set()
+
+    try:
+        isolated_jobs.score_entries_isolated(jobs, store, workers=1, done=done)
+    finally:
+        release()
+    assert answers == {0: None, 2: None, 1: isolated_jobs.Elsewhere() if stores else None}
+    assert list(answers) == [0, 2, 1]  # the busy run after the others, not waited for first
+    for entry in good:
+        assert store_runs.stored(entry, "exact") is not None
+
+
+def test_two_store_commands_on_one_sweep_store_each_run_once(tmp_path: Path, store: Path) -> None:
+    """Two `store` commands started together on one workspace and store: every run is stored, by one of them
+    (the other counts it as already in the store), and both exit 0."""
+    import os
+    import subprocess
+    import sys
+
+    manifest = _copies(tmp_path / "runs", 8)
+    command = [sys.executable, "-m", "analysis", "store", str(manifest), "--workers", "1", "--json", "--no-progress"]
+    env = {**os.environ, "DST_CACHE_DIR": str(store.parent)}
+    started = [subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+    outcomes = [json.loads(process.communicate(timeout=300)[0]) for process in started]
+    assert [process.returncode for process in started] == [0, 0]
+    assert all(len(o["stored"]) + len(o["already_stored"]) == 8 and not o["not_stored"] for o in outcomes)
+    assert sorted(run for o in outcomes for run in o["stored"]) == [f"run-{i}" for i in range(8)]

@@ -31,6 +31,7 @@ from analysis.formats.mapping import Mapping
 from analysis.formats.reading import limit as read_limit
 from analysis.isolated import Unrecognised, load_entry_isolated
 from analysis.isolated_jobs import (
+    Elsewhere,
     NotLoaded,
     Refused,
     score_entries_isolated,
@@ -279,7 +280,7 @@ def _score_new(
 
     answered: set[int] = set()
 
-    def done(i: int, answer: NotLoaded | Refused | None) -> None:
+    def done(i: int, answer: NotLoaded | Refused | Elsewhere | None) -> None:  # Elsewhere: stored, by another process
         key = jobs[i][2]
         if isinstance(answer, NotLoaded):
             _remember_line(_FAILED_KEYS, key, answer.line)

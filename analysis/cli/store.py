@@ -63,7 +63,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
-    from analysis.isolated_jobs import NotLoaded, Refused, score_entries_isolated, score_entry_isolated
+    from analysis.isolated_jobs import Elsewhere, NotLoaded, Refused, score_entries_isolated, score_entry_isolated
     from analysis.pace import Pace
     from analysis.store import entries
     from analysis.store import runs as store_runs
@@ -98,12 +98,12 @@ def run(args: argparse.Namespace) -> int:
             jobs.append((entry, convention, key))
             owners.append(name)
 
-    answers: dict[int, NotLoaded | Refused | None] = {}
+    answers: dict[int, NotLoaded | Refused | Elsewhere | None] = {}
     lock = threading.Lock()
     said = [-math.inf]
     pace = Pace()  # the pace of the scoring alone, not of the look-ups before
 
-    def done(i: int, answer: NotLoaded | Refused | None) -> None:
+    def done(i: int, answer: NotLoaded | Refused | Elsewhere | None) -> None:
         with lock:
             answers[i] = answer
             now, progress = time.monotonic(), pace(len(answers), len(jobs))  # at every answer: its pace
@@ -114,7 +114,11 @@ def run(args: argparse.Namespace) -> int:
     score_entries_isolated(jobs, root, workers=workers, done=done)
     stored: list[str] = []
     for i, (entry, _, _) in enumerate(jobs):
-        line = _line(answers.get(i, NotLoaded(f"{Path(str(entry.pred)).name}: cannot score")), entry)
+        found = answers.get(i, NotLoaded(f"{Path(str(entry.pred)).name}: cannot score"))
+        if isinstance(found, Elsewhere):  # another process (a second `store`, a dashboard) stored it meanwhile
+            already.append(owners[i])
+            continue
+        line = _line(found, entry)
         if line is None:
             stored.append(owners[i])
         else:

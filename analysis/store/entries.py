@@ -21,6 +21,7 @@ import queue
 import shutil
 import tempfile
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
@@ -297,6 +298,45 @@ def _locked(root: Path, key: str) -> Iterator[None]:
         except (ImportError, OSError):
             pass
         yield
+
+
+@contextlib.contextmanager
+def claimed(root: Path, key: str) -> Iterator[bool]:
+    """Whether this process may score `key` now: True, the claim held until the block ends, unless another
+    process holds it (it is scoring that run: False). A batch scorer claims each run before reading it, so
+    two processes scoring the same new runs into one store (two `store` commands, two dashboard servers on
+    one sweep) take turns instead of each scoring every run. Released when the block ends or the process
+    does. Where locks are not available: True (the run may be scored twice; the writes stay atomic)."""
+    try:
+        lock_dir = root / "locks"
+        lock_dir.mkdir(parents=True, exist_ok=True)
+        handle = open(lock_dir / f"{key}.claim", "a+b")  # noqa: SIM115 - held across the caller's block
+    except OSError:
+        yield True
+        return
+    with handle:
+        try:
+            import fcntl
+
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False
+            return
+        except (ImportError, OSError):
+            pass
+        yield True
+
+
+def await_claim(root: Path, key: str, timeout: float) -> bool:
+    """Wait (at most `timeout` seconds) until no process holds `key`'s claim; whether none does."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with claimed(root, key) as free:
+            if free:
+                return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
 
 
 # Tables only ever read by DuckDB are written without pandas' schema metadata and column statistics: they
