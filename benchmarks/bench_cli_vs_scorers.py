@@ -13,7 +13,8 @@ machine) from `/usr/bin/time`, with the load average before and after:
 2. ConvLab-3's `convlab/dst/evaluate_unified_datasets.py -p FILE` on the AuGPT predictions in ConvLab-3's
    unified format (`../shared/realdata/scorer_oracles/convlab3_augpt_predictions.json.gz`, decompressed
    to a temporary file: their script reads plain JSON), against `python -m analysis metrics --pred` on
-   the same file.
+   the same file; then, beside their script again, a process that only imports pandas: the floor of any
+   `metrics` on this stack.
 
 Before anything is timed, each side's own modules are compiled to bytecode (`compile_sources`): where
 `PYTHONDONTWRITEBYTECODE` is set, a checkout's modules would otherwise be compiled again at every run.
@@ -207,6 +208,19 @@ def report(name: str, found: dict[str, list[tuple[float, float]]], ratio: float)
     return met
 
 
+def floor(importing: list[str], theirs: list[str], runs: int, their_cwd: Path) -> None:
+    """The floor of any `metrics` on this stack beside ConvLab-3's whole process: a Python process that only
+    imports pandas (every metric is computed with it), timed interleaved with their script."""
+    found = side_by_side(importing, theirs, runs, lambda: dict(os.environ), dict(os.environ), their_cwd)
+    ours = statistics.median(w for w, _ in found["ours"])
+    theirs_wall = statistics.median(w for w, _ in found["theirs"])
+    print(
+        f'   the floor, `python -c "import pandas"` alone: {ours:.2f} s, {ours / theirs_wall:.2f}x ConvLab-3\'s '
+        f"{theirs_wall:.2f} s (the target, {CONVLAB3_RATIO}x, is {CONVLAB3_RATIO * theirs_wall:.2f} s for the whole "
+        "of `metrics`)"
+    )
+
+
 def load() -> str:
     return " ".join(f"{x:.1f}" for x in os.getloadavg())
 
@@ -284,6 +298,7 @@ def main() -> int:
             print(f"2. {plain.name} (7,372 samples): `metrics` against ConvLab-3's script, {args.runs} runs each")
             found = side_by_side(ours, theirs, args.runs, lambda: our_env, dict(os.environ), tmp)
             outcome.append(report("ConvLab-3", found, CONVLAB3_RATIO))
+            floor([sys.executable, "-c", "import pandas"], theirs, args.runs, tmp)
         finally:
             shutil.rmtree(tmp, ignore_errors=True)
     print(f"load average after: {load()} (2 cores, shared: wall times on a loaded machine say little)")
