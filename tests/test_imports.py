@@ -243,6 +243,7 @@ PIPELINE: tuple[tuple[str, ...], ...] = (
         "analysis.model",
         "analysis.settings",
         "analysis.gold_side",  # what every run on one gold file shares, computed once
+        "analysis.pace",  # the words of every scoring progress line
     ),
     ("analysis.formats",),  # readers
     ("analysis.loading",),  # files to a Run
