@@ -291,7 +291,10 @@ def _child(entry: str, child_in: int, child_out: int, sockets: list[socket.socke
         os.dup2(child_out, 1)
         os.close(child_in)
         os.close(child_out)
-        environment, folder = pickle.load(sys.stdin.buffer)  # the caller's own, written before the job
+        try:
+            environment, folder = pickle.load(sys.stdin.buffer)  # the caller's own, written before the job
+        except EOFError:  # nothing came: the caller was gone (interrupted) before it wrote
+            raise SystemExit(1) from None
         os.environ.clear()
         os.environ.update(environment)
         os.chdir(folder)
@@ -300,6 +303,8 @@ def _child(entry: str, child_in: int, child_out: int, sockets: list[socket.socke
         code = 0
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
+    except KeyboardInterrupt:  # Ctrl-C on the caller's terminal, before the job ran: the caller says so
+        code = 130
     except BaseException:
         import traceback
 

@@ -301,13 +301,16 @@ def _rearm(cpu_s: int) -> None:
 def _child() -> None:
     """The job read from the input, run within its limits, its answer(s) written to the output. Out of memory
     anywhere (the job's own handlers answer a file too big to read; this is the rest: pickling a large answer,
-    the store's `then`) ends the child with `OUT_OF_MEMORY_EXIT`, no traceback; a parent gone ends it quietly."""
+    the store's `then`) ends the child with `OUT_OF_MEMORY_EXIT`, no traceback; a parent gone, or Ctrl-C, ends it
+    quietly."""
     try:
         _job()
     except MemoryError:
         raise SystemExit(OUT_OF_MEMORY_EXIT) from None
     except BrokenPipeError:  # the parent stopped reading (it stopped the job, or it is gone): nobody to answer
         raise SystemExit(1) from None
+    except KeyboardInterrupt:  # Ctrl-C on the terminal reaches the whole group: the parent says so, once
+        raise SystemExit(130) from None
 
 
 def _job() -> None:
@@ -318,7 +321,10 @@ def _job() -> None:
 
     from analysis import isolated
 
-    limits, function, args = pickle.load(sys.stdin.buffer)
+    try:
+        limits, function, args = pickle.load(sys.stdin.buffer)
+    except EOFError:  # no job came: the parent was gone (interrupted) before it wrote one
+        raise SystemExit(1) from None
     cpu_s, memory_bytes, *each = limits  # `each`: how many items a job of `run_isolated_each` answers
     isolated._limit_self(cpu_s, memory_bytes, *each)
     module, _, attr = function.rpartition(".")

@@ -267,4 +267,8 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except KeyboardInterrupt:  # Ctrl-C before the server runs (its warm-up scoring a sweep): one line, no traceback
+        print("dashboard: interrupted", file=sys.stderr, flush=True)
+        sys.exit(130)

@@ -155,3 +155,51 @@ def test_the_dashboard_says_a_bad_worker_count_on_each_new_run(
         name: f"run-{i}.jsonl: not scored: environment variable DST_SCORE_WORKERS='many' must be a positive integer"
         for i, name in enumerate(["run-0", "run-1"])
     }
+
+
+def test_ctrl_c_stops_store_in_one_line_with_no_traceback(tmp_path: Path) -> None:
+    """Ctrl-C on the terminal (SIGINT to the whole process group: the command and its worker children) while
+    runs are being scored: the command says "interrupted" and exits 130; the children, interrupted too, end
+    quietly (each printed a traceback before) and none is left running."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    manifest = _copies(tmp_path / "runs", 40)
+    root = Path(__file__).resolve().parents[1]
+    env = {**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "analysis", "store", str(manifest)],
+        cwd=root,
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    assert process.stderr is not None
+    said = []
+    for line in process.stderr:  # until the first run is answered: the workers are at work
+        said.append(line)
+        if " done in " in line:
+            break
+    os.killpg(process.pid, signal.SIGINT)
+    said += process.stderr.readlines()
+    assert process.wait(timeout=60) == 130
+    text = "".join(said)
+    assert "python -m analysis store: interrupted" in text and "Traceback" not in text, text
+    deadline = time.monotonic() + 10
+    while _alive_in_session(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive_in_session(process.pid), "a worker child outlived the interrupted command"
+
+
+def _alive_in_session(session: int) -> list[str]:
+    """The processes of the session still running (`ps`; not the dead ones waiting to be reaped: children whose
+    parent has gone are reparented to PID 1, which in a container may never reap them)."""
+    import subprocess
+
+    found = subprocess.run(["ps", "-o", "stat=,args=", "--sid", str(session)], capture_output=True, text=True).stdout
+    return [line for line in found.splitlines() if line.strip() and not line.strip().startswith("Z")]

@@ -4,6 +4,7 @@ stderr when the workspace is ready, or why it could not warm it, and starts the 
 from __future__ import annotations
 
 import importlib.util
+import os
 import re
 import socket
 import subprocess
@@ -23,6 +24,22 @@ from analysis.workspace import read_manifest
 ROOT = Path(__file__).resolve().parents[1]
 SERVE = ROOT / "scripts" / "serve.py"
 DEMO = ROOT / "data" / "demo" / "workspace.toml"
+
+
+@pytest.fixture(autouse=True)
+def _arrow_pool_put_back() -> Iterator[None]:
+    """`serve.main` (run in this process by some tests) sets ARROW_DEFAULT_MEMORY_POOL in the environment, as
+    it must for the server it starts: put back after each test, or the worker children of every later test
+    in this process inherit it (their starting address space 0.40 GB instead of 1.47 GB: a memory-limit test
+    of tests/test_isolated_limits.py once passed its file under the limit after this module)."""
+    before = os.environ.get("ARROW_DEFAULT_MEMORY_POOL")
+    yield
+    if before is None:
+        os.environ.pop("ARROW_DEFAULT_MEMORY_POOL", None)
+    else:
+        os.environ["ARROW_DEFAULT_MEMORY_POOL"] = before
+
+
 _spec = importlib.util.spec_from_file_location("serve", SERVE)
 assert _spec is not None and _spec.loader is not None
 serve = importlib.util.module_from_spec(_spec)
@@ -254,3 +271,40 @@ def test_the_launcher_says_how_far_the_scoring_of_new_runs_is(capsys: pytest.Cap
     first, last = capsys.readouterr().err.splitlines()
     assert first == "dashboard: scoring 4 new runs into the store: 0 done"
     assert re.fullmatch(r"dashboard: scoring 4 new runs into the store: 4 done in \d+ s", last), last
+
+
+def test_ctrl_c_during_the_launchers_scoring_is_one_line(tmp_path: Path) -> None:
+    """`make run` on a sweep the store does not hold, Ctrl-C while its runs are scored (SIGINT to the whole
+    process group): "dashboard: interrupted", exit 130, no traceback from the launcher or its worker children
+    (both printed one before)."""
+    import os
+    import signal
+
+    from tests.test_cli_store import _alive_in_session
+    from tests.test_workspace_batch import _copies
+
+    manifest = _copies(tmp_path / "runs", 40)
+    process = subprocess.Popen(
+        [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(manifest), "--server.headless", "true"],
+        cwd=ROOT,
+        env={**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,  # its own group, as a terminal's foreground job
+    )
+    assert process.stderr is not None
+    said = []
+    for line in process.stderr:  # until the scoring has started
+        said.append(line)
+        if "new runs into the store: 0 done" in line:
+            break
+    os.killpg(process.pid, signal.SIGINT)
+    said += process.stderr.readlines()
+    assert process.wait(timeout=60) == 130
+    text = "".join(said)
+    assert "dashboard: interrupted" in text and "Traceback" not in text, text
+    deadline = time.monotonic() + 10
+    while _alive_in_session(process.pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _alive_in_session(process.pid), "a worker child outlived the interrupted launcher"
