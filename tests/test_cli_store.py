@@ -161,39 +161,68 @@ def test_ctrl_c_stops_store_in_one_line_with_no_traceback(tmp_path: Path) -> Non
     """Ctrl-C on the terminal (SIGINT to the whole process group: the command and its worker children) while
     runs are being scored: the command says "interrupted" and exits 130; the children, interrupted too, end
     quietly (each printed a traceback before) and none is left running."""
+    import sys
+
+    manifest = _copies(tmp_path / "runs", 40)
+    command = [sys.executable, "-m", "analysis", "store", str(manifest)]
+    code, said, left = interrupted(command, {"DST_CACHE_DIR": str(tmp_path / "cache")}, ready=" done in ")
+    assert code == 130, said
+    assert "python -m analysis store: interrupted" in said and "Traceback" not in said, said
+    assert not left, f"worker processes outlived the interrupted command: {left}"
+
+
+def interrupted(
+    command: list[str], env: dict[str, str], *, ready: str, timeout: float = 120
+) -> tuple[int, str, list[str]]:
+    """`command` run as a terminal's foreground job (a session and process group of its own, SIGINT at its
+    default: a command started from a background job or by a CI runner may inherit it ignored, and Python
+    then turns no Ctrl-C into KeyboardInterrupt), Ctrl-C'ed (SIGINT to the group) once a line of its stderr
+    contains `ready`: its exit status, its whole stderr, and the processes of its session still running
+    10 s later. Never hangs: whatever of the session is left is killed at the end."""
     import os
     import signal
     import subprocess
-    import sys
+    import threading
     import time
 
-    manifest = _copies(tmp_path / "runs", 40)
     root = Path(__file__).resolve().parents[1]
-    env = {**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")}
     process = subprocess.Popen(
-        [sys.executable, "-m", "analysis", "store", str(manifest)],
+        command,
         cwd=root,
-        env=env,
+        env={**os.environ, **env},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         text=True,
-        start_new_session=True,  # its own group, as a terminal's foreground job
+        start_new_session=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
     )
     assert process.stderr is not None
-    said = []
-    for line in process.stderr:  # until the first run is answered: the workers are at work
-        said.append(line)
-        if " done in " in line:
-            break
-    os.killpg(process.pid, signal.SIGINT)
-    said += process.stderr.readlines()
-    assert process.wait(timeout=60) == 130
-    text = "".join(said)
-    assert "python -m analysis store: interrupted" in text and "Traceback" not in text, text
-    deadline = time.monotonic() + 10
-    while _alive_in_session(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive_in_session(process.pid), "a worker child outlived the interrupted command"
+    lines: list[str] = []
+    seen = threading.Event()
+
+    def read() -> None:
+        for line in process.stderr:  # type: ignore[union-attr]
+            lines.append(line)
+            if ready in line:
+                seen.set()
+        seen.set()  # its end: ended before it was ready
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        seen.wait(timeout)
+        os.killpg(process.pid, signal.SIGINT)
+        code = process.wait(timeout=timeout)
+        reader.join(timeout)
+        deadline = time.monotonic() + 10
+        while _alive_in_session(process.pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        return code, "".join(lines), _alive_in_session(process.pid)
+    finally:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
 
 
 def _alive_in_session(session: int) -> list[str]:

@@ -276,35 +276,15 @@ def test_the_launcher_says_how_far_the_scoring_of_new_runs_is(capsys: pytest.Cap
 def test_ctrl_c_during_the_launchers_scoring_is_one_line(tmp_path: Path) -> None:
     """`make run` on a sweep the store does not hold, Ctrl-C while its runs are scored (SIGINT to the whole
     process group): "dashboard: interrupted", exit 130, no traceback from the launcher or its worker children
-    (both printed one before)."""
-    import os
-    import signal
-
-    from tests.test_cli_store import _alive_in_session
+    (both printed one before), none of them left running."""
+    from tests.test_cli_store import interrupted
     from tests.test_workspace_batch import _copies
 
     manifest = _copies(tmp_path / "runs", 40)
-    process = subprocess.Popen(
-        [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(manifest), "--server.headless", "true"],
-        cwd=ROOT,
-        env={**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")},
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,  # its own group, as a terminal's foreground job
-    )
-    assert process.stderr is not None
-    said = []
-    for line in process.stderr:  # until the scoring has started
-        said.append(line)
-        if "new runs into the store: 0 done" in line:
-            break
-    os.killpg(process.pid, signal.SIGINT)
-    said += process.stderr.readlines()
-    assert process.wait(timeout=60) == 130
-    text = "".join(said)
-    assert "dashboard: interrupted" in text and "Traceback" not in text, text
-    deadline = time.monotonic() + 10
-    while _alive_in_session(process.pid) and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert not _alive_in_session(process.pid), "a worker child outlived the interrupted launcher"
+    command = [sys.executable, str(ROOT / "scripts" / "serve.py"), "--workspace", str(manifest)]
+    command += ["--server.headless", "true"]
+    env = {"DST_CACHE_DIR": str(tmp_path / "cache")}
+    code, said, left = interrupted(command, env, ready="new runs into the store: 0 done")
+    assert code == 130, said
+    assert "dashboard: interrupted" in said and "Traceback" not in said, said
+    assert not left, f"worker processes outlived the interrupted launcher: {left}"
