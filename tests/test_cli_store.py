@@ -155,6 +155,12 @@ def test_the_dashboard_says_a_bad_worker_count_on_each_new_run(
         name: f"run-{i}.jsonl: not scored: environment variable DST_SCORE_WORKERS='many' must be a positive integer"
         for i, name in enumerate(["run-0", "run-1"])
     }
+    # The same runs (the same store keys) in another store, the setting fixed: scored there, not skipped as
+    # failed (the lines were once remembered by store key alone, and a later test in this process failed).
+    monkeypatch.delenv("DST_SCORE_WORKERS")
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "another"))
+    sources, failed = data.load_workspace(read_manifest(_copies(tmp_path / "again", 2)))
+    assert sorted(sources) == ["run-0", "run-1"] and failed == {}
 
 
 def test_ctrl_c_stops_store_in_one_line_with_no_traceback(tmp_path: Path) -> None:

@@ -225,12 +225,14 @@ def _read_each(new: list[tuple[RunEntry, RunSource]]) -> dict[str, str]:
 # or this one after a click) that finds one waits for it instead of scoring it a second time.
 _SCORING: dict[str, threading.Event] = {}
 _SCORING_LOCK = threading.Lock()
-# The one line of each run whose files did not load: by store key (`_score_new`, for the entries that waited
-# on one), and by cache key and store place (`load_workspace`: read once, these very files).
-_FAILED_KEYS: dict[str, str] = {}
+# The one line of each run whose files did not load: by store key and store place (`_score_new`, for the
+# entries that waited on one), and by cache key and store place (`load_workspace`: read once, these very
+# files). The place too: what one store (one `DST_CACHE_DIR`) could not score is not another's to skip.
+_FAILED_KEYS: dict[tuple[str, str], str] = {}
 _NOT_READ: dict[tuple[str, str], str] = {}
-# Store keys of runs `_score_new` found refused by their convention (the page that scores one says why).
-_REFUSED_KEYS: dict[str, str] = {}
+# Store keys (and places) of runs `_score_new` found refused by their convention (the page that scores one
+# says why).
+_REFUSED_KEYS: dict[tuple[str, str], str] = {}
 
 
 def _remember_line(memory: dict[Any, str], key: Any, line: str) -> None:
@@ -270,7 +272,7 @@ def _score_new(
             if event is None:
                 event = threading.Event()
                 # Scored (or failed) by another rerun since this one looked: settled, not scored again.
-                settled = key in _FAILED_KEYS or key in _REFUSED_KEYS
+                settled = (key, root) in _FAILED_KEYS or (key, root) in _REFUSED_KEYS
                 if settled or store_entries.lookup(store, key, deep=False) is not None:
                     event.set()
                 else:
@@ -283,9 +285,9 @@ def _score_new(
     def done(i: int, answer: NotLoaded | Refused | Elsewhere | None) -> None:  # Elsewhere: stored, by another process
         key = jobs[i][2]
         if isinstance(answer, NotLoaded):
-            _remember_line(_FAILED_KEYS, key, answer.line)
+            _remember_line(_FAILED_KEYS, (key, root), answer.line)
         elif isinstance(answer, Refused):  # the convention refuses the run: not scored again for another view
-            _remember_line(_REFUSED_KEYS, key, "")
+            _remember_line(_REFUSED_KEYS, (key, root), "")
         answered.add(i)
         with _SCORING_LOCK:
             _SCORING.pop(key).set()
@@ -324,7 +326,7 @@ def _settled(
     declared convention, each remembered as not read, or taken as loaded (stored, or refused by its
     convention, which is said where a page scores it)."""
     for source, key, _ in waits:
-        line = _FAILED_KEYS.get(key)
+        line = _FAILED_KEYS.get((key, root))
         if line is not None:
             failed[source.run_id] = line
             if declared:
