@@ -395,17 +395,10 @@ def switch(n: int, runs_dir: Path, batches: bool = True) -> int:
     click to the board (`ui.data.stored_leaderboard`, then `compute` when the store cannot answer), in a
     fresh process. `batches=False` (`--switch-one-by-one`): as before `ui.data.store_many`, each run scored by
     a child of its own when the view needs it."""
-    if not GOLD.exists():
-        print(f"skipped: {GOLD} is absent", file=sys.stderr)
-        return 0
-    write_runs(runs_dir, n)
-    before = _reference(runs_dir)
-    load = os.getloadavg()[0]
-    found = _in_fresh_store(
-        ["--switch-one", str(n), "--runs-dir", str(runs_dir), *([] if batches else ["--one-by-one"])]
-    )
-    if found is None:
-        return 1
+    found = _prepared_and_run(n, runs_dir, ["--switch-one", str(n), *([] if batches else ["--one-by-one"])])
+    if isinstance(found, int):
+        return found
+    before, load = found["reference_cpu_s"], found["load_before"]
     how = "in batches (store_many)" if batches else "one child per run (as before store_many)"
     print(
         f"the sidebar's convention switched to {SWITCHED_TO} on {n:,} stored runs, {how}: the leaderboard after "
@@ -437,16 +430,9 @@ def _switch_one(n: int, runs_dir: Path, batches: bool) -> int:
         board = (
             stored[0] if stored is not None else data.compute(views.leaderboard, [pairs], {"sort": "jga"}, SWITCHED_TO)
         )
-    wall = time.perf_counter() - start
+    found = _figures(tree, start, own)
     shutil.rmtree(folder, ignore_errors=True)
-    found = {
-        "wall_s": wall,
-        "cpu_s": tree.cpu_s,
-        "server_cpu_s": time.process_time() - own,
-        "peak_gb": tree.peak / 1024**3,
-        "server_peak_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2,
-        "rows": len(board),
-    }
+    found.update(server_peak_gb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2, rows=len(board))
     print(json.dumps(found))
     return 0
 
@@ -454,15 +440,10 @@ def _switch_one(n: int, runs_dir: Path, batches: bool) -> int:
 def cold_open(n: int, runs_dir: Path) -> int:
     """`--cold-open`: the dashboard's first read of a workspace of `n` new runs, in a fresh process with an
     empty store and parse cache."""
-    if not GOLD.exists():
-        print(f"skipped: {GOLD} is absent", file=sys.stderr)
-        return 0
-    write_runs(runs_dir, n)
-    before = _reference(runs_dir)
-    load = os.getloadavg()[0]
-    found = _in_fresh_store(["--cold-one", str(n), "--runs-dir", str(runs_dir)])
-    if found is None:
-        return 1
+    found = _prepared_and_run(n, runs_dir, ["--cold-one", str(n)])
+    if isinstance(found, int):
+        return found
+    before, load = found["reference_cpu_s"], found["load_before"]
     print(
         f"the dashboard opening a workspace of {n:,} new runs (empty store and parse cache): "
         f"{found['wall_s']:.1f} s ({n / found['wall_s']:.1f} runs/s), CPU of the process tree "
@@ -486,18 +467,39 @@ def _cold_one(n: int, runs_dir: Path) -> int:
     start, own = time.perf_counter(), time.process_time()
     with TreeRss() as tree:
         sources, failed = data.load_workspace(workspace)
-    wall = time.perf_counter() - start
+    found = _figures(tree, start, own)
     assert len(sources) + len(failed) == n
     shutil.rmtree(folder, ignore_errors=True)
-    found = {
-        "wall_s": wall,
+    found["failed"] = len(failed)
+    print(json.dumps(found))
+    return 0
+
+
+def _prepared_and_run(n: int, runs_dir: Path, args: list[str]) -> dict[str, Any] | int:
+    """`--switch` and `--cold-open`: `n` runs written, the machine's speed and the load average taken, then
+    this script with `args` in a fresh process and store (`_in_fresh_store`): its figures with
+    `reference_cpu_s` and `load_before`, or the exit code when there are none (0: no gold file, skipped)."""
+    if not GOLD.exists():
+        print(f"skipped: {GOLD} is absent", file=sys.stderr)
+        return 0
+    write_runs(runs_dir, n)
+    before = _reference(runs_dir)
+    load = os.getloadavg()[0]
+    found = _in_fresh_store([*args, "--runs-dir", str(runs_dir)])
+    if found is None:
+        return 1
+    return {**found, "reference_cpu_s": before, "load_before": load}
+
+
+def _figures(tree: TreeRss, start: float, own: float) -> dict[str, Any]:
+    """What `--switch-one` and `--cold-one` measure from `start` (`perf_counter`) and `own` (`process_time`):
+    wall seconds, CPU of the process tree and of this process, the tree's peak RSS."""
+    return {
+        "wall_s": time.perf_counter() - start,
         "cpu_s": tree.cpu_s,
         "server_cpu_s": time.process_time() - own,
         "peak_gb": tree.peak / 1024**3,
-        "failed": len(failed),
     }
-    print(json.dumps(found))
-    return 0
 
 
 def _reference(runs_dir: Path) -> float:
