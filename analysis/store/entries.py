@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass, fields, replace
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import pandas as pd
 import pyarrow as pa
@@ -288,9 +288,7 @@ def _write_atomic(path: Path, data: bytes) -> None:
 def _locked(root: Path, key: str) -> Iterator[None]:
     """An exclusive lock on one key's entry while it is written (two processes scoring one run write it
     once; the second finds it whole). Where locks are not available, the atomic renames still hold."""
-    lock_dir = root / "locks"
-    lock_dir.mkdir(parents=True, exist_ok=True)
-    with open(lock_dir / f"{key}.lock", "a+b") as handle:
+    with _lock_file(root, f"{key}.lock") as handle:
         try:
             import fcntl
 
@@ -298,6 +296,13 @@ def _locked(root: Path, key: str) -> Iterator[None]:
         except (ImportError, OSError):
             pass
         yield
+
+
+def _lock_file(root: Path, name: str) -> BinaryIO:
+    """The store's lock file `name` (under `locks/`, made when absent), open for `flock`."""
+    lock_dir = root / "locks"
+    lock_dir.mkdir(parents=True, exist_ok=True)
+    return open(lock_dir / name, "a+b")  # the caller closes it (a `with` block)
 
 
 @contextlib.contextmanager
@@ -308,9 +313,7 @@ def claimed(root: Path, key: str) -> Iterator[bool]:
     one sweep) take turns instead of each scoring every run. Released when the block ends or the process
     does. Where locks are not available: True (the run may be scored twice; the writes stay atomic)."""
     try:
-        lock_dir = root / "locks"
-        lock_dir.mkdir(parents=True, exist_ok=True)
-        handle = open(lock_dir / f"{key}.claim", "a+b")  # noqa: SIM115 - held across the caller's block
+        handle = _lock_file(root, f"{key}.claim")
     except OSError:
         yield True
         return
