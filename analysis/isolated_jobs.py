@@ -73,6 +73,14 @@ class Elsewhere:
 
 
 @dataclass(frozen=True)
+class Unwritten:
+    """A run of a batch scored but not written: the store refused the write (read-only, full, not a folder),
+    as the warning the store logs says. The dashboard scores it again when a page needs it."""
+
+    line: str
+
+
+@dataclass(frozen=True)
 class _Busy:
     """(From the child.) A run of a batch whose claim another process holds: `score_entries_isolated` waits
     for that process, then looks again."""
@@ -125,10 +133,11 @@ def score_entry_isolated(
 
 def score_entries_job(
     jobs: Sequence[tuple[RunEntry, str | None, str]], root: str, memory_bytes: int = MEMORY_LIMIT_BYTES
-) -> Iterator[NotLoaded | Refused | Elsewhere | _Busy | None]:
+) -> Iterator[NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None]:
     """(In the child, through `run_isolated_each`.) Each (entry, convention, store key) read, scored and saved
     in the store at `root`, one after the other in this one process: None once it is stored (or could not
-    be written: the server scores it again when a page needs it), else the entry's `NotLoaded` or `Refused`;
+    be written: `Unwritten`, the server scores it again when a page needs it), else the entry's `NotLoaded` or
+    `Refused`;
     `Elsewhere` when another process stored it meanwhile, `_Busy` while another process holds its claim
     (`entries.claimed`, held here while a run is read, scored and saved).
     Only that goes back: the server reads a stored run's tables when a page needs them. The prediction's
@@ -149,8 +158,9 @@ def score_entries_job(
             answer = score_entry_job(entry, convention, root, key, memory_bytes, cache_pred=False)
             if isinstance(answer.value, Scored):
                 assert answer.then is not None
-                answer.then()
-                yield None
+                saved = answer.then()
+                name = Path(str(entry.pred)).name
+                yield None if saved is not None else Unwritten(f"{name}: scored, but not written to the score store")
             else:
                 yield answer.value
 
@@ -167,7 +177,7 @@ def score_entries_isolated(
     root: Path,
     *,
     workers: int,
-    done: Callable[[int, NotLoaded | Refused | Elsewhere | None], None],
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | Unwritten | None], None],
 ) -> None:
     """Workspace runs the store does not hold, each (entry, convention, store key) read, scored and saved in
     the store at `root` by `score_entries_job` in children within the worker's limits, `workers` children at
@@ -183,7 +193,7 @@ def score_entries_isolated(
     busy: list[int] = []
     lock = threading.Lock()
 
-    def first(i: int, answer: NotLoaded | Refused | Elsewhere | _Busy | None) -> None:
+    def first(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None) -> None:
         if isinstance(answer, _Busy):
             with lock:
                 busy.append(i)
@@ -198,7 +208,7 @@ def score_entries_isolated(
     for i in busy:  # each as long as a worker may take over a run (its process stops it then)
         entries.await_claim(root, jobs[i][2], isolated.TIMEOUT_S)
 
-    def again(i: int, answer: NotLoaded | Refused | Elsewhere | _Busy | None) -> None:
+    def again(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None) -> None:
         if isinstance(answer, _Busy):  # claimed again by then (a third process): its own answer
             answer = NotLoaded(f"{Path(str(jobs[i][0].pred)).name}: another process is scoring it; not waited for")
         done(i, answer)
@@ -211,7 +221,7 @@ def _score_all(
     indices: list[int],
     root: Path,
     workers: int,
-    done: Callable[[int, NotLoaded | Refused | Elsewhere | _Busy | None], None],
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None], None],
 ) -> None:
     """The runs `indices` of `jobs` scored in batches by `workers` children at a time (`score_entries_isolated`)."""
     import queue
@@ -246,7 +256,7 @@ def _score_batch(
     jobs: Sequence[tuple[RunEntry, str | None, str]],
     batch: list[int],
     root: Path,
-    done: Callable[[int, NotLoaded | Refused | Elsewhere | _Busy | None], None],
+    done: Callable[[int, NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None], None],
 ) -> list[int]:
     """The runs `batch` names scored by one child, each answered to `done`; the runs after the one at which the
     child stopped (left for a new child)."""
@@ -263,7 +273,7 @@ def _score_batch(
         for j, value in answers:
             if isinstance(value, str):  # the child stopped at this run: its line
                 value = NotLoaded(value)
-            elif not isinstance(value, NotLoaded | Refused | Elsewhere | _Busy | None):
+            elif not isinstance(value, NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None):
                 value = NotLoaded(f"{names[j]}: cannot score")
             done(batch[j], value)
             last = j

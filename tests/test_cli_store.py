@@ -163,6 +163,19 @@ def test_the_dashboard_says_a_bad_worker_count_on_each_new_run(
     assert sorted(sources) == ["run-0", "run-1"] and failed == {}
 
 
+def test_runs_the_store_cannot_write_are_not_counted_as_stored(tmp_path: Path, store: Path) -> None:
+    """The store refuses every write (here its `locks` is a file, not a folder): the runs are scored, but
+    each is "not stored" with its line, and the command exits 2 (it said "stored now: 2" before)."""
+    store.mkdir(parents=True, exist_ok=True)
+    (store / "locks").write_text("not a folder")
+    manifest = _copies(tmp_path / "runs", 2)
+    code, out, _ = _store([str(manifest), "--no-progress"])
+    assert code == 2
+    assert "stored now: 0 (" in out and "not stored: 2" in out, out
+    for i in range(2):
+        assert f"    run-{i}: run-{i}.jsonl: scored, but not written to the score store" in out, out
+
+
 def test_ctrl_c_stops_store_in_one_line_with_no_traceback(tmp_path: Path) -> None:
     """Ctrl-C on the terminal (SIGINT to the whole process group: the command and its worker children) while
     runs are being scored: the command says "interrupted" and exits 130; the children, interrupted too, end

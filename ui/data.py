@@ -34,6 +34,7 @@ from analysis.isolated_jobs import (
     Elsewhere,
     NotLoaded,
     Refused,
+    Unwritten,
     score_entries_isolated,
     score_entry_isolated,
     score_run_isolated,
@@ -282,7 +283,8 @@ def _score_new(
 
     answered: set[int] = set()
 
-    def done(i: int, answer: NotLoaded | Refused | Elsewhere | None) -> None:  # Elsewhere: stored, by another process
+    # Elsewhere: stored, by another process; Unwritten: scored but not stored, scored again where a page needs it
+    def done(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | None) -> None:
         key = jobs[i][2]
         if isinstance(answer, NotLoaded):
             _remember_line(_FAILED_KEYS, (key, root), answer.line)

@@ -63,7 +63,14 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
-    from analysis.isolated_jobs import Elsewhere, NotLoaded, Refused, score_entries_isolated, score_entry_isolated
+    from analysis.isolated_jobs import (
+        Elsewhere,
+        NotLoaded,
+        Refused,
+        Unwritten,
+        score_entries_isolated,
+        score_entry_isolated,
+    )
     from analysis.pace import Pace
     from analysis.store import entries
     from analysis.store import runs as store_runs
@@ -98,12 +105,12 @@ def run(args: argparse.Namespace) -> int:
             jobs.append((entry, convention, key))
             owners.append(name)
 
-    answers: dict[int, NotLoaded | Refused | Elsewhere | None] = {}
+    answers: dict[int, NotLoaded | Refused | Elsewhere | Unwritten | None] = {}
     lock = threading.Lock()
     said = [-math.inf]
     pace = Pace()  # the pace of the scoring alone, not of the look-ups before
 
-    def done(i: int, answer: NotLoaded | Refused | Elsewhere | None) -> None:
+    def done(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | None) -> None:
         with lock:
             answers[i] = answer
             now, progress = time.monotonic(), pace(len(answers), len(jobs))  # at every answer: its pace
@@ -164,13 +171,14 @@ def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list
 
 
 def _line(answer: object, entry: Any) -> str | None:
-    """None for a stored run; else its one line (a `NotLoaded`'s, or the scorer's refusal naming the file)."""
-    from analysis.isolated_jobs import NotLoaded, Refused
+    """None for a stored run; else its one line (a `NotLoaded`'s or an `Unwritten`'s, or the scorer's refusal
+    naming the file)."""
+    from analysis.isolated_jobs import NotLoaded, Refused, Unwritten
     from analysis.scoring import Scored
 
     if answer is None or isinstance(answer, Scored):
         return None
-    if isinstance(answer, NotLoaded):
+    if isinstance(answer, NotLoaded | Unwritten):
         return answer.line
     if isinstance(answer, Refused):
         return f"{Path(answer.path or str(entry.pred)).name}: {answer.problem}"
