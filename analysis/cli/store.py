@@ -63,15 +63,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from analysis.errors import InputError
-    from analysis.isolated_jobs import (
-        Elsewhere,
-        NotLoaded,
-        Refused,
-        Unwritten,
-        score_entries_isolated,
-        score_entry_isolated,
-    )
-    from analysis.pace import Pace
+    from analysis.isolated_jobs import Elsewhere, NotLoaded, score_entry_isolated
     from analysis.store import entries
     from analysis.store import runs as store_runs
     from analysis.workspace import read_manifest
@@ -105,20 +97,7 @@ def run(args: argparse.Namespace) -> int:
             jobs.append((entry, convention, key))
             owners.append(name)
 
-    answers: dict[int, NotLoaded | Refused | Elsewhere | Unwritten | None] = {}
-    lock = threading.Lock()
-    said = [-math.inf]
-    pace = Pace()  # the pace of the scoring alone, not of the look-ups before
-
-    def done(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | None) -> None:
-        with lock:
-            answers[i] = answer
-            now, progress = time.monotonic(), pace(len(answers), len(jobs))  # at every answer: its pace
-            if not args.no_progress and (len(answers) == len(jobs) or now - said[0] >= PROGRESS_EVERY_S):
-                said[0] = now
-                print(f"store: scoring {len(jobs):,} new runs: {progress}", file=sys.stderr, flush=True)
-
-    score_entries_isolated(jobs, root, workers=workers, done=done)
+    answers = _scored(jobs, root, workers, progress=not args.no_progress)
     stored: list[str] = []
     for i, (entry, _, _) in enumerate(jobs):
         found = answers.get(i, NotLoaded(f"{Path(str(entry.pred)).name}: cannot score"))
@@ -147,6 +126,29 @@ def run(args: argparse.Namespace) -> int:
     else:
         print("\n".join(_lines(outcome, workspace.name, len(names), len(workspace.fewjoint_entries))))
     return 2 if not_stored else 0
+
+
+def _scored(jobs: list[tuple[Any, str | None, str]], root: Path, workers: int, *, progress: bool) -> dict[int, Any]:
+    """The batch scorer's answer for each job (by index), with a progress line on stderr every
+    PROGRESS_EVERY_S seconds and at the end (`progress`)."""
+    from analysis.isolated_jobs import Elsewhere, NotLoaded, Refused, Unwritten, score_entries_isolated
+    from analysis.pace import Pace
+
+    answers: dict[int, NotLoaded | Refused | Elsewhere | Unwritten | None] = {}
+    lock = threading.Lock()
+    said = [-math.inf]
+    pace = Pace()  # the pace of the scoring alone, not of the look-ups before
+
+    def done(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | None) -> None:
+        with lock:
+            answers[i] = answer
+            now, line = time.monotonic(), pace(len(answers), len(jobs))  # at every answer: its pace
+            if progress and (len(answers) == len(jobs) or now - said[0] >= PROGRESS_EVERY_S):
+                said[0] = now
+                print(f"store: scoring {len(jobs):,} new runs: {line}", file=sys.stderr, flush=True)
+
+    score_entries_isolated(jobs, root, workers=workers, done=done)
+    return answers
 
 
 def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list[str]:
