@@ -11,6 +11,7 @@ run) is raised again in the server as the in-process scorer raised it (`Refused`
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -117,18 +118,62 @@ def score_entry_job(
     return Answer(scored, functools.partial(entries.save, Path(root), key, scored))
 
 
+def score_claimed_entry_job(
+    entry: RunEntry, convention: str | None, root: str | None, key: str | None, memory_bytes: int = MEMORY_LIMIT_BYTES
+) -> Answer:
+    """(In the child.) `score_entry_job` with the run's claim (`entries.claimed`) held from before its files
+    are read until it is saved, so another process that needs the same run waits for it instead of scoring
+    it too. Taken or not (another process took it since the server looked), the run is scored; the claim
+    goes with the child if the job stops on the way."""
+    if root is None or key is None:
+        return score_entry_job(entry, convention, root, key, memory_bytes)
+    held = contextlib.ExitStack()
+    held.enter_context(entries.claimed(Path(root), key))
+    try:
+        answer = score_entry_job(entry, convention, root, key, memory_bytes)
+    except BaseException:
+        held.close()
+        raise
+    if answer.then is None:
+        held.close()
+        return answer
+    save = answer.then
+
+    def then() -> object:
+        with held:
+            return save()
+
+    return Answer(answer.value, then)
+
+
 def score_entry_isolated(
     entry: RunEntry, convention: str | None, root: Path | None = None, key: str | None = None
 ) -> Scored | NotLoaded | Refused:
     """A workspace run the server has not scored: read and scored under `convention` in the worker, and
-    saved in the store at `root` under `key` by the worker after answering. `NotLoaded`: its files do not
-    load, or the worker went past its limits (one line); `Refused`: the scorer refused it."""
+    saved in the store at `root` under `key` by the worker after answering, the run's claim held meanwhile.
+    A run another process is scoring into that store (its claim held: a batch, another server, another
+    session's page) is waited for and read from the store once that process stored it; scored here when
+    it could not. `NotLoaded`: its files do not load, or the worker went past its limits (one line);
+    `Refused`: the scorer refused it."""
+    if root is not None and key is not None and not _claim_free(root, key):
+        from analysis import isolated
+
+        entries.await_claim(root, key, isolated.TIMEOUT_S)
+        stored = entries.load(root, key)
+        if stored is not None:
+            return stored
     name = Path(str(entry.pred)).name
     found = run_isolated(
-        name, "reading and scoring", "analysis.isolated_jobs.score_entry_job", entry, convention,
+        name, "reading and scoring", "analysis.isolated_jobs.score_claimed_entry_job", entry, convention,
         None if root is None else str(root), key,
     )  # fmt: skip
     return NotLoaded(found) if isinstance(found, str) else _checked(found, name)
+
+
+def _claim_free(root: Path, key: str) -> bool:
+    """Whether no process holds `key`'s claim now (taken and let go at once when free)."""
+    with entries.claimed(root, key) as free:
+        return free
 
 
 def score_entries_job(

@@ -93,7 +93,7 @@ def test_a_workspace_run_is_read_and_scored_once_on_opening(tmp_path: Path, monk
     assert not failed and list(sources) == [workspace.entries[0].name]
     scored = data.scored(sources[workspace.entries[0].name], data.DECLARED)
     assert len(scored.turns) > 0
-    assert calls == ["analysis.isolated_jobs.score_entry_job"]
+    assert calls == ["analysis.isolated_jobs.score_claimed_entry_job"]
 
 
 def test_a_convention_the_scorer_refuses_is_raised_as_in_process(tmp_path: Path) -> None:

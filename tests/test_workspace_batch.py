@@ -18,7 +18,7 @@ import pytest
 
 from analysis import isolated, isolated_jobs
 from analysis.isolated_jobs import NotLoaded
-from analysis.scoring import score_run
+from analysis.scoring import Scored, score_run
 from analysis.store import entries as store_entries
 from analysis.store import runs as store_runs
 from analysis.workspace import load_entry, read_manifest
@@ -317,6 +317,66 @@ def test_a_run_another_process_is_scoring_is_waited_for_not_scored_twice(
     assert list(answers) == [0, 2, 1]  # the busy run after the others, not waited for first
     for entry in good:
         assert store_runs.stored(entry, "exact") is not None
+
+
+@pytest.mark.parametrize("stores", [True, False])
+def test_a_run_a_page_needs_while_another_process_scores_it_is_waited_for(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch, stores: bool
+) -> None:
+    """A page needing one run that another process is scoring into the store (a batch, another server): it
+    waits for that process's claim, then reads the run from the store, with no child of its own; scored
+    here when that process gave it up."""
+    entry = read_manifest(_copies(tmp_path / "runs", 1)).entries[0]
+    key = store_runs.key(entry, "exact", store)
+    _, release = _other_process_scoring(store, key, entry, stores=stores)
+    waiting = threading.Event()
+    real_wait, real_run = store_entries.await_claim, isolated_jobs.run_isolated
+    children: list[str] = []
+
+    def wait(*args: object) -> bool:
+        waiting.set()
+        return real_wait(*args)  # type: ignore[arg-type]
+
+    def child(*args: object) -> object:
+        children.append(str(args[2]))
+        return real_run(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(store_entries, "await_claim", wait)
+    monkeypatch.setattr(isolated_jobs, "run_isolated", child)
+    answer: list[object] = []
+    page = threading.Thread(
+        target=lambda: answer.append(isolated_jobs.score_entry_isolated(entry, "exact", store, key)), daemon=True
+    )
+    try:
+        page.start()
+        assert waiting.wait(60)  # the page is waiting for the other process's claim
+        assert not answer
+    finally:
+        release()
+    page.join(120)
+    assert len(answer) == 1 and isinstance(answer[0], Scored)
+    assert children == ([] if stores else ["analysis.isolated_jobs.score_claimed_entry_job"])
+    expected = score_run(load_entry(entry), "exact")
+    pd.testing.assert_frame_equal(
+        answer[0].turns[["tid", "joint_correct"]].reset_index(drop=True),
+        expected.turns[["tid", "joint_correct"]].reset_index(drop=True),
+    )
+    store_entries.flush()
+    assert store_runs.stored(entry, "exact") is not None
+
+
+def test_a_run_scored_for_a_page_keeps_its_claim_until_it_is_saved(tmp_path: Path, store: Path) -> None:
+    """The worker scoring one run for a page claims it before reading it and lets go only once it is saved,
+    so another process needing it meanwhile waits for it instead of scoring it too."""
+    entry = read_manifest(_copies(tmp_path / "runs", 1)).entries[0]
+    key = store_runs.key(entry, "exact", store)
+    answer = isolated_jobs.score_claimed_entry_job(entry, "exact", str(store), key)
+    assert isinstance(answer.value, Scored) and answer.then is not None
+    assert not isolated_jobs._claim_free(store, key)  # answered, not yet saved: still claimed
+    assert store_runs.stored(entry, "exact") is None
+    answer.then()
+    assert isolated_jobs._claim_free(store, key)
+    assert store_runs.stored(entry, "exact") is not None
 
 
 def test_two_store_commands_on_one_sweep_store_each_run_once(tmp_path: Path, store: Path) -> None:
