@@ -224,17 +224,38 @@ def test_a_workspace_whose_runs_are_all_stored_is_told_apart(tmp_path: Path, mon
     assert not serve.all_stored(entries)
 
 
+@pytest.fixture(scope="module")
+def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A score store (its `DST_CACHE_DIR`) holding every demo run, of this test module's own: what the
+    user's store (`~/.cache`) holds depends on what ran before, and on the scorer's version."""
+    from analysis.store import runs as store_runs
+
+    if not DEMO.exists():
+        pytest.skip(f"the demo workspace {DEMO} is absent (make demo)")
+    cache = tmp_path_factory.mktemp("demo-store")
+    before = os.environ.get("DST_CACHE_DIR")
+    os.environ["DST_CACHE_DIR"] = str(cache)
+    try:
+        for entry in read_manifest(DEMO).entries:
+            store_runs.ensure_all([entry], entry.meta.convention, workers=1)
+    finally:
+        if before is None:
+            os.environ.pop("DST_CACHE_DIR", None)
+        else:
+            os.environ["DST_CACHE_DIR"] = before
+    return cache
+
+
 @pytest.mark.parametrize("stored", [True, False])
 def test_the_pages_imports_wait_for_the_session_when_every_run_is_stored(
-    stored: bool, monkeypatch: pytest.MonkeyPatch
+    stored: bool, demo_store: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With every run in the score store the launcher only has until `STORED_READY`: the pages' imports (a
     job of up to a second, run to its end once started) are left to the session's prefetch; a workspace
     read from its files keeps them in the warm-up."""
     from ui import prefetch
 
-    if not DEMO.exists():
-        pytest.skip(f"the demo workspace {DEMO} is absent (make demo)")
+    monkeypatch.setenv("DST_CACHE_DIR", str(demo_store))
     planned: list[list[Any]] = []
     monkeypatch.setattr(serve, "all_stored", lambda entries: stored)
     monkeypatch.setattr(prefetch, "run_jobs", lambda jobs, deadline=None: planned.append(list(jobs)) or 0)
