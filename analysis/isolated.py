@@ -122,29 +122,36 @@ class Answer:
     then: Callable[[], Any] | None = None
 
 
-def run_isolated(name: str, doing: str, function: str, *args: Any) -> Any:
+def run_isolated(name: str, doing: str, function: str, *args: Any, on_exit: Callable[[], Any] | None = None) -> Any:
     """`function(*args)` (`module.name`, called with the memory limit as `memory_bytes` when it takes one)
     in a child process within CPU_LIMIT_S and MEMORY_LIMIT_BYTES: its answer (an `Answer`'s value), or the
     one line saying why there is none (`name: <doing> it used more than ...`). The calling thread only waits;
-    an `Answer`'s `then` runs in the child after the answer is read, under the same limits."""
+    an `Answer`'s `then` runs in the child after the answer is read, under the same limits. `on_exit` is
+    called once the child has ended, `then` included (from another thread when the answer came first)."""
     expired = threading.Event()
-    child, timer = _start(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), expired)
-    assert child.stdout is not None
-    answer = child.stdout.read()  # to the end: the child closes its output once it has answered
-    child.stdout.close()
-    if answer:
-        try:
-            value = pickle.loads(answer)  # our own child's answer, never the user's bytes
-        except Exception:  # cut short: the child was stopped while answering; its exit says why
-            pass
-        else:  # the child may still be at its `then`: waited for by a thread, the timer still armed
-            with _FINISHING_LOCK:
-                _FINISHING.add(child)
-            threading.Thread(target=_reap, args=(child, timer), daemon=True).start()
-            return value
-    code = child.wait()
-    timer.cancel()
-    return _stopped(name, doing, code, expired)
+    waits = on_exit  # called here unless handed to the thread that waits for the child at its `then`
+    try:
+        child, timer = _start(((CPU_LIMIT_S, MEMORY_LIMIT_BYTES), function, args), expired)
+        assert child.stdout is not None
+        answer = child.stdout.read()  # to the end: the child closes its output once it has answered
+        child.stdout.close()
+        if answer:
+            try:
+                value = pickle.loads(answer)  # our own child's answer, never the user's bytes
+            except Exception:  # cut short: the child was stopped while answering; its exit says why
+                pass
+            else:  # the child may still be at its `then`: waited for by a thread, the timer still armed
+                with _FINISHING_LOCK:
+                    _FINISHING.add(child)
+                threading.Thread(target=_reap, args=(child, timer, on_exit), daemon=True).start()
+                waits = None
+                return value
+        code = child.wait()
+        timer.cancel()
+        return _stopped(name, doing, code, expired)
+    finally:
+        if waits is not None:
+            waits()
 
 
 def run_isolated_each(names: Sequence[str], doing: str, function: str, *args: Any) -> Iterator[tuple[int, Any]]:
@@ -230,11 +237,17 @@ _FINISHING: set[subprocess.Popen[bytes] | forking.Forked] = set()
 _FINISHING_LOCK = threading.Lock()
 
 
-def _reap(child: subprocess.Popen[bytes] | forking.Forked, timer: threading.Timer) -> None:
-    child.wait()
-    timer.cancel()
-    with _FINISHING_LOCK:
-        _FINISHING.discard(child)
+def _reap(
+    child: subprocess.Popen[bytes] | forking.Forked, timer: threading.Timer, on_exit: Callable[[], Any] | None = None
+) -> None:
+    try:
+        child.wait()
+        timer.cancel()
+        with _FINISHING_LOCK:
+            _FINISHING.discard(child)
+    finally:
+        if on_exit is not None:
+            on_exit()
 
 
 def settle(timeout: float | None = None) -> None:

@@ -118,62 +118,40 @@ def score_entry_job(
     return Answer(scored, functools.partial(entries.save, Path(root), key, scored))
 
 
-def score_claimed_entry_job(
-    entry: RunEntry, convention: str | None, root: str | None, key: str | None, memory_bytes: int = MEMORY_LIMIT_BYTES
-) -> Answer:
-    """(In the child.) `score_entry_job` with the run's claim (`entries.claimed`) held from before its files
-    are read until it is saved, so another process that needs the same run waits for it instead of scoring
-    it too. Taken or not (another process took it since the server looked), the run is scored; the claim
-    goes with the child if the job stops on the way."""
-    if root is None or key is None:
-        return score_entry_job(entry, convention, root, key, memory_bytes)
-    held = contextlib.ExitStack()
-    held.enter_context(entries.claimed(Path(root), key))
-    try:
-        answer = score_entry_job(entry, convention, root, key, memory_bytes)
-    except BaseException:
-        held.close()
-        raise
-    if answer.then is None:
-        held.close()
-        return answer
-    save = answer.then
-
-    def then() -> object:
-        with held:
-            return save()
-
-    return Answer(answer.value, then)
-
-
 def score_entry_isolated(
     entry: RunEntry, convention: str | None, root: Path | None = None, key: str | None = None
 ) -> Scored | NotLoaded | Refused:
     """A workspace run the server has not scored: read and scored under `convention` in the worker, and
-    saved in the store at `root` under `key` by the worker after answering, the run's claim held meanwhile.
-    A run another process is scoring into that store (its claim held: a batch, another server, another
-    session's page) is waited for and read from the store once that process stored it; scored here when
-    it could not. `NotLoaded`: its files do not load, or the worker went past its limits (one line);
-    `Refused`: the scorer refused it."""
-    if root is not None and key is not None and not _claim_free(root, key):
+    saved in the store at `root` under `key` by the worker after answering. Its claim (`entries.claimed`)
+    is held here from before the worker starts until it has ended, its save included: another process
+    needing the same run (a batch, another server, another session's page) waits instead of scoring it too.
+    A run whose claim another process holds is waited for the same way and read from the store once that
+    process stored it; scored here when it could not. `NotLoaded`: its files do not load, or the worker went
+    past its limits (one line); `Refused`: the scorer refused it."""
+    held = None if root is None or key is None else _claim(root, key)
+    if root is not None and key is not None and held is None:
         from analysis import isolated
 
         entries.await_claim(root, key, isolated.TIMEOUT_S)
         stored = entries.load(root, key)
         if stored is not None:
             return stored
+        held = _claim(root, key)  # None: a third process took it meanwhile; scored here all the same
     name = Path(str(entry.pred)).name
     found = run_isolated(
-        name, "reading and scoring", "analysis.isolated_jobs.score_claimed_entry_job", entry, convention,
-        None if root is None else str(root), key,
+        name, "reading and scoring", "analysis.isolated_jobs.score_entry_job", entry, convention,
+        None if root is None else str(root), key, on_exit=None if held is None else held.close,
     )  # fmt: skip
     return NotLoaded(found) if isinstance(found, str) else _checked(found, name)
 
 
-def _claim_free(root: Path, key: str) -> bool:
-    """Whether no process holds `key`'s claim now (taken and let go at once when free)."""
-    with entries.claimed(root, key) as free:
-        return free
+def _claim(root: Path, key: str) -> contextlib.ExitStack | None:
+    """`key`'s claim taken and held until the returned stack is closed; None when another process holds it."""
+    held = contextlib.ExitStack()
+    if held.enter_context(entries.claimed(root, key)):
+        return held
+    held.close()
+    return None
 
 
 def score_entries_job(

@@ -82,9 +82,9 @@ def test_a_workspace_run_is_read_and_scored_once_on_opening(tmp_path: Path, monk
     calls: list[str] = []
     real = isolated_jobs.run_isolated
 
-    def counted(*args: object) -> object:
+    def counted(*args: object, **kwargs: object) -> object:
         calls.append(str(args[2]))
-        return real(*args)  # type: ignore[arg-type]
+        return real(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(isolated_jobs, "run_isolated", counted)
     data._first_read.clear()
@@ -93,7 +93,7 @@ def test_a_workspace_run_is_read_and_scored_once_on_opening(tmp_path: Path, monk
     assert not failed and list(sources) == [workspace.entries[0].name]
     scored = data.scored(sources[workspace.entries[0].name], data.DECLARED)
     assert len(scored.turns) > 0
-    assert calls == ["analysis.isolated_jobs.score_claimed_entry_job"]
+    assert calls == ["analysis.isolated_jobs.score_entry_job"]
 
 
 def test_a_convention_the_scorer_refuses_is_raised_as_in_process(tmp_path: Path) -> None:

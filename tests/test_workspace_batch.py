@@ -337,9 +337,9 @@ def test_a_run_a_page_needs_while_another_process_scores_it_is_waited_for(
         waiting.set()
         return real_wait(*args)  # type: ignore[arg-type]
 
-    def child(*args: object) -> object:
+    def child(*args: object, **kwargs: object) -> object:
         children.append(str(args[2]))
-        return real_run(*args)  # type: ignore[arg-type]
+        return real_run(*args, **kwargs)  # type: ignore[arg-type]
 
     monkeypatch.setattr(store_entries, "await_claim", wait)
     monkeypatch.setattr(isolated_jobs, "run_isolated", child)
@@ -355,7 +355,7 @@ def test_a_run_a_page_needs_while_another_process_scores_it_is_waited_for(
         release()
     page.join(120)
     assert len(answer) == 1 and isinstance(answer[0], Scored)
-    assert children == ([] if stores else ["analysis.isolated_jobs.score_claimed_entry_job"])
+    assert children == ([] if stores else ["analysis.isolated_jobs.score_entry_job"])
     expected = score_run(load_entry(entry), "exact")
     pd.testing.assert_frame_equal(
         answer[0].turns[["tid", "joint_correct"]].reset_index(drop=True),
@@ -365,18 +365,63 @@ def test_a_run_a_page_needs_while_another_process_scores_it_is_waited_for(
     assert store_runs.stored(entry, "exact") is not None
 
 
-def test_a_run_scored_for_a_page_keeps_its_claim_until_it_is_saved(tmp_path: Path, store: Path) -> None:
-    """The worker scoring one run for a page claims it before reading it and lets go only once it is saved,
-    so another process needing it meanwhile waits for it instead of scoring it too."""
+def _claim_free(store: Path, key: str) -> bool:
+    with store_entries.claimed(store, key) as free:
+        return free
+
+
+def test_a_run_scored_for_a_page_keeps_its_claim_until_its_worker_has_ended(
+    tmp_path: Path, store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The claim of a run scored for a page is taken before its worker starts and let go only once the
+    worker has ended (its save included, which comes after the answer), so another process needing the run
+    meanwhile waits for it instead of scoring it too."""
     entry = read_manifest(_copies(tmp_path / "runs", 1)).entries[0]
     key = store_runs.key(entry, "exact", store)
-    answer = isolated_jobs.score_claimed_entry_job(entry, "exact", str(store), key)
-    assert isinstance(answer.value, Scored) and answer.then is not None
-    assert not isolated_jobs._claim_free(store, key)  # answered, not yet saved: still claimed
-    assert store_runs.stored(entry, "exact") is None
-    answer.then()
-    assert isolated_jobs._claim_free(store, key)
-    assert store_runs.stored(entry, "exact") is not None
+    ended: list[Callable[[], object]] = []
+
+    def worker(*args: object, on_exit: Callable[[], object]) -> object:
+        assert not _claim_free(store, key)  # taken before the worker starts
+        ended.append(on_exit)  # the worker still at its save: not ended yet
+        return score_run(load_entry(entry), "exact")
+
+    monkeypatch.setattr(isolated_jobs, "run_isolated", worker)
+    assert isinstance(isolated_jobs.score_entry_isolated(entry, "exact", store, key), Scored)
+    assert len(ended) == 1 and not _claim_free(store, key)  # answered, the worker not ended: still claimed
+    ended[0]()
+    assert _claim_free(store, key)
+
+
+def answer_then_wait(flag: str) -> isolated.Answer:
+    """(A job in the child.) Answers at once, then waits (at most 60 s) for the file `flag` to exist."""
+    import time
+
+    def then() -> None:
+        deadline = time.monotonic() + 60
+        while not Path(flag).exists() and time.monotonic() < deadline:
+            time.sleep(0.05)
+
+    return isolated.Answer("answered", then)
+
+
+def test_on_exit_is_called_once_the_worker_has_ended_not_when_it_answers(tmp_path: Path) -> None:
+    flag = tmp_path / "go"
+    ended = threading.Event()
+    calls: list[int] = []
+
+    def on_exit() -> None:
+        calls.append(1)
+        ended.set()
+
+    job = "tests.test_workspace_batch.answer_then_wait"
+    assert isolated.run_isolated("x", "doing", job, str(flag), on_exit=on_exit) == "answered"
+    assert not ended.is_set()  # the child is at its `then`, waiting for the flag
+    flag.touch()
+    assert ended.wait(60) and calls == [1]
+    # A worker that stops without answering: called once too, before the line comes back.
+    stopped: list[int] = []
+    line = isolated.run_isolated("x", "doing", "os._exit", 5, on_exit=lambda: stopped.append(1))
+    assert "exit 5" in line and stopped == [1]
 
 
 def test_two_store_commands_on_one_sweep_store_each_run_once(tmp_path: Path, store: Path) -> None:
