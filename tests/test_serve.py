@@ -233,16 +233,10 @@ def demo_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
     if not DEMO.exists():
         pytest.skip(f"the demo workspace {DEMO} is absent (make demo)")
     cache = tmp_path_factory.mktemp("demo-store")
-    before = os.environ.get("DST_CACHE_DIR")
-    os.environ["DST_CACHE_DIR"] = str(cache)
-    try:
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("DST_CACHE_DIR", str(cache))
         for entry in read_manifest(DEMO).entries:
             store_runs.ensure_all([entry], entry.meta.convention, workers=1)
-    finally:
-        if before is None:
-            os.environ.pop("DST_CACHE_DIR", None)
-        else:
-            os.environ["DST_CACHE_DIR"] = before
     return cache
 
 
