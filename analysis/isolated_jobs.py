@@ -11,7 +11,6 @@ run) is raised again in the server as the in-process scorer raised it (`Refused`
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -128,30 +127,19 @@ def score_entry_isolated(
     A run whose claim another process holds is waited for the same way and read from the store once that
     process stored it; scored here when it could not. `NotLoaded`: its files do not load, or the worker went
     past its limits (one line); `Refused`: the scorer refused it."""
-    held = None if root is None or key is None else _claim(root, key)
+    held = None if root is None or key is None else entries.claim(root, key)
     if root is not None and key is not None and held is None:
-        from analysis import isolated
-
-        entries.await_claim(root, key, isolated.TIMEOUT_S)
+        entries.await_claim(root, key, entries.CLAIM_WAIT_S)
         stored = entries.load(root, key)
         if stored is not None:
             return stored
-        held = _claim(root, key)  # None: a third process took it meanwhile; scored here all the same
+        held = entries.claim(root, key)  # None: a third process took it meanwhile; scored here all the same
     name = Path(str(entry.pred)).name
     found = run_isolated(
         name, "reading and scoring", "analysis.isolated_jobs.score_entry_job", entry, convention,
         None if root is None else str(root), key, on_exit=None if held is None else held.close,
     )  # fmt: skip
     return NotLoaded(found) if isinstance(found, str) else _checked(found, name)
-
-
-def _claim(root: Path, key: str) -> contextlib.ExitStack | None:
-    """`key`'s claim taken and held until the returned stack is closed; None when another process holds it."""
-    held = contextlib.ExitStack()
-    if held.enter_context(entries.claimed(root, key)):
-        return held
-    held.close()
-    return None
 
 
 def score_entries_job(

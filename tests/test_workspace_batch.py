@@ -392,6 +392,37 @@ def test_a_run_scored_for_a_page_keeps_its_claim_until_its_worker_has_ended(
     assert _claim_free(store, key)
 
 
+@pytest.mark.parametrize("stores", [True, False])
+def test_a_command_storing_a_run_another_process_is_scoring_waits_for_it(
+    tmp_path: Path, store: Path, stores: bool
+) -> None:
+    """In process (`metrics --store`, `report --store`): a run whose claim another process holds is waited
+    for and read back once stored, not scored again; scored and saved here, its claim held, when that
+    process gave it up."""
+    entry = read_manifest(_copies(tmp_path / "runs", 1)).entries[0]
+    key = store_runs.key(entry, "exact", store)
+    _, release = _other_process_scoring(store, key, entry, stores=stores)
+    computed: list[bool] = []
+
+    def compute() -> Scored:
+        computed.append(_claim_free(store, key))
+        return score_run(load_entry(entry), "exact")
+
+    answer: list[Scored] = []
+    command = threading.Thread(target=lambda: answer.append(store_entries.score(key, compute, root=store)), daemon=True)
+    try:
+        command.start()
+        command.join(1.0)
+        assert not answer and not computed  # waiting for the other process's claim
+    finally:
+        release()
+    command.join(120)
+    assert len(answer) == 1 and len(answer[0].turns) > 0
+    assert computed == ([] if stores else [False])  # scored here only when not stored there, claimed meanwhile
+    assert _claim_free(store, key) and store_runs.stored(entry, "exact") is not None
+    assert store_entries.CLAIM_WAIT_S >= isolated.TIMEOUT_S  # as long as a worker may take over a run
+
+
 def answer_then_wait(flag: str) -> isolated.Answer:
     """(A job in the child.) Answers at once, then waits (at most 60 s) for the file `flag` to exist."""
     import time

@@ -330,6 +330,21 @@ def claimed(root: Path, key: str) -> Iterator[bool]:
         yield True
 
 
+def claim(root: Path, key: str) -> contextlib.ExitStack | None:
+    """`key`'s claim (`claimed`) taken and held until the returned stack is closed (from any thread); None
+    when another process holds it."""
+    held = contextlib.ExitStack()
+    if held.enter_context(claimed(root, key)):
+        return held
+    held.close()
+    return None
+
+
+# How long an in-process scorer waits for another process's claim on the run it needs (as long as a worker
+# may take over a run: `analysis.isolated.TIMEOUT_S`) before scoring the run itself.
+CLAIM_WAIT_S = 300.0
+
+
 def await_claim(root: Path, key: str, timeout: float) -> bool:
     """Wait (at most `timeout` seconds) until no process holds `key`'s claim; whether none does."""
     deadline = time.monotonic() + timeout
@@ -630,12 +645,23 @@ def score(
     stored = load(root, key)
     if stored is not None:
         return stored
-    scored = compute()
     if not save_new:
-        return scored
+        return compute()
     if background:
+        scored = compute()
         _writer().put((root, key, scored))
-    else:
+        return scored
+    # Claimed while scored and saved (another process needing the run waits for it); a run another process
+    # is scoring is waited for and read back once it is stored.
+    held = claim(root, key)
+    if held is None:
+        await_claim(root, key, CLAIM_WAIT_S)
+        stored = load(root, key)
+        if stored is not None:
+            return stored
+        held = claim(root, key) or contextlib.ExitStack()  # taken by a third process: scored here all the same
+    with held:
+        scored = compute()
         save(root, key, scored)
     return scored
 
