@@ -396,7 +396,7 @@ def test_a_run_scored_for_a_page_keeps_its_claim_until_its_worker_has_ended(
 def test_a_command_storing_a_run_another_process_is_scoring_waits_for_it(
     tmp_path: Path, store: Path, stores: bool
 ) -> None:
-    """In process (`metrics --store`, `report --store`): a run whose claim another process holds is waited
+    """In process (`metrics --store`, `compare --store`): a run whose claim another process holds is waited
     for and read back once stored, not scored again; scored and saved here, its claim held, when that
     process gave it up."""
     entry = read_manifest(_copies(tmp_path / "runs", 1)).entries[0]
