@@ -192,6 +192,7 @@ COMMAND_MODULES = {
     "fewjoint": "analysis.cli.fewjoint",
     "reconcile": "analysis.cli.reconcile",
     "report": "analysis.cli.report",
+    "prune": "analysis.cli.prune",
     "slices": "analysis.cli.slices",
     "store": "analysis.cli.store",
 }

@@ -305,15 +305,21 @@ def _lock_file(root: Path, name: str) -> BinaryIO:
     return open(lock_dir / name, "a+b")  # the caller closes it (a `with` block)
 
 
-@contextlib.contextmanager
-def claimed(root: Path, key: str) -> Iterator[bool]:
+def claimed(root: Path, key: str) -> contextlib.AbstractContextManager[bool]:
     """Whether this process may score `key` now: True, the claim held until the block ends, unless another
     process holds it (it is scoring that run: False). A batch scorer claims each run before reading it, so
     two processes scoring the same new runs into one store (two `store` commands, two dashboard servers on
     one sweep) take turns instead of each scoring every run. Released when the block ends or the process
     does. Where locks are not available: True (the run may be scored twice; the writes stay atomic)."""
+    return held(root, f"{key}.claim")
+
+
+@contextlib.contextmanager
+def held(root: Path, name: str) -> Iterator[bool]:
+    """The store's lock file `name` locked without waiting: True while this process holds it, False when
+    another process does. Where locks are not available: True."""
     try:
-        handle = _lock_file(root, f"{key}.claim")
+        handle = _lock_file(root, name)
     except OSError:
         yield True
         return
@@ -333,10 +339,10 @@ def claimed(root: Path, key: str) -> Iterator[bool]:
 def claim(root: Path, key: str) -> contextlib.ExitStack | None:
     """`key`'s claim (`claimed`) taken and held until the returned stack is closed (from any thread); None
     when another process holds it."""
-    held = contextlib.ExitStack()
-    if held.enter_context(claimed(root, key)):
-        return held
-    held.close()
+    stack = contextlib.ExitStack()
+    if stack.enter_context(claimed(root, key)):
+        return stack
+    stack.close()
     return None
 
 
@@ -653,14 +659,14 @@ def score(
         return scored
     # Claimed while scored and saved (another process needing the run waits for it); a run another process
     # is scoring is waited for and read back once it is stored.
-    held = claim(root, key)
-    if held is None:
+    taken = claim(root, key)
+    if taken is None:
         await_claim(root, key, CLAIM_WAIT_S)
         stored = load(root, key)
         if stored is not None:
             return stored
-        held = claim(root, key) or contextlib.ExitStack()  # taken by a third process: scored here all the same
-    with held:
+        taken = claim(root, key) or contextlib.ExitStack()  # taken by a third process: scored here all the same
+    with taken:
         scored = compute()
         save(root, key, scored)
     return scored

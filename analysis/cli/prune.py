@@ -1,0 +1,112 @@
+"""The ``prune`` sub-command: what the score store holds that this version of the tool never reads, removed.
+
+``python -m analysis prune [--dry-run] [--json]``
+
+Each upgrade of the tool (or edit of a scorer module) changes the scorer's version, which every entry's key
+names: the entries written before stay on disk, read by no one (about 1 GB per 1,000 MultiWOZ-size runs).
+``prune`` removes them, with the damaged entries, the parts a cut-short write left without a header and the
+temporary files of writes cut short (`analysis.store.prune`); an entry being written is left alone. Prints
+what it kept and what it removed, by kind, with the bytes; ``--dry-run`` only says what it would remove.
+
+Exit 0 when everything it found was removed (or, with ``--dry-run``, looked at); 2 when something could not
+be removed (a read-only store, say), or when there is no store (``DST_CACHE_DIR`` set to an empty string).
+A store shared by machines running other versions of the tool loses their entries too: they score them again.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+__all__ = ["register", "run"]
+
+SHOWN = 10  # damaged entries and failures listed one by one, then counted
+
+
+def register(subparsers: Any) -> None:
+    """Add the ``prune`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
+    parser = subparsers.add_parser(
+        "prune",
+        help="remove from the score store what this version never reads (older versions' entries, damaged ones)",
+        description=(
+            "Remove from the score store (DST_CACHE_DIR) the entries other scorer versions or layouts wrote, damaged "
+            "entries, parts without a header and temporary files of writes cut short; entries being written are "
+            "left alone. Exit 2 when something could not be removed."
+        ),
+    )
+    parser.add_argument("--dry-run", action="store_true", help="only say what would be removed")
+    parser.add_argument("--json", action="store_true", help="the outcome as one JSON object")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from analysis.store import entries
+    from analysis.store.prune import prune
+
+    root = entries.store_root()
+    if root is None:
+        print(
+            "python -m analysis prune: the score store is off (DST_CACHE_DIR is empty): nothing to prune",
+            file=sys.stderr,
+        )
+        return 2
+    if not root.is_dir():
+        print(json.dumps({"store": str(root), "exists": False}) if args.json else f"prune: no score store at {root}")
+        return 0
+    found = prune(root, dry_run=args.dry_run)
+    if args.json:
+        print(json.dumps(found.to_dict(), ensure_ascii=False))
+    else:
+        print("\n".join(_lines(found)))
+    if found.failed:
+        print(
+            f"python -m analysis prune: {len(found.failed)} could not be removed; the first: {found.failed[0]}",
+            file=sys.stderr,
+        )
+        return 2
+    return 0
+
+
+def _lines(found: Any) -> list[str]:
+    removed = "would remove" if found.dry_run else "removed"
+    lines = [
+        f"prune: score store {found.root}" + (" (dry run: nothing removed)" if found.dry_run else ""),
+        f"  kept {_entries(found.kept)} of this scorer: {_size(found.kept_bytes)}",
+    ]
+    others = sum(found.other_versions.values())
+    if others:
+        lines.append(f"  {removed} {_entries(others)} other scorer versions wrote: {_size(found.other_bytes)}")
+        lines += [f"    version {label}: {n:,}" for label, n in found.other_versions.most_common(SHOWN)]
+        if len(found.other_versions) > SHOWN:
+            lines.append(f"    and {len(found.other_versions) - SHOWN} other versions")
+    if found.damaged:
+        lines.append(f"  {removed} {_entries(len(found.damaged), 'damaged ')}: {_size(found.damaged_bytes)}")
+        lines += [f"    {key}: {why}" for key, why in found.damaged[:SHOWN]]
+        if len(found.damaged) > SHOWN:
+            lines.append(f"    and {len(found.damaged) - SHOWN} more")
+    if found.orphans:
+        lines.append(
+            f"  {removed} the parts of {found.orphans:,} run{'' if found.orphans == 1 else 's'} without a header "
+            "(a write cut short): "
+            f"{_size(found.orphan_bytes)}"
+        )
+    if found.temporary:
+        files = f"{found.temporary:,} temporary file{'' if found.temporary == 1 else 's'}"
+        lines.append(f"  {removed} {files} of writes cut short: {_size(found.temporary_bytes)}")
+    if found.busy:
+        lines.append(f"  left {_entries(found.busy)} being written now (another process holds the lock)")
+    lines.append(f"{'would free' if found.dry_run else 'freed'} {_size(found.freed_bytes)}")
+    return lines
+
+
+def _entries(n: int, kind: str = "") -> str:
+    return f"{n:,} {kind}{'entry' if n == 1 else 'entries'}"
+
+
+def _size(n: int) -> str:
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if n >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n} bytes"
