@@ -159,3 +159,24 @@ def test_a_hostile_header_version_is_shown_as_literal_text(store: Path, cluttere
     code, out, _ = _prune("--dry-run")
     assert code == 0 and "\x1b" not in out and "\\x1b[31mred\\n" in out
     assert max(len(line) for line in out.splitlines()) < 200
+
+
+def test_hostile_store_contents_neither_hang_nor_reach_outside_the_store(
+    tmp_path: Path, store: Path, cluttered: dict[str, list[Path]]
+) -> None:
+    """A header that is a FIFO (never opened: it would block) is a damaged entry, removed; a run folder that
+    is a link to a folder outside the store is neither followed nor removed, nor is what it points at."""
+    fifo = store_entries.header_path(store, "3" * 32)
+    os.mkfifo(fifo)
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep.txt").write_text("not the store's", encoding="utf-8")
+    link = store / "turns" / "convention=exact" / f"run={'4' * 32}"
+    link.symlink_to(outside, target_is_directory=True)
+    code, out, err = _prune("--json")
+    found = json.loads(out)
+    assert (code, err) == (0, "")
+    why = {item["key"]: item["why"] for item in found["damaged"]["keys"]}
+    assert "is a FIFO, not a file" in why["3" * 32]
+    assert not fifo.exists()
+    assert (outside / "keep.txt").read_text(encoding="utf-8") == "not the store's" and link.is_symlink()
