@@ -78,7 +78,8 @@ def _side(scored: Scored, run: Run | None, side: str) -> pd.DataFrame:
         return rows[["tid", "domain", "slot", "value", "display"]].reset_index(drop=True)
     slots = scored.slots
     present = slots[f"{side}_display"].notna().to_numpy()
-    rows = slots.loc[present, ["tid", "domain", "slot", f"{side}_value", f"{side}_display"]]
+    # With each name's integer code (`pair_code`: one per compared (domain, slot)), for the counts below.
+    rows = slots.loc[present, ["tid", "domain", "slot", f"{side}_value", f"{side}_display", "pair_code"]]
     return rows.rename(columns={f"{side}_value": "value", f"{side}_display": "display"}).reset_index(drop=True)
 
 
@@ -93,10 +94,42 @@ def _examples(rows: pd.DataFrame, keys: list[str], n: int) -> pd.Series:
 
 
 def _names(rows: pd.DataFrame) -> pd.DataFrame:
-    """Per (domain, slot): entries and distinct turns."""
-    return (
-        rows.groupby(["domain", "slot"], sort=True).agg(entries=("tid", "size"), turns=("tid", "nunique")).reset_index()
+    """Per (domain, slot), sorted: entries and distinct turns (and the name's `pair_code` when the rows have
+    it: counted on those integer codes, a fifth of the group-by on the two name columns; the same table)."""
+    if "pair_code" not in rows.columns or rows.empty:
+        return (
+            rows.groupby(["domain", "slot"], sort=True)
+            .agg(entries=("tid", "size"), turns=("tid", "nunique"))
+            .reset_index()
+        )
+    # Codes are small (one per name of the run): counted with bincount; np.unique's hash path costs more.
+    code, tid = rows["pair_code"].to_numpy(dtype="int64"), rows["tid"].to_numpy(dtype="int64")
+    n = int(code.max()) + 1
+    entries = np.bincount(code, minlength=n)
+    pairs = np.flatnonzero(entries)
+    first = np.full(n, -1, dtype="int64")
+    first[code[::-1]] = np.arange(len(code) - 1, -1, -1)  # reversed: each name's first row wins
+    width = int(tid.max()) + 1
+    key = np.sort(code * width + tid)
+    distinct = key[np.concatenate(([True], key[1:] != key[:-1]))]  # (name, turn) once each
+    turns = np.bincount(distinct // width, minlength=n)
+    out = pd.DataFrame(
+        {
+            "domain": rows["domain"].array.take(first[pairs]),
+            "slot": rows["slot"].array.take(first[pairs]),
+            "entries": entries[pairs].astype("int64"),
+            "turns": turns[pairs].astype("int64"),
+            "pair_code": pairs,
+        }
     )
+    return out.sort_values(["domain", "slot"], kind="stable").reset_index(drop=True)
+
+
+def _of_names(rows: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
+    """The rows of `names` (a `_names` subset), in their order: by integer code when both have it."""
+    if "pair_code" in rows.columns and "pair_code" in names.columns:
+        return rows[np.isin(rows["pair_code"].to_numpy(), names["pair_code"].to_numpy())].reset_index(drop=True)
+    return rows.merge(names[["domain", "slot"]], on=["domain", "slot"])
 
 
 def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPLES) -> pd.DataFrame:
@@ -127,8 +160,7 @@ def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPL
     gold_only = gold_names[~g_key.isin(set(p_key))].reset_index(drop=True)
 
     # Same turn, same compared value, a predicted-only name against a gold-only name.
-    p_rows = pred.merge(pred_only[["domain", "slot"]], on=["domain", "slot"])
-    g_rows = gold.merge(gold_only[["domain", "slot"]], on=["domain", "slot"])
+    p_rows, g_rows = _of_names(pred, pred_only), _of_names(gold, gold_only)
     pairs = p_rows[["tid", "domain", "slot", "value"]].merge(
         g_rows[["tid", "domain", "slot", "value"]].rename(columns={"domain": "gold_domain", "slot": "gold_slot"}),
         on=["tid", "value"],
@@ -164,17 +196,17 @@ def _table(
 ) -> pd.DataFrame:
     """`vocabulary`'s rows: the mismatches `found`, then the other predicted-only and gold-only names, each with
     its examples; mismatches first, then by entries."""
+    # A few dozen names: plain sets and dicts of (domain, slot) tuples, not pandas indexes.
     mismatch = found.assign(kind=MISMATCH)
-    p_found = pd.MultiIndex.from_frame(found[["domain", "slot"]])
-    g_found = pd.MultiIndex.from_frame(found[["gold_domain", "gold_slot"]])
-    rest_p = pred_only[~pd.MultiIndex.from_frame(pred_only[["domain", "slot"]]).isin(p_found)].assign(kind=PRED_ONLY)
-    rest_g = gold_only[~pd.MultiIndex.from_frame(gold_only[["domain", "slot"]]).isin(g_found)].assign(kind=GOLD_ONLY)
+    rest_p = _without(pred_only, set(_pairs(found, "domain", "slot"))).assign(kind=PRED_ONLY)
+    rest_g = _without(gold_only, set(_pairs(found, "gold_domain", "gold_slot"))).assign(kind=GOLD_ONLY)
     parts = []
     for frame, ex in ((mismatch, p_examples), (rest_p, p_examples), (rest_g, g_examples)):
         if frame.empty:
             continue
-        key = pd.MultiIndex.from_frame(frame[["domain", "slot"]])
-        parts.append(frame.assign(examples=ex.reindex(key).to_numpy()))
+        lookup = ex.to_dict()
+        examples = np.array([lookup.get(pair, np.nan) for pair in _pairs(frame, "domain", "slot")], dtype=object)
+        parts.append(frame.assign(examples=examples))
     if not parts:
         return _empty()
     out = pd.concat(parts, ignore_index=True).reindex(columns=VOCABULARY_COLUMNS)
@@ -185,6 +217,15 @@ def _table(
     out = out.sort_values(["order", "entries", "domain", "slot"], ascending=[True, False, True, True], kind="stable")
     out = out.drop(columns="order").reset_index(drop=True)
     return out.astype(DTYPES)
+
+
+def _pairs(frame: pd.DataFrame, domain: str, slot: str) -> list[tuple[str, str]]:
+    return list(zip(frame[domain].tolist(), frame[slot].tolist(), strict=True))
+
+
+def _without(names: pd.DataFrame, pairs: set[tuple[str, str]]) -> pd.DataFrame:
+    """The rows of `names` whose (domain, slot) is not one of `pairs`."""
+    return names[np.array([pair not in pairs for pair in _pairs(names, "domain", "slot")], dtype=bool)]
 
 
 DTYPES = {
@@ -232,11 +273,23 @@ def _raw_names(run: Run, side: str) -> pd.DataFrame:
     return table[["domain", "slot"]].drop_duplicates().reset_index(drop=True)
 
 
-def _compared(run: Run, conv: Convention, side: str) -> pd.DataFrame:
-    """Raw (domain, slot) names of one side -> the names `conv` compares (`n_domain`, `n_slot`)."""
-    if side == "pred":
-        conv = replace(conv, gold_slot_renames={})
-    return _name_map(_raw_names(run, side), conv)
+class _Compared:
+    """Each side's raw (domain, slot) names -> the names a convention compares, per convention: the raw
+    names read once per run, each convention's map made once (the run's own is asked for every candidate)."""
+
+    def __init__(self, run: Run) -> None:
+        self.raw = {side: _raw_names(run, side) for side in ("pred", "gold")}
+        self.maps: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
+
+    def __call__(self, conv: Convention, side: str) -> list[tuple[str, str, str, str]]:
+        """(domain, slot, compared domain, compared slot) of every raw name of `side` under `conv`."""
+        key = (conv.name, side)
+        if key not in self.maps:
+            named = _name_map(self.raw[side], replace(conv, gold_slot_renames={}) if side == "pred" else conv)
+            self.maps[key] = list(
+                zip(*(named[c].tolist() for c in ("domain", "slot", "n_domain", "n_slot")), strict=True)
+            )
+        return self.maps[key]
 
 
 def _switch_distance(a: Convention, b: Convention) -> int:
@@ -249,22 +302,28 @@ def _candidates(conv: Convention) -> list[Convention]:
     return sorted(others, key=lambda c: (c.name != f"{conv.name}-lenient", _switch_distance(conv, c), c.name))
 
 
-def _maps(run: Run, own: Convention, cand: Convention, mismatches: pd.DataFrame) -> int:
-    """How many mismatches (predicted name, gold name under `own`) become one name under `cand`."""
+def _maps(compared: _Compared, own: Convention, cand: Convention, mismatches: pd.DataFrame) -> int:
+    """How many mismatches (predicted name, gold name under `own`) become one name under `cand`: a raw
+    predicted name compared as the mismatch's predicted name under `own` and a raw gold name compared as its
+    gold name under `own` that `cand` compares as one and the same name. (A few dozen names: plain sets.)"""
     sides = {}
     for side in ("pred", "gold"):
-        here, there = _compared(run, own, side), _compared(run, cand, side)
-        joined = here.merge(there, on=["domain", "slot"], suffixes=("", "_c"))
-        sides[side] = joined[["n_domain", "n_slot", "n_domain_c", "n_slot_c"]].drop_duplicates()
-    pred = mismatches[["domain", "slot", "gold_domain", "gold_slot"]].merge(
-        sides["pred"], left_on=["domain", "slot"], right_on=["n_domain", "n_slot"]
-    )[["domain", "slot", "gold_domain", "gold_slot", "n_domain_c", "n_slot_c"]]
-    both = pred.merge(
-        sides["gold"],
-        left_on=["gold_domain", "gold_slot", "n_domain_c", "n_slot_c"],
-        right_on=["n_domain", "n_slot", "n_domain_c", "n_slot_c"],
-    )
-    return len(both.drop_duplicates(["domain", "slot", "gold_domain", "gold_slot"]))
+        there: dict[tuple[str, str], list[tuple[str, str]]] = {}
+        for domain, slot, n_domain, n_slot in compared(cand, side):
+            there.setdefault((domain, slot), []).append((n_domain, n_slot))
+        sides[side] = {
+            (n_domain, n_slot, *c)
+            for domain, slot, n_domain, n_slot in compared(own, side)
+            for c in there.get((domain, slot), [])
+        }
+    rows = mismatches[["domain", "slot", "gold_domain", "gold_slot"]].itertuples(index=False, name=None)
+    mapped = {
+        (domain, slot, g_domain, g_slot)
+        for domain, slot, g_domain, g_slot in rows
+        for p_domain, p_slot, c_domain, c_slot in sides["pred"]
+        if (p_domain, p_slot) == (domain, slot) and (g_domain, g_slot, c_domain, c_slot) in sides["gold"]
+    }
+    return len(mapped)
 
 
 def naming_fix(
@@ -282,8 +341,9 @@ def naming_fix(
     if rows.empty:
         return NamingFix("", 0, {}, before)
     best: tuple[int, Convention] | None = None
+    compared = _Compared(run)
     for cand in _candidates(own):
-        n = _maps(run, own, cand, rows)
+        n = _maps(compared, own, cand, rows)
         if n and (best is None or n > best[0]):
             best = (n, cand)
         if n == len(rows):

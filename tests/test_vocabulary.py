@@ -252,3 +252,23 @@ def test_the_text_lists_the_first_names_and_counts_the_rest() -> None:
     assert sum(line.startswith("  predicted only") for line in lines) == 12
     assert lines[-1] == "  ... and 3 more name(s) one side only uses (the JSON output lists every one)"
     assert len(vocabulary_lines(table, shown_others=None)) == 16
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("convention", ["mwzeval", "trade", "exact"])
+def test_names_counted_on_codes_are_the_group_by_on_names(convention: str) -> None:
+    """The check counts each side's names on the scored slots' integer `pair_code` and picks their rows by
+    it: the same tables as the group-by and the merge on the (domain, slot) columns, on a real run."""
+    import pandas as pd
+
+    from analysis.vocabulary import _names, _of_names, _side
+
+    scored = score_run(_mwzeval_run("augpt"), convention)
+    for side in ("gold", "pred"):
+        rows = _side(scored, None, side)
+        by_code, by_name = _names(rows), _names(rows.drop(columns="pair_code"))
+        pd.testing.assert_frame_equal(by_code.drop(columns="pair_code"), by_name)
+        some = by_code.iloc[::3]
+        picked = _of_names(rows, some)
+        assert len(picked) == int(some["entries"].sum()) > 0
+        pd.testing.assert_frame_equal(picked.drop(columns="pair_code"), _of_names(rows.drop(columns="pair_code"), some))
