@@ -8,6 +8,7 @@ import contextlib
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pandas as pd
@@ -251,3 +252,30 @@ def _alive_in_session(session: int) -> list[str]:
 
     found = subprocess.run(["ps", "-o", "stat=,args=", "--sid", str(session)], capture_output=True, text=True).stdout
     return [line for line in found.splitlines() if line.strip() and not line.strip().startswith("Z")]
+
+
+def test_store_says_what_the_store_holds_that_this_version_never_reads(tmp_path: Path, store: Path) -> None:
+    """After scoring a sweep, `store` says how much of the store no version of today reads (an older
+    version's entries: an upgrade leaves them) and that `prune` removes it; a `store` that only looked its runs
+    up says nothing (it stays quick)."""
+    manifest = _copies(tmp_path / "runs", 3)
+    first = read_manifest(manifest).entries[0]
+    store_runs.ensure_all([first], first.meta.convention, workers=1)
+    key = store_runs.key(first, first.meta.convention, store)
+    header = json.loads(store_entries.header_path(store, key).read_text(encoding="utf-8"))
+    old = "9" * 32  # the same run under an older scorer version: its own key, its parts and header
+    for folder in store.glob(f"*/convention=*/run={key}"):
+        shutil.copytree(folder, folder.parent / f"run={old}")
+    store_entries.header_path(store, old).write_text(
+        json.dumps({**header, "key": old, "scorer_version": "older"}), encoding="utf-8"
+    )
+    code, out, _ = _store([str(manifest), "--no-progress", "--workers", "1"])
+    assert code == 0 and "stored now: 2 (" in out
+    line = next(line for line in out.splitlines() if "never reads" in line)
+    assert re.fullmatch(
+        r"  the store also holds \d+\.\d kB this version never reads \(1 entry of other versions, damaged or "
+        r"cut short\): python -m analysis prune removes them",
+        line,
+    ), line
+    code, out, _ = _store([str(manifest), "--json"])
+    assert code == 0 and json.loads(out)["unread"] is None  # only looked up: not counted

@@ -11,7 +11,8 @@ holds already is only looked up.
 
 Prints what was stored, what the store held already and one line for each run that could not be stored
 (its files do not load, its convention refuses it, or it went past a limit); a progress line on stderr
-every 5 s. Exit 0 when every run is in the store; 2 when a run is not, or the manifest is bad, or there is
+every 5 s. Once new runs were scored, also how much the store holds that this version never reads (older
+versions' entries: ``python -m analysis prune`` removes them). Exit 0 when every run is in the store; 2 when a run is not, or the manifest is bad, or there is
 no store (``DST_CACHE_DIR`` set to an empty string). FewJoint systems are not kept in the score store: the
 dashboard scores them when it shows them.
 """
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
         "stored": stored,
         "already_stored": already,
         "not_stored": not_stored,
+        "unread": _unread(root) if stored else None,
     }
     if args.json:
         print(json.dumps(outcome, ensure_ascii=False, indent=2))
@@ -151,6 +153,17 @@ def _scored(jobs: list[tuple[Any, str | None, str]], root: Path, workers: int, *
     return answers
 
 
+def _unread(root: Path) -> dict[str, int]:
+    """What the store holds that this version never reads (older versions' entries, damaged ones, writes cut
+    short), as `prune --dry-run` counts it: said once runs were scored (after minutes of scoring, reading the
+    headers costs 1-2 s per 1,000 entries; a `store` that only looked runs up stays quick)."""
+    from analysis.store.prune import prune
+
+    found = prune(root, dry_run=True)
+    entries = sum(found.other_versions.values()) + len(found.damaged) + found.orphans
+    return {"entries": entries, "bytes": found.freed_bytes}
+
+
 def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list[str]:
     """The outcome as text: counts, then the one line of each run not stored."""
     workers = outcome["workers"]
@@ -169,6 +182,14 @@ def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list
             else (f"{fewjoint} FewJoint systems: scored when the dashboard shows them")
         )
         lines.append(f"  {what} (not kept in the score store)")
+    unread = outcome.get("unread")
+    if unread and unread["bytes"]:
+        from analysis.cli.prune import _entries, _size
+
+        lines.append(
+            f"  the store also holds {_size(unread['bytes'])} this version never reads ({_entries(unread['entries'])} "
+            "of other versions, damaged or cut short): python -m analysis prune removes them"
+        )
     return lines
 
 
