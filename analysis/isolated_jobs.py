@@ -127,13 +127,11 @@ def score_entry_isolated(
     A run whose claim another process holds is waited for the same way and read from the store once that
     process stored it; scored here when it could not. `NotLoaded`: its files do not load, or the worker went
     past its limits (one line); `Refused`: the scorer refused it."""
-    held = None if root is None or key is None else entries.claim(root, key)
-    if root is not None and key is not None and held is None:
-        entries.await_claim(root, key, entries.CLAIM_WAIT_S)
-        stored = entries.load(root, key)
+    held = None
+    if root is not None and key is not None:
+        held, stored = entries.claim_or_stored(root, key)
         if stored is not None:
             return stored
-        held = entries.claim(root, key)  # None: a third process took it meanwhile; scored here all the same
     name = Path(str(entry.pred)).name
     found = run_isolated(
         name, "reading and scoring", "analysis.isolated_jobs.score_entry_job", entry, convention,
@@ -214,10 +212,8 @@ def score_entries_isolated(
     _score_all(jobs, list(range(len(jobs))), root, workers, first)
     if not busy:
         return
-    from analysis import isolated
-
     for i in busy:  # each as long as a worker may take over a run (its process stops it then)
-        entries.await_claim(root, jobs[i][2], isolated.TIMEOUT_S)
+        entries.await_claim(root, jobs[i][2], entries.CLAIM_WAIT_S)
 
     def again(i: int, answer: NotLoaded | Refused | Elsewhere | Unwritten | _Busy | None) -> None:
         if isinstance(answer, _Busy):  # claimed again by then (a third process): its own answer

@@ -351,6 +351,21 @@ def claim(root: Path, key: str) -> contextlib.ExitStack | None:
 CLAIM_WAIT_S = 300.0
 
 
+def claim_or_stored(root: Path, key: str) -> tuple[contextlib.ExitStack | None, Scored | None]:
+    """Before scoring `key` for the store: its claim taken (`claim`), or, while another process holds it, that
+    process waited for (at most `CLAIM_WAIT_S`) and the run it stored: (None, the stored run). Else (the claim,
+    None) to hold while the run is scored and saved; the claim is None when a third process took it meanwhile
+    (the run is scored all the same)."""
+    taken = claim(root, key)
+    if taken is not None:
+        return taken, None
+    await_claim(root, key, CLAIM_WAIT_S)
+    stored = load(root, key)
+    if stored is not None:
+        return None, stored
+    return claim(root, key), None
+
+
 def await_claim(root: Path, key: str, timeout: float) -> bool:
     """Wait (at most `timeout` seconds) until no process holds `key`'s claim; whether none does."""
     deadline = time.monotonic() + timeout
@@ -568,6 +583,24 @@ def lookup(root: Path, key: str, *, tables: tuple[str, ...] = TABLES, deep: bool
     return entry
 
 
+def part_sizes_problem(entry: Entry, tables: tuple[str, ...]) -> str | None:
+    """Why a part of `tables` is not the regular file of the size its header records (a stat per part, no
+    file opened: the pages' check, and `prune`'s); None when each is."""
+    for table in tables:
+        want = entry.header["tables"].get(table)
+        if want is None:
+            return f"its header lists no {table} table"
+        try:
+            size = checks.regular_size(entry.path(table))
+        except checks.Damaged as exc:
+            return str(exc)
+        except OSError:
+            return f"its {table} part is missing"
+        if size != want["bytes"]:
+            return f"its {table} part has {size:,} bytes, its header says {want['bytes']:,}"
+    return None
+
+
 def _check(entry: Entry, tables: tuple[str, ...], *, deep: bool) -> str | None:
     recorded = entry.header["tables"]
     for table in tables:
@@ -659,14 +692,10 @@ def score(
         return scored
     # Claimed while scored and saved (another process needing the run waits for it); a run another process
     # is scoring is waited for and read back once it is stored.
-    taken = claim(root, key)
-    if taken is None:
-        await_claim(root, key, CLAIM_WAIT_S)
-        stored = load(root, key)
-        if stored is not None:
-            return stored
-        taken = claim(root, key) or contextlib.ExitStack()  # taken by a third process: scored here all the same
-    with taken:
+    taken, stored = claim_or_stored(root, key)
+    if stored is not None:
+        return stored
+    with taken or contextlib.ExitStack():
         scored = compute()
         save(root, key, scored)
     return scored

@@ -156,18 +156,8 @@ def _classify(root: Path, key: str, header: Path) -> tuple[str, str]:
     )
     if why is not None:
         return "damaged", f"its header is not whole: {why}"
-    entry = E.Entry(key, parsed["convention"], parsed, root)
-    for table in E.TABLES:  # sizes only, as the pages check them (a stat per part)
-        want = parsed["tables"][table]["bytes"]
-        try:
-            size = checks.regular_size(entry.path(table))
-        except checks.Damaged as exc:
-            return "damaged", str(exc)
-        except OSError:
-            return "damaged", f"its {table} part is missing"
-        if size != want:
-            return "damaged", f"its {table} part has {size:,} bytes, its header says {want:,}"
-    return "kept", ""
+    why = E.part_sizes_problem(E.Entry(key, parsed["convention"], parsed, root), E.TABLES)  # as the pages check
+    return ("damaged", why) if why is not None else ("kept", "")
 
 
 def _shown(value: object) -> str:
@@ -205,9 +195,7 @@ def _drop_temporary(path: Path, found: Pruned) -> None:
 def _partitions(root: Path) -> dict[str, list[Path]]:
     """Every run partition folder (`<table>/convention=<name>/run=<key>`) by key, old layouts' tables too."""
     found: dict[str, list[Path]] = {}
-    for table in _folders(root):
-        if table.name in _NOT_TABLES:
-            continue
+    for table in _table_folders(root):
         for convention in _folders(table):
             if not convention.name.startswith("convention="):
                 continue
@@ -226,6 +214,10 @@ def _headers(root: Path) -> dict[str, Path]:
             if p.suffix == ".json" and not p.name.startswith(".")
         }
     return {}
+
+
+def _table_folders(root: Path) -> Iterator[Path]:
+    return (folder for folder in _folders(root) if folder.name not in _NOT_TABLES)
 
 
 def _folders(path: Path) -> Iterator[Path]:
@@ -269,9 +261,7 @@ def _try_locked(root: Path, key: str, *, dry_run: bool) -> contextlib.AbstractCo
 
 def _remove_empty_folders(root: Path) -> None:
     """`convention=` folders (and tables) left empty once their runs are gone."""
-    for table in _folders(root):
-        if table.name in _NOT_TABLES:
-            continue
+    for table in _table_folders(root):
         for convention in _folders(table):
             with contextlib.suppress(OSError):
                 convention.rmdir()  # only when empty

@@ -166,14 +166,8 @@ def stored(entry: RunEntry, convention: str | None, *, tables: tuple[str, ...] =
     found = entries._header(root, key(entry, convention, root))
     if found is None:
         return None
-    for table in tables:
-        want = found.header["tables"].get(table)
-        try:
-            size = found.path(table).stat().st_size
-        except OSError:
-            size = -1
-        if want is None or size != want["bytes"]:
-            return entries.lookup(root, found.key, tables=tables, deep=False)
+    if entries.part_sizes_problem(found, tables) is not None:
+        return entries.lookup(root, found.key, tables=tables, deep=False)
     return found
 
 
