@@ -180,3 +180,14 @@ def test_hostile_store_contents_neither_hang_nor_reach_outside_the_store(
     assert "is a FIFO, not a file" in why["3" * 32]
     assert not fifo.exists()
     assert (outside / "keep.txt").read_text(encoding="utf-8") == "not the store's" and link.is_symlink()
+
+
+def test_a_crafted_file_name_is_shown_as_literal_text(store: Path, cluttered: dict[str, list[Path]]) -> None:
+    """A header whose file name carries a terminal escape and a line break: listed with both escaped, on one
+    line, and removed like any damaged entry."""
+    crafted = store_entries.header_path(store, "a\x1b[31mred\nline")
+    crafted.write_text("not json", encoding="utf-8")
+    code, out, _ = _prune()
+    assert code == 0 and "\x1b" not in out
+    assert "    a\\x1b[31mred\\nline: its header cannot be read (not JSON" in out
+    assert not crafted.exists()

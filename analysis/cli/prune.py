@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         print("\n".join(_lines(found)))
     if found.failed:
         print(
-            f"python -m analysis prune: {len(found.failed)} could not be removed; the first: {found.failed[0]}",
+            f"python -m analysis prune: {len(found.failed)} could not be removed; the first: {_plain(found.failed[0])}",
             file=sys.stderr,
         )
         return 2
@@ -72,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
 def _lines(found: Any) -> list[str]:
     removed = "would remove" if found.dry_run else "removed"
     lines = [
-        f"prune: score store {found.root}" + (" (dry run: nothing removed)" if found.dry_run else ""),
+        f"prune: score store {_plain(found.root)}" + (" (dry run: nothing removed)" if found.dry_run else ""),
         f"  kept {_entries(found.kept)} of this scorer: {_size(found.kept_bytes)}",
     ]
     others = sum(found.other_versions.values())
@@ -83,7 +83,7 @@ def _lines(found: Any) -> list[str]:
             lines.append(f"    and {len(found.other_versions) - SHOWN} other versions")
     if found.damaged:
         lines.append(f"  {removed} {_entries(len(found.damaged), 'damaged ')}: {_size(found.damaged_bytes)}")
-        lines += [f"    {key}: {why}" for key, why in found.damaged[:SHOWN]]
+        lines += [f"    {_plain(key)}: {_plain(why)}" for key, why in found.damaged[:SHOWN]]
         if len(found.damaged) > SHOWN:
             lines.append(f"    and {len(found.damaged) - SHOWN} more")
     if found.orphans:
@@ -99,6 +99,12 @@ def _lines(found: Any) -> list[str]:
         lines.append(f"  left {_entries(found.busy)} being written now (another process holds the lock)")
     lines.append(f"{'would free' if found.dry_run else 'freed'} {_size(found.freed_bytes)}")
     return lines
+
+
+def _plain(text: str) -> str:
+    """File names and reasons from the store as literal text: a control character (a terminal's escape, a line
+    break in a crafted file name) shown as its escape, not acted on."""
+    return "".join(c if c.isprintable() else c.encode("unicode_escape").decode("ascii") for c in text)
 
 
 def _entries(n: int, kind: str = "") -> str:
