@@ -19,6 +19,7 @@ from analysis.loading import load_run
 from analysis.model import RunInfo
 from analysis.scoring import score_run
 from analysis.suite import headline_metrics
+from tests.conftest import realdata_path
 
 
 def _write_jsonl(path: Path, rows: list[dict]) -> Path:
@@ -184,3 +185,39 @@ def test_batch_scoring_caches_the_gold_file_not_each_prediction(tmp_path: Path, 
     assert all(entry is not None for entry in stored)
     assert cache.load_cached(gold, None) is not None
     assert all(cache.load_cached(item.pred, None) is None for item in items)
+
+
+REAL_FILES = (
+    ("mwzeval_outputs", "augpt.json"),  # mwzeval predictions
+    ("multiwoz21", "test.json.zip"),  # MultiWOZ 2.1 gold: utterances, listings
+    ("wild", "gptdst_gpt35_ours_running_log.json"),  # raw LLM text: the unparseable columns
+    ("wild", "checkdst_PI_example.checkdst_prediction.jsonl"),
+    ("scorer_oracles", "convlab3_augpt_predictions.json.gz"),  # ConvLab-3 samples: pred_missing marks
+)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("parts", REAL_FILES, ids=["/".join(p) for p in REAL_FILES])
+def test_real_files_come_back_from_the_disk_cache_exactly(parts: tuple[str, str], cache_root: Path) -> None:
+    """Each table of a real file's parse, written to the disk cache and read back in a fresh read (the memory
+    cache cleared), equals the fresh parse: values, column order and dtypes (Arrow IPC carries pandas'
+    metadata as Parquet did), and so do the header's fields."""
+    path = realdata_path(*parts)
+    fresh = parse_file(path, use_cache=False)
+    cache.store(path, None, fresh)
+    back = cache.load_cached(path, None)
+    assert back is not None, "the entry just written was not read back"
+    _frames_equal(fresh, back)
+    for name in ("turns", "gold", "pred"):
+        frame = getattr(fresh, name)
+        if frame is not None:
+            assert list(getattr(back, name).dtypes) == list(frame.dtypes), name
+    assert (back.fmt, back.listed_slots, back.notes, back.listings) == (
+        fresh.fmt,
+        fresh.listed_slots,
+        fresh.notes,
+        fresh.listings,
+    )
+    assert sorted(p.suffix for p in next(cache_root.rglob("header.json")).parent.iterdir()) == sorted(
+        [".json", *[".arrow" for n in ("turns", "gold", "pred") if getattr(fresh, n) is not None]]
+    )

@@ -84,7 +84,7 @@ def parse_file(
 
     Any problem, from a missing file to a wrong type deep inside a state, is an `InputError` whose
     message names the file, the format and the first offending record. Files on disk are cached as
-    Parquet tables (`analysis.formats.cache`); uploaded `data` never is. `store_cache=False` reads the
+    Arrow IPC tables (`analysis.formats.cache`); uploaded `data` never is. `store_cache=False` reads the
     cache but does not add to it (nor to the memory of recent files): for a file read once, whose results
     are kept elsewhere (the score store's batch scoring).
     """
