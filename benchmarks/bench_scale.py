@@ -90,9 +90,11 @@ def write_runs(folder: Path, n: int) -> list[Path]:
     return paths
 
 
-def entries_for(paths: list[Path]) -> list[RunEntry]:
+def entries_for(paths: list[Path], gold: Path | None = None) -> list[RunEntry]:
     return [
-        RunEntry(RunInfo(run_id=p.name.split(".")[0], system="simulated", dataset="MultiWOZ 2.1"), p, GOLD, "jsonl")
+        RunEntry(
+            RunInfo(run_id=p.name.split(".")[0], system="simulated", dataset="MultiWOZ 2.1"), p, gold or GOLD, "jsonl"
+        )
         for p in paths
     ]
 
@@ -297,23 +299,58 @@ def reference(runs_dir: Path) -> int:
     return 0
 
 
+STAGES_CUT = 10  # `--stages` also scores runs cut to the first tenth of the gold file's dialogues
+
+
 def stages(runs_dir: Path, repeat: int = 7) -> int:
     """Where one run's CPU goes when it is scored into the store (`store.runs._ensure`, step by step, in
     this process, one BLAS thread as a worker has): the parse, the pairing and scoring, each summary table
     and each table's Parquet bytes (as `entries.save` writes them), medians over `repeat` runs after one
     warm-up. The 60 s target at 1,000 runs on 2 cores leaves 0.12 CPU-s a run; the Parquet rows cannot
     shrink while the stored tables stay bit-identical (the same bytes, so the same encoding and compression
-    work), nor the parse while the file is read."""
+    work), nor the parse while the file is read.
+
+    Then the same on the same runs cut to the first tenth of the gold file's dialogues (a gold file of those
+    dialogues, each run's predictions of them), and each step split in two by the two sizes (a straight line
+    through them): a part every run pays whatever its size (pandas' and Arrow's cost per call, the Parquet
+    writer's per file) and a part growing with the turns. Only the first could be shared by scoring many
+    runs per call; the second is what a run costs however the pipeline is arranged."""
+    from analysis.store import runs as S
+
+    S._one_blas_thread()
+    paths = sorted(runs_dir.glob("simulated-*.jsonl.gz"))[: repeat + 1]
+    whole = _stage_times(entries_for(paths))
+    _print_stages(f"one run scored into the store, step by step (median of {repeat} runs, CPU-s)", whole)
+    cut = Path(tempfile.mkdtemp(prefix="dst-bench-stages-"))
+    try:
+        gold, small, share = _cut_runs(paths, cut, STAGES_CUT)
+        part = _stage_times(entries_for(small, gold))
+    finally:
+        shutil.rmtree(cut, ignore_errors=True)
+    _print_stages(f"the same runs cut to the first 1/{STAGES_CUT} of the dialogues ({share:.1%} of the turns)", part)
+    print("split by the two sizes: the part every run pays whatever its size, the part growing with its turns")
+    for name, value in whole.items():
+        fixed = (part[name] - share * value) / (1 - share)
+        print(f"   {fixed * 1000:7.1f} + {(value - fixed) * 1000:7.1f} ms  {name}")
+    total = sum(whole.values())
+    fixed_sum = (sum(part.values()) - share * total) / (1 - share)
+    print(
+        f"   {fixed_sum * 1000:7.1f} + {(total - fixed_sum) * 1000:7.1f} ms  in all: scoring many runs per call could "
+        f"at best remove the first part; the second alone, {(total - fixed_sum) * 1000:.0f} ms a run, is "
+        f"{(total - fixed_sum) * 1000 / 2:.0f} s for 1,000 runs on 2 cores (target 60 s)"
+    )
+    return 0
+
+
+def _stage_times(items: list[RunEntry]) -> dict[str, float]:
+    """`stages`' medians (CPU-s) per step over `items` after the first (a warm-up: the gold file's parse)."""
     import statistics
 
     from analysis.scoring import score_run
     from analysis.store import entries as E
     from analysis.store import parts as P
-    from analysis.store import runs as S
     from analysis.workspace import load_entry
 
-    S._one_blas_thread()
-    items = entries_for(sorted(runs_dir.glob("simulated-*.jsonl.gz"))[: repeat + 1])
     spent: dict[str, list[float]] = {}
 
     def timed(name: str, function: Any, *args: Any, **kwargs: Any) -> Any:
@@ -353,14 +390,42 @@ def stages(runs_dir: Path, repeat: int = 7) -> int:
         per = len(values) // len(items)
         runs = [sum(values[i * per : (i + 1) * per]) for i in range(len(items))]
         totals[name] = statistics.median(runs[1:])
-    whole = sum(totals.values())
-    print(
-        f"one run scored into the store, step by step (median of {repeat} runs, CPU-s; load {os.getloadavg()[0]:.1f})"
-    )
+    return totals
+
+
+def _print_stages(title: str, totals: dict[str, float]) -> None:
+    print(f"{title}; load {os.getloadavg()[0]:.1f}")
     for name, value in totals.items():
         print(f"   {value * 1000:7.1f} ms  {name}")
-    print(f"   {whole * 1000:7.1f} ms  in all (the 60 s target at 1,000 runs on 2 cores: 120 ms)")
-    return 0
+    print(f"   {sum(totals.values()) * 1000:7.1f} ms  in all (the 60 s target at 1,000 runs on 2 cores: 120 ms)")
+
+
+def _cut_runs(paths: list[Path], folder: Path, cut: int) -> tuple[Path, list[Path], float]:
+    """The gold file (MultiWOZ 2.1's test archive) with its first 1/`cut` of the dialogues, and each run of
+    `paths` with its predictions of those dialogues only, written in `folder`: (gold, runs, the share of the
+    turns kept)."""
+    import gzip
+    import zipfile
+
+    with zipfile.ZipFile(GOLD) as archive:
+        member = archive.namelist()[0]
+        dialogues = json.loads(archive.read(member))
+    kept = dict(list(dialogues.items())[: len(dialogues) // cut])
+    gold = folder / GOLD.name
+    with zipfile.ZipFile(gold, "w", zipfile.ZIP_DEFLATED) as archive:
+        archive.writestr(member, json.dumps(kept))
+    ids = {name.removesuffix(".json") for name in kept} | set(kept)
+    small, share = [], 0.0
+    for path in paths:
+        with gzip.open(path, "rt", encoding="utf-8") as handle:
+            lines = handle.read().splitlines()
+        chosen = [line for line in lines if json.loads(line)["dialogue_id"] in ids]
+        share = len(chosen) / len(lines)
+        target = folder / path.name
+        with gzip.open(target, "wt", encoding="utf-8", compresslevel=1) as handle:
+            handle.write("\n".join(chosen) + "\n")
+        small.append(target)
+    return gold, small, share
 
 
 def _in_fresh_store(arguments: list[str]) -> dict[str, Any] | None:
