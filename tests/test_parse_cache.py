@@ -67,6 +67,58 @@ def test_cached_parse_equals_a_fresh_parse(tmp_path: Path, cache_root: Path) -> 
         assert parsed.fmt == fresh.fmt
 
 
+def _entry(cache_root: Path) -> Path:
+    (found,) = [p for p in (cache_root / "parsed").iterdir() if not p.name.startswith(".")]
+    return found
+
+
+@pytest.mark.parametrize("table", ["gold", "pred"])
+def test_damaged_cached_bytes_are_a_miss_never_another_table(tmp_path: Path, cache_root: Path, table: str) -> None:
+    """Neither Arrow's zstd frames nor Parquet's pages check their bytes: changed bytes inside a cached table
+    came back as another table, without an error. Here a value a small table keeps uncompressed, `east`,
+    is changed to `west` on disk (read unchecked, the table would say west). The header's SHA-256 of each
+    file is checked: the damaged entry is a miss, the file is parsed again and stored whole again."""
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    fresh = parse_file(path, use_cache=False)
+    parse_file(path)
+    target = _entry(cache_root) / f"{table}.arrow"
+    data = target.read_bytes()
+    assert b"east" in data, "the test's premise: the small table's values are stored uncompressed"
+    target.write_bytes(data.replace(b"east", b"west"))
+    formats._MEMORY.clear()
+    assert cache.load_cached(path, None) is None
+    formats._MEMORY.clear()
+    _frames_equal(parse_file(path), fresh)
+    again = cache.load_cached(path, None)  # stored whole again in place of the damaged one
+    assert again is not None
+    _frames_equal(again, fresh)
+    assert [p.name for p in (cache_root / "parsed").iterdir()] == [_entry(cache_root).name]  # nothing left aside
+
+
+def test_an_entry_without_its_header_is_replaced(tmp_path: Path, cache_root: Path) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    parse_file(path)
+    (_entry(cache_root) / "header.json").unlink()
+    formats._MEMORY.clear()
+    parse_file(path)
+    assert cache.load_cached(path, None) is not None
+
+
+def test_a_write_that_fails_leaves_nothing_behind(
+    tmp_path: Path, cache_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    parsed = parse_file(path, use_cache=False)
+
+    def full_disk(frame: pd.DataFrame, target: Path) -> str:
+        target.write_bytes(b"half")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(cache, "_write", full_disk)
+    cache.store(path, None, parsed)
+    assert list((cache_root / "parsed").iterdir()) == []
+
+
 def test_an_edited_file_is_read_again_not_served_stale(tmp_path: Path, cache_root: Path) -> None:
     path = _write_jsonl(tmp_path / "run.jsonl", _rows("east"))
     before = parse_file(path)
