@@ -5,6 +5,7 @@ line, and the server's thread only waits."""
 from __future__ import annotations
 
 import json
+import os
 import threading
 import time
 from pathlib import Path
@@ -122,6 +123,31 @@ def test_the_parse_cache_starts_no_thread(tmp_path: Path, monkeypatch: pytest.Mo
     assert started == []
     assert cache.load_cached(gold, None) is not None  # written, and read back
     pd.testing.assert_frame_equal(cache.load_cached(gold, None).gold, parsed.gold, check_dtype=False)
+
+
+def test_the_parse_cache_starts_no_arrow_thread_either(tmp_path: Path) -> None:
+    """Nor does Arrow's own (C++) thread pool start: the Arrow IPC writer compresses on it unless told not to
+    (with its defaults a fresh process went from 3 to 5 threads writing one table). Counted in a fresh process,
+    whose pool has not started yet, from /proc."""
+    import subprocess
+    import sys
+
+    code = (
+        "import os\n"
+        "from pathlib import Path\n"
+        "from analysis.formats import cache, parse_file\n"
+        f"gold = Path({str(ROOT / 'data' / 'demo' / 'multiwoz21' / 'test_subset.json.gz')!r})\n"
+        "parsed = parse_file(gold, use_cache=False)\n"
+        "before = len(os.listdir('/proc/self/task'))\n"
+        "cache.store(gold, None, parsed)\n"
+        "assert cache.load_cached(gold, None) is not None\n"
+        "print(before, len(os.listdir('/proc/self/task')))\n"
+    )
+    env = {**os.environ, "DST_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, after = map(int, done.stdout.split())
+    assert after == before, f"{after - before} thread(s) started by the parse cache"
 
 
 @pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`
