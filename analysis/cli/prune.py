@@ -5,8 +5,11 @@
 Each upgrade of the tool (or edit of a scorer module) changes the scorer's version, which every entry's key
 names: the entries written before stay on disk, read by no one (about 1 GB per 1,000 MultiWOZ-size runs).
 ``prune`` removes them, with the damaged entries, the parts a cut-short write left without a header and the
-temporary files of writes cut short (`analysis.store.prune`); an entry being written is left alone. Prints
-what it kept and what it removed, by kind, with the bytes; ``--dry-run`` only says what it would remove.
+temporary files of writes cut short (`analysis.store.prune`); an entry being written is left alone. Then the
+same for the parse cache (`analysis.formats.cache_prune`): entries of files edited, moved or gone or of
+another version of the readers, and staging folders of writes cut short. Prints what it kept and what it
+removed, by kind, with the bytes; ``--dry-run`` only says what it would remove. JSON: the store's object,
+with the parse cache's under ``parse_cache`` (null when there is none).
 
 Exit 0 when everything it found was removed (or, with ``--dry-run``, looked at); 2 when something could not
 be removed (a read-only store, say), or when there is no store (``DST_CACHE_DIR`` set to an empty string).
@@ -29,11 +32,14 @@ def register(subparsers: Any) -> None:
     """Add the ``prune`` sub-parser to an ``argparse`` subparsers object (``func=run``)."""
     parser = subparsers.add_parser(
         "prune",
-        help="remove from the score store what this version never reads (older versions' entries, damaged ones)",
+        help="remove from the score store and the parse cache what this version never reads (older versions' "
+        "entries, damaged ones)",
         description=(
             "Remove from the score store (DST_CACHE_DIR) the entries other scorer versions or layouts wrote, damaged "
             "entries, parts without a header and temporary files of writes cut short; entries being written are "
-            "left alone. Exit 2 when something could not be removed."
+            "left alone. Then from the parse cache the entries of files edited, moved or gone or of another "
+            "version of the readers, and staging folders of writes cut short. Exit 2 when something could not be "
+            "removed."
         ),
     )
     parser.add_argument("--dry-run", action="store_true", help="only say what would be removed")
@@ -42,6 +48,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from analysis.formats.cache import cache_dir
+    from analysis.formats.cache_prune import prune_cache
     from analysis.store import entries
     from analysis.store.prune import prune
 
@@ -52,21 +60,43 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
-    if not root.is_dir():
-        print(json.dumps({"store": str(root), "exists": False}) if args.json else f"prune: no score store at {root}")
-        return 0
-    found = prune(root, dry_run=args.dry_run)
+    found = prune(root, dry_run=args.dry_run) if root.is_dir() else None
+    parsed = cache_dir()
+    cached = prune_cache(parsed, dry_run=args.dry_run) if parsed is not None and parsed.is_dir() else None
     if args.json:
-        print(json.dumps(found.to_dict(), ensure_ascii=False))
+        out: dict[str, Any] = found.to_dict() if found is not None else {"store": str(root), "exists": False}
+        out["parse_cache"] = cached.to_dict() if cached is not None else None
+        print(json.dumps(out, ensure_ascii=False))
     else:
-        print("\n".join(_lines(found)))
-    if found.failed:
+        lines = _lines(found) if found is not None else [f"prune: no score store at {_plain(str(root))}"]
+        print("\n".join([*lines, *(_cache_lines(cached) if cached is not None else [])]))
+    failed = [*(found.failed if found is not None else []), *(cached.failed if cached is not None else [])]
+    if failed:
         print(
-            f"python -m analysis prune: {len(found.failed)} could not be removed; the first: {_plain(found.failed[0])}",
+            f"python -m analysis prune: {len(failed)} could not be removed; the first: {_plain(failed[0])}",
             file=sys.stderr,
         )
         return 2
     return 0
+
+
+def _cache_lines(found: Any) -> list[str]:
+    """The parse cache's part of the report (`analysis.formats.cache_prune`)."""
+    removed = "would remove" if found.dry_run else "removed"
+    lines = [
+        f"prune: parse cache {_plain(found.root)}" + (" (dry run: nothing removed)" if found.dry_run else ""),
+        f"  kept {_entries(found.kept)} of files as they are today: {_size(found.kept_bytes)}",
+    ]
+    if found.stale:
+        lines.append(
+            f"  {removed} {_entries(found.stale)} of files edited, moved or gone, or of another version of the "
+            f"readers: {_size(found.stale_bytes)}"
+        )
+    if found.temporary:
+        folders = f"{found.temporary:,} staging folder{'' if found.temporary == 1 else 's'}"
+        lines.append(f"  {removed} {folders} of writes cut short: {_size(found.temporary_bytes)}")
+    lines.append(f"{'would free' if found.dry_run else 'freed'} {_size(found.freed_bytes)}")
+    return lines
 
 
 def _lines(found: Any) -> list[str]:

@@ -20,6 +20,7 @@ import shutil
 import tempfile
 from functools import cache
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 
@@ -137,6 +138,8 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
         present = [n for n in TABLES if getattr(parsed, n) is not None]
         digests = {name: _write(getattr(parsed, name), staging / f"{name}{SUFFIX}") for name in present}
         header = {
+            "source": str(path),  # with `read_as`, the entry's key today (`prune_cache`: a stale entry's is not)
+            "read_as": fmt,
             "fmt": parsed.fmt,
             "tables": present,
             "digests": digests,
@@ -164,6 +167,16 @@ def _publish(staging: Path, entry: Path) -> None:
             return  # a whole entry stored by another process (a damaged one is discarded when read)
         _discard(entry)
         os.replace(staging, entry)
+
+
+def key_today(header: dict[str, Any]) -> str | None:
+    """The key the file an entry's `header` was parsed from has today (its path, size, modification time and
+    this parser's digest): the entry's own name while it can be read, another (or None: the file is gone)
+    once the file was edited, moved or removed, or the parser changed."""
+    source, read_as = header.get("source"), header.get("read_as")
+    if not isinstance(source, str) or not (read_as is None or isinstance(read_as, str)):
+        return None
+    return _key(Path(source), read_as)
 
 
 def _discard(entry: Path) -> None:

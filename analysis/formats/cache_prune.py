@@ -1,0 +1,133 @@
+"""What the parse cache (`analysis.formats.cache`, the `parsed/` folder) holds that no read will ever ask for,
+found and removed by `python -m analysis prune` beside the score store's dead entries.
+
+An entry's key is the digest of its file's path, size and modification time and of the parser's source, so
+an edited, moved or deleted file, and every upgrade of the tool, leave the entries written before on disk,
+read by no one (MultiWOZ's gold: 0.85 MB an entry). Each header names the file it was parsed from and how
+(`source`, `read_as`): an entry whose file has another key today (`cache.key_today`) is stale. So is one
+whose header cannot be read (damaged, or written by a version before the headers named their file), and so
+are the staging folders of writes cut short (`.tmp-*`, left by a process that was killed) once they are an
+hour old: a live write finishes in seconds. Whole entries of files as they are today are kept.
+
+Removing an entry another process is reading makes that read a miss (the file is parsed again); a write is
+never disturbed, since entries are published by an atomic rename and young staging folders are left alone.
+Folders linked from elsewhere and files that are not the cache's are neither followed nor removed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from analysis.formats import cache
+
+__all__ = ["CachePruned", "prune_cache"]
+
+STAGING_AGE_S = 3600.0  # a staging folder older than this belongs to a write that was cut short
+HEADER_MAX_BYTES = 32 * 1024**2  # a header is a few kB; a larger one is not read (counted as stale)
+
+
+@dataclass
+class CachePruned:
+    """What `prune_cache` found (and removed, unless `dry_run`)."""
+
+    root: str
+    dry_run: bool
+    kept: int = 0
+    kept_bytes: int = 0
+    stale: int = 0  # entries of files edited, moved or gone, of another parser version, or unreadable
+    stale_bytes: int = 0
+    temporary: int = 0  # staging folders of writes cut short
+    temporary_bytes: int = 0
+    failed: list[str] = field(default_factory=list)
+
+    @property
+    def freed_bytes(self) -> int:
+        return self.stale_bytes + self.temporary_bytes
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "parse_cache": self.root,
+            "kept": {"entries": self.kept, "bytes": self.kept_bytes},
+            "stale": {"entries": self.stale, "bytes": self.stale_bytes},
+            "temporary": {"folders": self.temporary, "bytes": self.temporary_bytes},
+            "freed_bytes": self.freed_bytes if not self.dry_run else 0,
+            "would_free_bytes": self.freed_bytes if self.dry_run else 0,
+            "failed": self.failed,
+        }
+
+
+def prune_cache(root: Path, *, dry_run: bool = False, now: float | None = None) -> CachePruned:
+    """Find (and, unless `dry_run`, remove) the parse cache's stale entries and old staging folders at
+    `root` (the `parsed/` folder)."""
+    found = CachePruned(str(root), dry_run)
+    moment = time.time() if now is None else now
+    for child in sorted(root.iterdir()):
+        if child.is_symlink() or not child.is_dir():
+            continue  # not the cache's: neither followed nor removed
+        size = _size(child)
+        if child.name.startswith(".tmp-"):
+            if moment - _mtime(child) < STAGING_AGE_S:
+                continue  # perhaps a write going on now
+            found.temporary += 1
+            found.temporary_bytes += size
+        elif _reachable(child):
+            found.kept += 1
+            found.kept_bytes += size
+            continue
+        else:
+            found.stale += 1
+            found.stale_bytes += size
+        if not dry_run:
+            _remove(child, found)
+    return found
+
+
+def _reachable(entry: Path) -> bool:
+    """Whether a read of the entry's file, as it is today, would ask for this entry."""
+    header = entry / "header.json"
+    try:
+        if header.is_symlink() or not header.is_file() or header.stat().st_size > HEADER_MAX_BYTES:
+            return False
+        parsed = json.loads(header.read_bytes())
+    except (OSError, ValueError):
+        return False
+    return isinstance(parsed, dict) and cache.key_today(parsed) == entry.name
+
+
+def _remove(folder: Path, found: CachePruned) -> None:
+    """Renamed aside first (a reader then misses it whole), then deleted."""
+    aside = folder.with_name(f".tmp-pruned-{folder.name}-{os.getpid()}")
+    try:
+        os.replace(folder, aside)
+        shutil.rmtree(aside)
+    except OSError as problem:
+        found.failed.append(f"{folder}: {problem.strerror or problem}")
+
+
+def _size(folder: Path) -> int:
+    total = 0
+    for base, _, files in os.walk(folder):  # does not follow links
+        for name in files:
+            try:
+                total += os.lstat(os.path.join(base, name)).st_size
+            except OSError:
+                continue
+    return total
+
+
+def _mtime(folder: Path) -> float:
+    """The latest modification time of the folder and what it holds (a write adds files to it)."""
+    latest = 0.0
+    for base, _, files in os.walk(folder):
+        for path in [base, *(os.path.join(base, name) for name in files)]:
+            try:
+                latest = max(latest, os.lstat(path).st_mtime)
+            except OSError:
+                continue
+    return latest
