@@ -134,3 +134,15 @@ def test_an_entry_that_cannot_be_removed_is_one_line_and_exit_2(
     code, _, err = _prune()
     assert code == 2
     assert err.count("\n") == 1 and "could not be removed; the first:" in err and "Permission denied" in err, err
+
+
+def test_a_hostile_header_is_stale_not_a_traceback(cached: dict[str, Path]) -> None:
+    """A header nested too deeply for Python's parser (a RecursionError, not a ValueError) is an unreadable
+    header like any other: prune removes the entry, and a read of its file is a miss."""
+    (cached["kept"] / "header.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    formats._MEMORY.clear()
+    assert cache.load_cached(cached["kept_file"], None) is None  # a miss (and discarded), never a traceback
+    parse_file(cached["kept_file"])  # parsed again and stored whole
+    (cached["kept"] / "header.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    found = prune_cache(cached["kept"].parent, dry_run=True)
+    assert (found.kept, found.stale) == (0, 5)

@@ -74,7 +74,7 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
             name: _read(entry / f"{name}{SUFFIX}", digests[name]) if name in header["tables"] else None
             for name in TABLES
         }
-    except (OSError, ValueError, KeyError, TypeError):
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
         _discard(entry)  # a damaged entry is a miss, never an error; removed, so the parse can be stored again
         return None
     turns = tables["turns"]

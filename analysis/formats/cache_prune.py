@@ -95,7 +95,7 @@ def _reachable(entry: Path) -> bool:
         if header.is_symlink() or not header.is_file() or header.stat().st_size > HEADER_MAX_BYTES:
             return False
         parsed = json.loads(header.read_bytes())
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 JSON, nested too deeply
         return False
     return isinstance(parsed, dict) and cache.key_today(parsed) == entry.name
 
