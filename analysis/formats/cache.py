@@ -5,10 +5,13 @@ Entries are Arrow IPC files (zstd-compressed record batches, `pyarrow.ipc`) plus
 turns: 16-32 ms in a fresh `metrics` process, against 9 ms as Arrow IPC, measured here), and the cache is
 read back by this package only, so Parquet's portability buys nothing. The same pandas metadata travels
 with the schema, so a read gives the frame that was written, dtypes included (tests/test_parse_cache.py).
-Entries are keyed by the file's absolute path,
-size, modification time, the forced format and a digest of the parser's own source, so an edited file
-or an edited parser never reads a stale entry. `DST_CACHE_DIR` moves the cache (to its `parsed/` folder); setting it to an empty
-string turns caching off. Uploads (bytes without a file) are never cached.
+Each table's SHA-256 is in the header and checked before the table is read: a damaged entry is a miss.
+
+Entries are keyed by the file's absolute path, size, modification time, the forced format and a digest of
+the parser's own source, so an edited file or an edited parser never reads a stale entry (and `python -m
+analysis prune` removes such entries: `analysis.formats.cache_prune`). `DST_CACHE_DIR` moves the cache (to
+its `parsed/` folder); setting it to an empty string turns caching off. Uploads (bytes without a file) are
+never cached.
 """
 
 from __future__ import annotations
@@ -108,11 +111,12 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
 
 
 def _write(frame: pd.DataFrame, target: Path) -> str:
-    """`frame` as an Arrow IPC file (returns the SHA-256 of its bytes) without a thread pool: Arrow converts a large frame's columns in Python
-    threads, and a worker child near its memory limit (`analysis.isolated`) that cannot start one waits for
-    it for good (a MultiWOZ-size file of 60 slots a turn under 1 GB: stopped only by the 300 s timeout). One
-    thread is also quicker for a file's few columns. zstd: MultiWOZ's gold 0.47 MB (5.1 MB uncompressed,
-    the Parquet file it replaces 0.12 MB), read in 5 ms warm."""
+    """`frame` written to `target` as an Arrow IPC file; returns the SHA-256 of its bytes. Without a thread
+    pool: Arrow converts a large frame's columns in Python threads, and compresses on its own C++ pool, and
+    a worker child near its memory limit (`analysis.isolated`) that cannot start a thread waits for it for
+    good (a MultiWOZ-size file of 60 slots a turn under 1 GB: stopped only by the 300 s timeout). One thread
+    is also quicker for a file's few columns. zstd: MultiWOZ's gold 0.47 MB (5.1 MB uncompressed, the
+    Parquet file it replaces 0.12 MB), read in 5 ms warm."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
