@@ -146,3 +146,21 @@ def test_a_hostile_header_is_stale_not_a_traceback(cached: dict[str, Path]) -> N
     (cached["kept"] / "header.json").write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
     found = prune_cache(cached["kept"].parent, dry_run=True)
     assert (found.kept, found.stale) == (0, 5)
+
+
+def test_an_entry_read_by_a_relative_path_is_kept_wherever_prune_runs(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The header names the file by its absolute path: a file parsed as `run.jsonl` from its own folder is
+    still found, and its entry kept, by a prune run from another folder."""
+    monkeypatch.setenv("DST_CACHE_DIR", str(tmp_path / "cache"))
+    formats._MEMORY.clear()
+    folder = tmp_path / "runs"
+    folder.mkdir()
+    _jsonl(folder / "run.jsonl")
+    monkeypatch.chdir(folder)
+    parse_file(Path("run.jsonl"))
+    monkeypatch.chdir(tmp_path)
+    found = prune_cache(tmp_path / "cache" / "parsed", dry_run=True)
+    assert (found.kept, found.stale) == (1, 0)
+    formats._MEMORY.clear()

@@ -142,7 +142,7 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
         present = [n for n in TABLES if getattr(parsed, n) is not None]
         digests = {name: _write(getattr(parsed, name), staging / f"{name}{SUFFIX}") for name in present}
         header = {
-            "source": str(path),  # with `read_as`, the entry's key today (`prune_cache`: a stale entry's is not)
+            "source": str(path.resolve()),  # with `read_as`, its key today wherever asked from (`prune_cache`)
             "read_as": fmt,
             "fmt": parsed.fmt,
             "tables": present,
