@@ -273,3 +273,25 @@ def test_real_files_come_back_from_the_disk_cache_exactly(parts: tuple[str, str]
     assert sorted(p.suffix for p in next(cache_root.rglob("header.json")).parent.iterdir()) == sorted(
         [".json", *[".arrow" for n in ("turns", "gold", "pred") if getattr(fresh, n) is not None]]
     )
+
+
+def test_an_entry_unreadable_for_now_is_a_miss_and_kept(
+    tmp_path: Path, cache_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An OSError while reading (permissions, too many open files) says nothing of the entry's bytes: a miss,
+    and the entry stays for the next read; only damaged bytes discard it."""
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    fresh = parse_file(path, use_cache=False)
+    parse_file(path)
+    entry = _entry(cache_root)
+
+    def unreadable(self: Path) -> bytes:
+        raise OSError(24, "Too many open files")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(Path, "read_bytes", unreadable)
+        assert cache.load_cached(path, None) is None
+    assert entry.is_dir()
+    again = cache.load_cached(path, None)
+    assert again is not None
+    _frames_equal(again, fresh)

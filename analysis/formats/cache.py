@@ -77,7 +77,9 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
             name: _read(entry / f"{name}{SUFFIX}", digests[name]) if name in header["tables"] else None
             for name in TABLES
         }
-    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+    except OSError:
+        return None  # unreadable now (permissions, too many open files): a miss, the entry left as it is
+    except (ValueError, KeyError, TypeError, RecursionError):
         _discard(entry)  # a damaged entry is a miss, never an error; removed, so the parse can be stored again
         return None
     turns = tables["turns"]
