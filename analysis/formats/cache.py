@@ -186,10 +186,16 @@ def key_today(header: dict[str, Any]) -> str | None:
 
 
 def _discard(entry: Path) -> None:
-    """Remove a damaged entry: first renamed aside (readers then miss it at once), then deleted."""
-    aside = entry.with_name(f".tmp-discarded-{entry.name}-{os.getpid()}")
+    """Remove a damaged entry (`remove_entry`); one gone already, or in a read-only cache, stays a miss."""
     try:
-        os.replace(entry, aside)
+        remove_entry(entry, "discarded")
     except OSError:
-        return  # gone already, or a read-only cache: it stays a miss
-    shutil.rmtree(aside, ignore_errors=True)
+        return
+
+
+def remove_entry(entry: Path, why: str) -> None:
+    """Remove an entry folder: first renamed aside as `.tmp-{why}-...` (readers then miss it whole at once),
+    then deleted. `OSError` when it could not be (an aside folder left is a staging folder `prune` removes)."""
+    aside = entry.with_name(f".tmp-{why}-{entry.name}-{os.getpid()}")
+    os.replace(entry, aside)
+    shutil.rmtree(aside)

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,9 +69,9 @@ def prune_cache(root: Path, *, dry_run: bool = False, now: float | None = None) 
     for child in sorted(root.iterdir()):
         if child.is_symlink() or not child.is_dir():
             continue  # not the cache's: neither followed nor removed
-        size = _size(child)
+        size, modified = _walked(child)
         if child.name.startswith(".tmp-"):
-            if moment - _mtime(child) < STAGING_AGE_S:
+            if moment - modified < STAGING_AGE_S:
                 continue  # perhaps a write going on now
             found.temporary += 1
             found.temporary_bytes += size
@@ -101,33 +100,23 @@ def _reachable(entry: Path) -> bool:
 
 
 def _remove(folder: Path, found: CachePruned) -> None:
-    """Renamed aside first (a reader then misses it whole), then deleted."""
-    aside = folder.with_name(f".tmp-pruned-{folder.name}-{os.getpid()}")
     try:
-        os.replace(folder, aside)
-        shutil.rmtree(aside)
+        cache.remove_entry(folder, "pruned")
     except OSError as problem:
         found.failed.append(f"{folder}: {problem.strerror or problem}")
 
 
-def _size(folder: Path) -> int:
-    total = 0
-    for base, _, files in os.walk(folder):  # does not follow links
-        for name in files:
-            try:
-                total += os.lstat(os.path.join(base, name)).st_size
-            except OSError:
-                continue
-    return total
-
-
-def _mtime(folder: Path) -> float:
-    """The latest modification time of the folder and what it holds (a write adds files to it)."""
-    latest = 0.0
+def _walked(folder: Path) -> tuple[int, float]:
+    """The bytes of the files under `folder` and the latest modification time of it and them (a write adds
+    files to a staging folder), in one walk that does not follow links."""
+    total, latest = 0, 0.0
     for base, _, files in os.walk(folder):
         for path in [base, *(os.path.join(base, name) for name in files)]:
             try:
-                latest = max(latest, os.lstat(path).st_mtime)
+                found = os.lstat(path)
             except OSError:
                 continue
-    return latest
+            latest = max(latest, found.st_mtime)
+            if path != base:
+                total += found.st_size
+    return total, latest

@@ -587,18 +587,26 @@ def part_sizes_problem(entry: Entry, tables: tuple[str, ...]) -> str | None:
     """Why a part of `tables` is not the regular file of the size its header records (a stat per part, no
     file opened: the pages' check, and `prune`'s); None when each is."""
     for table in tables:
-        want = entry.header["tables"].get(table)
-        if want is None:
-            return f"its header lists no {table} table"
-        try:
-            size = checks.regular_size(entry.path(table))
-        except checks.Damaged as exc:
-            return str(exc)
-        except OSError:
-            return f"its {table} part is missing"
-        if size != want["bytes"]:
-            return f"its {table} part has {size:,} bytes, its header says {want['bytes']:,}"
+        why, _ = _part_size(entry, table)
+        if why is not None:
+            return why
     return None
+
+
+def _part_size(entry: Entry, table: str) -> tuple[str | None, int]:
+    """(why the `table` part is not the regular file of the size its header records, or None; its size)."""
+    want = entry.header["tables"].get(table)
+    if want is None:
+        return f"its header lists no {table} table", 0
+    try:
+        size = checks.regular_size(entry.path(table))
+    except checks.Damaged as exc:
+        return str(exc), 0
+    except OSError:
+        return f"its {table} part is missing", 0
+    if size != want["bytes"]:
+        return f"its {table} part has {size:,} bytes, its header says {want['bytes']:,}", size
+    return None, size
 
 
 def _check(entry: Entry, tables: tuple[str, ...], *, deep: bool) -> str | None:
@@ -606,16 +614,9 @@ def _check(entry: Entry, tables: tuple[str, ...], *, deep: bool) -> str | None:
     for table in tables:
         path = entry.path(table)
         want = recorded.get(table)
-        if want is None:
-            return f"its header lists no {table} table"
-        try:
-            size = checks.regular_size(path)
-        except checks.Damaged as exc:
-            return str(exc)
-        except OSError:
-            return f"{path} is missing"
-        if size != want["bytes"]:
-            return f"{path} has {size:,} bytes, its header says {want['bytes']:,} (truncated?)"
+        why, size = _part_size(entry, table)
+        if why is not None:
+            return why
         try:
             if deep:
                 data = checks.read_regular(path, size)
