@@ -285,13 +285,40 @@ def test_an_entry_unreadable_for_now_is_a_miss_and_kept(
     parse_file(path)
     entry = _entry(cache_root)
 
-    def unreadable(self: Path) -> bytes:
+    def unreadable(path: Path, limit: int) -> bytes:
         raise OSError(24, "Too many open files")
 
     with monkeypatch.context() as patched:
-        patched.setattr(Path, "read_bytes", unreadable)
+        patched.setattr(cache, "_regular_bytes", unreadable)
         assert cache.load_cached(path, None) is None
     assert entry.is_dir()
     again = cache.load_cached(path, None)
     assert again is not None
     _frames_equal(again, fresh)
+
+
+@pytest.mark.parametrize("name", ["header.json", "gold.arrow"])
+def test_a_special_file_in_an_entry_is_a_miss_never_a_hang(tmp_path: Path, cache_root: Path, name: str) -> None:
+    """A FIFO in place of a cached file used to hang every parse of its file (the read waited for a writer).
+    Now the cache's files are read as the score store reads its own: a special file is never opened for
+    reading, the entry is a miss, discarded, and the file parsed and stored again. (In a child process
+    with a deadline, so that a regression fails instead of hanging the suite.)"""
+    import subprocess
+    import sys
+
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    parse_file(path)
+    target = _entry(cache_root) / name
+    target.unlink()
+    os.mkfifo(target)
+    code = (
+        "from pathlib import Path\n"
+        "from analysis.formats import cache, parse_file\n"
+        f"path = Path({str(path)!r})\n"
+        "assert cache.load_cached(path, None) is None\n"
+        "parse_file(path)\n"
+        "assert cache.load_cached(path, None) is not None\n"
+    )
+    root = Path(__file__).resolve().parents[1]
+    done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr

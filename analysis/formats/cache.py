@@ -32,6 +32,8 @@ from analysis.settings import cache_root
 
 TABLES = ("turns", "gold", "pred")
 SUFFIX = ".arrow"
+HEADER_MAX_BYTES = 32 * 1024**2  # a header is a few kB (MultiWOZ's gold: 6.9 kB)
+TABLE_MAX_BYTES = 1 << 40  # no limit of its own: a table is as large as the parsed file makes it
 
 
 def cache_dir() -> Path | None:
@@ -71,7 +73,7 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
         return None
     entry = root / key
     try:
-        header = json.loads((entry / "header.json").read_text(encoding="utf-8"))
+        header = json.loads(_regular_bytes(entry / "header.json", HEADER_MAX_BYTES))
         digests = header["digests"]
         tables = {
             name: _read(entry / f"{name}{SUFFIX}", digests[name]) if name in header["tables"] else None
@@ -105,11 +107,20 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    data = source.read_bytes()
+    data = _regular_bytes(source, TABLE_MAX_BYTES)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"{source.name}: its bytes are not the ones written")
     options = ipc.IpcReadOptions(use_threads=False)
     return ipc.open_file(pa.BufferReader(data), options=options).read_all().to_pandas(use_threads=False)
+
+
+def _regular_bytes(path: Path, limit: int) -> bytes:
+    """A cache file's bytes, read as the score store reads its own (`store.checks.read_regular`): a FIFO,
+    socket or device is never opened for reading (a FIFO in an entry hung every parse of its file), and
+    anything but a regular file of at most `limit` bytes is a `ValueError`, so the entry is a miss."""
+    from analysis.store.checks import read_regular
+
+    return read_regular(path, limit)
 
 
 def _write(frame: pd.DataFrame, target: Path) -> str:

@@ -28,7 +28,6 @@ from analysis.formats import cache
 __all__ = ["CachePruned", "prune_cache"]
 
 STAGING_AGE_S = 3600.0  # a staging folder older than this belongs to a write that was cut short
-HEADER_MAX_BYTES = 32 * 1024**2  # a header is a few kB; a larger one is not read (counted as stale)
 
 
 @dataclass
@@ -89,12 +88,9 @@ def prune_cache(root: Path, *, dry_run: bool = False, now: float | None = None) 
 
 def _reachable(entry: Path) -> bool:
     """Whether a read of the entry's file, as it is today, would ask for this entry."""
-    header = entry / "header.json"
     try:
-        if header.is_symlink() or not header.is_file() or header.stat().st_size > HEADER_MAX_BYTES:
-            return False
-        parsed = json.loads(header.read_bytes())
-    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8 JSON, nested too deeply
+        parsed = json.loads(cache._regular_bytes(entry / "header.json", cache.HEADER_MAX_BYTES))
+    except (OSError, ValueError, RecursionError):  # absent, special, too large, not UTF-8 JSON, nested too deeply
         return False
     return isinstance(parsed, dict) and cache.key_today(parsed) == entry.name
 
