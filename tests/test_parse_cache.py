@@ -322,3 +322,17 @@ def test_a_special_file_in_an_entry_is_a_miss_never_a_hang(tmp_path: Path, cache
     root = Path(__file__).resolve().parents[1]
     done = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_file_where_an_entry_folder_should_be_is_replaced_and_nothing_left(tmp_path: Path, cache_root: Path) -> None:
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    parse_file(path)
+    entry = _entry(cache_root)
+    for part in entry.iterdir():
+        part.unlink()
+    entry.rmdir()
+    entry.write_text("x", encoding="utf-8")
+    formats._MEMORY.clear()
+    parse_file(path)
+    assert [p.name for p in (cache_root / "parsed").iterdir()] == [entry.name]
+    assert entry.is_dir() and cache.load_cached(path, None) is not None

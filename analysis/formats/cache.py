@@ -209,4 +209,7 @@ def remove_entry(entry: Path, why: str) -> None:
     then deleted. `OSError` when it could not be (an aside folder left is a staging folder `prune` removes)."""
     aside = entry.with_name(f".tmp-{why}-{entry.name}-{os.getpid()}")
     os.replace(entry, aside)
-    shutil.rmtree(aside)
+    if aside.is_dir() and not aside.is_symlink():
+        shutil.rmtree(aside)
+    else:  # a file or link where an entry's folder should be
+        aside.unlink()
