@@ -1,8 +1,10 @@
-"""Guards for a dashboard shared on a network: typed paths stay inside the workspace root, uploads are capped."""
+"""Guards: typed paths stay inside the workspace root, uploads are capped (a dashboard shared on a network), and
+the files the package wrote and reads back (score store, parse cache) are read only as regular files of bounded size."""
 
 from __future__ import annotations
 
 import os
+import stat
 from pathlib import Path
 
 from analysis import settings as environment
@@ -72,3 +74,67 @@ def check_upload_size(name: str, size: int, limit: int) -> None:
     """
     if size > limit:
         raise InputError(name, "upload", f"file is {_size(size)}, over the upload limit of {_size(limit)}")
+
+
+# Files the package wrote itself and reads back (the score store, the parse cache): a regular file of
+# bounded size, never a FIFO or a device, which would block the reader or never end.
+
+
+class Damaged(ValueError):
+    """A file of the score store or the parse cache that is not what was written there; the message says why."""
+
+
+def file_kind(mode: int) -> str:
+    """What a file that is not a regular one is, in a word."""
+    kinds = (
+        (stat.S_ISDIR, "a folder"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    )
+    return next((name for test, name in kinds if test(mode)), "not a regular file")
+
+
+def special(mode: int) -> str | None:
+    """What a FIFO, socket or device is, in a word; None for a regular file or a folder."""
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return None
+    return file_kind(mode)
+
+
+def regular_size(path: Path) -> int:
+    """The size of a regular file; `Damaged` for anything else (checked with `stat`, nothing opened);
+    `FileNotFoundError` when absent."""
+    mode = os.stat(path)
+    if not stat.S_ISREG(mode.st_mode):
+        raise Damaged(f"{path} is {file_kind(mode.st_mode)}, not a file")
+    return mode.st_size
+
+
+def read_regular(path: Path, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. A special file is never opened for reading
+    (a FIFO would block the reader, and with it a server's start-up); it is opened non-blocking and checked
+    again, in case it was replaced meanwhile. `Damaged` otherwise; `FileNotFoundError` when absent."""
+    size = regular_size(path)
+    if size > limit:
+        raise Damaged(f"{path} holds {size:,} bytes, more than the {limit:,} a file of its kind may")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        mode = os.fstat(fd).st_mode
+        if not stat.S_ISREG(mode):
+            raise Damaged(f"{path} is {file_kind(mode)}, not a file")
+        chunks = []
+        left = limit + 1
+        while left > 0:
+            chunk = os.read(fd, min(left, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            left -= len(chunk)
+    finally:
+        os.close(fd)
+    data = b"".join(chunks)
+    if len(data) > limit:
+        raise Damaged(f"{path} holds more than the {limit:,} bytes a file of its kind may")
+    return data

@@ -28,6 +28,7 @@ from typing import Any
 import pandas as pd
 
 from analysis.formats.engine import ParsedFile
+from analysis.safety import read_regular
 from analysis.settings import cache_root
 
 TABLES = ("turns", "gold", "pred")
@@ -115,11 +116,9 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
 
 
 def _regular_bytes(path: Path, limit: int) -> bytes:
-    """A cache file's bytes, read as the score store reads its own (`store.checks.read_regular`): a FIFO,
+    """A cache file's bytes, read as the score store reads its own (`safety.read_regular`): a FIFO,
     socket or device is never opened for reading (a FIFO in an entry hung every parse of its file), and
     anything but a regular file of at most `limit` bytes is a `ValueError`, so the entry is a miss."""
-    from analysis.store.checks import read_regular
-
     return read_regular(path, limit)
 
 

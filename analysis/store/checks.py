@@ -5,10 +5,12 @@ caller (`analysis.store.entries`) removes its entry with one warning line and th
 
 from __future__ import annotations
 
-import os
-import stat
-from pathlib import Path
 from typing import Any
+
+# The regular-file reads are the package's (the parse cache reads its files the same way), re-exported here.
+from analysis.safety import Damaged, file_kind, read_regular, regular_size, special
+
+__all__ = ["Damaged", "file_kind", "read_regular", "regular_size", "special"]
 
 # A header holds a run's metadata, alignment report (its missing and extra dialogue ids among them) and
 # ontology: a few kB for MultiWOZ, well under a MB for any real run; its nesting is 5 levels deep.
@@ -31,66 +33,6 @@ COLUMNS: dict[str, tuple[str, ...]] = {
     "slot_table": ("run_id", "slot_name", "domain", "slot", "f1", "support"),
     "picker": ("run_id", "dialogue_id", "n_turns", "error_turns", "first_error_turn", "compounding_run", "position"),
 }
-
-
-class Damaged(ValueError):
-    """A store file that is not what the store wrote; the message says why."""
-
-
-def file_kind(mode: int) -> str:
-    """What a file that is not a regular one is, in a word."""
-    kinds = (
-        (stat.S_ISDIR, "a folder"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    )
-    return next((name for test, name in kinds if test(mode)), "not a regular file")
-
-
-def special(mode: int) -> str | None:
-    """What a FIFO, socket or device is, in a word; None for a regular file or a folder."""
-    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
-        return None
-    return file_kind(mode)
-
-
-def regular_size(path: Path) -> int:
-    """The size of a regular file; `Damaged` for anything else (checked with `stat`, nothing opened);
-    `FileNotFoundError` when absent."""
-    mode = os.stat(path)
-    if not stat.S_ISREG(mode.st_mode):
-        raise Damaged(f"{path} is {file_kind(mode.st_mode)}, not a file")
-    return mode.st_size
-
-
-def read_regular(path: Path, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. A special file is never opened for reading
-    (a FIFO would block the reader, and with it a server's start-up); it is opened non-blocking and checked
-    again, in case it was replaced meanwhile. `Damaged` otherwise; `FileNotFoundError` when absent."""
-    size = regular_size(path)
-    if size > limit:
-        raise Damaged(f"{path} holds {size:,} bytes, more than the {limit:,} a store file of its kind may")
-    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
-    try:
-        mode = os.fstat(fd).st_mode
-        if not stat.S_ISREG(mode):
-            raise Damaged(f"{path} is {file_kind(mode)}, not a file")
-        chunks = []
-        left = limit + 1
-        while left > 0:
-            chunk = os.read(fd, min(left, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            left -= len(chunk)
-    finally:
-        os.close(fd)
-    data = b"".join(chunks)
-    if len(data) > limit:
-        raise Damaged(f"{path} holds more than the {limit:,} bytes a store file of its kind may")
-    return data
 
 
 def parse_header(data: bytes) -> Any:
