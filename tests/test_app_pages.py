@@ -134,8 +134,10 @@ def test_the_upload_form_is_sent_only_while_its_box_is_open():
     at = opened("overview")
     no_exception(at)
     notice = "Not comparable as they stand"  # the demo's runs side by side: the Overview's one notice
-    assert [e.label for e in at.expander if not e.label.startswith(notice)] == ["Upload a run"]
+    labels = [e.label for e in at.expander if not e.label.startswith(notice)]
+    assert labels == ["Upload a run", "Disk: score store and parse cache"]
     assert not at.get("file_uploader")
+    assert not at.sidebar.get("code") and "disk_report" not in at.session_state  # the Disk box, closed, read nothing
     at = app(w_upload_box=True)  # a fresh session with the box open (AppTest drops an unchanged sidebar on a rerun)
     at.run()
     no_exception(at)

@@ -510,7 +510,10 @@ def test_the_demo_workspace_is_never_written(tmp_path: Path) -> None:
     manifest = root / "workspace.toml"
     before = manifest.read_bytes()
     at = app(manifest, w_upload_box=True).run()
-    assert [e.label for e in at.sidebar.expander] == ["Upload a run"]  # no Edit run
+    assert [e.label for e in at.sidebar.expander] == [
+        "Upload a run",
+        "Disk: score store and parse cache",
+    ]  # no Edit run
     kind, message, notes = upload(at, manifest, "session-only")
     assert kind == "success" and message.startswith("added run 'session-only'")
     assert any("keeps uploads in their session" in note for note in notes)

@@ -20,7 +20,7 @@ from analysis.model import HISTORY_MODES
 from analysis.pace import Pace
 from analysis.safety import check_upload_size, resolve_inside, workspace_root
 from analysis.wording import short_names
-from ui import data, errors, state
+from ui import data, disk, errors, state
 from ui.data import DECLARED
 from ui.text import md
 
@@ -483,7 +483,7 @@ def load(default_workspace: str) -> None:
 
 
 def render() -> None:
-    """Draw the sidebar: workspace, upload, run picker, focus run, convention."""
+    """Draw the sidebar: workspace, upload, run picker, focus run, convention, disk."""
     path = st.session_state["workspace_path"]
     sidebar = st.sidebar
     sidebar.header("Workspace")
@@ -561,3 +561,4 @@ def render() -> None:
     )
     for note in st.session_state.get("link_notes", []):
         sidebar.warning(md(note))
+    disk.disk_box()

@@ -184,10 +184,10 @@ def _lines(outcome: dict[str, Any], name: str, runs: int, fewjoint: int) -> list
         lines.append(f"  {what} (not kept in the score store)")
     unread = outcome.get("unread")
     if unread and unread["bytes"]:
-        from analysis.cli.prune import _entries, _size
+        from analysis.store.disk import entries_text, size_text
 
         lines.append(
-            f"  the store also holds {_size(unread['bytes'])} this version never reads ({_entries(unread['entries'])} "
+            f"  the store also holds {size_text(unread['bytes'])} this version never reads ({entries_text(unread['entries'])} "
             "of other versions, damaged or cut short): python -m analysis prune removes them"
         )
     return lines
