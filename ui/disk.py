@@ -2,8 +2,8 @@
 the tool never reads (older versions' entries, damaged ones, writes cut short, parsed copies of files edited
 or gone), and a button that removes that, as `python -m analysis prune` does (`analysis.store.disk`).
 
-Looked at when the box is opened, not before: reading every entry's header costs 1-2 s per 1,000 runs, which
-no page should wait for. Removing asks for a tick first: a store shared with machines running another
+Looked at when the box is opened, not before: reading every entry's header takes about 0.6 s for 1,000 runs,
+which no page should wait for. Removing asks for a tick first: a store shared with machines running another
 version of the tool loses their entries too (they score them again).
 """
 
