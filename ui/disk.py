@@ -56,10 +56,10 @@ def _summary(found: Disk) -> str:
     if not found.dry_run:
         return f"Removed {freed}; kept {kept}, which this version reads."
     if not found.freed_bytes:
-        return f"They hold {kept}, all of it read by this version: nothing to remove."
+        return f"The store and the parse cache hold {kept}, all of it read by this version: nothing to remove."
     return (
-        f"They hold {kept} this version reads and {freed} it never reads again (older versions' entries, damaged "
-        "ones, writes cut short, parses of files edited or gone)."
+        f"The store and the parse cache hold {kept} this version reads and {freed} it never reads again "
+        "(older versions' entries, damaged ones, writes cut short, parses of files edited or gone)."
     )
 
 
