@@ -6,6 +6,7 @@ reads, as `prune` does. Closed, it reads nothing. On a 2-run workspace under its
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,36 @@ def test_the_disk_box_shows_what_prune_would_free_and_removes_only_that(tmp_path
     caption = " ".join(str(c.value) for c in after.sidebar.get("caption"))
     assert f"Removed {disk.size_text(done.freed_bytes)}" in caption, caption
     assert not after.sidebar.get("checkbox") or all(c.key != "w_disk_sure" for c in after.sidebar.get("checkbox"))
+
+
+@pytest.mark.slow  # two AppTest sessions scoring a 3-run workspace into a fresh store: ~15 s here
+def test_after_new_runs_are_scored_the_sidebar_says_what_this_version_never_reads(tmp_path: Path, store: Path) -> None:
+    """The upgrade case: the store holds an entry another version wrote; opening a workspace whose runs it does
+    not hold scores them (one batch) and then says, above the closed box, how much is unread; the box holds that
+    look already. A workspace whose runs are all stored says nothing (nothing scored: no look)."""
+    manifest = _copies(tmp_path / "runs", 3)
+    entries = read_manifest(manifest).entries
+    key = store_runs.key(entries[2], "exact", store)
+    store_runs.ensure_all([entries[2]], "exact", workers=1)
+    header = json.loads(store_entries.header_path(store, key).read_text(encoding="utf-8"))
+    old = _copy_entry(store, key, "0" * 32, header={**header, "scorer_version": "0ld"})
+    store_entries.header_path(store, key).unlink()  # run-2 unstored again: the app scores all three
+    for folder in _run_folders(store, key):
+        shutil.rmtree(folder)
+    unread = disk.look(dry_run=True).freed_bytes
+    assert unread > 0
+
+    at = _app(manifest).run()
+    assert not at.exception, [e.value for e in at.exception]
+    assert all(store_entries.lookup(store, store_runs.key(e, "exact", store)) is not None for e in entries)
+    hints = [str(i.value) for i in at.sidebar.info if "never reads again" in str(i.value)]
+    assert hints == [
+        f"The score store and the parse cache hold {disk.size_text(unread)} this version never reads again: "
+        "the Disk box below shows what, and removes it."
+    ], [str(i.value) for i in at.sidebar.info]
+    assert at.session_state["disk_report"].freed_bytes == unread and all(p.exists() for p in old)
+    assert not at.sidebar.get("code")  # the box stays closed
+
+    again = _app(manifest).run()  # every run stored now: nothing scored, nothing looked at, nothing said
+    assert "disk_report" not in again.session_state
+    assert not [i for i in again.sidebar.info if "never reads again" in str(i.value)]

@@ -3,7 +3,8 @@ the tool never reads (older versions' entries, damaged ones, writes cut short, p
 or gone), and a button that removes that, as `python -m analysis prune` does (`analysis.store.disk`).
 
 Looked at when the box is opened, not before: reading every entry's header takes about 0.6 s for 1,000 runs,
-which no page should wait for. Removing asks for a tick first: a store shared with machines running another
+which no page should wait for. Also once a workspace's new runs were scored into the store (minutes, after an
+upgrade of the tool: every entry of the version before is then unread), and then said above the box. Removing asks for a tick first: a store shared with machines running another
 version of the tool loses their entries too (they score them again).
 """
 
@@ -14,14 +15,32 @@ import streamlit as st
 from analysis.store.disk import Disk, look, size_text
 from ui.text import md
 
-__all__ = ["disk_box"]
+__all__ = ["after_scoring", "disk_box"]
 
 _REPORT = "disk_report"  # session key: the last `Disk` looked at (or pruned)
 _SURE = "w_disk_sure"
+_HINT = "disk_unread"  # session key: bytes this version never reads, found after new runs were scored
+
+
+def after_scoring() -> None:
+    """Once new runs of a workspace were scored into the store (seconds to minutes of work, to which the look
+    adds about 0.6 s per 1,000 entries): looked at, so that the sidebar says, above the box, how much the store
+    and the parse cache hold that this version never reads (after an upgrade: every entry of the version
+    before, about 1 GB per 1,000 runs)."""
+    found = look(dry_run=True)
+    st.session_state[_REPORT] = found
+    st.session_state[_HINT] = found.freed_bytes
 
 
 def disk_box() -> None:
-    """The box, put on the page only while it is open (a rerun on opening), looked at on its first opening."""
+    """The box, put on the page only while it is open (a rerun on opening), looked at on its first opening;
+    above it, after new runs were scored, how much of the disk this version never reads (`after_scoring`)."""
+    unread = st.session_state.get(_HINT, 0)
+    if unread:
+        st.sidebar.info(
+            f"The score store and the parse cache hold {size_text(unread)} this version never reads again: "
+            "the Disk box below shows what, and removes it."
+        )
     box = st.sidebar.expander("Disk: score store and parse cache", key="w_disk_box", on_change="rerun")
     if not box.open:
         return
@@ -64,9 +83,12 @@ def _summary(found: Disk) -> str:
 
 
 def _look() -> None:
-    st.session_state[_REPORT] = look(dry_run=True)
+    found = look(dry_run=True)
+    st.session_state[_REPORT] = found
+    st.session_state[_HINT] = min(st.session_state.get(_HINT, 0), found.freed_bytes)  # said again only if still so
 
 
 def _prune() -> None:
     st.session_state[_SURE] = False
     st.session_state[_REPORT] = look(dry_run=False)
+    st.session_state[_HINT] = 0

@@ -45,11 +45,15 @@ def _open_workspace(path: str) -> None:
             progress.caption(md(f"loading {source.run_id} ({i + 1}/{len(manifest.entries)})…"))
 
     pace = Pace()
+    scored: list[int] = []
 
     def scoring(done: int, total: int) -> None:
+        scored.append(done)
         progress.caption(f"scoring {total:,} new runs into the store: {pace(done, total)}…")
 
     sources, failed = data.load_workspace(manifest, announce, scoring)
+    if scored:  # new runs scored into the store: what it holds that this version never reads, said once
+        disk.after_scoring()
     progress.empty()
     st.session_state["_loaded_keys"] = {s.key for s in sources.values()}
     for name, source in uploads.items():
