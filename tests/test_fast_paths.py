@@ -481,3 +481,82 @@ def test_counted_domain_jga_equals_the_view(demo_scored):
         assert summed is not None, key
         _same(summed, views.domain_jga([_fresh(scored)], resamples=0))
         assert summed["jga"].between(0, 1).all() and summed["n_turns"].sum() > 0, key
+
+
+# --- the names a convention compares, without the value pipeline -------------------------------------------
+
+REALDATA = ROOT.parent / "shared" / "realdata"
+NAMED_FILES = [  # (prediction, gold): real files of several naming schemes (MultiWOZ 2.1/2.2, CrossWOZ, SGD)
+    ("mwzeval_outputs/augpt.json", "multiwoz21/test.json.zip"),
+    ("scorer_oracles/convlab3_augpt_predictions.json.gz", None),
+]
+
+
+def _probe_name_map(names: pd.DataFrame, conv) -> pd.DataFrame:  # type: ignore[no-untyped-def]
+    """The path `reconcile.core._name_map` replaces: each name as a one-row state through `normalise_states`
+    (value `x`, no empty value, relation not compared), the gold side's naming read off its columns."""
+    from dataclasses import replace
+
+    from analysis.conventions import normalise_states
+
+    frame = names.drop_duplicates().reset_index(drop=True)
+    probe = pd.DataFrame(
+        {
+            "dialogue_id": "",
+            "turn_index": 0,
+            "domain": frame["domain"],
+            "slot": frame["slot"],
+            "relation": "=",
+            "value": "x",
+            "raw_domain": frame["domain"],
+            "raw_slot": frame["slot"],
+        }
+    )
+    named = normalise_states(probe, replace(conv, compare_relation=False, empty_values=frozenset()), side="gold")
+    return named[["raw_domain", "raw_slot", "domain", "slot"]].rename(
+        columns={"raw_domain": "domain", "raw_slot": "slot", "domain": "n_domain", "slot": "n_slot"}
+    )
+
+
+def test_name_map_equals_the_names_normalise_states_gives(demo_scored):
+    """Under every registered convention, on the raw names of real files (both sides) and of the demo runs
+    (CrossWOZ, SGD), plus names that stress the rules (case, NFC, MultiWOZ 2.2 booking names, hyphens)."""
+    from analysis.conventions import CONVENTIONS as ALL
+    from analysis.reconcile.core import _name_map
+
+    frames = []
+    for pred, gold in NAMED_FILES:
+        if not (REALDATA / pred).exists():
+            pytest.skip(f"{REALDATA / pred} is absent (the real-data checkout beside the project)")
+        run = formats.parse_file(REALDATA / pred) if gold is None else None
+        if run is not None:
+            frames += [t[["domain", "slot"]] for t in (run.gold, run.pred) if t is not None]
+        else:
+            from analysis.loading import load_run
+
+            loaded = load_run(REALDATA / pred, REALDATA / gold)
+            frames += [loaded.gold[["domain", "slot"]], loaded.pred[["domain", "slot"]]]
+    entries = {e.name: e for e in read_manifest(DEMO).entries}
+    for name in RUNS:
+        run = load_entry(entries[name])
+        frames += [run.gold[["domain", "slot"]], run.pred[["domain", "slot"]]]
+    stress = pd.DataFrame(
+        {
+            "domain": ["Hotel", "hotel", "Café", "Cafe\u0301", "restaurant", "train", "taxi", "attraction"],
+            "slot": ["Book Day", "bookday", "food", "food", "book-people", "leaveAt", "arriveby", "entrance fee"],
+        },
+        dtype="str",
+    )
+    names = pd.concat([*frames, stress], ignore_index=True).astype("str")
+    assert len(names.drop_duplicates()) > 100
+    for conv in ALL.values():
+        for side_conv in (conv, replace_renames(conv)):
+            expected = _probe_name_map(names, side_conv).reset_index(drop=True)
+            _same(_name_map(names, side_conv).reset_index(drop=True), expected)
+
+
+def replace_renames(conv):  # type: ignore[no-untyped-def]
+    """The convention as the vocabulary check names the predicted side: without the gold renames."""
+    from dataclasses import replace
+
+    return replace(conv, gold_slot_renames={})

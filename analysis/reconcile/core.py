@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from analysis.conventions import CONVENTIONS, Convention, get_convention, normalise_states
+from analysis.conventions import CONVENTIONS, Convention, convention_name, get_convention, normalise_states
 from analysis.model import STATE_COLUMNS, TURN_KEY, Run
 from analysis.outcomes import ERROR_OUTCOMES, Outcome
 from analysis.registry import LABELS, RECONCILE_METRICS, values
@@ -168,24 +168,16 @@ def _conv_key(conv: Convention) -> str:
 
 
 def _name_map(names: pd.DataFrame, conv: Convention) -> pd.DataFrame:
-    """Raw (domain, slot) names -> the names a convention compares (`n_domain`, `n_slot`)."""
-    frame = names.drop_duplicates().reset_index(drop=True)
-    probe = pd.DataFrame(
-        {
-            "dialogue_id": "",
-            "turn_index": 0,
-            "domain": frame["domain"],
-            "slot": frame["slot"],
-            "relation": "=",
-            "value": "x",
-            "raw_domain": frame["domain"],
-            "raw_slot": frame["slot"],
-        }
-    )
-    named = normalise_states(probe, replace(conv, compare_relation=False, empty_values=frozenset()), side="gold")
-    return named[["raw_domain", "raw_slot", "domain", "slot"]].rename(
-        columns={"raw_domain": "domain", "raw_slot": "slot", "domain": "n_domain", "slot": "n_slot"}
-    )
+    """Raw (domain, slot) names -> the names a convention compares (`n_domain`, `n_slot`): as
+    `normalise_states` names the gold side (`convention_name`, then the gold renames), once per distinct name.
+    A few dozen names: a loop over them, not a frame through the value pipeline (`tests/test_fast_paths.py`
+    compares the two on real files under every convention)."""
+    frame = names.drop_duplicates()
+    rows = []
+    for domain, slot in zip(frame["domain"].tolist(), frame["slot"].tolist(), strict=True):
+        n_domain, n_slot = convention_name(domain, slot, conv)
+        rows.append((domain, slot, n_domain, conv.gold_slot_renames.get((n_domain, n_slot), n_slot)))
+    return pd.DataFrame(rows, columns=["domain", "slot", "n_domain", "n_slot"], dtype="str")
 
 
 def _raw_triples(run: Run) -> pd.DataFrame:
