@@ -518,6 +518,7 @@ def _probe_name_map(names: pd.DataFrame, conv) -> pd.DataFrame:  # type: ignore[
     )
 
 
+@pytest.mark.realdata
 def test_name_map_equals_the_names_normalise_states_gives(demo_scored):
     """Under every registered convention, on the raw names of real files (both sides) and of the demo runs
     (CrossWOZ, SGD), plus names that stress the rules (case, NFC, MultiWOZ 2.2 booking names, hyphens)."""
