@@ -164,3 +164,35 @@ def test_an_entry_read_by_a_relative_path_is_kept_wherever_prune_runs(
     found = prune_cache(tmp_path / "cache" / "parsed", dry_run=True)
     assert (found.kept, found.stale) == (1, 0)
     formats._MEMORY.clear()
+
+
+def test_two_prunes_at_once_report_no_failure_and_count_each_removal_once(
+    cached: dict[str, Path], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another prune runs whole after this one listed the folders (as two dashboard sessions pressing Remove
+    at once): what it removed is neither counted again nor reported as not removable."""
+    from analysis.formats import cache_prune
+
+    parsed = cached["kept"].parent
+    real = cache_prune._reachable
+    other: list[cache_prune.CachePruned] = []
+
+    def after_another_prune(entry: Path) -> bool:
+        if not other:
+            monkeypatch.setattr(cache_prune, "_reachable", real)
+            other.append(prune_cache(parsed))
+            monkeypatch.setattr(cache_prune, "_reachable", after_another_prune)
+        return real(entry)
+
+    monkeypatch.setattr(cache_prune, "_reachable", after_another_prune)
+    second = prune_cache(parsed)
+    (first,) = other
+    assert not first.failed and not second.failed, (first.failed, second.failed)
+    # Each removal counted once, by whichever prune made it (the old staging folder sorts first: the second
+    # prune removed it before the other one ran): together, what one prune alone finds.
+    assert (first.stale + second.stale, first.temporary + second.temporary) == (4, 1), (first, second)
+    assert first.stale == 4 and second.stale == 0
+    assert first.kept == second.kept == 1
+    assert sorted(p.name for p in parsed.iterdir()) == sorted(
+        [cached["kept"].name, cached["young-staging"].name, "notes.txt", "linked"]
+    )

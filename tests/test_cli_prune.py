@@ -191,3 +191,31 @@ def test_a_crafted_file_name_is_shown_as_literal_text(store: Path, cluttered: di
     assert code == 0 and "\x1b" not in out
     assert "    a\\x1b[31mred\\nline: its header cannot be read (not JSON" in out
     assert not crafted.exists()
+
+
+def test_two_prunes_at_once_report_no_failure_and_count_each_removal_once(
+    store: Path, cluttered: dict[str, list[Path]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two people pressing the dashboard's Remove (or two `prune`s) at once: each takes a key's write lock in
+    turn, so the second comes to keys the first removed after it listed them. It must neither count them again
+    (as damaged: their header is gone) nor report their folders as not removable."""
+    real = store_prune._try_locked
+    ran: list[store_prune.Pruned] = []
+
+    def first_another_prune(root: Path, key: str, *, dry_run: bool):  # type: ignore[no-untyped-def]
+        if not ran:
+            ran.append(store_prune.Pruned("", True))  # the other prune, whole, after this one listed the keys
+            monkeypatch.setattr(store_prune, "_try_locked", real)
+            ran[0] = store_prune.prune(root)
+            monkeypatch.setattr(store_prune, "_try_locked", first_another_prune)
+        return real(root, key, dry_run=dry_run)
+
+    with store_entries.held(store, f"{'2' * 32}.lock"):  # `busy` stays busy for both
+        monkeypatch.setattr(store_prune, "_try_locked", first_another_prune)
+        second = store_prune.prune(store)
+    first = ran[0]
+    assert not first.failed and not second.failed, (first.failed, second.failed)
+    assert sum(first.other_versions.values()) == 1 and len(first.damaged) == 1 and first.orphans == 1
+    assert not second.other_versions and not second.damaged and not second.orphans, second
+    assert second.freed_bytes == 0 and second.kept == first.kept == 1
+    assert all(not p.exists() for p in cluttered["old"] + cluttered["orphan"] + cluttered["damaged"])

@@ -69,20 +69,21 @@ def prune_cache(root: Path, *, dry_run: bool = False, now: float | None = None) 
         if child.is_symlink() or not child.is_dir():
             continue  # not the cache's: neither followed nor removed
         size, modified = _walked(child)
-        if child.name.startswith(".tmp-"):
-            if moment - modified < STAGING_AGE_S:
-                continue  # perhaps a write going on now
-            found.temporary += 1
-            found.temporary_bytes += size
-        elif _reachable(child):
+        staging = child.name.startswith(".tmp-")
+        if staging and moment - modified < STAGING_AGE_S:
+            continue  # perhaps a write going on now
+        if not staging and _reachable(child):
             found.kept += 1
             found.kept_bytes += size
             continue
+        if not dry_run and not _remove(child, found):
+            continue  # removed meanwhile (another prune at the same time): counted by that one
+        if staging:
+            found.temporary += 1
+            found.temporary_bytes += size
         else:
             found.stale += 1
             found.stale_bytes += size
-        if not dry_run:
-            _remove(child, found)
     return found
 
 
@@ -95,11 +96,18 @@ def _reachable(entry: Path) -> bool:
     return isinstance(parsed, dict) and cache.key_today(parsed) == entry.name
 
 
-def _remove(folder: Path, found: CachePruned) -> None:
+def _remove(folder: Path, found: CachePruned) -> bool:
+    """Remove `folder`: False when it was gone already (nothing to count), True otherwise (removed, or the
+    reason it could not be in `found.failed`)."""
     try:
         cache.remove_entry(folder, "pruned")
+    except FileNotFoundError:
+        if not folder.exists():
+            return False
+        found.failed.append(f"{folder}: a file under it vanished while it was being removed")
     except OSError as problem:
         found.failed.append(f"{folder}: {problem.strerror or problem}")
+    return True
 
 
 def _walked(folder: Path) -> tuple[int, float]:

@@ -111,7 +111,12 @@ def prune(root: Path, *, dry_run: bool = False) -> Pruned:
 
 
 def _prune_key(root: Path, key: str, header: Path | None, folders: list[Path], found: Pruned) -> None:
-    """One key, its write lock held: kept, or counted (and removed) as what it is."""
+    """One key, its write lock held: kept, or counted (and removed) as what it is. The key was listed before
+    its lock was taken: what another prune (or a writer's own clean-up) removed meanwhile is not counted."""
+    header = header if header is not None and _present(header) else None
+    folders = [folder for folder in folders if _present(folder)]
+    if header is None and not folders:
+        return
     temporary = [path for folder in folders for path in _temporary_files(folder)]  # a part's write cut short
     size = sum(_size(f) for f in folders) + (_size(header) if header is not None else 0)
     size -= sum(_size(path) for path in temporary)  # counted as temporary files, not with the entry
@@ -176,7 +181,7 @@ def _remove(root: Path, key: str, header: Path | None, folders: list[Path], foun
         if header is not None:
             header.unlink(missing_ok=True)
         for folder in folders:
-            shutil.rmtree(folder)
+            shutil.rmtree(folder, onerror=_unless_gone)
     except OSError as exc:
         found.failed.append(f"{key}: {exc.strerror or exc}")
     E._HEADERS.pop(E.header_path(root, key), None)
@@ -232,6 +237,24 @@ def _temporary_files(folder: Path) -> list[Path]:
     with contextlib.suppress(OSError):
         return [Path(e.path) for e in os.scandir(folder) if e.name.startswith(".") and e.name.endswith(".tmp")]
     return []
+
+
+def _unless_gone(function: object, path: str, info: tuple[type[BaseException], BaseException, object]) -> None:
+    """`shutil.rmtree`'s error handler: a file or folder gone already is what removing it was for; any other
+    error is raised (and reported)."""
+    if not issubclass(info[0], FileNotFoundError):
+        raise info[1]
+
+
+def _present(path: Path) -> bool:
+    """Whether anything (a file, a folder, a link) is at `path` now."""
+    try:
+        path.lstat()
+    except FileNotFoundError:
+        return False
+    except OSError:
+        return True  # there, but not ours to look at: counted, and its removal says what went wrong
+    return True
 
 
 def _size(path: Path) -> int:
