@@ -289,7 +289,7 @@ def test_an_entry_unreadable_for_now_is_a_miss_and_kept(
         raise OSError(24, "Too many open files")
 
     with monkeypatch.context() as patched:
-        patched.setattr(cache, "_regular_bytes", unreadable)
+        patched.setattr(cache, "read_regular", unreadable)
         assert cache.load_cached(path, None) is None
     assert entry.is_dir()
     again = cache.load_cached(path, None)

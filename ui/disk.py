@@ -4,8 +4,9 @@ or gone), and a button that removes that, as `python -m analysis prune` does (`a
 
 Looked at when the box is opened, not before: reading every entry's header takes about 0.6 s for 1,000 runs,
 which no page should wait for. Also once a workspace's new runs were scored into the store (minutes, after an
-upgrade of the tool: every entry of the version before is then unread), and then said above the box. Removing asks for a tick first: a store shared with machines running another
-version of the tool loses their entries too (they score them again).
+upgrade of the tool: every entry of the version before is then unread), and then said above the box. Removing
+asks for a tick first: a store shared with machines running another version of the tool loses their entries
+too (they score them again).
 """
 
 from __future__ import annotations

@@ -74,7 +74,10 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
         return None
     entry = root / key
     try:
-        header = json.loads(_regular_bytes(entry / "header.json", HEADER_MAX_BYTES))
+        # Read as the score store reads its own files (`safety.read_regular`): a FIFO, socket or device is never
+        # opened (a FIFO in an entry hung every parse of its file), and anything but a regular file of bounded
+        # size is a `ValueError` (`Damaged`), so the entry is a miss.
+        header = json.loads(read_regular(entry / "header.json", HEADER_MAX_BYTES))
         digests = header["digests"]
         tables = {
             name: _read(entry / f"{name}{SUFFIX}", digests[name]) if name in header["tables"] else None
@@ -108,18 +111,11 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    data = _regular_bytes(source, TABLE_MAX_BYTES)
+    data = read_regular(source, TABLE_MAX_BYTES)
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"{source.name}: its bytes are not the ones written")
     options = ipc.IpcReadOptions(use_threads=False)
     return ipc.open_file(pa.BufferReader(data), options=options).read_all().to_pandas(use_threads=False)
-
-
-def _regular_bytes(path: Path, limit: int) -> bytes:
-    """A cache file's bytes, read as the score store reads its own (`safety.read_regular`): a FIFO,
-    socket or device is never opened for reading (a FIFO in an entry hung every parse of its file), and
-    anything but a regular file of at most `limit` bytes is a `ValueError`, so the entry is a miss."""
-    return read_regular(path, limit)
 
 
 def _write(frame: pd.DataFrame, target: Path) -> str:

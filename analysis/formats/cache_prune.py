@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from analysis.formats import cache
+from analysis.safety import read_regular
 
 __all__ = ["CachePruned", "prune_cache"]
 
@@ -90,7 +91,7 @@ def prune_cache(root: Path, *, dry_run: bool = False, now: float | None = None) 
 def _reachable(entry: Path) -> bool:
     """Whether a read of the entry's file, as it is today, would ask for this entry."""
     try:
-        parsed = json.loads(cache._regular_bytes(entry / "header.json", cache.HEADER_MAX_BYTES))
+        parsed = json.loads(read_regular(entry / "header.json", cache.HEADER_MAX_BYTES))
     except (OSError, ValueError, RecursionError):  # absent, special, too large, not UTF-8 JSON, nested too deeply
         return False
     return isinstance(parsed, dict) and cache.key_today(parsed) == entry.name

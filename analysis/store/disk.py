@@ -58,9 +58,7 @@ class Disk:
         return out
 
     def lines(self) -> list[str]:
-        """The report as text: the store's part, then the parse cache's."""
-        if self.root is None:
-            return ["the score store is off (DST_CACHE_DIR is empty): nothing on disk"]
+        """The report as text: the store's part, then the parse cache's (a store that is on: `root` given)."""
         store = (
             _store_lines(self.store)
             if self.store is not None
