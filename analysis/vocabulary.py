@@ -83,14 +83,28 @@ def _side(scored: Scored, run: Run | None, side: str) -> pd.DataFrame:
     return rows.rename(columns={f"{side}_value": "value", f"{side}_display": "display"}).reset_index(drop=True)
 
 
-def _examples(rows: pd.DataFrame, keys: list[str], n: int) -> pd.Series:
-    """Per name, its `n` most frequent values as written, `; `-joined."""
-    if rows.empty:
-        return pd.Series(dtype="str")
-    counts = rows.groupby([*keys, "display"], sort=False).size().rename("n").reset_index()
-    counts = counts.sort_values([*keys, "n", "display"], ascending=[True] * len(keys) + [False, True], kind="stable")
-    top = counts.groupby(keys, sort=False).head(n)
-    return top.groupby(keys, sort=False)["display"].agg("; ".join)
+def _examples(rows: pd.DataFrame, code: np.ndarray, n_names: int, n: int) -> list[str]:
+    """Per name (`code`: each row's name, a position among `n_names`), its `n` most frequent values as
+    written, `; `-joined, most frequent first and ties in string order ("" for a name with none)."""
+    out = [""] * n_names
+    display = rows["display"]
+    written = display.notna().to_numpy(dtype=bool)
+    if not written.any():
+        return out
+    d_code, d_text = pd.factorize(display.to_numpy(dtype=object)[written])
+    n_text = len(d_text)
+    key, counts = np.unique(code[written] * n_text + d_code, return_counts=True)
+    name, text = key // n_text, key % n_text
+    rank = np.empty(n_text, dtype="int64")
+    rank[np.argsort(np.asarray(d_text, dtype=object), kind="stable")] = np.arange(n_text)
+    order = np.lexsort((rank[text], -counts, name))
+    taken = [0] * n_names
+    picked: list[list[str]] = [[] for _ in range(n_names)]
+    for i, t in zip(name[order].tolist(), text[order].tolist(), strict=True):
+        if taken[i] < n:
+            taken[i] += 1
+            picked[i].append(d_text[t])
+    return ["; ".join(values) for values in picked]
 
 
 def _names(rows: pd.DataFrame) -> pd.DataFrame:
@@ -125,11 +139,59 @@ def _names(rows: pd.DataFrame) -> pd.DataFrame:
     return out.sort_values(["domain", "slot"], kind="stable").reset_index(drop=True)
 
 
-def _of_names(rows: pd.DataFrame, names: pd.DataFrame) -> pd.DataFrame:
-    """The rows of `names` (a `_names` subset), in their order: by integer code when both have it."""
+def _select(rows: pd.DataFrame, names: pd.DataFrame) -> tuple[pd.DataFrame, np.ndarray]:
+    """The rows of the names of `names` (a `_names` subset), in their order, and each one's name as a
+    position in `names` (by integer code when both have it, else by the two name columns)."""
     if "pair_code" in rows.columns and "pair_code" in names.columns:
-        return rows[np.isin(rows["pair_code"].to_numpy(), names["pair_code"].to_numpy())].reset_index(drop=True)
-    return rows.merge(names[["domain", "slot"]], on=["domain", "slot"])
+        row_code, name_code = rows["pair_code"].to_numpy(dtype="int64"), names["pair_code"].to_numpy(dtype="int64")
+        position = np.full(max(int(row_code.max(initial=-1)), int(name_code.max(initial=-1))) + 1, -1)
+        position[name_code] = np.arange(len(names))
+        code = position[row_code]
+    else:
+        index = pd.MultiIndex.from_arrays([names["domain"], names["slot"]])
+        code = index.get_indexer(pd.MultiIndex.from_arrays([rows["domain"], rows["slot"]]))
+    kept = code >= 0
+    return rows[kept].reset_index(drop=True), code[kept].astype("int64")
+
+
+def _joint_codes(a: pd.Series, b: pd.Series) -> tuple[np.ndarray, int]:
+    """Integer codes of the values of `a` then `b`, equal where the values are (a missing value is one value
+    too, as a join matches it), and how many distinct values there are."""
+    if pd.api.types.is_integer_dtype(a.dtype) and pd.api.types.is_integer_dtype(b.dtype):
+        both = np.concatenate([a.to_numpy(dtype="int64"), b.to_numpy(dtype="int64")])
+    else:
+        both = np.concatenate([a.to_numpy(dtype=object), b.to_numpy(dtype=object)])
+    codes, uniques = pd.factorize(both, use_na_sentinel=False)
+    return codes.astype("int64"), len(uniques)
+
+
+def _shared_turns(
+    p_rows: pd.DataFrame, p_code: np.ndarray, g_rows: pd.DataFrame, g_code: np.ndarray, shape: tuple[int, int]
+) -> np.ndarray:
+    """(predicted-only name, gold-only name) -> the distinct turns on which both carry the same compared
+    value: an equi-join on (turn, value) by sorted integer keys, then the distinct (pair, turn) counted.
+    Values match as a join on them would match (a missing value matches a missing value)."""
+    shared = np.zeros(shape, dtype="int64")
+    n_p = len(p_rows)
+    if not n_p or not len(g_rows):
+        return shared
+    turn, _ = _joint_codes(p_rows["tid"], g_rows["tid"])
+    value, n_values = _joint_codes(p_rows["value"], g_rows["value"])
+    key = turn * n_values + value
+    p_key, g_key = key[:n_p], key[n_p:]
+    order = np.argsort(g_key, kind="stable")
+    sorted_g = g_key[order]
+    low, high = np.searchsorted(sorted_g, p_key, "left"), np.searchsorted(sorted_g, p_key, "right")
+    counts = high - low
+    total = int(counts.sum())
+    if not total:
+        return shared
+    p_at = np.repeat(np.arange(n_p), counts)
+    g_at = order[np.arange(total) + np.repeat(low - (np.cumsum(counts) - counts), counts)]
+    n_turns = int(turn.max()) + 1
+    pair = p_code[p_at] * shape[1] + g_code[g_at]
+    distinct = np.unique(pair * n_turns + turn[:n_p][p_at])
+    return np.bincount(distinct // n_turns, minlength=shape[0] * shape[1]).reshape(shape)
 
 
 def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPLES) -> pd.DataFrame:
@@ -154,69 +216,77 @@ def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPL
     """
     gold, pred = _side(scored, run, "gold"), _side(scored, run, "pred")
     gold_names, pred_names = _names(gold), _names(pred)
-    g_key = gold_names["domain"] + "\x1f" + gold_names["slot"]
-    p_key = pred_names["domain"] + "\x1f" + pred_names["slot"]
-    pred_only = pred_names[~p_key.isin(set(g_key))].reset_index(drop=True)
-    gold_only = gold_names[~g_key.isin(set(p_key))].reset_index(drop=True)
-
+    in_gold, in_pred = set(_pairs(gold_names, "domain", "slot")), set(_pairs(pred_names, "domain", "slot"))
+    pred_only = _without(pred_names, in_gold)
+    gold_only = _without(gold_names, in_pred)
+    (p_rows, p_code), (g_rows, g_code) = _select(pred, pred_only), _select(gold, gold_only)
     # Same turn, same compared value, a predicted-only name against a gold-only name.
-    p_rows, g_rows = _of_names(pred, pred_only), _of_names(gold, gold_only)
-    pairs = p_rows[["tid", "domain", "slot", "value"]].merge(
-        g_rows[["tid", "domain", "slot", "value"]].rename(columns={"domain": "gold_domain", "slot": "gold_slot"}),
-        on=["tid", "value"],
-    )
-    shared = (
-        pairs.drop_duplicates(["tid", "domain", "slot", "gold_domain", "gold_slot"])
-        .groupby(["domain", "slot", "gold_domain", "gold_slot"], sort=True)
-        .size()
-        .rename("shared_turns")
-        .reset_index()
-    )
-    shared = shared.merge(pred_only, on=["domain", "slot"])
-    shared["agreement"] = shared["shared_turns"] / shared["turns"]
-    shared = shared.sort_values(["domain", "slot", "shared_turns"], ascending=[True, True, False], kind="stable")
-    best = shared.drop_duplicates(["domain", "slot"])
-    found = best[(best["shared_turns"] >= MIN_SHARED) & (best["agreement"] >= MIN_AGREEMENT)]
-    # A gold name explains one predicted name: the one agreeing on most turns.
-    found = found.sort_values("shared_turns", ascending=False, kind="stable").drop_duplicates(
-        ["gold_domain", "gold_slot"]
-    )
-
-    p_examples = _examples(p_rows, ["domain", "slot"], examples)
-    g_examples = _examples(g_rows, ["domain", "slot"], examples)
+    shared = _shared_turns(p_rows, p_code, g_rows, g_code, (len(pred_only), len(gold_only)))
+    found = _mismatches(shared, pred_only["turns"].to_numpy(dtype="int64"))
+    p_examples = _examples(p_rows, p_code, len(pred_only), examples)
+    g_examples = _examples(g_rows, g_code, len(gold_only), examples)
     return _table(found, pred_only, gold_only, p_examples, g_examples)
 
 
+def _mismatches(shared: np.ndarray, turns: np.ndarray) -> list[tuple[int, int, int, float]]:
+    """(predicted-only name, gold-only name, shared turns, agreement) of each naming mismatch, most shared
+    turns first: each predicted name paired with the gold name it shares most turns with (the first in name
+    order on a tie), kept when they share at least `MIN_SHARED` turns and `MIN_AGREEMENT` of the predicted
+    name's; a gold name explains one predicted name, the one sharing most turns (the first on a tie)."""
+    best = []
+    for i in np.flatnonzero(shared.any(axis=1)).tolist():
+        j = int(np.argmax(shared[i]))
+        n = int(shared[i, j])
+        agreement = n / int(turns[i])
+        if n >= MIN_SHARED and agreement >= MIN_AGREEMENT:
+            best.append((i, j, n, agreement))
+    best.sort(key=lambda row: -row[2])  # stable: ties keep name order
+    found, explained = [], set()
+    for row in best:
+        if row[1] not in explained:
+            explained.add(row[1])
+            found.append(row)
+    return found
+
+
 def _table(
-    found: pd.DataFrame,
+    found: list[tuple[int, int, int, float]],
     pred_only: pd.DataFrame,
     gold_only: pd.DataFrame,
-    p_examples: pd.Series,
-    g_examples: pd.Series,
+    p_examples: list[str],
+    g_examples: list[str],
 ) -> pd.DataFrame:
     """`vocabulary`'s rows: the mismatches `found`, then the other predicted-only and gold-only names, each with
-    its examples; mismatches first, then by entries."""
-    # A few dozen names: plain sets and dicts of (domain, slot) tuples, not pandas indexes.
-    mismatch = found.assign(kind=MISMATCH)
-    rest_p = _without(pred_only, set(_pairs(found, "domain", "slot"))).assign(kind=PRED_ONLY)
-    rest_g = _without(gold_only, set(_pairs(found, "gold_domain", "gold_slot"))).assign(kind=GOLD_ONLY)
-    parts = []
-    for frame, ex in ((mismatch, p_examples), (rest_p, p_examples), (rest_g, g_examples)):
-        if frame.empty:
-            continue
-        lookup = ex.to_dict()
-        examples = np.array([lookup.get(pair, np.nan) for pair in _pairs(frame, "domain", "slot")], dtype=object)
-        parts.append(frame.assign(examples=examples))
-    if not parts:
+    its examples; mismatches first, then by entries (more first), then by name. (A few dozen names: lists.)"""
+    p_names, g_names = _pairs(pred_only, "domain", "slot"), _pairs(gold_only, "domain", "slot")
+    p_counts = list(zip(pred_only["entries"].tolist(), pred_only["turns"].tolist(), strict=True))
+    g_counts = list(zip(gold_only["entries"].tolist(), gold_only["turns"].tolist(), strict=True))
+    nan = float("nan")
+    rows = [
+        (MISMATCH, *p_names[i], *g_names[j], *p_counts[i], n, agreement, p_examples[i]) for i, j, n, agreement in found
+    ]
+    matched_p, matched_g = {row[0] for row in found}, {row[1] for row in found}
+    rows += [
+        (PRED_ONLY, *name, "", "", *p_counts[i], 0, nan, p_examples[i])
+        for i, name in enumerate(p_names)
+        if i not in matched_p
+    ]
+    rows += [
+        (GOLD_ONLY, *name, "", "", *g_counts[i], 0, nan, g_examples[i])
+        for i, name in enumerate(g_names)
+        if i not in matched_g
+    ]
+    if not rows:
         return _empty()
-    out = pd.concat(parts, ignore_index=True).reindex(columns=VOCABULARY_COLUMNS)
-    for column in ("gold_domain", "gold_slot", "examples"):
-        out[column] = out[column].astype(object).fillna("")
-    out["shared_turns"] = out["shared_turns"].fillna(0)
-    out["order"] = out["kind"].map({k: i for i, k in enumerate(KINDS)})
-    out = out.sort_values(["order", "entries", "domain", "slot"], ascending=[True, False, True, True], kind="stable")
-    out = out.drop(columns="order").reset_index(drop=True)
-    return out.astype(DTYPES)
+    order = {kind: i for i, kind in enumerate(KINDS)}
+    rows.sort(key=lambda row: (order[row[0]], -row[5], row[1], row[2]))  # stable
+    columns = list(zip(*rows, strict=True))
+    return pd.DataFrame(
+        {
+            name: pd.array(list(values), dtype=DTYPES[name])
+            for name, values in zip(VOCABULARY_COLUMNS, columns, strict=True)
+        }
+    )
 
 
 def _pairs(frame: pd.DataFrame, domain: str, slot: str) -> list[tuple[str, str]]:
@@ -224,8 +294,9 @@ def _pairs(frame: pd.DataFrame, domain: str, slot: str) -> list[tuple[str, str]]
 
 
 def _without(names: pd.DataFrame, pairs: set[tuple[str, str]]) -> pd.DataFrame:
-    """The rows of `names` whose (domain, slot) is not one of `pairs`."""
-    return names[np.array([pair not in pairs for pair in _pairs(names, "domain", "slot")], dtype=bool)]
+    """The rows of `names` whose (domain, slot) is not one of `pairs`, numbered from 0."""
+    keep = np.array([pair not in pairs for pair in _pairs(names, "domain", "slot")], dtype=bool)
+    return names[keep].reset_index(drop=True)
 
 
 DTYPES = {

@@ -258,17 +258,146 @@ def test_the_text_lists_the_first_names_and_counts_the_rest() -> None:
 @pytest.mark.parametrize("convention", ["mwzeval", "trade", "exact"])
 def test_names_counted_on_codes_are_the_group_by_on_names(convention: str) -> None:
     """The check counts each side's names on the scored slots' integer `pair_code` and picks their rows by
-    it: the same tables as the group-by and the merge on the (domain, slot) columns, on a real run."""
+    it: the same tables, rows and name positions as the group-by and the look-up on the (domain, slot)
+    columns, on a real run."""
+    import numpy as np
     import pandas as pd
 
-    from analysis.vocabulary import _names, _of_names, _side
+    from analysis.vocabulary import _names, _select, _side
 
     scored = score_run(_mwzeval_run("augpt"), convention)
     for side in ("gold", "pred"):
         rows = _side(scored, None, side)
         by_code, by_name = _names(rows), _names(rows.drop(columns="pair_code"))
         pd.testing.assert_frame_equal(by_code.drop(columns="pair_code"), by_name)
-        some = by_code.iloc[::3]
-        picked = _of_names(rows, some)
+        some = by_code.iloc[::3].reset_index(drop=True)
+        picked, code = _select(rows, some)
         assert len(picked) == int(some["entries"].sum()) > 0
-        pd.testing.assert_frame_equal(picked.drop(columns="pair_code"), _of_names(rows.drop(columns="pair_code"), some))
+        # each row's position names its own (domain, slot)
+        assert (some["domain"].to_numpy()[code] == picked["domain"].to_numpy()).all()
+        assert (some["slot"].to_numpy()[code] == picked["slot"].to_numpy()).all()
+        by_name_rows, by_name_code = _select(rows.drop(columns="pair_code"), some.drop(columns="pair_code"))
+        pd.testing.assert_frame_equal(picked.drop(columns="pair_code"), by_name_rows)
+        np.testing.assert_array_equal(code, by_name_code)
+
+
+# --- the check's join and counts on integer codes, against the merge and group-by they replaced -------------
+
+
+def _vocabulary_by_merge(scored, run=None, examples: int = 3):
+    """The vocabulary check as pandas joins and group-bys on the name and value columns (the code before the
+    integer-key join): the reference the faster path must equal, row for row and dtype for dtype."""
+    import numpy as np
+    import pandas as pd
+
+    from analysis import vocabulary as V
+
+    gold, pred = V._side(scored, run, "gold"), V._side(scored, run, "pred")
+    gold, pred = (side.drop(columns="pair_code", errors="ignore") for side in (gold, pred))
+    gold_names, pred_names = V._names(gold), V._names(pred)
+    g_key, p_key = (n["domain"] + "\x1f" + n["slot"] for n in (gold_names, pred_names))
+    pred_only = pred_names[~p_key.isin(set(g_key))].reset_index(drop=True)
+    gold_only = gold_names[~g_key.isin(set(p_key))].reset_index(drop=True)
+    p_rows = pred.merge(pred_only[["domain", "slot"]], on=["domain", "slot"])
+    g_rows = gold.merge(gold_only[["domain", "slot"]], on=["domain", "slot"])
+    pairs = p_rows[["tid", "domain", "slot", "value"]].merge(
+        g_rows[["tid", "domain", "slot", "value"]].rename(columns={"domain": "gold_domain", "slot": "gold_slot"}),
+        on=["tid", "value"],
+    )
+    names = ["domain", "slot", "gold_domain", "gold_slot"]
+    shared = pairs.drop_duplicates(["tid", *names]).groupby(names, sort=True).size().rename("shared_turns")
+    shared = shared.reset_index().merge(pred_only, on=["domain", "slot"])
+    shared["agreement"] = shared["shared_turns"] / shared["turns"]
+    shared = shared.sort_values(["domain", "slot", "shared_turns"], ascending=[True, True, False], kind="stable")
+    best = shared.drop_duplicates(["domain", "slot"])
+    found = best[(best["shared_turns"] >= V.MIN_SHARED) & (best["agreement"] >= V.MIN_AGREEMENT)]
+    found = found.sort_values("shared_turns", ascending=False, kind="stable").drop_duplicates(names[2:])
+
+    def top(rows):
+        if rows.empty:
+            return {}
+        counts = rows.groupby(["domain", "slot", "display"], sort=False).size().rename("n").reset_index()
+        counts = counts.sort_values(["domain", "slot", "n", "display"], ascending=[True, True, False, True])
+        joined = counts.groupby(["domain", "slot"], sort=False).head(examples)
+        return joined.groupby(["domain", "slot"], sort=False)["display"].agg("; ".join).to_dict()
+
+    p_ex, g_ex = top(p_rows), top(g_rows)
+    found_p = set(zip(found["domain"], found["slot"], strict=True))
+    found_g = set(zip(found["gold_domain"], found["gold_slot"], strict=True))
+    parts = [
+        found.assign(
+            kind=V.MISMATCH, examples=[p_ex.get(k, "") for k in zip(found["domain"], found["slot"], strict=True)]
+        ),
+    ]
+    for frame, seen, ex, kind in ((pred_only, found_p, p_ex, V.PRED_ONLY), (gold_only, found_g, g_ex, V.GOLD_ONLY)):
+        keys = list(zip(frame["domain"], frame["slot"], strict=True))
+        rest = frame[np.array([k not in seen for k in keys], dtype=bool)]
+        parts.append(
+            rest.assign(kind=kind, examples=[ex.get(k, "") for k in zip(rest["domain"], rest["slot"], strict=True)])
+        )
+    parts = [p for p in parts if len(p)]
+    if not parts:
+        return V._empty()
+    out = pd.concat(parts, ignore_index=True).reindex(columns=V.VOCABULARY_COLUMNS)
+    for column in ("gold_domain", "gold_slot"):
+        out[column] = out[column].astype(object).fillna("")
+    out["shared_turns"] = out["shared_turns"].fillna(0)
+    out["order"] = out["kind"].map({k: i for i, k in enumerate(V.KINDS)})
+    out = out.sort_values(["order", "entries", "domain", "slot"], ascending=[True, False, True, True], kind="stable")
+    return out.drop(columns="order").reset_index(drop=True).astype(V.DTYPES)
+
+
+def _same_table(a, b) -> None:
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert list(a.dtypes) == list(b.dtypes)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["augpt", "ubar"])
+@pytest.mark.parametrize("convention", ["mwzeval", "trade", "convlab3", "dstc9"])
+def test_vocabulary_equals_the_merge_and_group_by_on_real_runs(name: str, convention: str) -> None:
+    """On real predictions against MultiWOZ 2.1 gold, from the scored slots and from the loaded files: the
+    integer-key join finds the same names, mismatches, counts and examples as the joins on columns."""
+    run = _mwzeval_run(name)
+    scored = score_run(run, convention)
+    for loaded in (None, run):
+        table = vocabulary(scored, loaded)
+        _same_table(table, _vocabulary_by_merge(scored, loaded))
+    # Booking names: the join has mismatches to find (TRADE's convention names both sides alike).
+    assert (table["kind"] == MISMATCH).sum() >= (0 if convention == "trade" else 4)
+
+
+def test_vocabulary_equals_the_merge_and_group_by_where_it_must_choose() -> None:
+    """Hand-made names that make the check choose: a predicted name sharing turns with two gold names (the
+    one with more wins, the first name on a tie), two predicted names carrying one gold name's values (the
+    one with more turns keeps it), a name below the thresholds, several values on one turn (a many-to-many
+    join), examples tied on counts (string order), and a run with no name one side only uses."""
+    gold = [
+        {"hotel": {"bookday": "monday", "bookstay": "2", "area": "east"}, "taxi": {"leave": "1", "arrive": "1"}},
+        {"hotel": {"bookday": "friday", "bookstay": "2", "area": "west"}, "taxi": {"leave": "2", "arrive": "2"}},
+        {"hotel": {"bookday": "friday", "bookstay": "3", "area": "west"}, "taxi": {"leave": "3", "arrive": "3"}},
+        {"hotel": {"bookday": "sunday", "bookstay": "2", "area": "east"}, "taxi": {"leave": "1", "arrive": "4"}},
+        {"hotel": {"bookday": "monday", "bookstay": "5"}, "train": {"day": "monday", "people": "5"}},
+    ] * 2
+    pred = [
+        {"hotel": {"day": g["hotel"]["bookday"], "stay": g["hotel"]["bookstay"], "nights": "2"}, "taxi": {"when": "1"}}
+        for g in gold
+    ]
+    pred[0]["train"] = {"dayz": "monday", "peeple": "5"}
+    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):  # `via` ties between `from` and `to`
+        g["bus"] = {"from": f"stop {i % 3}", "to": f"stop {i % 3}"}
+        p["bus"] = {"via": f"stop {i % 3}"}
+    for convention in ("exact", "trade", "mwzeval"):
+        scored = score_run(run_from_states(gold, pred), convention)
+        run = run_from_states(gold, pred)
+        for loaded in (None, run):
+            table = vocabulary(scored, loaded)
+            _same_table(table, _vocabulary_by_merge(scored, loaded))
+    assert {"naming mismatch", "predicted only", "gold only"} <= set(table["kind"])
+    mismatched = dict(zip(table["slot"], table["gold_slot"], strict=True))
+    assert (mismatched["via"], mismatched["stay"], mismatched["nights"]) == ("from", "bookstay", "")
+    same = run_from_states(gold, gold)
+    _same_table(vocabulary(score_run(same, "exact")), _vocabulary_by_merge(score_run(same, "exact")))
+    assert vocabulary(score_run(same, "exact")).empty
