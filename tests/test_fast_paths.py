@@ -232,6 +232,86 @@ def test_gzipped_jsonl_takes_the_shortcut(tmp_path, monkeypatch):
     assert parsed.pred["value"].tolist() == ["east", "10:00", "east", "a },{ b", "monday", "monday", "2"]
 
 
+# --- mwzeval-style predictions ({dialogue: [{"state": ...}, ...]}) recorded at once ----------------------
+
+
+def _mwzeval_both_ways(path: Path, monkeypatch) -> tuple[object, object, list[bool]]:
+    """The file parsed with the shortcut (and whether it took it) and turn by turn."""
+    taken: list[bool] = []
+    original = specs._plain_mwzeval
+    with monkeypatch.context() as patch:
+        patch.setattr(specs, "_plain_mwzeval", lambda d, c: taken.append(original(d, c)) or taken[-1])
+        fast = formats.parse_file(path, fmt="mwzeval", use_cache=False)
+    with monkeypatch.context() as patch:
+        patch.setattr(specs, "_plain_mwzeval", lambda d, c: False)
+        slow = formats.parse_file(path, fmt="mwzeval", use_cache=False)
+    return fast, slow, taken
+
+
+MWZEVAL_PLAIN = {
+    "d1": [
+        {"state": {}, "response": "hello"},
+        {"state": {"hotel": {"area": "east", "stars": ""}, "taxi": {}}},  # an empty value is dropped
+        {"state": {"taxi": {"leaveAt": "10:00"}, "hotel": {"area": "east", "name": "a },{ b"}}, "active_domains": []},
+    ],
+    "d2": [{"state": {"train": {"day": "monday"}}}],
+    "d3": [],  # a dialogue without turns: counted in the notes
+}
+
+
+@pytest.mark.parametrize(
+    ("records", "shortcut"),
+    [
+        (MWZEVAL_PLAIN, True),
+        ({"d1": [{"state": {"hotel": {"area": ""}}}]}, True),  # no row at all
+        ({"d1": [{"state": {"hotel": {"area": "east"}}}, {"state": {"hotel": {"area": ["east", "west"]}}}]}, False),
+        ({"d1": [{"state": {"hotel": {"area": "east"}}}, {"state": {"hotel": {"stars": 4}}}]}, False),
+        ({"d1": [{"state": {"hotel": {"area": "east"}}}], " ": [{"state": {}}]}, False),  # a blank id
+        ({"d1": [{"state": {"hotel": "east"}}]}, False),  # a domain that is not an object
+    ],
+)
+def test_mwzeval_shortcut_parses_as_turn_by_turn(tmp_path, monkeypatch, records, shortcut):
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    try:
+        fast, slow, taken = _mwzeval_both_ways(path, monkeypatch)
+    except InputError as error:  # a file both ways refuse: refused alike
+        with monkeypatch.context() as patch, pytest.raises(InputError) as again:
+            patch.setattr(specs, "_plain_mwzeval", lambda d, c: False)
+            formats.parse_file(path, fmt="mwzeval", use_cache=False)
+        assert str(again.value) == str(error) and not shortcut
+        return
+    assert taken == [shortcut]
+    _same_parse(fast, slow)
+
+
+@pytest.mark.parametrize(
+    ("records", "problem"),
+    [
+        ({"d1": [{"state": {}}, ["not a turn"]]}, "a turn"),
+        ({"d1": [{"state": {}}, {"belief": {}}]}, "missing key"),
+        ({"d1": [{"state": {"hotel": {"": "east"}}}]}, "non-empty strings"),
+        ({"d1": [{"state": {"hotel": {"area": "x" * 10_001}}}]}, "too long"),
+    ],
+)
+def test_mwzeval_errors_name_the_turn_as_before(tmp_path, records, problem):
+    path = tmp_path / "pred.json"
+    path.write_text(json.dumps(records), encoding="utf-8")
+    with pytest.raises(InputError) as error:
+        formats.parse_file(path, fmt="mwzeval", use_cache=False)
+    assert problem in str(error.value)
+
+
+@pytest.mark.realdata
+@pytest.mark.parametrize("name", ["augpt", "dots", "pptod", "soloist", "ubar"])
+def test_mwzeval_shortcut_on_the_real_outputs(monkeypatch, name):
+    from tests.conftest import realdata_path
+
+    fast, slow, taken = _mwzeval_both_ways(realdata_path("mwzeval_outputs", f"{name}.json"), monkeypatch)
+    assert taken == [True] and fast.pred is not None and len(fast.turns) > 7000
+    _same_parse(fast, slow)
+
+
 # --- the stored per-(depth | domain, dialogue) JGA parts, counted with integer keys ----------------------
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
-from itertools import repeat
+from itertools import chain, repeat
 from operator import itemgetter
 from typing import Any
 
@@ -186,7 +186,11 @@ def _detect_mwzeval(records: Any) -> bool:
 
 
 def _parse_mwzeval(records: Any, c: Collector) -> None:
-    for dialogue_id, turns in _dialogues(records, c, list):
+    dialogues = _dialogues(records, c, list)
+    if _plain_mwzeval(dialogues, c):
+        return
+    # Something unusual somewhere: turn by turn, whose checks name the first problem.
+    for dialogue_id, turns in dialogues:
         for t, body in enumerate(turns):
             c.at(dialogue_id, t)
             expect(c, body, dict, "a turn")
@@ -195,6 +199,28 @@ def _parse_mwzeval(records: Any, c: Collector) -> None:
             c.add_turn(dialogue_id, t)
             state = body["state"]
             c.add_state("pred", dialogue_id, t, partial(nested_state, state, "state"), state=state)
+
+
+_STATE = itemgetter("state")
+_ONLY_DICT = frozenset({dict})
+
+
+def _plain_mwzeval(dialogues: list[tuple[str, list[Any]]], c: Collector) -> bool:
+    """Every turn of every dialogue recorded at once by `Collector.add_prediction_turns` (a turn's index is
+    its position in the dialogue's list) when each turn is an object with a plain `state`; False, with
+    nothing recorded, for anything else: the caller then reads turn by turn, as before."""
+    lists = [turns for _, turns in dialogues]
+    bodies = list(chain.from_iterable(lists))
+    if not _ONLY_DICT.issuperset(map(type, bodies)):
+        return False
+    try:
+        states = list(map(_STATE, bodies))
+    except KeyError:
+        return False
+    sizes = list(map(len, lists))
+    dialogue_ids = list(chain.from_iterable(map(repeat, (d for d, _ in dialogues), sizes)))
+    turn_indices = list(chain.from_iterable(map(range, sizes)))
+    return c.add_prediction_turns(dialogue_ids, turn_indices, states)
 
 
 # --- c. MultiWOZ raw dialogues ------------------------------------------------------------------
