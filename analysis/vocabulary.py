@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import scorer_inputs
 from analysis.conventions import CONVENTIONS, Convention, get_convention, normalise_states
 from analysis.model import STATE_COLUMNS, Run
 from analysis.reconcile.core import _name_map
@@ -214,6 +215,8 @@ def vocabulary(scored: Scored, run: Run | None = None, *, examples: int = EXAMPL
     0  naming mismatch    day   bookday             3
     1   predicted only  stars                       0
     """
+    if run is not None:  # its states as the convention's scorer is handed them (`score_run` prepares them so)
+        run = scorer_inputs.prepare(run, scored.convention)[0]
     gold, pred = _side(scored, run, "gold"), _side(scored, run, "pred")
     gold_names, pred_names = _names(gold), _names(pred)
     in_gold, in_pred = set(_pairs(gold_names, "domain", "slot")), set(_pairs(pred_names, "domain", "slot"))
@@ -344,22 +347,58 @@ def _raw_names(run: Run, side: str) -> pd.DataFrame:
     return table[["domain", "slot"]].drop_duplicates().reset_index(drop=True)
 
 
+_ROW = "_vocabulary_row"  # a column following each state row through a scorer's preparation
+
+
+def _prepared_names(run: Run, conv: Convention, side: str) -> list[tuple[str, str, str, str]]:
+    """(domain, slot) as the file writes them -> as the convention's scorer is handed them (`scorer_inputs`:
+    ConvLab-3's unified names for raw MultiWOZ), for each name of `side` that reaches the scorer; each name
+    itself where the convention prepares nothing (or its preparation does not keep the rows' identity)."""
+    found = scorer_inputs.gold_input(conv, run)
+    raw = _raw_names(run, side)
+    if found is None or found.prepare is None:
+        return list(zip(raw["domain"], raw["slot"], raw["domain"], raw["slot"], strict=True))
+    table = run.gold if side == "gold" else run.pred
+    prepared = found.prepare(replace(run, **{side: table.assign(**{_ROW: np.arange(len(table))})}))
+    after = prepared.gold if side == "gold" else prepared.pred
+    if _ROW not in after.columns:
+        return list(zip(raw["domain"], raw["slot"], raw["domain"], raw["slot"], strict=True))
+    rows = after[_ROW].to_numpy(dtype="int64")
+    pairs = pd.DataFrame(
+        {
+            "domain": table["domain"].array.take(rows),
+            "slot": table["slot"].array.take(rows),
+            "p_domain": after["domain"].array,
+            "p_slot": after["slot"].array,
+        }
+    ).drop_duplicates()
+    return list(zip(*(pairs[c].tolist() for c in pairs.columns), strict=True))
+
+
 class _Compared:
-    """Each side's raw (domain, slot) names -> the names a convention compares, per convention: the raw
-    names read once per run, each convention's map made once (the run's own is asked for every candidate)."""
+    """Each side's raw (domain, slot) names -> the names a convention compares, per convention: through the
+    convention's preparation of the files (`scorer_inputs`), then its naming; each convention's map made once
+    (the run's own is asked for every candidate)."""
 
     def __init__(self, run: Run) -> None:
-        self.raw = {side: _raw_names(run, side) for side in ("pred", "gold")}
+        self.run = run
         self.maps: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
 
     def __call__(self, conv: Convention, side: str) -> list[tuple[str, str, str, str]]:
         """(domain, slot, compared domain, compared slot) of every raw name of `side` under `conv`."""
         key = (conv.name, side)
         if key not in self.maps:
-            named = _name_map(self.raw[side], replace(conv, gold_slot_renames={}) if side == "pred" else conv)
-            self.maps[key] = list(
-                zip(*(named[c].tolist() for c in ("domain", "slot", "n_domain", "n_slot")), strict=True)
+            prepared = _prepared_names(self.run, conv, side)
+            names = pd.DataFrame([p[2:] for p in prepared], columns=["domain", "slot"], dtype="str")
+            named = _name_map(names, replace(conv, gold_slot_renames={}) if side == "pred" else conv)
+            compared = dict(
+                zip(
+                    zip(named["domain"].tolist(), named["slot"].tolist(), strict=True),
+                    zip(named["n_domain"].tolist(), named["n_slot"].tolist(), strict=True),
+                    strict=True,
+                )
             )
+            self.maps[key] = [(d, s, *compared[(pd_, ps)]) for d, s, pd_, ps in prepared]
         return self.maps[key]
 
 
@@ -402,8 +441,9 @@ def naming_fix(
 ) -> NamingFix:
     """The registered convention under which the most of `mismatches` (rows of `vocabulary` of kind
     `naming mismatch`, found under `convention`) become one name, preferring `convention`'s `-lenient`
-    variant and then the convention nearest to it; with the run's headline metrics under both (`scored`:
-    the run already scored under `convention`, not scored again)."""
+    variant and then the convention nearest to it, among those whose scorer reads the run's gold (under
+    the others every number is n/a); with the run's headline metrics under both (`scored`: the run already
+    scored under `convention`, not scored again)."""
     own = get_convention(convention)
     if scored is None or scored.convention.name != own.name:
         scored = score_run(run, own)
@@ -414,6 +454,9 @@ def naming_fix(
     best: tuple[int, Convention] | None = None
     compared = _Compared(run)
     for cand in _candidates(own):
+        found = scorer_inputs.gold_input(cand, run)
+        if found is not None and found.status == "n/a":  # every number n/a under it: no fix to offer
+            continue
         n = _maps(compared, own, cand, rows)
         if n and (best is None or n > best[0]):
             best = (n, cand)
