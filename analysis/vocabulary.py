@@ -543,8 +543,8 @@ def mismatch_warning(found: VocabularyReport) -> str | None:
     )
     if found.fix is not None and found.fix.convention:
         text += (
-            f" Under {found.fix.convention}, which maps the names, JGA is {found.fix.metrics['jga']:.4f} "
-            f"(here {found.fix.before['jga']:.4f})."
+            f" Under {found.fix.convention}, which maps the names, JGA is {_num(found.fix.metrics.get('jga'))} "
+            f"(here {_num(found.fix.before.get('jga'))})."
         )
     return text
 

@@ -468,3 +468,14 @@ def test_augpt_under_convlab3_has_no_naming_mismatch() -> None:
     assert vocabulary(score_run(run, "convlab3"), run).empty
     fix = naming_fix(run, "dstc9", vocabulary(score_run(run, "dstc9"), run))
     assert fix.convention == "convlab3" and fix.metrics["jga"] == pytest.approx(0.4927, abs=5e-5)
+
+
+def test_the_pages_warning_says_n_a_where_the_run_has_no_number() -> None:
+    """The Slots, Domains and Overview warning under a convention whose scorer reads no such gold: `n/a`, as
+    the command line says it, never `nan`."""
+    from analysis.vocabulary import mismatch_warning, vocabulary_report
+
+    run = _raw_multiwoz_run()
+    text = mismatch_warning(vocabulary_report(score_run(run, "dstc9"), run))
+    assert text is not None and "Under convlab3, which maps the names, JGA is 1.0000 (here n/a)." in text
+    assert "nan" not in text
