@@ -105,3 +105,35 @@ def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(
     assert not at.exception, [e.value for e in at.exception]
     table = next(d.value for d in at.dataframe if "convention" in d.value.columns)
     assert table["convention"].tolist() == ["mwzeval", "exact", "mwzeval-lenient"]
+
+
+@pytest.fixture(scope="module")
+def unread_workspace(tmp_path_factory) -> Path:
+    """UBAR's output declared under dstc9, whose scorer never reads raw English MultiWOZ: every number n/a."""
+    pred, gold = realdata_path("mwzeval_outputs", "ubar.json"), realdata_path("multiwoz21", "test.json.zip")
+    folder = tmp_path_factory.mktemp("ubar_dstc9")
+    (folder / "workspace.toml").write_text(
+        '[workspace]\nname = "ubar"\nallow_outside_root = true\n\n[[runs]]\nname = "ubar"\n'
+        f'pred = "{pred}"\ngold = "{gold}"\nconvention = "dstc9"\npublished_jga = 56.2\n',
+        encoding="utf-8",
+    )
+    return folder / "workspace.toml"
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_a_run_with_no_number_under_its_convention_has_no_gap_to_decompose(unread_workspace) -> None:
+    """No JGA under dstc9 here: the Overview says why there is no gap (never `gap +nan` with causes), the
+    naming fix offered has a number (`n/a` here, never `nan`), and the report says the same in a warning."""
+    from analysis.export import report as R
+    from analysis.workspace import load_workspace
+
+    at = opened_page(unread_workspace, "overview")
+    said = " ".join(i.body for i in at.info)
+    assert "this run has no JGA under dstc9" in said and "no gap to decompose" in said
+    assert not any("share" in d.value.columns for d in at.dataframe)
+    warning = _mismatch_warning(at)
+    assert "(here n/a)" in warning and "nan" not in warning
+    plan = R.plan_report(load_workspace(unread_workspace), n_resamples=20)
+    assert not any(t.name.startswith("published-gap") for t in plan.tables)
+    assert any("no gap to decompose" in w for w in plan.warnings)

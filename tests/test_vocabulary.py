@@ -13,7 +13,7 @@ from analysis.demo.testing import run_from_states
 from analysis.loading import load_run
 from analysis.model import RunInfo
 from analysis.reconcile.core import reconcile
-from analysis.reconcile.gap import UNEXPLAINED, as_fraction, gap_turns, published_gap
+from analysis.reconcile.gap import UNEXPLAINED, as_fraction, gap_conventions, gap_turns, published_gap
 from analysis.scoring import score_run
 from analysis.vocabulary import MISMATCH, naming_fix, vocabulary
 from tests.conftest import realdata_path
@@ -479,3 +479,20 @@ def test_the_pages_warning_says_n_a_where_the_run_has_no_number() -> None:
     text = mismatch_warning(vocabulary_report(score_run(run, "dstc9"), run))
     assert text is not None and "Under convlab3, which maps the names, JGA is 1.0000 (here n/a)." in text
     assert "nan" not in text
+
+
+def test_no_gap_is_decomposed_from_a_convention_that_reads_no_gold() -> None:
+    """DSTC9's scorer never reads raw English MultiWOZ: the run has no JGA under it, so a published number
+    has no gap to decompose from it (before: `gap +nan` over causes computed on gold that scorer never
+    reads); the line says why, and how far the nearest convention with a number is."""
+    from analysis.reconcile.gap import gap_lines, gap_summary, undecomposed
+
+    run = _raw_multiwoz_run()
+    rec = reconcile(run, gap_conventions("dstc9"))
+    assert undecomposed(rec, "dstc9") and undecomposed(rec, "trade") is None
+    target, table = published_gap(rec, "dstc9", 0.9)
+    assert table.empty and target != "dstc9"
+    summary = gap_summary(rec, "dstc9", 0.9, target, table)
+    assert summary["jga"] is None and summary["gap"] is None and summary["causes"] == []
+    (line,) = gap_lines(summary)
+    assert "this run has no JGA under dstc9" in line and "no gap to decompose" in line and "nan" not in line

@@ -9,7 +9,7 @@ from typing import Any
 import streamlit as st
 
 import ui
-from analysis.reconcile.gap import GAP_LABELS, gap_conventions, gap_turns, published_gap
+from analysis.reconcile.gap import GAP_LABELS, gap_conventions, gap_lines, gap_summary, gap_turns, published_gap
 from analysis.vocabulary import VocabularyReport, mismatch_warning, vocabulary_report
 from ui import reconcile as reconcile_data
 
@@ -69,6 +69,10 @@ def overview_section(run: str) -> None:
         st.error(ui.md(f"{run} cannot be reconciled: {rec}"))
         return
     target, table = published_gap(rec, found.convention, published)
+    summary = gap_summary(rec, found.convention, published, target, table)
+    if summary.get("not_decomposed"):  # no JGA under the run's own convention: no gap, and why
+        st.info(ui.md(gap_lines(summary)[0]), icon=":material/info:")
+        return
     base = float(rec.metrics.loc[found.convention, "jga"])
     st.caption(
         ui.md(

@@ -11,7 +11,7 @@ import pandas as pd
 
 from analysis.model import Run
 from analysis.reconcile.core import reconcile
-from analysis.reconcile.gap import gap_conventions, gap_summary, published_gap
+from analysis.reconcile.gap import gap_conventions, gap_lines, gap_summary, published_gap
 from analysis.scoring import Scored
 from analysis.vocabulary import MISMATCH, vocabulary_report
 from analysis.workspace import Workspace, load_entry
@@ -76,7 +76,9 @@ def explain_tables(
                 for r in found.table[found.table["kind"] == MISMATCH].itertuples()
             )
             if found.fix is not None and found.fix.convention:
-                text += f"); JGA {found.fix.metrics['jga']:.4f} under {found.fix.convention}, which maps the names"
+                jga = found.fix.metrics.get("jga")
+                number = "n/a" if jga is None or jga != jga else f"{jga:.4f}"
+                text += f"); JGA {number} under {found.fix.convention}, which maps the names"
             else:
                 text += ")"
             warnings.append(text)
@@ -84,6 +86,9 @@ def explain_tables(
             rec = reconcile(run, gap_conventions(found.convention))
             target, gap = published_gap(rec, found.convention, found.published_jga)
             summary = gap_summary(rec, found.convention, found.published_jga, target, gap)
+            if summary.get("not_decomposed"):  # no JGA under its own convention: said, no table
+                warnings.append(f"run {name}: " + gap_lines(summary)[0])
+                continue
             tables.append(
                 (
                     f"published-gap-{slug}",

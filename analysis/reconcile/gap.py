@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from analysis import scorer_inputs
 from analysis.conventions import CONVENTIONS
 from analysis.model import TURN_KEY
 from analysis.reconcile.core import CAUSE_LABELS, CAUSES, DEFAULT_CONVENTIONS, Reconciliation
@@ -40,6 +41,7 @@ __all__ = [
     "informative_pair",
     "nearest_convention",
     "published_gap",
+    "undecomposed",
 ]
 
 UNEXPLAINED = "unexplained"
@@ -101,6 +103,17 @@ def nearest_convention(rec: Reconciliation, base: str, published: float) -> str:
     return str((jga - as_fraction(published)).abs().sort_values(kind="stable").index[0])
 
 
+def undecomposed(rec: Reconciliation, base: str) -> str | None:
+    """Why the gap cannot be decomposed: the run has no JGA under `base` (the scorer it is named after never
+    reads this gold, `scorer_inputs`: every number n/a); None when it has one."""
+    if not np.isnan(float(rec.metrics.loc[base, "jga"])):
+        return None
+    found = scorer_inputs.gold_input(CONVENTIONS[base], rec.run) if base in CONVENTIONS else None
+    if found is not None and found.status == "n/a":
+        return found.note
+    return f"no turn is scored under {base}"
+
+
 def _per_turn(rec: Reconciliation, base: str, target: str) -> pd.DataFrame:
     """Per turn of the run: its contribution to JGA(target) - JGA(base) and its cause (`""`: none)."""
     out = rec.correct[["tid", *TURN_KEY]].copy()
@@ -134,9 +147,12 @@ def published_gap(
     published number), `share` (of `published - JGA(base)`; NaN when the gap is 0), `turns` (turns that
     flip for it; a turn right under both whose weight differs with the denominator adds to `turns`'
     JGA change but is not counted), `turns_up` / `turns_down` (of them, those right only under the target /
-    only under base)."""
+    only under base). No row where the run has no JGA under `base` (`undecomposed`): there is no gap."""
     value = as_fraction(published)
     target = target or nearest_convention(rec, base, value)
+    if undecomposed(rec, base) is not None:
+        empty = {c: pd.Series(dtype="int64" if c.startswith("turns") else "float64") for c in GAP_COLUMNS}
+        return target, pd.DataFrame({**empty, "cause": pd.Series(dtype="str"), "label": pd.Series(dtype="str")})
     per_turn = _per_turn(rec, base, target)
     rows = per_turn[per_turn["cause"] != ""]
     flipped = rows["flipped"].to_numpy(dtype=bool)
@@ -179,13 +195,20 @@ def gap_summary(rec: Reconciliation, base: str, published: float, target: str, t
     """The decomposition as JSON (fractions; shares of the gap)."""
     value = as_fraction(published)
     base_jga = float(rec.metrics.loc[base, "jga"])
-    return {
+    reference_jga = float(rec.metrics.loc[target, "jga"])
+    reason = undecomposed(rec, base)
+    out: dict[str, Any] = {
         "published": value,
         "convention": base,
-        "jga": base_jga,
-        "gap": value - base_jga,
+        "jga": None if reason is not None else base_jga,
+        "gap": None if reason is not None else value - base_jga,
         "reference": target,
-        "reference_jga": float(rec.metrics.loc[target, "jga"]),
+        "reference_jga": None if np.isnan(reference_jga) else reference_jga,
+    }
+    if reason is not None:  # no JGA under its own convention: nothing to decompose, and why
+        return {**out, "causes": [], "not_decomposed": reason}
+    return {
+        **out,
         "causes": [
             {
                 "cause": row.cause,
@@ -202,6 +225,17 @@ def gap_summary(rec: Reconciliation, base: str, published: float, target: str, t
 
 def gap_lines(summary: dict[str, Any]) -> list[str]:
     """The decomposition as text lines (the command line and the report)."""
+    if summary.get("not_decomposed"):
+        reference = (
+            f" Nearest convention: {summary['reference']} ({summary['reference_jga']:.4f}), "
+            f"{summary['published'] - summary['reference_jga']:+.4f} from the published number."
+            if summary["reference_jga"] is not None and summary["reference"] != summary["convention"]
+            else ""
+        )
+        return [
+            f"Published JGA {summary['published']:.4f}; this run has no JGA under {summary['convention']} "
+            f"({summary['not_decomposed']}): no gap to decompose.{reference}"
+        ]
     lines = [
         f"Published JGA {summary['published']:.4f}; this run under {summary['convention']} {summary['jga']:.4f}: "
         f"gap {summary['gap']:+.4f}. Nearest convention: {summary['reference']} ({summary['reference_jga']:.4f})."
