@@ -350,12 +350,12 @@ def _raw_names(run: Run, side: str) -> pd.DataFrame:
 _ROW = "_vocabulary_row"  # a column following each state row through a scorer's preparation
 
 
-def _prepared_names(run: Run, conv: Convention, side: str) -> list[tuple[str, str, str, str]]:
+def _prepared_names(run: Run, conv: Convention, side: str, raw: pd.DataFrame) -> list[tuple[str, str, str, str]]:
     """(domain, slot) as the file writes them -> as the convention's scorer is handed them (`scorer_inputs`:
     ConvLab-3's unified names for raw MultiWOZ), for each name of `side` that reaches the scorer; each name
-    itself where the convention prepares nothing (or its preparation does not keep the rows' identity)."""
+    itself where the convention prepares nothing (or its preparation does not keep the rows' identity).
+    `raw`: the side's distinct names (`_raw_names`)."""
     found = scorer_inputs.gold_input(conv, run)
-    raw = _raw_names(run, side)
     if found is None or found.prepare is None:
         return list(zip(raw["domain"], raw["slot"], raw["domain"], raw["slot"], strict=True))
     table = run.gold if side == "gold" else run.pred
@@ -382,13 +382,14 @@ class _Compared:
 
     def __init__(self, run: Run) -> None:
         self.run = run
+        self.raw = {side: _raw_names(run, side) for side in ("pred", "gold")}
         self.maps: dict[tuple[str, str], list[tuple[str, str, str, str]]] = {}
 
     def __call__(self, conv: Convention, side: str) -> list[tuple[str, str, str, str]]:
         """(domain, slot, compared domain, compared slot) of every raw name of `side` under `conv`."""
         key = (conv.name, side)
         if key not in self.maps:
-            prepared = _prepared_names(self.run, conv, side)
+            prepared = _prepared_names(self.run, conv, side, self.raw[side])
             names = pd.DataFrame([p[2:] for p in prepared], columns=["domain", "slot"], dtype="str")
             named = _name_map(names, replace(conv, gold_slot_renames={}) if side == "pred" else conv)
             compared = dict(
