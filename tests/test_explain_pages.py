@@ -19,16 +19,20 @@ from tests.opened_app import opened_page
 UBAR_PAPER = 0.562  # UBAR's paper, MultiWOZ 2.1 DST joint goal accuracy (56.20)
 
 
-@pytest.fixture(scope="module")
-def workspace(tmp_path_factory) -> Path:
+def _ubar_workspace(folder: Path, convention: str) -> Path:
+    """A workspace of UBAR's mwzeval output against MultiWOZ 2.1 gold under `convention`, with its paper's JGA."""
     pred, gold = realdata_path("mwzeval_outputs", "ubar.json"), realdata_path("multiwoz21", "test.json.zip")
-    folder = tmp_path_factory.mktemp("ubar")
     (folder / "workspace.toml").write_text(
         '[workspace]\nname = "ubar"\nallow_outside_root = true\n\n[[runs]]\nname = "ubar"\n'
-        f'pred = "{pred}"\ngold = "{gold}"\nconvention = "mwzeval"\npublished_jga = 56.2\n',
+        f'pred = "{pred}"\ngold = "{gold}"\nconvention = "{convention}"\npublished_jga = 56.2\n',
         encoding="utf-8",
     )
     return folder / "workspace.toml"
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> Path:
+    return _ubar_workspace(tmp_path_factory.mktemp("ubar"), "mwzeval")
 
 
 def _mismatch_warning(at: AppTest) -> str:
@@ -110,14 +114,7 @@ def test_reconcile_opens_on_the_informative_pair_and_offers_the_lenient_variant(
 @pytest.fixture(scope="module")
 def unread_workspace(tmp_path_factory) -> Path:
     """UBAR's output declared under dstc9, whose scorer never reads raw English MultiWOZ: every number n/a."""
-    pred, gold = realdata_path("mwzeval_outputs", "ubar.json"), realdata_path("multiwoz21", "test.json.zip")
-    folder = tmp_path_factory.mktemp("ubar_dstc9")
-    (folder / "workspace.toml").write_text(
-        '[workspace]\nname = "ubar"\nallow_outside_root = true\n\n[[runs]]\nname = "ubar"\n'
-        f'pred = "{pred}"\ngold = "{gold}"\nconvention = "dstc9"\npublished_jga = 56.2\n',
-        encoding="utf-8",
-    )
-    return folder / "workspace.toml"
+    return _ubar_workspace(tmp_path_factory.mktemp("ubar_dstc9"), "dstc9")
 
 
 @pytest.mark.slow
