@@ -172,6 +172,8 @@ def test_leaderboard_equals_analysis(scored_runs):
     bars = dict(zip(values(trace["x"]), values(trace["y"]), strict=True))
     assert bars == pytest.approx({n: shown_jga(s) for n, s in scored_runs.items()})
     assert list(board["JGA"]) == sorted(board["JGA"], reverse=True)  # sorted by the chosen metric
+    # A missing cell shows what the exports write (n/a or –), never Streamlit's default word "None".
+    assert all(d.proto.placeholder in ("n/a", "–") for d in at.dataframe)
 
 
 @pytest.mark.slow  # seconds of work: `make check` leaves it to `make test`

@@ -126,6 +126,9 @@ def test_a_run_with_no_number_under_its_convention_has_no_gap_to_decompose(unrea
     from analysis.workspace import load_workspace
 
     at = opened_page(unread_workspace, "overview")
+    # The leaderboard's missing numbers read n/a on screen (Streamlit's own default is the word "None").
+    board = next(d for d in at.dataframe if "JGA" in d.value.columns)
+    assert board.value["JGA"].isna().all() and board.proto.placeholder == "n/a"
     said = " ".join(i.body for i in at.info)
     assert "this run has no JGA under dstc9" in said and "no gap to decompose" in said
     assert not any("share" in d.value.columns for d in at.dataframe)
