@@ -39,6 +39,7 @@ __all__ = [
     "VOCABULARY_COLUMNS",
     "NamingFix",
     "VocabularyReport",
+    "four_decimals",
     "mismatch_warning",
     "mismatched_slots",
     "naming_fix",
@@ -518,8 +519,8 @@ def vocabulary_lines(
     if fix is not None and fix.convention:
         before, after = fix.before.get("jga"), fix.metrics.get("jga")
         lines.append(
-            f"  under {fix.convention}, which maps {fix.mapped} of these names: JGA {_num(after)} "
-            f"(here {_num(before)}), slot F1 (micro) {_num(fix.metrics.get('slot_f1_micro'))}"
+            f"  under {fix.convention}, which maps {fix.mapped} of these names: JGA {four_decimals(after)} "
+            f"(here {four_decimals(before)}), slot F1 (micro) {four_decimals(fix.metrics.get('slot_f1_micro'))}"
         )
     elif counts[MISMATCH]:
         lines.append("  no registered convention maps these names")
@@ -544,13 +545,14 @@ def mismatch_warning(found: VocabularyReport) -> str | None:
     )
     if found.fix is not None and found.fix.convention:
         text += (
-            f" Under {found.fix.convention}, which maps the names, JGA is {_num(found.fix.metrics.get('jga'))} "
-            f"(here {_num(found.fix.before.get('jga'))})."
+            f" Under {found.fix.convention}, which maps the names, JGA is {four_decimals(found.fix.metrics.get('jga'))} "
+            f"(here {four_decimals(found.fix.before.get('jga'))})."
         )
     return text
 
 
-def _num(value: float | None) -> str:
+def four_decimals(value: float | None) -> str:
+    """A number as the check prints it: four decimals, or n/a for a missing (None or NaN) one."""
     return "n/a" if value is None or value != value else f"{value:.4f}"
 
 

@@ -13,7 +13,7 @@ from analysis.model import Run
 from analysis.reconcile.core import reconcile
 from analysis.reconcile.gap import gap_conventions, gap_lines, gap_summary, published_gap
 from analysis.scoring import Scored
-from analysis.vocabulary import MISMATCH, vocabulary_report
+from analysis.vocabulary import MISMATCH, four_decimals, vocabulary_report
 from analysis.workspace import Workspace, load_entry
 
 __all__ = ["explain_tables"]
@@ -76,9 +76,8 @@ def explain_tables(
                 for r in found.table[found.table["kind"] == MISMATCH].itertuples()
             )
             if found.fix is not None and found.fix.convention:
-                jga = found.fix.metrics.get("jga")
-                number = "n/a" if jga is None or jga != jga else f"{jga:.4f}"
-                text += f"); JGA {number} under {found.fix.convention}, which maps the names"
+                jga = four_decimals(found.fix.metrics.get("jga"))
+                text += f"); JGA {jga} under {found.fix.convention}, which maps the names"
             else:
                 text += ")"
             warnings.append(text)

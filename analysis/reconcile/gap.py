@@ -151,8 +151,8 @@ def published_gap(
     value = as_fraction(published)
     target = target or nearest_convention(rec, base, value)
     if undecomposed(rec, base) is not None:
-        empty = {c: pd.Series(dtype="int64" if c.startswith("turns") else "float64") for c in GAP_COLUMNS}
-        return target, pd.DataFrame({**empty, "cause": pd.Series(dtype="str"), "label": pd.Series(dtype="str")})
+        kinds = {"cause": "str", "label": "str", "jga_change": "float64", "share": "float64"}
+        return target, pd.DataFrame({c: pd.Series(dtype=kinds.get(c, "int64")) for c in GAP_COLUMNS})
     per_turn = _per_turn(rec, base, target)
     rows = per_turn[per_turn["cause"] != ""]
     flipped = rows["flipped"].to_numpy(dtype=bool)
