@@ -148,6 +148,18 @@ def _drawn(page: Page, timeout: float) -> None:
     page.wait_for_selector(IDLE, timeout=timeout)
 
 
+# Every table the page shows has its grid mounted: Streamlit mounts a dataframe's grid (a canvas) after the run that
+# placed it, so a screenshot taken as soon as the page is idle shows empty boxes (seen on the Overview).
+_TABLES_DRAWN = """() => [...document.querySelectorAll('[data-testid="stDataFrame"]')]
+  .filter((table) => table.checkVisibility())
+  .every((table) => table.querySelector('canvas') !== null)"""
+
+
+def tables_drawn(page: Page, timeout: float = 120_000) -> None:
+    """Wait until every visible table's grid is drawn (before a screenshot that should show them)."""
+    page.wait_for_function(_TABLES_DRAWN, timeout=timeout, polling=POLL_MS)
+
+
 def loaded(page: Page, timeout: float = 120_000) -> None:
     """After `page.goto`: wait for the page's first run. A fresh document starts in the `initial` state, so
     `notRunning` can only be the end of a run of this document (no sleep needed)."""

@@ -8,7 +8,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 import pytest
-from conftest import DEMO, click_until_rerun, loaded, rerun, start_server, stop_server, upload_file
+from conftest import DEMO, click_until_rerun, loaded, rerun, start_server, stop_server, tables_drawn, upload_file
 from playwright.sync_api import Page, expect
 
 from analysis import views
@@ -85,6 +85,7 @@ def test_every_page_is_visited_and_draws(page: Page, server: str, screenshots: P
         assert charts_drawn(page) >= 1, f"{title} drew no chart"
         # waited for, not read once: at load 30 the heading was drawn while the address still lacked `page=`
         expect(page).to_have_url(re.compile(rf"[?&]page={url}(&|$)"), timeout=TIMEOUT)
+        tables_drawn(page, TIMEOUT)  # a screenshot of empty table boxes says nothing
         page.screenshot(path=str(screenshots / f"page_{url}.png"))
 
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import DEMO, POLL_MS, click_until_sent, loaded, rerun, start_server, stop_server
+from conftest import DEMO, POLL_MS, click_until_sent, loaded, rerun, start_server, stop_server, tables_drawn
 from playwright.sync_api import Page, expect
 
 from analysis.review import AnnotationStore
@@ -64,6 +64,7 @@ def test_page_loads_from_the_sidebar_and_draws(browser, extra_server: str, scree
     else:  # an empty store: the tag chart says so instead of drawing bars
         expect(page.locator('[data-testid="stPlotlyChart"]').first).to_be_visible(timeout=TIMEOUT)
     assert f"page={url}" in page.url
+    tables_drawn(page, TIMEOUT)  # a screenshot of empty table boxes says nothing
     page.screenshot(path=str(screenshots / f"page_{url}.png"), full_page=True)
     context.close()
 
