@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 
@@ -24,6 +25,8 @@ def convention_bar(
     >>> table = pd.DataFrame({"convention": ["exact", "mwzeval"], "jga": [0.5, 0.6], "slot_f1_micro": [0.8, 0.9]})
     >>> [t.name for t in convention_bar(table).data]
     ['JGA', 'Slot F1 (micro)']
+    >>> convention_bar(table.assign(jga=[0.5, float("nan")])).data[0].text  # a convention whose scorer reads no gold
+    ('0.5000', 'n/a')
     """
     unknown = [m for m in metrics if m not in table.columns]
     if unknown:
@@ -36,7 +39,7 @@ def convention_bar(
             x=table["convention"].astype("str"),
             y=table[metric].to_numpy(dtype=float),
             marker_color=OKABE_ITO[i % len(OKABE_ITO)],
-            text=[f"{v:.4f}" for v in table[metric].to_numpy(dtype=float)],
+            text=["n/a" if np.isnan(v) else f"{v:.4f}" for v in table[metric].to_numpy(dtype=float)],
             textposition="outside",
             hovertemplate="%{x}: %{y:.4f}<extra>" + label + "</extra>",
         )
