@@ -95,6 +95,7 @@ class Browser:
         self._started = time.monotonic()
         self._kaleido: Any = None
         self._dead = False
+        self._stopping = False
         self._thread.start()
 
         async def open_browser() -> None:
@@ -183,8 +184,17 @@ class Browser:
         self._dead = True
         self._kill_process()
         if not self._loop.is_closed():
+            # a plain callback, not a coroutine: one queued after the loop stopped is dropped by its close,
+            # and a dropped coroutine is asyncio's "never awaited" warning on the user's stderr
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                asyncio.run_coroutine_threadsafe(self._stop(), self._loop)
+                self._loop.call_soon_threadsafe(self._begin_stop)
+
+    def _begin_stop(self) -> None:
+        """In the loop: start `_stop` once (a second kill, e.g. the session's close after a failed start,
+        finds it started)."""
+        if not self._stopping:
+            self._stopping = True
+            self._loop.create_task(self._stop())
 
     def _kill_process(self) -> None:
         process = getattr(self._kaleido, "subprocess", None)
