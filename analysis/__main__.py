@@ -1,12 +1,5 @@
-"""`python -m analysis`: the command line (see analysis.cli.main)."""
+"""`python -m analysis`: the command line (see analysis.cli.entry)."""
 
-import gc
-import sys
+from analysis.cli.entry import run
 
-# Off while ~700 modules are imported: everything they build lives to the end of the process, so
-# collections during the imports find nothing (main freezes it all and resumes collection afterwards).
-gc.disable()
-
-from analysis.cli.main import main  # noqa: E402
-
-sys.exit(main())
+run()

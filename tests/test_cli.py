@@ -121,3 +121,53 @@ def test_usage_errors_are_one_line_too(capsys) -> None:
         main(["metrics"])
     assert caught.value.code == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+_POOL = "import pyarrow as pa; print(pa.default_memory_pool().backend_name)"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "given", "pool"),
+    [
+        (["metrics", "--pred", "x.json"], None, "system"),  # a one-shot command: the C library's allocator
+        (["formats"], None, "system"),
+        (["metrics"], "mimalloc", "mimalloc"),  # the user's choice wins
+        (["report", "m.toml"], None, "mimalloc"),  # not one-shot: Arrow's default
+        ([], None, "mimalloc"),
+    ],
+)
+def test_a_one_shot_command_puts_arrows_buffers_on_the_c_library(
+    arguments: list[str], given: str | None, pool: str
+) -> None:
+    """`analysis.cli.entry.prepare`, which `python -m analysis` and `dst-analysis` run before pandas is imported:
+    Arrow's pool as each command's process then has it."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    if given is not None:
+        env["ARROW_DEFAULT_MEMORY_POOL"] = given
+    code = f"from analysis.cli.entry import prepare; prepare({arguments!r}); {_POOL}"
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == pool
+
+
+def test_python_m_analysis_runs_through_prepare() -> None:
+    """`python -m analysis formats`, run as the program (`runpy`, as `-m` does), ends with Arrow's buffers on the
+    C library's allocator: read just before the process ends (`os._exit`, the one-shot commands' end)."""
+    import os
+
+    code = (
+        "import os, runpy, sys\n"
+        "sys.argv = ['analysis', 'formats']\n"
+        "end = os._exit\n"
+        "def report(status):\n"
+        f"    {_POOL.replace('; ', chr(10) + '    ')}\n"
+        "    sys.stdout.flush()\n"
+        "    end(status)\n"
+        "os._exit = report\n"
+        "runpy.run_module('analysis', run_name='__main__')\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "ARROW_DEFAULT_MEMORY_POOL"}
+    done = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "system"

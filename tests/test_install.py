@@ -77,7 +77,7 @@ def test_dependencies_are_requirements_txt_once() -> None:
     assert "dependencies" not in project["project"], "one list: requirements.txt"
     assert "dependencies" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["dependencies"] == {"file": ["requirements.txt"]}
-    assert project["project"]["scripts"] == {"dst-analysis": "analysis.cli.main:main"}
+    assert project["project"]["scripts"] == {"dst-analysis": "analysis.cli.entry:run"}
     # setuptools reads the file line by line: options (-r, --hash) would break the build.
     assert not [r for r in _requirements() if r.startswith("-")]
 

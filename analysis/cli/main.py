@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from analysis import settings as environment
+from analysis.cli import ONE_SHOT
 from analysis.conventions import CONVENTIONS
 from analysis.errors import InputError
 from analysis.formats import FORMATS, format_names
@@ -184,7 +185,7 @@ def _conventions(args: argparse.Namespace) -> int:
     return 0
 
 
-BUILT_IN = ("metrics", "formats", "conventions", "sniff")
+BUILT_IN = ONE_SHOT  # run here and ended at once (`main`)
 # Sub-commands living in their own modules, each exposing register(subparsers); a module is imported only
 # for its own command (or for --help and a mistyped command, which list them all).
 COMMAND_MODULES = {
@@ -269,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run one command; returns its exit code. Without `argv`, main is the program itself (`python -m
     analysis`, `dst-analysis`): it reads `sys.argv`, and a built-in command ends the process at once."""
     if argv is None:
-        gc.disable()  # until the command's modules are imported (already off under `python -m analysis`)
+        gc.disable()  # until the command's modules are imported (already off under `analysis.cli.entry.run`)
     arguments = sys.argv[1:] if argv is None else list(argv)
     args = build_parser(arguments).parse_args(arguments)
     if argv is None:
