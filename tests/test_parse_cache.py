@@ -10,11 +10,12 @@ import json
 import os
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from analysis import formats
-from analysis.formats import cache, parse_file
+from analysis.formats import cache, more, parse_file
 from analysis.loading import load_run
 from analysis.model import RunInfo
 from analysis.scoring import score_run
@@ -95,6 +96,54 @@ def test_damaged_cached_bytes_are_a_miss_never_another_table(tmp_path: Path, cac
     assert [p.name for p in (cache_root / "parsed").iterdir()] == [_entry(cache_root).name]  # nothing left aside
 
 
+def test_a_damaged_delta_gold_side_is_a_miss(tmp_path: Path, cache_root: Path) -> None:
+    """The delta check's gold side kept with a gold-bearing file's tables is checked as they are: one byte
+    changed, the entry is a miss, the file parsed and stored whole again."""
+    path = _write_jsonl(tmp_path / "run.jsonl", _rows())
+    fresh = parse_file(path, use_cache=False)
+    parse_file(path)
+    target = _entry(cache_root) / "delta_gold.arrow"
+    data = bytearray(target.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    target.write_bytes(bytes(data))
+    formats._MEMORY.clear()
+    assert cache.load_cached(path, None) is None
+    formats._MEMORY.clear()
+    _frames_equal(parse_file(path), fresh)
+    again = cache.load_cached(path, None)
+    assert again is not None
+    _carried_equal(again.derived["delta_gold"], more._gold_carried(fresh.turns, fresh.gold))
+
+
+def test_a_run_on_a_cached_gold_file_computes_no_gold_side(
+    tmp_path: Path, cache_root: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A process that reads the gold file from the disk cache takes the delta check's gold side from it (never
+    computes it), and the check says what it says on a fresh parse: here the predictions read as deltas."""
+    gold_rows = [
+        {"dialogue_id": f"MUL{d:04d}", "turn_index": t, "gold": {"hotel": {"area": "east", "stars": str(t + 1)}}}
+        for d in range(12)
+        for t in range(3)
+    ]
+    gold = _write_jsonl(tmp_path / "gold.jsonl", gold_rows)
+    # Each turn predicts only what changed (the stars), as a delta file does; the area is dropped after turn 0.
+    deltas = [
+        {"dialogue_id": r["dialogue_id"], "turn_index": r["turn_index"], "pred": r["gold"] if r["turn_index"] == 0
+         else {"hotel": {"stars": r["gold"]["hotel"]["stars"]}}}
+        for r in gold_rows
+    ]  # fmt: skip
+    pred = _write_jsonl(tmp_path / "pred.jsonl", deltas)
+    expected = load_run(pred, gold).alignment.notes.get(more.DELTA_NOTE)
+    assert expected, "the test's premise: the check sees deltas"
+    formats._MEMORY.clear()
+
+    def computed(*args: object) -> None:
+        raise AssertionError("the gold side was computed again")
+
+    monkeypatch.setattr(more, "_gold_carried", computed)
+    assert load_run(pred, gold).alignment.notes.get(more.DELTA_NOTE) == expected
+
+
 def test_an_entry_without_its_header_is_replaced(tmp_path: Path, cache_root: Path) -> None:
     path = _write_jsonl(tmp_path / "run.jsonl", _rows())
     parse_file(path)
@@ -158,7 +207,11 @@ def test_disk_cache_off_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_same_ids_fast_path_scores_like_re_keyed_ids(tmp_path: Path, cache_root: Path) -> None:
     """Predictions with the gold's own ids skip re-keying; ids differing in case and `.json` are re-keyed.
     Both must give the same turns, states and metrics."""
-    gold_rows = _rows()
+    gold_rows = [
+        {"dialogue_id": f"MUL{d:04d}", "turn_index": t, "gold": {"hotel": {"area": "east", "stars": str(t + 1)}}}
+        for d in range(12)
+        for t in range(3)
+    ]
     gold = _write_jsonl(tmp_path / "gold.jsonl", [{**r, "pred": r["gold"]} for r in gold_rows])
     same = _write_jsonl(tmp_path / "same.jsonl", _rows("west"))
     renamed = _write_jsonl(
@@ -270,9 +323,29 @@ def test_real_files_come_back_from_the_disk_cache_exactly(parts: tuple[str, str]
         fresh.notes,
         fresh.listings,
     )
-    assert sorted(p.suffix for p in next(cache_root.rglob("header.json")).parent.iterdir()) == sorted(
-        [".json", *[".arrow" for n in ("turns", "gold", "pred") if getattr(fresh, n) is not None]]
+    # A file with gold keeps the delta check's gold side too, read back equal to a fresh computation.
+    carries_gold = fresh.gold is not None and not fresh.gold.empty and not fresh.turns.empty
+    assert set(back.derived) == ({"delta_gold"} if carries_gold else set())
+    if carries_gold:
+        _carried_equal(back.derived["delta_gold"], more._gold_carried(fresh.turns, fresh.gold))
+    assert sorted(p.name for p in next(cache_root.rglob("header.json")).parent.iterdir()) == sorted(
+        [
+            "header.json",
+            *[f"{n}.arrow" for n in ("turns", "gold", "pred") if getattr(fresh, n) is not None],
+            *(["delta_gold.arrow"] if carries_gold else []),
+        ]
     )
+
+
+def _carried_equal(found: object, expected: object) -> None:
+    for name in more._CARRIED_COLUMNS:
+        a, b = getattr(found, name), getattr(expected, name)
+        if isinstance(b, pd.Index):
+            assert a.equals(b) and a.dtype == b.dtype, name
+        elif isinstance(b, np.ndarray):
+            assert np.array_equal(a, b) and a.dtype == b.dtype, name
+        else:
+            assert a == b, name
 
 
 def test_an_entry_unreadable_for_now_is_a_miss_and_kept(

@@ -6,6 +6,8 @@ turns: 16-32 ms in a fresh `metrics` process, against 9 ms as Arrow IPC, measure
 read back by this package only, so Parquet's portability buys nothing. The same pandas metadata travels
 with the schema, so a read gives the frame that was written, dtypes included (tests/test_parse_cache.py).
 Each table's SHA-256 is in the header and checked before the table is read: a damaged entry is a miss.
+A file that carries gold also keeps what every load derives from it alone (`DERIVED`: the delta check's
+gold side), so a process reading it from the cache does not compute that again.
 
 Entries are keyed by the file's absolute path, size, modification time, the forced format and a digest of
 the parser's own source, so an edited file or an edited parser never reads a stale entry (and `python -m
@@ -27,11 +29,14 @@ from typing import Any
 
 import pandas as pd
 
+from analysis.formats import more
 from analysis.formats.engine import ParsedFile
 from analysis.safety import read_regular
 from analysis.settings import cache_root
 
 TABLES = ("turns", "gold", "pred")
+# `ParsedFile.derived` entries kept with the tables (each an Arrow table of its own, checked like them).
+DERIVED = (more.DELTA_GOLD,)
 SUFFIX = ".arrow"
 HEADER_MAX_BYTES = 32 * 1024**2  # a header is a few kB (MultiWOZ's gold: 6.9 kB)
 TABLE_MAX_BYTES = 1 << 40  # no limit of its own: a table is as large as the parsed file makes it
@@ -83,6 +88,11 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
             name: _read(entry / f"{name}{SUFFIX}", digests[name]) if name in header["tables"] else None
             for name in TABLES
         }
+        derived = {
+            name: more.delta_gold_from_table(_read_table(entry / f"{name}{SUFFIX}", digests[name]))
+            for name in header.get("derived", [])
+            if name in DERIVED
+        }
     except OSError:
         return None  # unreadable now (permissions, too many open files): a miss, the entry left as it is
     except (ValueError, KeyError, TypeError, RecursionError):
@@ -99,6 +109,7 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
         listed_slots=frozenset((d, s) for d, s in header["listed_slots"]),
         notes=header["notes"],
         listings=tuple(tuple((d, s) for d, s in listing) for listing in header.get("listings", [])),
+        derived=derived,
     )
 
 
@@ -108,6 +119,11 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
     before), and 64 zeroed bytes at 200 places of a cached `pred` gave another table without an error in 136
     of them (Parquet: 80 of 201). A mismatch is a `ValueError`, as is `pyarrow.ArrowInvalid`: a miss, and the
     file is parsed again. The digest costs about 1 ms for MultiWOZ's gold."""
+    return _read_table(source, digest).to_pandas(use_threads=False)
+
+
+def _read_table(source: Path, digest: str) -> Any:
+    """`_read`'s Arrow table, before its conversion to pandas."""
     import pyarrow as pa
     import pyarrow.ipc as ipc
 
@@ -115,7 +131,7 @@ def _read(source: Path, digest: str) -> pd.DataFrame:
     if hashlib.sha256(data).hexdigest() != digest:
         raise ValueError(f"{source.name}: its bytes are not the ones written")
     options = ipc.IpcReadOptions(use_threads=False)
-    return ipc.open_file(pa.BufferReader(data), options=options).read_all().to_pandas(use_threads=False)
+    return ipc.open_file(pa.BufferReader(data), options=options).read_all()
 
 
 def _write(frame: pd.DataFrame, target: Path) -> str:
@@ -126,9 +142,15 @@ def _write(frame: pd.DataFrame, target: Path) -> str:
     is also quicker for a file's few columns. zstd: MultiWOZ's gold 0.47 MB (5.1 MB uncompressed, the
     Parquet file it replaces 0.12 MB), read in 5 ms warm."""
     import pyarrow as pa
+
+    return _write_table(pa.Table.from_pandas(frame, preserve_index=False, nthreads=1), target)
+
+
+def _write_table(table: Any, target: Path) -> str:
+    """`_write` of an Arrow table."""
+    import pyarrow as pa
     import pyarrow.ipc as ipc
 
-    table = pa.Table.from_pandas(frame, preserve_index=False, nthreads=1)
     sink = pa.BufferOutputStream()
     # Compression runs on Arrow's thread pool unless told not to: one thread, as for the conversion.
     options = ipc.IpcWriteOptions(compression="zstd", use_threads=False)
@@ -149,11 +171,17 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
         staging = Path(tempfile.mkdtemp(dir=root, prefix=".tmp-"))
         present = [n for n in TABLES if getattr(parsed, n) is not None]
         digests = {name: _write(getattr(parsed, name), staging / f"{name}{SUFFIX}") for name in present}
+        # What is derived from a gold-bearing file alone and asked of it on every load: kept with its tables.
+        more.delta_gold_side(parsed.turns, parsed.gold, parsed.derived)
+        derived = [name for name in DERIVED if name in parsed.derived]
+        for name in derived:
+            digests[name] = _write_table(more.delta_gold_table(parsed.derived[name]), staging / f"{name}{SUFFIX}")
         header = {
             "source": str(path.resolve()),  # with `read_as`, its key today wherever asked from (`prune_cache`)
             "read_as": fmt,
             "fmt": parsed.fmt,
             "tables": present,
+            "derived": derived,
             "digests": digests,
             "listed_slots": sorted(parsed.listed_slots),
             "notes": parsed.notes,
