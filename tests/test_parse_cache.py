@@ -207,11 +207,7 @@ def test_disk_cache_off_still_parses(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_same_ids_fast_path_scores_like_re_keyed_ids(tmp_path: Path, cache_root: Path) -> None:
     """Predictions with the gold's own ids skip re-keying; ids differing in case and `.json` are re-keyed.
     Both must give the same turns, states and metrics."""
-    gold_rows = [
-        {"dialogue_id": f"MUL{d:04d}", "turn_index": t, "gold": {"hotel": {"area": "east", "stars": str(t + 1)}}}
-        for d in range(12)
-        for t in range(3)
-    ]
+    gold_rows = _rows()
     gold = _write_jsonl(tmp_path / "gold.jsonl", [{**r, "pred": r["gold"]} for r in gold_rows])
     same = _write_jsonl(tmp_path / "same.jsonl", _rows("west"))
     renamed = _write_jsonl(
