@@ -102,10 +102,11 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "DST_BROWSER_START_SECONDS",
         "positive integer",
-        20,
-        "20",
-        "Seconds figure export gives Chromium to start and open its tabs before it gives up: the report "
-        "stops with exit 3 (1-3 s on a quiet machine; more on one that is very busy).",
+        14,
+        "14",
+        "Seconds figure export gives Chromium to start and open its tabs; one that has not is killed and a "
+        "fresh one given as long, then the report stops with exit 3 (a start takes 1-3 s on a quiet machine; "
+        "more on one that is very busy).",
         "`analysis.export.browser`",
     ),
     Setting(

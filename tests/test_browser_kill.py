@@ -22,7 +22,6 @@ def _idle_browser() -> B.Browser:
     browser._loop = asyncio.new_event_loop()
     browser._kaleido = None
     browser._dead = False
-    browser._stopping = False
     browser.path = "chromium"
     return browser
 

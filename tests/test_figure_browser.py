@@ -139,3 +139,56 @@ def test_a_browser_whose_start_hangs_is_replaced_by_a_fresh_one(monkeypatch: pyt
     data = E.figure_bytes(_figure(), "svg")
     assert "slot" in svg_info(data)["texts"]
     assert len(opened) == 2 and time.monotonic() - started >= SHORT
+
+
+def test_a_report_whose_browser_start_hangs_goes_on_with_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The report waits for its browser before any figure (`report.browser_starting`): a first start that hangs
+    is killed and a fresh browser waited for, as figure requests do, instead of exit 3 (a whole-suite run on a
+    loaded machine: a report's first chromium never opened within 120 s). The figures then come from the
+    fresh one, in the same session."""
+    from kaleido import Kaleido
+
+    from analysis.export.report import browser_starting
+
+    opened = []
+    real_open = Kaleido.open
+
+    async def hanging_open(self: Any, *args: Any, **kwargs: Any) -> Any:
+        opened.append(self)
+        if len(opened) == 1:
+            await asyncio.Event().wait()  # never set: the first start never completes
+        return await real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Kaleido, "open", hanging_open)
+    usual, waits = B.start_seconds, []
+
+    def start_seconds() -> float:  # the hung start alone gets the short deadline (see the test above)
+        waits.append(None)
+        return SHORT if len(waits) == 1 else usual()
+
+    monkeypatch.setattr(B, "start_seconds", start_seconds)
+    with browser_starting() as ready:
+        first = B.current()
+        ready()
+        fresh = B.current()
+        assert fresh is not first and first is not None and first._dead
+        data = E.figure_bytes(_figure(), "svg")
+    assert "slot" in svg_info(data)["texts"]
+    assert len(opened) == 2 and B.current() is None
+
+
+def test_a_report_whose_browser_start_hangs_twice_is_a_clear_export_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A fresh browser that hangs too: `ExportUnavailableError` (the report's exit 3), after two waits."""
+    from kaleido import Kaleido
+
+    from analysis.export.report import browser_starting
+
+    async def hanging_open(self: Any, *args: Any, **kwargs: Any) -> Any:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(Kaleido, "open", hanging_open)
+    monkeypatch.setattr(B, "start_seconds", lambda: SHORT)
+    started = time.monotonic()
+    with pytest.raises(B.ExportUnavailableError, match="did not start within 3 s"), browser_starting() as ready:
+        ready()
+    assert 2 * SHORT <= time.monotonic() - started < 4 * SHORT + 10

@@ -439,11 +439,12 @@ def test_the_demo_workspace_stays_inside_its_root() -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("behaviour", ["exit 1", "exec sleep 600"])
 def test_report_exits_3_quickly_when_the_browser_cannot_start(tmp_path: Path, behaviour: str) -> None:
-    """A browser that exits is met at once; one that hangs, at `DST_BROWSER_START_SECONDS`: 20 by default,
-    under the requirement's 30 s (the first assertion); 3 here, so the test does not sit out the default."""
+    """A browser that exits is met at once; one that hangs, at twice `DST_BROWSER_START_SECONDS` (a hung start
+    gets one fresh browser): 14 by default, 28 s under the requirement's 30 s (the first assertion); 3 here, so
+    the test does not sit out the default."""
     from analysis import settings
 
-    assert settings.setting("DST_BROWSER_START_SECONDS").default == 20
+    assert settings.setting("DST_BROWSER_START_SECONDS").default * 2 < 30
     browser = tmp_path / "chromium"
     browser.write_text(f"#!/bin/sh\n{behaviour}\n", encoding="utf-8")
     browser.chmod(0o755)

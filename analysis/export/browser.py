@@ -53,6 +53,10 @@ class BrowserHungError(RuntimeError):
     """The browser did not answer a request within its deadline; it has been killed."""
 
 
+class BrowserStartHungError(ExportUnavailableError):
+    """The browser did not open within its start deadline (it has been killed); a fresh one may."""
+
+
 def browser_path() -> str | None:
     """The Chromium kaleido will use (BROWSER_PATH, then the usual names on PATH), or None."""
     try:
@@ -95,7 +99,6 @@ class Browser:
         self._started = time.monotonic()
         self._kaleido: Any = None
         self._dead = False
-        self._stopping = False
         self._thread.start()
 
         async def open_browser() -> None:
@@ -123,7 +126,7 @@ class Browser:
             self._opening.result(max(0.0, self._started + timeout - time.monotonic()))
         except concurrent.futures.TimeoutError:
             self.kill()
-            raise ExportUnavailableError(
+            raise BrowserStartHungError(
                 f"the browser for figure export ({self.path}) did not start within {timeout:g} s; {INSTALL_HINT}"
             ) from None
         except BaseException as exc:  # whatever stopped it (choreographer's error when the browser exits)
@@ -184,17 +187,32 @@ class Browser:
         self._dead = True
         self._kill_process()
         if not self._loop.is_closed():
-            # a plain callback, not a coroutine: one queued after the loop stopped is dropped by its close,
-            # and a dropped coroutine is asyncio's "never awaited" warning on the user's stderr
+            # Plain callbacks, no coroutine: one queued after the loop stopped is dropped by its close, and a
+            # dropped coroutine is asyncio's "never awaited" warning on the user's stderr (a report whose
+            # browser failed to start is killed twice: by the failed start, then by the session's close).
             with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
-                self._loop.call_soon_threadsafe(self._begin_stop)
+                self._loop.call_soon_threadsafe(self._stop)
 
-    def _begin_stop(self) -> None:
-        """In the loop: start `_stop` once (a second kill, e.g. the session's close after a failed start,
-        finds it started)."""
-        if not self._stopping:
-            self._stopping = True
-            self._loop.create_task(self._stop())
+    def _stop(self) -> None:
+        """(In the loop.) Cancel what still waits on the dead browser (kaleido's renders, choreographer's
+        watchdog) and stop the loop once they have unwound, or after `STOP_SECONDS` at most. Safe to run
+        more than once."""
+        waiting = [task for task in asyncio.all_tasks(self._loop) if not task.done()]
+        if not waiting:
+            self._loop.stop()
+            return
+        timer = self._loop.call_later(STOP_SECONDS, self._loop.stop)
+        pending = set(waiting)
+
+        def unwound(task: asyncio.Future[Any]) -> None:
+            pending.discard(task)
+            if not pending:
+                timer.cancel()
+                self._loop.stop()
+
+        for task in waiting:
+            task.cancel()
+            task.add_done_callback(unwound)
 
     def _kill_process(self) -> None:
         process = getattr(self._kaleido, "subprocess", None)
@@ -207,16 +225,6 @@ class Browser:
         if folder is not None:
             with contextlib.suppress(Exception):
                 folder.clean()
-
-    async def _stop(self) -> None:
-        """Cancel what still waits on the dead browser (kaleido's renders, choreographer's watchdog), give
-        it `STOP_SECONDS` to unwind, and stop the loop."""
-        waiting = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
-        for task in waiting:
-            task.cancel()
-        if waiting:
-            await asyncio.wait(waiting, timeout=STOP_SECONDS)
-        self._loop.stop()
 
     def _unheard(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
         """asyncio's reports on the loop of a killed browser (a task left pending or failed unread) are
@@ -242,6 +250,19 @@ def replace(hung: Browser) -> Browser:
         fresh = Browser(hung.tabs)
         if _SESSION["browser"] is hung:
             _SESSION["browser"] = fresh
+        return fresh
+
+
+def ready_or_fresh(browser: Browser, timeout: float | None = None) -> Browser:
+    """`browser` once it has opened; one whose start hung past `timeout` (default `DST_BROWSER_START_SECONDS`)
+    is replaced by a fresh one, given as long (as a request's hung browser is, `ask`). `ExportUnavailableError`
+    when a start fails (the browser exits: no second try) or the fresh one hangs too. The ready browser."""
+    try:
+        browser.ready(timeout)
+        return browser
+    except BrowserStartHungError:
+        fresh = replace(browser)
+        fresh.ready(timeout)
         return fresh
 
 

@@ -54,6 +54,7 @@ from analysis import figures as F
 from analysis import stats, views
 from analysis.errors import InputError
 from analysis.escaping import markdown_text, plotly_text
+from analysis.export.browser import ready_or_fresh
 from analysis.export.browser import session as browser_session
 from analysis.export.latex import CHAR_PREAMBLE, CJK_NEEDS, CJK_PREAMBLE, beyond_pdflatex, has_cjk, is_cjk
 from analysis.export.latex import CJK_RANGES as _CJK_RANGES
@@ -1504,8 +1505,8 @@ def build_report(
     `pdf`: compile main.tex into main.pdf (None: when LaTeX is installed, `latex_engine`); a failed
     compile is a `CompileError` once every other file is written. The browser for the figures starts first
     and comes up while the runs load and are planned: without Chromium the report stops at once, and a
-    browser that fails or does not start within `DST_BROWSER_START_SECONDS` is an `ExportUnavailableError` (the
-    CLI's exit 3) before any figure is written, not a hang."""
+    browser that fails, or does not start within `DST_BROWSER_START_SECONDS` twice (a hung start gets one fresh
+    browser), is an `ExportUnavailableError` (the CLI's exit 3) before any figure is written, not a hang."""
     read_manifest(workspace)  # a bad manifest is exit 2 before any browser starts
     columns = check_columns(columns)  # and so are unknown columns
     if pdf is None:
@@ -1531,9 +1532,15 @@ def build_report(
 @contextlib.contextmanager
 def browser_starting(timeout: float | None = None) -> Iterator[Callable[[], None]]:
     """Start the figures' browser for the block and yield `ready` at once: `ready()` returns when the browser
-    has opened and raises `ExportUnavailableError` when it failed to start or has not within `timeout` s of
-    its start (default `DST_BROWSER_START_SECONDS`, 20; `analysis.export.browser`). What the block does before
-    calling it (loading, planning) overlaps the browser's start (1-3 s; 6-11 s on a busy machine). A
-    machine without Chromium is refused at once."""
+    has opened. A start that has not opened within `timeout` s (default `DST_BROWSER_START_SECONDS`, 14;
+    `analysis.export.browser`) is killed and one fresh browser given as long, as figure requests do (a whole-
+    suite run on a loaded machine: one report's first chromium never opened, 120 s); a start that fails, or
+    a second that hangs, raises `ExportUnavailableError`. What the block does before calling it (loading,
+    planning) overlaps the browser's start (1-3 s; 6-11 s on a busy machine). A machine without Chromium is
+    refused at once."""
     with browser_session() as browser:
-        yield lambda: browser.ready(timeout)
+
+        def ready() -> None:
+            ready_or_fresh(browser, timeout)
+
+        yield ready
