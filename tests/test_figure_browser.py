@@ -110,12 +110,13 @@ def test_a_session_goes_on_with_the_fresh_browser(hangs: dict[str, Any]) -> None
     assert B.current() is None and _dead(fresh)
 
 
-def test_a_browser_whose_start_hangs_is_replaced_by_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    """A browser that does not open its tabs within `DST_BROWSER_START_SECONDS` is killed and a fresh one asked,
-    as one whose render hangs (a whole-suite run on a loaded machine: a start past 120 s failed three tests)."""
+@pytest.fixture
+def first_start_hangs(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The first browser started never opens its tabs (its start alone gets the short deadline `SHORT`); every
+    Kaleido opened is appended to the list returned."""
     from kaleido import Kaleido
 
-    opened = []
+    opened: list[Any] = []
     real_open = Kaleido.open
 
     async def hanging_open(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -125,9 +126,8 @@ def test_a_browser_whose_start_hangs_is_replaced_by_a_fresh_one(monkeypatch: pyt
         return await real_open(self, *args, **kwargs)
 
     monkeypatch.setattr(Kaleido, "open", hanging_open)
-    # The first browser's start is the one made to hang: it alone gets the short deadline. The fresh one keeps
-    # the usual deadline, as in use (with SHORT for both, a whole-suite run on a machine at load 9 failed here:
-    # the fresh chromium took more than 3 s to open its tab).
+    # The fresh browser keeps the usual deadline, as in use (with SHORT for both, a whole-suite run on a machine
+    # at load 9 failed here: the fresh chromium took more than 3 s to open its tab).
     usual, waits = B.start_seconds, []
 
     def start_seconds() -> float:
@@ -135,38 +135,25 @@ def test_a_browser_whose_start_hangs_is_replaced_by_a_fresh_one(monkeypatch: pyt
         return SHORT if len(waits) == 1 else usual()
 
     monkeypatch.setattr(B, "start_seconds", start_seconds)
+    return opened
+
+
+def test_a_browser_whose_start_hangs_is_replaced_by_a_fresh_one(first_start_hangs: list[Any]) -> None:
+    """A browser that does not open its tabs within `DST_BROWSER_START_SECONDS` is killed and a fresh one asked,
+    as one whose render hangs (a whole-suite run on a loaded machine: a start past 120 s failed three tests)."""
     started = time.monotonic()
     data = E.figure_bytes(_figure(), "svg")
     assert "slot" in svg_info(data)["texts"]
-    assert len(opened) == 2 and time.monotonic() - started >= SHORT
+    assert len(first_start_hangs) == 2 and time.monotonic() - started >= SHORT
 
 
-def test_a_report_whose_browser_start_hangs_goes_on_with_a_fresh_one(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_report_whose_browser_start_hangs_goes_on_with_a_fresh_one(first_start_hangs: list[Any]) -> None:
     """The report waits for its browser before any figure (`report.browser_starting`): a first start that hangs
     is killed and a fresh browser waited for, as figure requests do, instead of exit 3 (a whole-suite run on a
     loaded machine: a report's first chromium never opened within 120 s). The figures then come from the
     fresh one, in the same session."""
-    from kaleido import Kaleido
-
     from analysis.export.report import browser_starting
 
-    opened = []
-    real_open = Kaleido.open
-
-    async def hanging_open(self: Any, *args: Any, **kwargs: Any) -> Any:
-        opened.append(self)
-        if len(opened) == 1:
-            await asyncio.Event().wait()  # never set: the first start never completes
-        return await real_open(self, *args, **kwargs)
-
-    monkeypatch.setattr(Kaleido, "open", hanging_open)
-    usual, waits = B.start_seconds, []
-
-    def start_seconds() -> float:  # the hung start alone gets the short deadline (see the test above)
-        waits.append(None)
-        return SHORT if len(waits) == 1 else usual()
-
-    monkeypatch.setattr(B, "start_seconds", start_seconds)
     with browser_starting() as ready:
         first = B.current()
         ready()
@@ -174,7 +161,7 @@ def test_a_report_whose_browser_start_hangs_goes_on_with_a_fresh_one(monkeypatch
         assert fresh is not first and first is not None and first._dead
         data = E.figure_bytes(_figure(), "svg")
     assert "slot" in svg_info(data)["texts"]
-    assert len(opened) == 2 and B.current() is None
+    assert len(first_start_hangs) == 2 and B.current() is None
 
 
 def test_a_report_whose_browser_start_hangs_twice_is_a_clear_export_error(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -334,7 +334,7 @@ def test_real_files_come_back_from_the_disk_cache_exactly(parts: tuple[str, str]
 
 
 def _carried_equal(found: object, expected: object) -> None:
-    for name in more._CARRIED_COLUMNS:
+    for name in more._CARRIED_FIELDS:
         a, b = getattr(found, name), getattr(expected, name)
         if isinstance(b, pd.Index):
             assert a.equals(b) and a.dtype == b.dtype, name

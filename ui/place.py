@@ -310,13 +310,14 @@ def show_table(
             styled = styler.format("{:.4f}", na_rep=na_rep, subset=missing)
             # The browser shows a number cell's styled text only when its column sets no format of its own.
             config.update({header: st.column_config.NumberColumn(header) for header in missing})
-    _table_exports(shown, key=key, name=name, na_rep="–" if na_rep is None else na_rep, export_as=export_as)
-    # What a missing cell shows on screen: as in the exported files (Streamlit's own default is the word "None").
+    # What a missing cell shows, on screen as in the exported files (Streamlit's own default is the word "None").
+    missing_text = "–" if na_rep is None else na_rep
+    _table_exports(shown, key=key, name=name, na_rep=missing_text, export_as=export_as)
     kwargs: dict[str, Any] = {
         "hide_index": True,
         "width": "stretch",
         "column_config": config,
-        "placeholder": "–" if na_rep is None else na_rep,
+        "placeholder": missing_text,
     }
     if height is not None:
         kwargs["height"] = height

@@ -185,7 +185,6 @@ def _conventions(args: argparse.Namespace) -> int:
     return 0
 
 
-BUILT_IN = ONE_SHOT  # run here and ended at once (`main`)
 # Sub-commands living in their own modules, each exposing register(subparsers); a module is imported only
 # for its own command (or for --help and a mistyped command, which list them all).
 COMMAND_MODULES = {
@@ -253,7 +252,7 @@ def build_parser(argv: Sequence[str] | None = None) -> argparse.ArgumentParser:
     c.add_argument("--json", action="store_true")
     c.set_defaults(func=_conventions)
     first = next((a for a in argv if not a.startswith("-")), None) if argv is not None else None
-    if first in BUILT_IN:
+    if first in ONE_SHOT:
         return parser
     for module in [COMMAND_MODULES[first]] if first in COMMAND_MODULES else COMMAND_MODULES.values():
         try:
@@ -276,7 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv is None:
         _settle(args.command)
     code = _run(args)
-    if argv is None and args.command in BUILT_IN:
+    if argv is None and args.command in ONE_SHOT:
         _exit_now(code)
     return code
 

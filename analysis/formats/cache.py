@@ -35,8 +35,9 @@ from analysis.safety import read_regular
 from analysis.settings import cache_root
 
 TABLES = ("turns", "gold", "pred")
-# `ParsedFile.derived` entries kept with the tables (each an Arrow table of its own, checked like them).
-DERIVED = (more.DELTA_GOLD,)
+# `ParsedFile.derived` entries kept with the tables, each an Arrow table of its own (checked like them): its
+# name -> (to the table, from the table).
+DERIVED = {more.DELTA_GOLD: (more.delta_gold_table, more.delta_gold_from_table)}
 SUFFIX = ".arrow"
 HEADER_MAX_BYTES = 32 * 1024**2  # a header is a few kB (MultiWOZ's gold: 6.9 kB)
 TABLE_MAX_BYTES = 1 << 40  # no limit of its own: a table is as large as the parsed file makes it
@@ -89,7 +90,7 @@ def load_cached(path: Path, fmt: str | None) -> ParsedFile | None:
             for name in TABLES
         }
         derived = {
-            name: more.delta_gold_from_table(_read_table(entry / f"{name}{SUFFIX}", digests[name]))
+            name: DERIVED[name][1](_read_table(entry / f"{name}{SUFFIX}", digests[name]))
             for name in header.get("derived", [])
             if name in DERIVED
         }
@@ -175,7 +176,7 @@ def store(path: Path, fmt: str | None, parsed: ParsedFile) -> None:
         more.delta_gold_side(parsed.turns, parsed.gold, parsed.derived)
         derived = [name for name in DERIVED if name in parsed.derived]
         for name in derived:
-            digests[name] = _write_table(more.delta_gold_table(parsed.derived[name]), staging / f"{name}{SUFFIX}")
+            digests[name] = _write_table(DERIVED[name][0](parsed.derived[name]), staging / f"{name}{SUFFIX}")
         header = {
             "source": str(path.resolve()),  # with `read_as`, its key today wherever asked from (`prune_cache`)
             "read_as": fmt,
