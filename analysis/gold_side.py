@@ -38,15 +38,16 @@ class Scored(Protocol):
 KEY = "gold_side"  # the entry of `ParsedFile.derived` these results are kept under
 
 
-def shared(scored: Scored, name: str, compute: Callable[[], T]) -> T:
+def shared(scored: Scored, name: str, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
     """`compute()` for `scored`'s turns, shared by every single run on the same gold file whose turns are
-    the same (`tid`, `dialogue_id`, `turn_index`, row for row); otherwise computed afresh."""
+    the same (`tid`, `dialogue_id`, `turn_index`, row for row); otherwise computed afresh. `valid`: a further
+    check of a kept result against this run (what else it was computed from), else it is computed again."""
     turns = scored.turns
     if len(scored.metas) != 1 or not len(turns):
         return compute()
     store: dict[str, tuple[_Turns, Any]] = scored.gold_side.setdefault(KEY, {})
     found = store.get(name)
-    if found is not None and found[0].same(turns):
+    if found is not None and found[0].same(turns) and (valid is None or valid(found[1])):
         return found[1]
     value = compute()
     store[name] = (_Turns.of(turns), value)
