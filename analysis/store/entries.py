@@ -428,8 +428,8 @@ def _arrow_table(frame: pd.DataFrame, bare: bool) -> pa.Table:
     if bare:
         table = table.replace_schema_metadata(None)
     if shape is not None:
-        if len(_SCHEMAS) >= _SCHEMAS_KEPT:
-            _SCHEMAS.pop(next(iter(_SCHEMAS)))
+        if len(_SCHEMAS) >= _SCHEMAS_KEPT:  # a store writes a dozen shapes: more means other tables, start over
+            _SCHEMAS.clear()  # (one call: safe beside another thread's write, as an eviction loop is not)
         _SCHEMAS[shape] = table.schema
     return table
 
