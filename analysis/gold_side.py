@@ -2,13 +2,15 @@
 
 Runs scored against one gold file (a sweep: a thousand runs of one test set) have the same turns, and
 the same per-dialogue structure: each turn's dialogue key, the turns' order in `stats`, the dialogue of
-each turn, the turn-depth groups. These are computed for the first run and kept in the gold file's
+each turn, the turn-depth groups; and, per convention, pairing's gold side (each gold row's turn id, the
+gold names' encodings, the gold values' codes: `scoring._GoldPairing`). These are computed for the first run and kept in the gold file's
 `ParsedFile.derived` (as the delta check keeps its gold side there), which the parse cache hands to every
 `Run` of that gold file (`Run.gold_side`) and `score_run` to its `Scored`.
 
 A shared result is used only for the very same turns: it is kept with the turns' `tid`, `dialogue_id`
 and `turn_index` columns it was computed from, and a run whose turns differ in any of them (turns not
-scored, another order, a subset) computes its own. The values are read-only (numpy arrays marked so,
+scored, another order, a subset) computes its own; a result that depends on more than the turns is also
+checked by the caller's `valid` (pairing's: the convention and the gold columns, in full). The values are read-only (numpy arrays marked so,
 immutable pandas Indexes): callers copy before changing them.
 """
 
