@@ -92,3 +92,14 @@ def test_a_convention_of_the_same_name_with_other_rules_computes_its_own(demo_en
     got = scoring.score_run(run, lowered)
     _same_scored(got, scoring.score_run(_alone(run), lowered))
     assert "centre" not in set(got.slots["gold_value"].dropna())
+
+
+def test_a_gold_file_keeps_the_pairing_of_its_last_few_conventions(demo_entries):
+    run = load_entry(demo_entries[PAIRS[0][0]])
+    run.gold_side.pop(gold_side.KEY, None)
+    names = ["exact", "trade", "mwzeval", "mwzeval-lenient", "dstc9", "convlab3"]
+    for convention in names:
+        scoring.score_run(run, convention)
+    kept = [n for n in run.gold_side[gold_side.KEY] if n.startswith("pairing ")]
+    assert len(kept) == scoring.PAIRINGS_KEPT
+    assert kept[-1] == f"pairing {scoring.score_run(run, 'convlab3').convention.name}"
