@@ -40,40 +40,68 @@ class Scored(Protocol):
 KEY = "gold_side"  # the entry of `ParsedFile.derived` these results are kept under
 
 
-def shared(scored: Scored, name: str, compute: Callable[[], T], valid: Callable[[T], bool] | None = None) -> T:
+def shared(
+    scored: Scored,
+    name: str,
+    compute: Callable[[], T],
+    valid: Callable[[T], bool] | None = None,
+    *,
+    family: str | None = None,
+    kept: int = 0,
+) -> T:
     """`compute()` for `scored`'s turns, shared by every single run on the same gold file whose turns are
     the same (`tid`, `dialogue_id`, `turn_index`, row for row); otherwise computed afresh. `valid`: a further
-    check of a kept result against this run (what else it was computed from), else it is computed again."""
+    check of a kept result against this run (what else it was computed from, e.g. with `Columns`), else it
+    is computed again. `family`: results whose names start with it, of which the gold file keeps the last
+    `kept` (one per convention, say, where each is megabytes)."""
     turns = scored.turns
     if len(scored.metas) != 1 or not len(turns):
         return compute()
-    store: dict[str, tuple[_Turns, Any]] = scored.gold_side.setdefault(KEY, {})
+    store: dict[str, tuple[Columns, Any]] = scored.gold_side.setdefault(KEY, {})
     found = store.get(name)
     if found is not None and found[0].same(turns) and (valid is None or valid(found[1])):
         return found[1]
     value = compute()
-    store[name] = (_Turns.of(turns), value)
+    store[name] = (Columns(turns, TURN_COLUMNS), value)
+    if family is not None:
+        for older in [n for n in store if n.startswith(family)][:-kept]:
+            store.pop(older, None)
     return value
 
 
-class _Turns:
-    """The columns a shared result depends on, to compare another run's turns with."""
+TURN_COLUMNS = ("tid", "dialogue_id", "turn_index")  # what every shared result is computed from
 
-    def __init__(self, tid: np.ndarray, dialogue_id: pa.Array, turn_index: np.ndarray) -> None:
-        self.tid, self.dialogue_id, self.turn_index = tid, dialogue_id, turn_index
 
-    @classmethod
-    def of(cls, turns: pd.DataFrame) -> _Turns:
-        return cls(turns["tid"].to_numpy().copy(), _arrow(turns["dialogue_id"]), turns["turn_index"].to_numpy().copy())
+class Columns:
+    """A frame's `names` columns as they are now (an absent one as None), to compare another frame with:
+    integer and flag columns as numpy copies, others as Arrow strings; equal only if every value is."""
 
-    def same(self, turns: pd.DataFrame) -> bool:
-        if len(turns) != len(self.tid):
-            return False
-        if not np.array_equal(turns["tid"].to_numpy(), self.tid):
-            return False
-        if not np.array_equal(turns["turn_index"].to_numpy(), self.turn_index):
-            return False
-        return bool(_arrow(turns["dialogue_id"]).equals(self.dialogue_id))
+    def __init__(self, frame: pd.DataFrame, names: tuple[str, ...]) -> None:
+        self.names = names
+        self.data = tuple(_data(frame, name, copy=True) for name in names)
+
+    def same(self, frame: pd.DataFrame) -> bool:
+        for name, kept in zip(self.names, self.data, strict=True):
+            now = _data(frame, name)
+            if kept is None or now is None:
+                if kept is not now:
+                    return False
+            elif isinstance(kept, np.ndarray):
+                if not isinstance(now, np.ndarray) or kept.dtype != now.dtype or not np.array_equal(kept, now):
+                    return False
+            elif isinstance(now, np.ndarray) or not kept.equals(now):
+                return False
+        return True
+
+
+def _data(frame: pd.DataFrame, name: str, *, copy: bool = False) -> np.ndarray | pa.Array | None:
+    if name not in frame.columns:
+        return None
+    column = frame[name]
+    if column.dtype.kind in "iub":
+        values = column.to_numpy()
+        return values.copy() if copy else values
+    return _arrow(column)
 
 
 def _arrow(column: pd.Series) -> pa.Array:

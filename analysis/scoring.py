@@ -494,38 +494,6 @@ PAIRINGS_KEPT = 4  # conventions whose pairing gold side a gold file keeps (`_go
 _GOLD_COLUMNS = ("dialogue_id", "turn_index", "domain", "slot", "relation", "value")
 
 
-def _column_data(states: pd.DataFrame) -> tuple[object, ...]:
-    """The data of `_GOLD_COLUMNS` as compared by `_same_data` (no copy of an Arrow-backed column)."""
-    out: list[object] = []
-    for name in _GOLD_COLUMNS:
-        if name not in states.columns:
-            out.append(None)
-            continue
-        column = states[name]
-        if column.dtype == "str":
-            out.append(pa.array(column.array))
-        elif column.dtype.kind in "iub":
-            out.append(column.to_numpy())
-        else:
-            out.append(pa.array(column.astype("str").array))
-    return tuple(out)
-
-
-def _same_data(a: tuple[object, ...], b: tuple[object, ...]) -> bool:
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b, strict=True):
-        if x is None or y is None:
-            if x is not y:
-                return False
-        elif isinstance(x, np.ndarray):
-            if not isinstance(y, np.ndarray) or x.dtype != y.dtype or not np.array_equal(x, y):
-                return False
-        elif isinstance(y, np.ndarray) or not x.equals(y):  # type: ignore[attr-defined]
-            return False
-    return True
-
-
 @dataclass(frozen=True, eq=False)
 class _GoldPairing:
     """The gold side of `_pair` under one convention: each gold row's turn id, the gold names' dictionary
@@ -534,14 +502,14 @@ class _GoldPairing:
     (compared in full: 0.3 ms on MultiWOZ's 64k gold rows, against ~10 ms of work). Read-only."""
 
     conv: Convention
-    data: tuple[object, ...]
+    gold: gold_side.Columns
     tids: np.ndarray
     domains: pa.DictionaryArray
     slots: pa.DictionaryArray
     _normalised: list[NormalisedCodes] = field(default_factory=list)
 
     def fits(self, conv: Convention, gold: pd.DataFrame) -> bool:
-        return self.conv == conv and _same_data(self.data, _column_data(gold))
+        return self.conv == conv and self.gold.same(gold)
 
     def normalised(self, compute: Callable[[], NormalisedCodes]) -> NormalisedCodes:
         """The gold rows' `normalise_codes` under `conv`: computed by the first run, kept read-only."""
@@ -561,17 +529,19 @@ def _gold_pairing(
     def compute() -> _GoldPairing:
         (tids,) = _turn_ids(turns, turn_dialogue, dialogue_ids, gold)
         tids.flags.writeable = False
-        return _GoldPairing(conv, _column_data(gold), tids, _encoded(gold["domain"]), _encoded(gold["slot"]))
+        gold_columns = gold_side.Columns(gold, _GOLD_COLUMNS)
+        return _GoldPairing(conv, gold_columns, tids, _encoded(gold["domain"]), _encoded(gold["slot"]))
 
-    found = gold_side.shared(
-        _Scoring(turns, [run.meta], run.gold_side), f"pairing {conv.name}", compute, lambda p: p.fits(conv, gold)
-    )
     # About 2.5 MB a convention on MultiWOZ's test set: the dashboard's server keeps the last few per gold file
     # (a sweep scores under one; Reconcile's page under several, which then pair their gold again).
-    kept = [name for name in run.gold_side.get(gold_side.KEY, {}) if name.startswith("pairing ")]
-    for name in kept[:-PAIRINGS_KEPT]:
-        run.gold_side[gold_side.KEY].pop(name, None)
-    return found
+    return gold_side.shared(
+        _Scoring(turns, [run.meta], run.gold_side),
+        f"pairing {conv.name}",
+        compute,
+        lambda p: p.fits(conv, gold),
+        family="pairing ",
+        kept=PAIRINGS_KEPT,
+    )
 
 
 def _dialogue_codes(frame: pd.DataFrame, dialogue_ids: pa.Array) -> np.ndarray:
