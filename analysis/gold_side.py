@@ -101,9 +101,10 @@ def _data(frame: pd.DataFrame, name: str, *, copy: bool = False) -> np.ndarray |
     if column.dtype.kind in "iub":
         values = column.to_numpy()
         return values.copy() if copy else values
-    return _arrow(column)
+    return arrow_strings(column)
 
 
-def _arrow(column: pd.Series) -> pa.Array:
+def arrow_strings(column: pd.Series) -> pa.Array:
+    """A column as one pyarrow string array (no copy for a single-chunk `str` column)."""
     array = pa.array(column.array) if column.dtype == "str" else pa.array(column.astype("str").array)
     return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array

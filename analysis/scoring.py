@@ -23,6 +23,7 @@ from analysis.conventions import (
     normalise_codes,
     resolve_convention,
 )
+from analysis.gold_side import arrow_strings
 from analysis.model import NOT_TRIPLE_DOMAIN, UNPARSEABLE_COLUMN, Run, RunMeta
 from analysis.outcomes import MISSED_CODES, OUTCOMES, SPURIOUS_CODES, Outcome
 
@@ -151,7 +152,7 @@ def score_run(run: Run, convention: str | Convention | None = None) -> Scored:
     conv = get_convention(convention if convention is not None else run.meta.convention)
     # The gold as the convention's scorer would be handed it (its own pipeline's preparation), and how.
     run, gold_input = scorer_inputs.prepare(run, conv)
-    conv = resolve_convention(conv, pc.unique(_arrow(run.gold["domain"])).to_pylist())
+    conv = resolve_convention(conv, pc.unique(arrow_strings(run.gold["domain"])).to_pylist())
     run_id = run.meta.run_id
     alignment = run.alignment.to_dict()
     if gold_input is not None:
@@ -217,7 +218,7 @@ def _scored_turns(
 def _turn_dialogues(turns: pd.DataFrame) -> tuple[pa.Array, np.ndarray, np.ndarray]:
     """The dialogue ids in order of appearance, each turn's dialogue code and whether it is its dialogue's
     last (highest) turn index. Read-only arrays."""
-    dialogue_ids = pc.unique(_arrow(turns["dialogue_id"]))
+    dialogue_ids = pc.unique(arrow_strings(turns["dialogue_id"]))
     turn_dialogue = _dialogue_codes(turns, dialogue_ids)
     turn_index = turns["turn_index"].to_numpy()
     last = np.full(len(dialogue_ids), -1, dtype="int64")
@@ -449,12 +450,6 @@ def _sorted_unique(values: np.ndarray) -> np.ndarray:
     return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))]
 
 
-def _arrow(column: pd.Series) -> pa.Array:
-    """A string column as one pyarrow array (no copy for a single-chunk `str` column)."""
-    array = pa.array(column.astype("str").array)
-    return array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array
-
-
 def _name_codes(
     gold: pa.DictionaryArray, pred: pd.Series, conv: Convention, *, aliases: bool, raw: list | None = None
 ) -> tuple[tuple[np.ndarray, np.ndarray], list[str]]:
@@ -477,7 +472,7 @@ def _name_codes(
 
 
 def _encoded(names: pd.Series) -> pa.DictionaryArray:
-    return pc.dictionary_encode(_arrow(names))
+    return pc.dictionary_encode(arrow_strings(names))
 
 
 @dataclass(frozen=True)
@@ -547,7 +542,7 @@ def _gold_pairing(
 def _dialogue_codes(frame: pd.DataFrame, dialogue_ids: pa.Array) -> np.ndarray:
     """Position of each row's dialogue id in `dialogue_ids` (the turns' ~1,000 ids), -1 if absent;
     pyarrow's index_in is several times cheaper than factorizing all ~110k rows of turns and states."""
-    codes = pc.index_in(_arrow(frame["dialogue_id"]), value_set=dialogue_ids)
+    codes = pc.index_in(arrow_strings(frame["dialogue_id"]), value_set=dialogue_ids)
     return codes.fill_null(-1).to_numpy().astype("int64")
 
 
