@@ -371,6 +371,8 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         group, names = pairs
         counted = _counted_outcomes(scored.slots, outcome, group, len(names))
         sums = names.assign(**{c: counted[c] for c in counts}).set_index(keys)
+    elif keys == ["tid"] and (per_turn := _counted_per_turn(scored)) is not None:
+        sums = per_turn
     else:
         # Micro counts are sums over slot rows, so no per-turn step is needed: group the rows directly.
         slots = scored.slots
@@ -414,6 +416,24 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         }
     )
     return out.reset_index()
+
+
+def _counted_per_turn(scored: Scored) -> pd.DataFrame | None:
+    """`slot_prf_micro`'s sums by `tid` (every turn, sorted by `tid`, as the group-by reindexed to the turns
+    gives them), counted per turn position with `np.bincount` instead of grouped; None (then the group-by)
+    unless the outcomes are the scorer's codes and every slot row's turn is one of the turns."""
+    slots = scored.slots
+    outcome = outcome_codes(slots)
+    if outcome is None:
+        return None
+    tids = np.unique(scored.turns["tid"].to_numpy())
+    row_tid = slots["tid"].to_numpy()
+    position = np.searchsorted(tids, row_tid)
+    if len(row_tid) and (int(position.max()) >= len(tids) or not np.array_equal(tids[position], row_tid)):
+        return None
+    counted = _counted_outcomes(slots, outcome, position, len(tids))
+    counts = ("n_correct", "n_wrong", "n_missed", "n_spurious", "n_gold")
+    return pd.DataFrame({c: counted[c] for c in counts}, index=pd.Index(tids, name="tid"))
 
 
 def outcome_codes(slots: pd.DataFrame) -> np.ndarray | None:

@@ -674,3 +674,19 @@ def test_gca_first_seen_on_demo_runs_equals_the_group_by(demo_scored, monkeypatc
 
 def _first_seen_by_group(label, tid, seen, never):
     return pd.Series(tid[seen]).groupby(label[seen]).min().reindex(label, fill_value=never).to_numpy(dtype="int64")
+
+
+def test_micro_counts_per_turn_equal_the_group_by(demo_scored, monkeypatch):
+    """Micro P/R/F1 by `tid` (the store's per-dialogue parts) counted per turn position: the group-by's frame,
+    bit for bit, on demo runs under several conventions; a slot row whose turn is not listed steps aside."""
+    fast = {k: M.slot_prf_micro(_fresh(s), by=["tid"]) for k, s in demo_scored.items()}
+    assert all(M._counted_per_turn(_fresh(s)) is not None for s in demo_scored.values())
+    monkeypatch.setattr(M, "_counted_per_turn", lambda scored: None)
+    for key, scored in demo_scored.items():
+        general = M.slot_prf_micro(_fresh(scored), by=["tid"])
+        pd.testing.assert_frame_equal(fast[key], general, check_exact=True)
+        assert general["tp"].sum() > 0, key
+    monkeypatch.undo()
+    s = next(iter(demo_scored.values()))
+    turns = s.turns[s.turns["tid"] != s.slots["tid"].iloc[0]]
+    assert M._counted_per_turn(Scored(s.convention, s.metas, turns, s.slots, s.ontology, s.alignment)) is None
