@@ -690,3 +690,17 @@ def test_micro_counts_per_turn_equal_the_group_by(demo_scored, monkeypatch):
     s = next(iter(demo_scored.values()))
     turns = s.turns[s.turns["tid"] != s.slots["tid"].iloc[0]]
     assert M._counted_per_turn(Scored(s.convention, s.metas, turns, s.slots, s.ontology, s.alignment)) is None
+
+
+@pytest.mark.parametrize("function", ["flexible_goal_accuracy", "flexible_goal_accuracy_sets"])
+def test_fga_by_turn_equals_the_group_by(demo_scored, monkeypatch, function):
+    """FGA by `tid` with one unit per turn (the store's per-dialogue parts, Turn depth) sorted instead of
+    grouped: the group-by's frame, bit for bit, on demo runs under several conventions."""
+    fga = getattr(M, function)
+    fast = {k: fga(_fresh(s), by=["tid"]) for k, s in demo_scored.items()}
+    monkeypatch.setattr(M, "_one_unit_per_turn", lambda facts, columns: None)
+    for key, scored in demo_scored.items():
+        general = fga(_fresh(scored), by=["tid"])
+        pd.testing.assert_frame_equal(fast[key], general, check_exact=True)
+        assert len(general) == len(scored.turns) and general.iloc[:, 1].between(0, 1).all(), key
+        assert (general.iloc[:, 1] < 1).any(), key
