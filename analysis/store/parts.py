@@ -187,6 +187,10 @@ def _turn_dialogues(scored: Scored) -> np.ndarray:
     return scored.memoised(("turn_dialogues",), lambda: gold_side.shared(scored, "turn_dialogues", compute))
 
 
+# `_stats_by_tid`'s labels: one group, no `by` column (the same frame for every call, never changed).
+_ONE_GROUP = pd.DataFrame(index=range(1))
+
+
 def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
     """`stats._stats(scored, name, [], dialogues)` for a metric of `_BY_TID`: the same arrays, bit for bit."""
     metric = R.get(name)
@@ -240,7 +244,7 @@ def _stats_by_tid(scored: Scored, name: str, order: _TurnOrder) -> stats._Stats:
         with np.errstate(invalid="ignore"):
             num = np.where(den > 0, value * den, 0.0)
         den = np.nan_to_num(den)
-    return stats._Stats(pd.DataFrame(index=range(1)), total(num), total(den), total(None), counts)
+    return stats._Stats(_ONE_GROUP, total(num), total(den), total(None), counts)
 
 
 def _micro_parts(

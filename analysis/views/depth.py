@@ -127,7 +127,10 @@ def _groups(turns: pd.DataFrame, keys: list[str]) -> tuple[np.ndarray, pd.DataFr
 
 def _groups_of(per: pd.DataFrame, tids: pd.Index, code: np.ndarray) -> np.ndarray | None:
     """The group code of each per-turn row, None if a row names a turn the run does not have."""
-    rows = tids.get_indexer(per["tid"].to_numpy())
+    found = per["tid"].to_numpy()
+    if len(found) == len(tids) and np.array_equal(found, tids.to_numpy()):
+        return code  # one row per turn, in the turns' order (most metrics): no lookup
+    rows = tids.get_indexer(found)
     return None if bool((rows < 0).any()) else code[rows]
 
 
