@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 import numpy as np
@@ -231,9 +232,14 @@ def align(
     pred_turns = pred_file.turns
     if "pred_missing" in pred_turns:  # turns a format holds without a prediction (ConvLab-3) are missing
         pred_turns = pred_turns[~pred_turns["pred_missing"].to_numpy(dtype=bool)]
+    if _in_gold_order(gold_file, gold_pairs, pred_turns):
+        # The usual case: the very same (dialogue id, turn) pairs on both sides, in the gold file's order, so
+        # the same keys on both sides: nothing to key, pair or report, and the turns are the gold file's own.
+        turns, report, _ = _gold_aligned(gold_file)
+        return turns, pred_states[STATE_COLUMNS], copy.deepcopy(report)
     pred_turns = _keyed_once(pred_file, pred_turns)
     if _same_turns(gold_turns, pred_turns, gold_pairs):
-        # The usual case: the very same (dialogue id, turn) pairs on both sides; nothing to pair or report.
+        # The very same (dialogue id, turn) pairs on both sides, in another order; nothing to pair or report.
         turns = gold_turns.drop(columns="_key")
         turns["pred_missing"] = False
         return turns, pred_states[STATE_COLUMNS], _self_report(turns)
@@ -296,6 +302,32 @@ def align(
     matched_keys = pd.MultiIndex.from_frame(matched[["dialogue_id", "turn_index"]])
     turns["pred_missing"] = ~pd.MultiIndex.from_frame(turns[["dialogue_id", "turn_index"]]).isin(matched_keys)
     return turns, states[STATE_COLUMNS], report
+
+
+def _in_gold_order(gold_file: ParsedFile, gold_pairs: pd.DataFrame, pred_turns: pd.DataFrame) -> bool:
+    """Whether the predicted turns are the gold file's (dialogue id, turn index) pairs, ids as written, in
+    the gold file's order, and no two gold turns share a pairing key and turn (then `_keyed_once` finds none
+    twice on the predicted side either, and `_same_turns` holds)."""
+    if len(gold_pairs) != len(pred_turns):
+        return False
+    columns = ["dialogue_id", "turn_index"]
+    pred = pred_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
+    return bool(gold_pairs.equals(pred)) and not _gold_aligned(gold_file)[2]
+
+
+def _gold_aligned(gold_file: ParsedFile) -> tuple[pd.DataFrame, AlignmentReport, bool]:
+    """`align`'s turns and report for a prediction file holding the gold file's very turns, and whether two
+    gold turns share a pairing key and turn index: computed once per gold file (its `derived`, as
+    `_gold_turns`). Shared: the caller copies the report (its lists change)."""
+    found = gold_file.derived.get("align_same")
+    if found is None:
+        gold_turns, _ = _gold_turns(gold_file)
+        twice = bool(gold_turns.duplicated(["_key", "turn_index"]).any())
+        turns = gold_turns.drop(columns="_key")
+        turns["pred_missing"] = False
+        found = (turns, _self_report(turns), twice)
+        gold_file.derived["align_same"] = found
+    return found
 
 
 def _keyed_once(pred_file: ParsedFile, pred_turns: pd.DataFrame) -> pd.DataFrame:

@@ -704,3 +704,41 @@ def test_fga_by_turn_equals_the_group_by(demo_scored, monkeypatch, function):
         pd.testing.assert_frame_equal(fast[key], general, check_exact=True)
         assert len(general) == len(scored.turns) and general.iloc[:, 1].between(0, 1).all(), key
         assert (general.iloc[:, 1] < 1).any(), key
+
+
+def test_alignment_in_gold_order_equals_the_keyed_path(monkeypatch):
+    """A prediction file holding the gold file's turns in its order (every demo JSONL run): the gold file's
+    own aligned turns and report (once per gold file), the same as keying and comparing the predicted turns;
+    the report is the caller's own copy."""
+    from analysis import loading
+
+    entries = {e.name: e for e in read_manifest(DEMO).entries}
+    entry = entries["simulated-A-mwz-en-predicted"]
+    gold, parsed = formats.parse_file(entry.gold), formats.parse_file(entry.pred)
+    assert loading._in_gold_order(gold, loading._gold_turns(gold)[1], parsed.turns)
+    fast = loading.align(gold, parsed, parsed.pred)
+    again = loading.align(gold, parsed, parsed.pred)
+    assert again[0] is fast[0] and again[2] == fast[2] and again[2] is not fast[2]
+    again[2].missing_turn_examples.append(("x", 0))
+    assert loading.align(gold, parsed, parsed.pred)[2] == fast[2]
+    monkeypatch.setattr(loading, "_in_gold_order", lambda *args: False)
+    keyed = loading.align(gold, parsed, parsed.pred)
+    pd.testing.assert_frame_equal(fast[0], keyed[0], check_exact=True)
+    pd.testing.assert_frame_equal(fast[1], keyed[1], check_exact=True)
+    assert fast[2] == keyed[2] and fast[2].gold_turns == len(gold.turns) > 0
+
+
+def test_alignment_in_gold_order_steps_aside_for_a_gold_key_named_twice(tmp_path):
+    """Two gold dialogues whose ids are one pairing key (`MUL1.json`, `mul1`): the predicted file naming the
+    same ids in the same order is refused as before (its two dialogues map to one key), not taken as aligned."""
+    from analysis.loading import load_run
+
+    turn = {"metadata": {"hotel": {"semi": {"area": "east"}, "book": {"booked": []}}}}
+    gold = {"MUL1.json": {"log": [{"text": "hi"}, turn]}, "mul1": {"log": [{"text": "hi"}, turn]}}
+    gold_path = tmp_path / "gold.json"
+    gold_path.write_text(json.dumps(gold), encoding="utf-8")
+    pred_path = tmp_path / "pred.jsonl"
+    lines = [{"dialogue_id": d, "turn_index": 0, "pred": {"hotel": {"area": "east"}}} for d in gold]
+    pred_path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    with pytest.raises(InputError, match="map to the same id"):
+        load_run(pred_path, gold_path)
