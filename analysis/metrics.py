@@ -752,9 +752,15 @@ def ontology_mismatch(scored: Scored) -> str | None:
     )
 
 
-def _unfit_runs(scored: Scored) -> list[str]:
-    fit = ontology_fit(scored)
-    return fit.loc[~fit["applies"], "run_id"].tolist()
+def _unfit_runs(scored: Scored) -> tuple[str, ...]:
+    """The runs whose gold lies outside the ontology (`ontology_fit`), memoised: asked by every slot-accuracy
+    call."""
+
+    def compute() -> tuple[str, ...]:
+        fit = ontology_fit(scored)
+        return tuple(fit.loc[~fit["applies"], "run_id"].tolist())
+
+    return scored.memoised(("unfit_runs",), compute)
 
 
 def _blank_unfit(scored: Scored, result: float | pd.DataFrame, keys: list[str], column: str) -> float | pd.DataFrame:
@@ -766,7 +772,7 @@ def _blank_unfit(scored: Scored, result: float | pd.DataFrame, keys: list[str], 
     if not isinstance(result, pd.DataFrame):
         return float("nan")
     result = result.copy()
-    rows = result["run_id"].isin(unfit) if "run_id" in keys else slice(None)
+    rows = result["run_id"].isin(list(unfit)) if "run_id" in keys else slice(None)
     result.loc[rows, column] = np.nan
     return result
 
