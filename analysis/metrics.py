@@ -374,32 +374,7 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
     elif keys == ["tid"] and (per_turn := _counted_per_turn(scored)) is not None:
         sums = per_turn
     else:
-        # Micro counts are sums over slot rows, so no per-turn step is needed: group the rows directly.
-        slots = scored.slots
-        codes = slots["outcome"].cat.codes.to_numpy()
-        rows = pd.DataFrame(
-            {
-                "n_correct": codes == Outcome.CORRECT,
-                "n_wrong": codes == Outcome.WRONG_VALUE,
-                "n_missed": np.isin(codes, MISSED_CODES),
-                "n_spurious": np.isin(codes, SPURIOUS_CODES),
-                "n_gold": slots["gold_value"].notna().to_numpy(),
-            }
-        )
-        turn_keys = [k for k in keys if k not in SLOT_LEVEL]
-        if turn_keys:
-            position = pd.Index(scored.turns["tid"]).get_indexer(slots["tid"])
-            for k in turn_keys:
-                rows[k] = scored.turns[k].to_numpy()[position]
-        for k in keys:
-            if k in SLOT_LEVEL:
-                rows[k] = slots[k].to_numpy()
-        sums = rows.groupby(keys, observed=True, sort=True)[counts].sum()
-        universe = _universe(scored, keys)
-        if universe is not None:  # a group with no slot rows still shows, with NaN ratios
-            groups = universe.drop_duplicates().sort_values(keys)
-            index = pd.MultiIndex.from_frame(groups) if len(keys) > 1 else pd.Index(groups[keys[0]], name=keys[0])
-            sums = sums.reindex(index, fill_value=0)
+        sums = _grouped_counts(scored, keys, counts)
     tp = sums["n_correct"]
     fp = sums["n_wrong"] + sums["n_spurious"]
     fn = sums["n_wrong"] + sums["n_missed"]
@@ -416,6 +391,38 @@ def slot_prf_micro(scored: Scored, *, by: By = None) -> dict[str, float] | pd.Da
         }
     )
     return out.reset_index()
+
+
+def _grouped_counts(scored: Scored, keys: list[str], counts: list[str]) -> pd.DataFrame:
+    """`slot_prf_micro`'s outcome counts per group of `keys`, by a group-by of the slot rows (every group of
+    the turn-level `keys`' universe listed, with zeros)."""
+    # Micro counts are sums over slot rows, so no per-turn step is needed: group the rows directly.
+    slots = scored.slots
+    codes = slots["outcome"].cat.codes.to_numpy()
+    rows = pd.DataFrame(
+        {
+            "n_correct": codes == Outcome.CORRECT,
+            "n_wrong": codes == Outcome.WRONG_VALUE,
+            "n_missed": np.isin(codes, MISSED_CODES),
+            "n_spurious": np.isin(codes, SPURIOUS_CODES),
+            "n_gold": slots["gold_value"].notna().to_numpy(),
+        }
+    )
+    turn_keys = [k for k in keys if k not in SLOT_LEVEL]
+    if turn_keys:
+        position = pd.Index(scored.turns["tid"]).get_indexer(slots["tid"])
+        for k in turn_keys:
+            rows[k] = scored.turns[k].to_numpy()[position]
+    for k in keys:
+        if k in SLOT_LEVEL:
+            rows[k] = slots[k].to_numpy()
+    sums = rows.groupby(keys, observed=True, sort=True)[counts].sum()
+    universe = _universe(scored, keys)
+    if universe is not None:  # a group with no slot rows still shows, with NaN ratios
+        groups = universe.drop_duplicates().sort_values(keys)
+        index = pd.MultiIndex.from_frame(groups) if len(keys) > 1 else pd.Index(groups[keys[0]], name=keys[0])
+        sums = sums.reindex(index, fill_value=0)
+    return sums
 
 
 def _counted_per_turn(scored: Scored) -> pd.DataFrame | None:

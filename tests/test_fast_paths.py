@@ -742,3 +742,20 @@ def test_alignment_in_gold_order_steps_aside_for_a_gold_key_named_twice(tmp_path
     pred_path.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     with pytest.raises(InputError, match="map to the same id"):
         load_run(pred_path, gold_path)
+
+
+def test_slot_table_by_position_equals_the_merge(demo_scored, monkeypatch):
+    """The Slots page's table (stored with each run) with each slot's outcome counts taken by its position
+    among the pairs: the merged table, bit for bit, on demo runs under several conventions."""
+    from analysis.views import slots as V
+
+    fast = {k: V.slot_table(_fresh(s)) for k, s in demo_scored.items()}
+    taken = [V._in_pair_order(M.per_slot_prf(_fresh(s)), M.slot_pairs(s)[1]) for s in demo_scored.values()]
+    assert all(taken)
+    monkeypatch.setattr(V, "_in_pair_order", lambda per_slot, names: False)
+    for key, scored in demo_scored.items():
+        merged = V.slot_table(_fresh(scored))
+        pd.testing.assert_frame_equal(fast[key], merged, check_exact=True)
+        assert merged["support"].sum() > 0 and len(merged) > 1, key
+    shuffled = M.per_slot_prf(_fresh(scored)).reset_index(drop=True)
+    assert not V._in_pair_order(shuffled, M.slot_pairs(scored)[1])

@@ -19,6 +19,22 @@ def slot_table(scored: Scored) -> pd.DataFrame:
     per_slot = M.per_slot_prf(scored)
     pairs = M.slot_pairs(scored)
     codes = M.outcome_codes(scored.slots)
+    if pairs is not None and codes is not None and _in_pair_order(per_slot, pairs[1]):
+        # per_slot's rows are the pairs' rows (its index their positions, sorted by F1): each row's outcome
+        # counts taken by position, and the table built as one frame; the same table as the merge below.
+        group, names = pairs
+        n = len(OUTCOMES)
+        cells = np.bincount(group * n + codes, minlength=len(names) * n).reshape(len(names), n)[per_slot.index]
+        columns = ["domain", "slot", "precision", "recall", "f1"]
+        table = {
+            "slot_name": _slot_label(per_slot["domain"], per_slot["slot"]).to_numpy(),
+            **{c: per_slot[c].to_numpy() for c in columns},
+            "support": per_slot["support"].to_numpy().astype("int64"),
+            **{str(k): cells[:, i] for i, k in enumerate(OUTCOMES)},
+        }
+        return pd.DataFrame(
+            {c: pd.Series(v, dtype=per_slot[c].dtype) if c in ("domain", "slot") else v for c, v in table.items()}
+        )
     if pairs is not None and codes is not None:
         # Counted per integer pair code and outcome code: the same table as the group-by below.
         group, names = pairs
@@ -40,6 +56,21 @@ def slot_table(scored: Scored) -> pd.DataFrame:
     table.insert(0, "slot_name", _slot_label(table["domain"], table["slot"]))
     table["support"] = table["support"].astype("int64")
     return table.reset_index(drop=True)
+
+
+def _in_pair_order(per_slot: pd.DataFrame, names: pd.DataFrame) -> bool:
+    """Whether `per_slot`'s index gives each row's position among the (domain, slot) pairs `names`."""
+    index = per_slot.index.to_numpy()
+    if (
+        len(per_slot) != len(names)
+        or index.dtype.kind not in "iu"
+        or not np.array_equal(np.sort(index), np.arange(len(names)))
+    ):
+        return False
+    return bool(
+        np.array_equal(per_slot["domain"].to_numpy(dtype=object), names["domain"].to_numpy(dtype=object)[index])
+        and np.array_equal(per_slot["slot"].to_numpy(dtype=object), names["slot"].to_numpy(dtype=object)[index])
+    )
 
 
 def outcome_mix(scoreds: Scored | Sequence[Scored], *, by: str = "slot", errors_only: bool = True) -> pd.DataFrame:
