@@ -232,17 +232,15 @@ def align(
     pred_turns = pred_file.turns
     if "pred_missing" in pred_turns:  # turns a format holds without a prediction (ConvLab-3) are missing
         pred_turns = pred_turns[~pred_turns["pred_missing"].to_numpy(dtype=bool)]
-    if _in_gold_order(gold_file, gold_pairs, pred_turns):
-        # The usual case: the very same (dialogue id, turn) pairs on both sides, in the gold file's order, so
-        # the same keys on both sides: nothing to key, pair or report, and the turns are the gold file's own.
+    # In the gold file's order (the usual case) the keys are the gold turns' own: nothing to key or check.
+    in_order = _in_gold_order(gold_file, gold_pairs, pred_turns)
+    if not in_order:
+        pred_turns = _keyed_once(pred_file, pred_turns)
+    if in_order or _same_turns(gold_turns, pred_turns, gold_pairs):
+        # The very same (dialogue id, turn) pairs on both sides: nothing to pair or report, and the turns are
+        # the gold file's own, aligned once per gold file.
         turns, report, _ = _gold_aligned(gold_file)
         return turns, pred_states[STATE_COLUMNS], copy.deepcopy(report)
-    pred_turns = _keyed_once(pred_file, pred_turns)
-    if _same_turns(gold_turns, pred_turns, gold_pairs):
-        # The very same (dialogue id, turn) pairs on both sides, in another order; nothing to pair or report.
-        turns = gold_turns.drop(columns="_key")
-        turns["pred_missing"] = False
-        return turns, pred_states[STATE_COLUMNS], _self_report(turns)
     paired = _paired_by_key(gold_turns, pred_turns, pred_file, pred_states)
     if paired is not None:  # the same turns once ids are paired (mwzeval's `sng0073` for `SNG0073.json`)
         n_dialogues = int(gold_turns["_key"].nunique())
@@ -310,9 +308,7 @@ def _in_gold_order(gold_file: ParsedFile, gold_pairs: pd.DataFrame, pred_turns: 
     twice on the predicted side either, and `_same_turns` holds)."""
     if len(gold_pairs) != len(pred_turns):
         return False
-    columns = ["dialogue_id", "turn_index"]
-    pred = pred_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
-    return bool(gold_pairs.equals(pred)) and not _gold_aligned(gold_file)[2]
+    return bool(gold_pairs.equals(_turn_pairs(pred_turns))) and not _gold_aligned(gold_file)[2]
 
 
 def _gold_aligned(gold_file: ParsedFile) -> tuple[pd.DataFrame, AlignmentReport, bool]:
@@ -413,7 +409,7 @@ def _same_turns(gold_turns: pd.DataFrame, pred_turns: pd.DataFrame, gold_pairs: 
         return False
     columns = ["dialogue_id", "turn_index"]
     gold = gold_pairs if gold_pairs is not None else _turn_pairs(gold_turns)
-    pred = pred_turns[columns].astype({"dialogue_id": "str", "turn_index": "int64"}).reset_index(drop=True)
+    pred = _turn_pairs(pred_turns)
     if gold.equals(pred):
         # In the same order (a prediction file written in gold order): the same pairs, none twice, since
         # the caller has refused a prediction file naming a turn twice.

@@ -1028,10 +1028,21 @@ def _with_columns(frame: pd.DataFrame, columns: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame({**{c: frame[c] for c in frame.columns}, **columns}, index=frame.index)
 
 
+def _unit_means(scored: Scored, facts: pd.DataFrame, keys: list[str], columns: list[str]) -> pd.DataFrame:
+    """Both FGA rules' per-group mean of `columns` over their units (`facts`), with each group's `n_turns`
+    (its units). By `tid` with one unit per turn (no slot-level keys) a group's mean is its one value and its
+    size 1, so a sort gives the group-by's frame, bit for bit (tested)."""
+    if keys == ["tid"] and (one_each := _one_unit_per_turn(facts, columns)) is not None:
+        return one_each
+    frame = _with_turn_keys(scored, facts, keys)
+    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)
+    out = grouped[columns].mean()
+    out["n_turns"] = grouped.size()
+    return out.reset_index()
+
+
 def _one_unit_per_turn(facts: pd.DataFrame, columns: list[str]) -> pd.DataFrame | None:
-    """The sorted group-by mean of `columns` by `tid` with its `n_turns`, when each turn id has one row (FGA's
-    units without slot-level keys): a group's mean is its one value and its size 1, so a sort gives the same
-    frame, bit for bit (tested). None for any other shape (then the group-by)."""
+    """`_unit_means` by `tid` when each turn id has one unit, sorted instead of grouped; None otherwise."""
     tids = facts["tid"].to_numpy()
     if tids.dtype.kind not in "iu" or not pd.Index(tids).is_unique:
         return None
@@ -1214,13 +1225,7 @@ def flexible_goal_accuracy(scored: Scored, *, by: By = None) -> dict[str, float]
     columns = [_fga_column(lam) for lam in FGA_LAMBDAS]
     if not keys:
         return {c: float(facts[c].mean()) if len(facts) else float("nan") for c in columns}
-    if keys == ["tid"] and (one_each := _one_unit_per_turn(facts, columns)) is not None:
-        return one_each
-    frame = _with_turn_keys(scored, facts, keys)
-    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)
-    out = grouped[columns].mean()
-    out["n_turns"] = grouped.size()
-    return out.reset_index()
+    return _unit_means(scored, facts, keys, columns)
 
 
 def _fga_at(
@@ -1366,13 +1371,7 @@ def flexible_goal_accuracy_sets(scored: Scored, *, by: By = None) -> dict[str, f
     columns = [f"{FGA_SETS_PREFIX}_{lam}" for lam in FGA_LAMBDAS]
     if not keys:
         return {c: float(facts[c].mean()) if len(facts) else float("nan") for c in columns}
-    if keys == ["tid"] and (one_each := _one_unit_per_turn(facts, columns)) is not None:
-        return one_each
-    frame = _with_turn_keys(scored, facts, keys)
-    grouped = frame.groupby(keys, sort=True, observed=True, dropna=False)
-    out = grouped[columns].mean()
-    out["n_turns"] = grouped.size()
-    return out.reset_index()
+    return _unit_means(scored, facts, keys, columns)
 
 
 # One function per penalty, as the registry holds them.

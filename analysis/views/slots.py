@@ -19,28 +19,14 @@ def slot_table(scored: Scored) -> pd.DataFrame:
     per_slot = M.per_slot_prf(scored)
     pairs = M.slot_pairs(scored)
     codes = M.outcome_codes(scored.slots)
-    if pairs is not None and codes is not None and _in_pair_order(per_slot, pairs[1]):
-        # per_slot's rows are the pairs' rows (its index their positions, sorted by F1): each row's outcome
-        # counts taken by position, and the table built as one frame; the same table as the merge below.
-        group, names = pairs
-        n = len(OUTCOMES)
-        cells = np.bincount(group * n + codes, minlength=len(names) * n).reshape(len(names), n)[per_slot.index]
-        columns = ["domain", "slot", "precision", "recall", "f1"]
-        table = {
-            "slot_name": _slot_label(per_slot["domain"], per_slot["slot"]).to_numpy(),
-            **{c: per_slot[c].to_numpy() for c in columns},
-            "support": per_slot["support"].to_numpy().astype("int64"),
-            **{str(k): cells[:, i] for i, k in enumerate(OUTCOMES)},
-        }
-        return pd.DataFrame(
-            {c: pd.Series(v, dtype=per_slot[c].dtype) if c in ("domain", "slot") else v for c, v in table.items()}
-        )
     if pairs is not None and codes is not None:
-        # Counted per integer pair code and outcome code: the same table as the group-by below.
+        # Counted per integer pair code and outcome code: the same counts as the group-by below.
         group, names = pairs
         n = len(OUTCOMES)
-        cells = np.bincount(group * n + codes, minlength=len(names) * n)
-        counts = pd.concat([names, pd.DataFrame(cells.reshape(len(names), n), columns=list(OUTCOMES))], axis=1)
+        cells = np.bincount(group * n + codes, minlength=len(names) * n).reshape(len(names), n)
+        if _in_pair_order(per_slot, names):
+            return _by_position(per_slot, cells[per_slot.index])
+        counts = pd.concat([names, pd.DataFrame(cells, columns=list(OUTCOMES))], axis=1)
     else:
         counts = (
             scored.slots.groupby(["domain", "slot", "outcome"], observed=False)
@@ -56,6 +42,20 @@ def slot_table(scored: Scored) -> pd.DataFrame:
     table.insert(0, "slot_name", _slot_label(table["domain"], table["slot"]))
     table["support"] = table["support"].astype("int64")
     return table.reset_index(drop=True)
+
+
+def _by_position(per_slot: pd.DataFrame, cells: np.ndarray) -> pd.DataFrame:
+    """`slot_table` when `per_slot`'s rows are the pairs' rows (`_in_pair_order`) and `cells` their outcome
+    counts in that order: one frame, the same table as the merge."""
+    columns = ["domain", "slot", "precision", "recall", "f1"]
+    return pd.DataFrame(
+        {
+            "slot_name": _slot_label(per_slot["domain"], per_slot["slot"]).array,
+            **{c: per_slot[c].array for c in columns},
+            "support": per_slot["support"].to_numpy().astype("int64"),
+            **{str(k): cells[:, i] for i, k in enumerate(OUTCOMES)},
+        }
+    )
 
 
 def _in_pair_order(per_slot: pd.DataFrame, names: pd.DataFrame) -> bool:
