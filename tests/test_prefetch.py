@@ -383,6 +383,49 @@ def test_prefetch_yields_to_a_running_page(monkeypatch: pytest.MonkeyPatch) -> N
     assert prefetch._running == 0
 
 
+def test_the_comparison_job_yields_between_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The Slices page's comparison runs (20 runs' tables at 1,000 runs: seconds beside a page script) are
+    found one run at a time: a page clicked while the job runs waits for one run's gold fingerprint, not for
+    all of them; then `comparison_runs` itself, from the fingerprints memoised on each scored run."""
+    events: list[str] = []
+    page = threading.Event()
+
+    def fingerprint(run: str) -> None:
+        events.append(f"fingerprint {run}")
+        if run == "b":  # a page is clicked while the job computes b's fingerprint, and runs for 0.3 s
+            entered = threading.Event()
+
+            def click() -> None:
+                with prefetch.page_running():
+                    entered.set()
+                    page.wait(0.3)
+                    events.append("page done")
+
+            threading.Thread(target=click).start()
+            entered.wait(5)
+
+    def compute(fn: Any, args: list[Any], *_: Any) -> Any:
+        events.append(fn.__name__)
+        return {}  # `unread_gold`: every run read
+
+    monkeypatch.setattr(data, "compute", compute)
+    monkeypatch.setattr(data, "scored", lambda source, choice: source)
+    monkeypatch.setattr(prefetch.views, "gold_fingerprint", fingerprint)
+    monkeypatch.setattr(prefetch, "drawn", lambda candidates, *_, **__: candidates)
+    runs = ["a", "b", "c", "d"]
+    prefetch.comparison_job(runs, "a", {r: r for r in runs}, {}, data.DECLARED)
+    assert events == [
+        "unread_gold",
+        "fingerprint a",
+        "fingerprint b",
+        "page done",  # c waited for the page clicked during b
+        "fingerprint c",
+        "fingerprint d",
+        "comparison_runs",
+    ]
+    assert prefetch._running == 0
+
+
 def test_run_jobs_starts_no_job_after_its_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     """The launcher's warm-up is time-boxed (`scripts/serve.py`): jobs past the deadline are left over."""
     done: list[int] = []
