@@ -759,3 +759,38 @@ def test_slot_table_by_position_equals_the_merge(demo_scored, monkeypatch):
         assert merged["support"].sum() > 0 and len(merged) > 1, key
     shuffled = M.per_slot_prf(_fresh(scored)).reset_index(drop=True)
     assert not V._in_pair_order(shuffled, M.slot_pairs(scored)[1])
+
+
+# --- ConvLab-3's unified slot names: each distinct (domain, slot) pair mapped once ---------------------------
+
+
+def _convlab3_names_by_multiindex(states: pd.DataFrame) -> pd.DataFrame:
+    """`scorer_inputs._convlab3_names` as it was: the pairs factorised as a MultiIndex (a tuple per row)."""
+    from analysis import scorer_inputs as S
+
+    domains = states["domain"].str.lower()
+    codes, distinct = pd.factorize(pd.MultiIndex.from_frame(pd.DataFrame({"domain": domains, "slot": states["slot"]})))
+    mapped = [S._convlab3_name(str(d), str(s)) for d, s in distinct]
+    return states.assign(
+        domain=domains, slot=pd.array(mapped, dtype="str").take(codes) if len(codes) else states["slot"]
+    )
+
+
+@pytest.mark.realdata
+def test_convlab3_names_by_pair_codes_equal_the_multiindex():
+    from analysis import scorer_inputs as S
+    from analysis.loading import load_run
+
+    gold = ROOT.parent / "shared" / "realdata" / "multiwoz21" / "test.json.zip"
+    pred = ROOT.parent / "shared" / "realdata" / "mwzeval_outputs" / "augpt.json"
+    if not (gold.exists() and pred.exists()):
+        pytest.skip("the real data (../shared/realdata) is absent")
+    run = load_run(pred, gold)
+    for states in (run.gold, run.pred, run.pred.iloc[:0], run.gold.iloc[::-7]):
+        _same(S._convlab3_names(states), _convlab3_names_by_multiindex(states))
+    # Mixed case and every ConvLab-3 renaming, in both orders of first appearance.
+    names = [("Hotel", "pricerange"), ("train", "leaveAt"), ("hotel", "PriceRange"), ("attraction", "type")]
+    hand = pd.DataFrame({"domain": [d for d, _ in names] * 3, "slot": [s for _, s in names] * 3, "value": "x"})
+    hand = hand.astype({"domain": "str", "slot": "str", "value": "str"})
+    for frame in (hand, hand.iloc[::-1].reset_index(drop=True)):
+        _same(S._convlab3_names(frame), _convlab3_names_by_multiindex(frame))
