@@ -146,7 +146,7 @@ def _stats(scored: Scored, metric: str, keys: list[str], dialogues: pd.Index) ->
         num, den = np.zeros(len(per)), np.ones(len(per))  # num: the group's GCA per turn, set below
     else:
         per, num, den = _turn_parts(scored, metric, keys)
-    d = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
+    d = _dialogue_positions(scored, per, dialogues)
     keep = d >= 0  # rows of dialogues outside `dialogues` (unpaired ones) do not count
     per, num, den, d = per[keep], num[keep], den[keep], d[keep]
     parts = [p[keep] for p in parts]
@@ -219,6 +219,29 @@ def _dialogues(scored: Scored) -> pd.Index:
         "dialogue_keys",
         lambda: gold_side.shared(scored, "dialogue_keys", lambda: pd.Index(turn_dialogue_keys(scored).unique())),
     )
+
+
+def turn_dialogue_positions(scored: Scored) -> np.ndarray:
+    """Each turn's dialogue position in `_dialogues` (read-only), memoised and shared by the runs of one gold
+    file."""
+
+    def compute() -> np.ndarray:
+        found = _dialogues(scored).get_indexer(turn_dialogue_keys(scored))
+        found.flags.writeable = False
+        return found
+
+    return scored.memoised(("turn_dialogues",), lambda: gold_side.shared(scored, "turn_dialogues", compute))
+
+
+def _dialogue_positions(scored: Scored, per: pd.DataFrame, dialogues: pd.Index) -> np.ndarray:
+    """Each row of `per` its dialogue's position in `dialogues` (-1: not among them). When the rows name the
+    turns' dialogues in the turns' order (JGA and every per-turn metric without a slot-level key) and
+    `dialogues` are the run's own, the turns' memoised positions: the same integers without keying
+    7,000 ids again (about 3 ms a MultiWOZ-size run)."""
+    ids, turns = per["dialogue_id"], scored.turns["dialogue_id"]
+    if dialogues is _dialogues(scored) and len(ids) == len(turns) and ids.array.equals(turns.array):
+        return turn_dialogue_positions(scored)
+    return dialogues.get_indexer(dialogue_key(ids))
 
 
 def turn_dialogue_keys(scored: Scored) -> pd.Series:

@@ -794,3 +794,38 @@ def test_convlab3_names_by_pair_codes_equal_the_multiindex():
     hand = hand.astype({"domain": "str", "slot": "str", "value": "str"})
     for frame in (hand, hand.iloc[::-1].reset_index(drop=True)):
         _same(S._convlab3_names(frame), _convlab3_names_by_multiindex(frame))
+
+
+# --- each per-turn row's dialogue position: the turns' memoised positions when the rows are the turns --------
+
+
+def test_dialogue_positions_equal_keying_the_ids(demo_scored):
+    from analysis import stats
+    from analysis.model import dialogue_key
+
+    shortcut = 0
+    for scored in demo_scored.values():
+        fresh = _fresh(scored)
+        dialogues = stats._dialogues(fresh)
+        for metric in ("jga", "slot_accuracy", "aga"):
+            for keys in ([], ["domain"]):
+                if keys and metric == "aga":
+                    continue
+                per = stats._turn_parts(fresh, metric, keys)[0]
+                found = stats._dialogue_positions(fresh, per, dialogues)
+                expected = dialogues.get_indexer(dialogue_key(per["dialogue_id"]))
+                assert found.tolist() == expected.tolist()
+                shortcut += found is stats.turn_dialogue_positions(fresh)
+        # Another dialogue list (a comparison's union of runs), or rows in another order: keyed, not the turns'.
+        per = stats._turn_parts(fresh, "jga", [])[0]
+        other = pd.Index(list(reversed(dialogues)))
+        assert (
+            stats._dialogue_positions(fresh, per, other).tolist()
+            == other.get_indexer(dialogue_key(per["dialogue_id"])).tolist()
+        )
+        shuffled = per.iloc[::-1].reset_index(drop=True)
+        assert (
+            stats._dialogue_positions(fresh, shuffled, dialogues).tolist()
+            == dialogues.get_indexer(dialogue_key(shuffled["dialogue_id"])).tolist()
+        )
+    assert shortcut >= len(demo_scored)  # JGA without keys took the turns' positions on every run

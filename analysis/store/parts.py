@@ -178,13 +178,7 @@ def _compute_turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | Non
 
 def _turn_dialogues(scored: Scored) -> np.ndarray:
     """Each turn's dialogue `d` (its position in `stats._dialogues`), memoised: read-only, shared."""
-
-    def compute() -> np.ndarray:
-        found = stats._dialogues(scored).get_indexer(stats.turn_dialogue_keys(scored))
-        found.flags.writeable = False
-        return found
-
-    return scored.memoised(("turn_dialogues",), lambda: gold_side.shared(scored, "turn_dialogues", compute))
+    return stats.turn_dialogue_positions(scored)
 
 
 # `_stats_by_tid`'s labels: one group, no `by` column (the same frame for every call, never changed).
