@@ -173,12 +173,9 @@ def _compute_turn_order(scored: Scored, dialogues: pd.Index) -> _TurnOrder | Non
     rows = pd.Index(turns["tid"].to_numpy())
     if int(rank.max()) + 1 != len(turns) or not rows.is_unique:
         return None
-    return _TurnOrder(rows, rank, _turn_dialogues(scored), len(dialogues), np.argsort(rank, kind="stable"))
-
-
-def _turn_dialogues(scored: Scored) -> np.ndarray:
-    """Each turn's dialogue `d` (its position in `stats._dialogues`), memoised: read-only, shared."""
-    return stats.turn_dialogue_positions(scored)
+    return _TurnOrder(
+        rows, rank, stats.turn_dialogue_positions(scored), len(dialogues), np.argsort(rank, kind="stable")
+    )
 
 
 # `_stats_by_tid`'s labels: one group, no `by` column (the same frame for every call, never changed).
@@ -306,7 +303,7 @@ def _jga_parts_counted(scored: Scored, by: str) -> pd.DataFrame | None:
     if tids.dtype.kind not in "iu" or not tids.is_unique:
         return None
     dialogues = stats._dialogues(scored)
-    turn_d = _turn_dialogues(scored)
+    turn_d = stats.turn_dialogue_positions(scored)
     if by == "turn_index":
         labels_of = turns["turn_index"].to_numpy()
         correct = turns["joint_correct"].to_numpy(dtype=bool)
@@ -567,7 +564,7 @@ def _domain_jga_counted(scored: Scored, parts: pd.DataFrame) -> pd.DataFrame | N
         return None
     facts = M._slot_group_counts(scored, ("domain",))
     run_ids = scored.turns["run_id"]
-    if facts["domain"].isna().any() or run_ids.isna().any() or bool((_turn_dialogues(scored) < 0).any()):
+    if facts["domain"].isna().any() or run_ids.isna().any() or bool((stats.turn_dialogue_positions(scored) < 0).any()):
         return None
     domains, at = np.unique(parts["domain"].to_numpy(dtype=object), return_inverse=True)
     ones = np.bincount(at, weights=parts["num"].to_numpy(dtype=float), minlength=len(domains))
